@@ -1,0 +1,5 @@
+import sys
+
+from dygsched.cli import main
+
+sys.exit(main())

@@ -1,0 +1,61 @@
+"""``dygsched run | plan | simulate``: a thin dispatcher; the work lives in the stages."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from dygsched.errors import DygschedError
+
+USAGE = """usage: dygsched COMMAND [ARGS]
+
+commands:
+  run       train a DGNN across worker processes (Hydra overrides, e.g. model=tgcn sched=psg world_size=2)
+  plan      plan group times onto GPUs and print the plan, its predicted time, bound and gap
+  simulate  plan a simulated dynamic graph for 4 ... 1,024 GPUs and report parallel efficiency
+
+Run 'dygsched COMMAND --help' for a command's options."""
+
+
+def _run(argv: list[str]) -> int:
+    from dygsched.launch.hydra_app import main as run_main
+
+    return run_main(argv)
+
+
+def _plan(argv: list[str]) -> int:
+    from dygsched.launch.plan_cli import main as plan_main
+
+    return plan_main(argv)
+
+
+def _simulate(argv: list[str]) -> int:
+    from dygsched.launch.simulate_cli import main as simulate_main
+
+    return simulate_main(argv)
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "plan": _plan, "simulate": _simulate}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in {"-h", "--help", "help"}:
+        print(USAGE)
+        return 0 if argv else 2
+    command = COMMANDS.get(argv[0])
+    if command is None:
+        print(f"dygsched: error: unknown command '{argv[0]}' (choose from {', '.join(COMMANDS)})", file=sys.stderr)
+        return 2
+    try:
+        return command(argv[1:])
+    except DygschedError as exc:
+        print(f"dygsched: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("dygsched: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Snapshot groups (sliding windows) and their split by time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dygsched.data.temporal_graph import Snapshot, TemporalGraph
+from dygsched.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class SnapshotGroup:
+    """Snapshots ``start .. stop-1``; the sample predicts the targets of snapshot ``stop-1``."""
+
+    index: int
+    start: int
+    stop: int
+
+    @property
+    def size(self) -> int:
+        return self.stop - self.start
+
+    def snapshots(self, graph: TemporalGraph) -> tuple[Snapshot, ...]:
+        return graph.snapshots[self.start : self.stop]
+
+    def work(self, graph: TemporalGraph) -> tuple[int, int]:
+        """(active nodes, edges) summed over the group's snapshots: the cost model's inputs."""
+        snaps = self.snapshots(graph)
+        return sum(s.num_active_nodes for s in snaps), sum(s.num_edges for s in snaps)
+
+
+@dataclass(frozen=True)
+class Split:
+    """Groups by time: train first, then validation, then test, never overlapping in targets."""
+
+    train: tuple[SnapshotGroup, ...]
+    val: tuple[SnapshotGroup, ...]
+    test: tuple[SnapshotGroup, ...]
+
+    def phase(self, name: str) -> tuple[SnapshotGroup, ...]:
+        return {"train": self.train, "val": self.val, "test": self.test}[name]
+
+
+def sliding_groups(num_snapshots: int, window: int) -> tuple[SnapshotGroup, ...]:
+    if window < 1:
+        raise ConfigError(f"window must be at least 1 snapshot, got {window}")
+    if window > num_snapshots:
+        raise ConfigError(f"window ({window}) is larger than the number of snapshots ({num_snapshots})")
+    return tuple(SnapshotGroup(k, k, k + window) for k in range(num_snapshots - window + 1))
+
+
+def split_by_time(groups: tuple[SnapshotGroup, ...], train: float, val: float) -> Split:
+    """Cut the time-ordered groups into train / validation / test fractions (test gets the rest)."""
+    if not (0 < train < 1 and 0 < val < 1 and train + val < 1):
+        raise ConfigError(f"split fractions must be positive and sum below 1, got train={train} val={val}")
+    n = len(groups)
+    n_train = int(round(n * train))
+    n_val = int(round(n * val))
+    if n_train < 1 or n_val < 1 or n - n_train - n_val < 1:
+        raise ConfigError(f"{n} snapshot groups are too few for a train/validation/test split ({train}/{val}/rest)")
+    return Split(groups[:n_train], groups[n_train : n_train + n_val], groups[n_train + n_val :])

@@ -1,0 +1,62 @@
+"""Process-group set-up from the standard torch.distributed environment variables.
+
+The local launcher sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT``
+exactly as ``torchrun`` does, so one code path serves one machine and many.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from dygsched.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class DistEnv:
+    rank: int
+    world_size: int
+    local_rank: int
+
+    @classmethod
+    def from_environ(cls) -> DistEnv:
+        try:
+            return cls(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ.get("LOCAL_RANK", 0)))
+        except KeyError as exc:
+            raise ConfigError(f"the worker needs the torch.distributed variable {exc.args[0]} (start it with torchrun or dygsched run)") from None
+
+
+def pick_device(requested: str, local_rank: int) -> torch.device:
+    if requested == "auto":
+        requested = "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError("device=cuda but no CUDA device is available (use device=cpu or device=auto)")
+        return torch.device("cuda", local_rank % torch.cuda.device_count())
+    if requested == "cpu":
+        return torch.device("cpu")
+    raise ConfigError(f"unknown device '{requested}' (choose from auto, cpu, cuda)")
+
+
+def init_process_group(env: DistEnv, device: torch.device, timeout_s: float) -> None:
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    dist.init_process_group(
+        backend="nccl" if device.type == "cuda" else "gloo",
+        init_method="env://",
+        rank=env.rank,
+        world_size=env.world_size,
+        timeout=timedelta(seconds=timeout_s),
+    )
+
+
+def peak_memory_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        return int(torch.cuda.max_memory_allocated(device))
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux reports KiB

@@ -1,0 +1,84 @@
+"""The Hydra application behind ``dygsched run``.
+
+Overrides are composed once up front with Hydra's compose API, so an unknown name or a bad
+value is one clear line before anything starts; then ``hydra.main`` runs the job (or a sweep with
+``-m``), so launcher plugins and multirun work as in any Hydra app.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig
+
+from dygsched.errors import ConfigError, DygschedError
+
+CONFIG_MODULE = "dygsched.conf"
+CONFIG_NAME = "config"
+
+_failures: list[str] = []
+
+
+def compose_config(overrides: list[str]) -> DictConfig:
+    """Compose the real configs with ``overrides`` (what tests and the pre-check use)."""
+    from hydra import compose, initialize_config_module
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
+            return compose(config_name=CONFIG_NAME, overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(" ".join(str(exc).split())) from None
+
+
+def print_summary(summary: dict[str, Any], results_dir: str) -> None:
+    evaluation = summary.get("eval") or {}
+    rows = [
+        ("run", summary.get("run_id")),
+        ("status", summary.get("status")),
+        ("epoch time (s, median)", _fmt(summary.get("epoch_time_s"))),
+        ("imbalance ratio", _fmt(summary.get("imbalance_ratio"))),
+        ("final train loss", _fmt(summary.get("final_train_loss"))),
+        (f"test {evaluation.get('metric', 'metric')}", _fmt(evaluation.get("value"))),
+        ("all-reduce bytes / epoch", (summary.get("comm_bytes_per_epoch") or {}).get("allreduce")),
+        ("peak memory (MB)", _fmt((summary.get("peak_mem_bytes") or 0) / 2**20)),
+    ]
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"  {name:<{width}}  {value}")
+    print(f"results in {results_dir}/{summary.get('run_id')}", flush=True)
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+@hydra.main(config_path="pkg://dygsched.conf", config_name=CONFIG_NAME, version_base="1.3")
+def _hydra_job(cfg: DictConfig) -> None:
+    from dygsched.launch.app import run
+
+    try:
+        summary = run(cfg)
+    except DygschedError as exc:
+        print(f"dygsched: error: {exc}", file=sys.stderr, flush=True)
+        _failures.append(str(exc))
+        return
+    if summary:  # empty on ranks other than 0 under torchrun
+        print_summary(summary, str(cfg.results_dir))
+
+
+def main(argv: list[str]) -> int:
+    flags = {"-m", "--multirun", "--help", "-h", "--cfg", "-c", "--info", "--hydra-help", "--resolve"}
+    if not any(arg in flags or arg.startswith("--cfg") for arg in argv):
+        compose_config(argv)
+    _failures.clear()
+    saved = sys.argv
+    sys.argv = ["dygsched run", *argv]
+    try:
+        _hydra_job()
+    finally:
+        sys.argv = saved
+    return 1 if _failures else 0

@@ -1,0 +1,27 @@
+"""Tidy metric rows: ``run_id, epoch, iteration, rank, phase, metric, value``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+COLUMNS = ["run_id", "epoch", "iteration", "rank", "phase", "metric", "value"]
+EPOCH_LEVEL = -1  # ``iteration`` of rows that describe a whole epoch
+
+
+@dataclass
+class MetricRecorder:
+    """Collects one rank's rows; ranks' recorders are gathered and concatenated on rank 0."""
+
+    run_id: str
+    rank: int
+    rows: list[tuple] = field(default_factory=list)
+
+    def add(self, epoch: int, phase: str, metric: str, value: float, iteration: int = EPOCH_LEVEL) -> None:
+        self.rows.append((self.run_id, epoch, iteration, self.rank, phase, metric, float(value)))
+
+    @staticmethod
+    def frame(rows: list[tuple]) -> pd.DataFrame:
+        frame = pd.DataFrame(rows, columns=COLUMNS)
+        return frame.astype({"epoch": "int32", "iteration": "int32", "rank": "int32", "value": "float64"})

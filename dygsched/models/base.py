@@ -1,0 +1,114 @@
+"""What every DGNN looks like to the engine: layers of (spatial aggregation, temporal update)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import nn
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
+from torch_geometric.utils import scatter
+
+from dygsched.data.temporal_graph import Snapshot
+
+State = tuple[torch.Tensor, ...]
+
+
+class DGNNLayer(nn.Module, ABC):
+    """One spatio-temporal block (REAL eq. 1-2).
+
+    ``spatial`` is the structure encoder on one snapshot (message passing); ``temporal`` is the
+    time encoder that folds the spatial output into the layer's recurrent ``state`` and returns
+    the layer's output for this snapshot (the next layer's input) and the new state. Keeping the
+    two apart lets an executor cache or reuse aggregations (REAL) and ship states between ranks
+    (ESDG) without a second copy of the model.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int) -> None:
+        super().__init__()
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+
+    @abstractmethod
+    def initial_state(self, num_nodes: int, device: torch.device, dtype: torch.dtype) -> State:
+        """The state before the first snapshot of a group (h_0 = 0, or the initial weights)."""
+
+    @abstractmethod
+    def spatial(self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State) -> Any:
+        """Structure encoding of ``x`` on one snapshot's graph."""
+
+    @abstractmethod
+    def temporal(self, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
+        """Temporal update: ``(output [N, out_channels], new state)``."""
+
+
+class DGNN(nn.Module):
+    """A stack of ``DGNNLayer`` and a linear head on the last layer's output at the last snapshot."""
+
+    def __init__(self, layers: Sequence[DGNNLayer], out_channels: int) -> None:
+        super().__init__()
+        if not 1 <= len(layers) <= 3:
+            raise ValueError(f"num_layers must be 1, 2 or 3, got {len(layers)}")
+        self.layers = nn.ModuleList(layers)
+        self.head = nn.Linear(layers[-1].out_channels, out_channels)
+
+    def initial_states(self, num_nodes: int, device: torch.device, dtype: torch.dtype = torch.float32) -> list[State]:
+        return [layer.initial_state(num_nodes, device, dtype) for layer in self.layers]
+
+    def step(self, snapshot: Snapshot, states: list[State]) -> tuple[torch.Tensor, list[State]]:
+        """Run one snapshot through every layer; return the top layer's output and the new states."""
+        x = snapshot.x
+        new_states = []
+        for layer, state in zip(self.layers, states, strict=True):
+            spatial_out = layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state)
+            x, state = layer.temporal(spatial_out, state)
+            new_states.append(state)
+        return x, new_states
+
+    def readout(self, h: torch.Tensor) -> torch.Tensor:
+        """Predictions from the top layer's output: ``[N]`` for regression, ``[N, C]`` logits otherwise."""
+        out = self.head(h)
+        return out.squeeze(-1) if out.shape[-1] == 1 else out
+
+    def forward(self, snapshots: Sequence[Snapshot]) -> torch.Tensor:
+        """Predict the targets of the last snapshot of a group from all of its snapshots."""
+        first = snapshots[0]
+        states = self.initial_states(first.num_nodes, first.x.device, first.x.dtype)
+        h = first.x
+        for snapshot in snapshots:
+            h, states = self.step(snapshot, states)
+        return self.readout(h)
+
+
+def check_sizes(in_channels: int, out_channels: int, hidden_channels: int, num_layers: int) -> None:
+    """Reject sizes a model cannot be built with, before any layer is built."""
+    if not isinstance(num_layers, int) or not 1 <= num_layers <= 3:
+        raise ValueError(f"num_layers must be 1, 2 or 3, got {num_layers!r}")
+    for name, value in (("hidden_channels", hidden_channels), ("in_channels", in_channels), ("out_channels", out_channels)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def gcn_aggregate(
+    x: torch.Tensor,
+    edge_index: torch.Tensor,
+    edge_weight: torch.Tensor | None = None,
+    *,
+    improved: bool = False,
+    add_self_loops: bool = True,
+) -> torch.Tensor:
+    """``D^-1/2 (A + I) D^-1/2 x``: GCN's neighbourhood aggregation without the projection.
+
+    The same normalisation as ``torch_geometric.nn.GCNConv`` (messages flow from row 0 to row 1
+    of ``edge_index``), so ``gcn_aggregate(x, ...) @ W`` equals ``GCNConv`` with weight ``W`` and
+    no bias up to float rounding. Models whose weights change with time (EvolveGCN) aggregate
+    here, in ``spatial``, and project in ``temporal``, which keeps the aggregation reusable.
+    """
+    num_nodes = x.size(0)
+    edge_index, weight = gcn_norm(
+        edge_index, edge_weight, num_nodes=num_nodes, improved=improved, add_self_loops=add_self_loops, dtype=x.dtype
+    )
+    messages = x.index_select(0, edge_index[0]) * weight.unsqueeze(-1)
+    return scatter(messages, edge_index[1], dim=0, dim_size=num_nodes, reduce="sum")

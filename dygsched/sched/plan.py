@@ -1,0 +1,103 @@
+"""A plan: for each iteration, for each GPU (rank), the groups it trains."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from enum import Enum
+from pathlib import Path
+
+from dygsched.errors import ScheduleError
+from dygsched.sched.problem import ScheduleProblem
+
+
+class SolverStatus(str, Enum):
+    OPTIMAL = "optimal"  # proven optimal (within the requested gap)
+    FEASIBLE = "feasible"  # a valid plan, optimality not proven
+    HEURISTIC = "heuristic"  # a constructive algorithm, no optimality claim
+    FALLBACK = "fallback"  # the REAL policy fell back to the greedy plan
+
+
+Iterations = tuple[tuple[tuple[int, ...], ...], ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """``iterations[i][rank]`` is the tuple of group indices rank ``rank`` trains in iteration ``i``."""
+
+    iterations: Iterations
+    num_gpus: int
+    capacity: int
+    predicted_epoch_time: float
+    lower_bound: float
+    solver: str
+    solver_status: SolverStatus
+    solve_time_s: float
+
+    @property
+    def gap(self) -> float:
+        """Relative distance of the predicted epoch time above the lower bound."""
+        if self.lower_bound <= 0:
+            return 0.0
+        return self.predicted_epoch_time / self.lower_bound - 1.0
+
+    @property
+    def num_iterations(self) -> int:
+        return len(self.iterations)
+
+    def groups_of(self, rank: int) -> list[tuple[int, ...]]:
+        """The groups ``rank`` trains, one tuple per iteration (empty when idle)."""
+        return [iteration[rank] for iteration in self.iterations]
+
+    def validate(self, problem: ScheduleProblem) -> None:
+        """Raise unless every group appears exactly once and capacity holds."""
+        seen: list[int] = []
+        for i, iteration in enumerate(self.iterations):
+            if len(iteration) != problem.num_gpus:
+                raise ScheduleError(f"iteration {i} has {len(iteration)} ranks, the problem has {problem.num_gpus} GPUs")
+            for rank, groups in enumerate(iteration):
+                if len(groups) > problem.capacity:
+                    raise ScheduleError(f"iteration {i} gives rank {rank} {len(groups)} groups, capacity is {problem.capacity}")
+                seen.extend(groups)
+        if sorted(seen) != list(range(problem.num_groups)):
+            raise ScheduleError("the plan does not train every group exactly once")
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["solver_status"] = self.solver_status.value
+        data["iterations"] = [[list(groups) for groups in iteration] for iteration in self.iterations]
+        data["gap"] = self.gap
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Plan:
+        try:
+            return cls(
+                iterations=tuple(tuple(tuple(int(k) for k in groups) for groups in it) for it in data["iterations"]),
+                num_gpus=int(data["num_gpus"]),
+                capacity=int(data["capacity"]),
+                predicted_epoch_time=float(data["predicted_epoch_time"]),
+                lower_bound=float(data["lower_bound"]),
+                solver=str(data["solver"]),
+                solver_status=SolverStatus(data["solver_status"]),
+                solve_time_s=float(data["solve_time_s"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ScheduleError(f"not a valid plan: {exc}") from None
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=1))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> Plan:
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text()))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ScheduleError(f"cannot read plan {path}: {exc}") from None
+
+
+def predicted_epoch_time(problem: ScheduleProblem, iterations: Iterations) -> float:
+    """Sum over iterations of the slowest GPU's load (net of reuse) plus one all-reduce."""
+    return sum(max(problem.load(groups) for groups in iteration) + problem.allreduce_cost for iteration in iterations)

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+# Small, fast settings for runs in tests: every override is a real config key.
+TINY_SYNTHETIC = [
+    "dataset=synthetic",
+    "dataset.num_nodes=120",
+    "dataset.num_snapshots=12",
+    "dataset.feature_dim=8",
+    "model.hidden_channels=16",
+    "model.num_layers=1",
+    "progress=false",
+]
+
+
+@pytest.fixture
+def compose(tmp_path):
+    """Compose the real Hydra configs with overrides, writing results under tmp_path."""
+    from dygsched.launch.hydra_app import compose_config
+
+    def _compose(*overrides: str):
+        return compose_config([f"results_dir={tmp_path / 'results'}", *overrides])
+
+    return _compose
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    assert SHARED_DATA.is_dir(), f"the shared datasets are expected at {SHARED_DATA}"
+    return SHARED_DATA

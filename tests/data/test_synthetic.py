@@ -1,0 +1,61 @@
+import torch
+
+import pytest
+
+from dygsched.data.synthetic import SyntheticSource
+from dygsched.data.temporal_graph import Task
+from dygsched.errors import DataError
+
+
+def test_deterministic_per_seed():
+    a = SyntheticSource(num_nodes=150, num_snapshots=6, seed=3).load()
+    b = SyntheticSource(num_nodes=150, num_snapshots=6, seed=3).load()
+    c = SyntheticSource(num_nodes=150, num_snapshots=6, seed=4).load()
+    for sa, sb in zip(a.snapshots, b.snapshots):
+        assert torch.equal(sa.edge_index, sb.edge_index) and torch.equal(sa.y, sb.y)
+    assert not torch.equal(a.snapshots[-1].edge_index, c.snapshots[-1].edge_index)
+
+
+def test_edges_change_at_the_requested_rate_and_grow():
+    graph = SyntheticSource(num_nodes=2000, avg_degree=8, num_snapshots=10, change_rate=0.1, growth="stackoverflow", seed=0).load()
+    n = graph.num_nodes
+    keys = [set((s.edge_index[0] * n + s.edge_index[1]).tolist()) for s in graph.snapshots]
+    for before, after in zip(keys, keys[1:]):
+        removed = len(before - after) / len(before)
+        assert 0.07 < removed < 0.13
+    assert graph.snapshots[-1].num_edges > 1.5 * graph.snapshots[0].num_edges
+    assert graph.snapshots[-1].num_active_nodes > graph.snapshots[0].num_active_nodes
+    assert abs(graph.snapshots[-1].num_edges / n - 8) < 0.5
+
+
+def test_edges_only_touch_existing_nodes_and_have_no_self_loops():
+    graph = SyntheticSource(num_nodes=300, num_snapshots=5, seed=1).load()
+    for snap in graph.snapshots:
+        assert snap.node_mask[snap.edge_index].all()
+        assert (snap.edge_index[0] != snap.edge_index[1]).all()
+
+
+def test_arxiv_growth_keeps_all_nodes():
+    graph = SyntheticSource(num_nodes=300, num_snapshots=5, growth="arxiv", seed=1).load()
+    assert all(bool(s.node_mask.all()) for s in graph.snapshots)
+
+
+def test_classification_targets_are_classes():
+    graph = SyntheticSource(num_nodes=200, num_snapshots=4, task="classification", num_classes=3).load()
+    assert graph.task is Task.CLASSIFICATION and graph.out_channels == 3
+    assert set(torch.cat([s.y for s in graph.snapshots]).tolist()) == {0, 1, 2}
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_nodes": 1}, "num_nodes"),
+        ({"growth": "linear"}, "unknown growth trend"),
+        ({"change_rate": 1.5}, "change_rate"),
+        ({"task": "ranking"}, "unknown task"),
+        ({"avg_degree": 0}, "avg_degree"),
+    ],
+)
+def test_bad_parameters(kwargs, message):
+    with pytest.raises(DataError, match=message):
+        SyntheticSource(**kwargs).load()

@@ -1,0 +1,92 @@
+"""`dygsched run` for real: worker processes, gloo, a run folder with the documented schema."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from tests.conftest import TINY_SYNTHETIC
+
+SUMMARY_KEYS = {
+    "run_id", "dataset", "model", "sched", "world_size", "epochs", "status", "epoch_time_s", "imbalance_ratio",
+    "final_train_loss", "eval", "comm_bytes_per_epoch", "peak_mem_bytes",
+}
+
+
+def dygsched(tmp_path, *args, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "dygsched", *args, f"results_dir={tmp_path / 'results'}"],
+        capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
+    )
+
+
+def only_run_folder(tmp_path):
+    folders = [p for p in (tmp_path / "results").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert len(folders) == 1
+    return folders[0]
+
+
+def check_run_folder(folder, epochs, world_size):
+    summary = json.loads((folder / "summary.json").read_text())
+    assert SUMMARY_KEYS <= summary.keys() and summary["status"] == "ok"
+    assert summary["world_size"] == world_size and summary["epochs_completed"] == epochs
+    assert summary["comm_bytes_per_epoch"]["allreduce"] > 0 and summary["peak_mem_bytes"] > 0
+    assert summary["imbalance_ratio"] >= 1.0
+    metrics = pd.read_parquet(folder / "metrics.parquet")
+    assert list(metrics.columns) == ["run_id", "epoch", "iteration", "rank", "phase", "metric", "value"]
+    assert set(metrics["rank"]) == set(range(world_size)) and set(metrics["phase"]) == {"train", "val", "test"}
+    assert (folder / "config.yaml").exists() and json.loads((folder / "plan.json").read_text())["solver"] == "psg"
+    runs = pd.read_parquet(folder.parent / "runs.parquet")
+    assert runs["run_id"].tolist() == [summary["run_id"]]
+    losses = metrics[(metrics.metric == "loss") & (metrics.phase == "train") & (metrics.iteration == -1)].sort_values("epoch")
+    return summary, losses["value"].tolist()
+
+
+def test_synthetic_two_ranks(tmp_path):
+    result = dygsched(tmp_path, "run", *TINY_SYNTHETIC, "world_size=2", "epochs=4")
+    assert result.returncode == 0, result.stderr
+    assert "epoch 4/4" in result.stdout and "results in" in result.stdout
+    summary, losses = check_run_folder(only_run_folder(tmp_path), epochs=4, world_size=2)
+    assert losses[-1] < losses[0]
+    assert summary["eval"]["metric"] == "mse"
+
+
+def test_twitter_tennis_two_ranks(tmp_path, shared_data):
+    result = dygsched(
+        tmp_path, "run", "dataset=twitter_tennis", f"dataset.path={shared_data / 'twitter_tennis_rg17.json'}",
+        "model.hidden_channels=16", "model.num_layers=1", "world_size=2", "epochs=3", "progress=false",
+    )
+    assert result.returncode == 0, result.stderr
+    _, losses = check_run_folder(only_run_folder(tmp_path), epochs=3, world_size=2)
+    assert losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["dataset=nope"], "dataset/nope"),
+        (["dataset=edgelist", "dataset.path=/nonexistent.csv"], "file not found"),
+        (["window=50"], "larger than the number of snapshots"),
+        (["world_size=0"], "world_size must be at least 1"),
+        (["sched.capacity=0"], "capacity"),
+        (["world_size=64"], "larger than the"),
+    ],
+)
+def test_bad_input_is_one_line_and_starts_no_run(tmp_path, overrides, message):
+    result = dygsched(tmp_path, "run", *TINY_SYNTHETIC, *overrides)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in result.stderr
+    assert not [p for p in (tmp_path / "results").glob("*") if p.is_dir()]
+
+
+def test_failing_worker_marks_the_run_failed(tmp_path):
+    result = dygsched(tmp_path, "run", *TINY_SYNTHETIC, "epochs=1", "optim.weight_decay=-1")
+    assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1 and "failed" in result.stderr
+    folder = only_run_folder(tmp_path)
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "failed" and "weight_decay" in summary["reason"]
+    assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]

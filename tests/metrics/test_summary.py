@@ -1,0 +1,32 @@
+import pytest
+
+from dygsched.metrics.recorder import MetricRecorder
+from dygsched.metrics.summary import summarize
+
+
+def frame():
+    rows = []
+    for rank, busy in ((0, [5.0, 2.0, 2.0, 2.0]), (1, [1.0, 1.0, 1.6, 1.0])):
+        rec = MetricRecorder("r", rank)
+        for epoch in range(4):
+            rec.add(epoch, "train", "busy_s", busy[epoch])
+            rec.add(epoch, "train", "wait_s", 10.0)  # waits never count towards imbalance
+            rec.add(epoch, "train", "epoch_time_s", [9.0, 3.0, 4.0, 5.0][epoch])
+            rec.add(epoch, "train", "bytes_allreduce", 100)
+            rec.add(epoch, "train", "peak_mem_bytes", 1000 + rank)
+            if rank == 0:
+                rec.add(epoch, "train", "loss", 1.0 / (epoch + 1))
+                rec.add(epoch, "test", "loss", 0.3)
+                rec.add(epoch, "test", "mse", 0.3 - epoch * 0.01)
+        rows += rec.rows
+    return MetricRecorder.frame(rows)
+
+
+def test_summary_figures():
+    summary = summarize(frame(), {"run_id": "r", "status": "ok"})
+    assert summary["epoch_time_s"] == 4.0  # median of epochs after the first
+    assert summary["imbalance_ratio"] == pytest.approx(2.0)  # median of 2.0, 1.25, 2.0
+    assert summary["final_train_loss"] == 0.25
+    assert summary["eval"] == {"split": "test", "metric": "mse", "value": pytest.approx(0.27)}
+    assert summary["comm_bytes_per_epoch"] == {"allreduce": 200}
+    assert summary["peak_mem_bytes"] == 1001
