@@ -1,0 +1,81 @@
+"""EvolveGCN-H (Pareja et al., 2020): a GRU evolves the GCN weights from a top-k summary of the nodes."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch_geometric.nn import TopKPooling
+from torch_geometric.nn.inits import glorot
+
+from dygsched.models.base import DGNN, DGNNLayer, State, check_sizes, gcn_aggregate
+
+
+class EvolveGCNHLayer(DGNNLayer):
+    """One EvolveGCN-H layer::
+
+        Z_t = TopK(X_t, k=in_channels)               (the k best-scoring rows, scaled by tanh(score))
+        W_t = GRU(input=Z_t, hidden=W_{t-1})         (row i of W pairs with the i-th best node)
+        H_t = ReLU(A_t X_t W_t)
+
+    ``W`` is ``[in_channels, out_channels]``; the GRU has input size ``in_channels`` and hidden
+    size ``out_channels``, so in the square case it is exactly ``torch_geometric_temporal``'s
+    ``EvolveGCNH`` (``TopKPooling`` + ``GRU`` + fixed-weight GCN, before the ReLU). tgt sets the pooling ratio to
+    ``in_channels / num_nodes`` for a node count fixed at construction; here ``k = in_channels``
+    directly (the same ``k``), so the layer works on any graph. A snapshot with fewer than ``k``
+    nodes pads the summary with zero rows.
+
+    ``spatial`` returns ``(A_t X_t, Z_t)``: the aggregation and the summary, both functions of the
+    snapshot alone; ``temporal`` runs the GRU on ``W`` and projects. State: ``(W,)``; the initial
+    state is the learnable ``initial_weight``. As for EvolveGCN-O, tgt keeps the evolved weight on
+    the module across ``forward`` calls; here every snapshot group starts from ``initial_weight``.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, improved: bool = False, add_self_loops: bool = True) -> None:
+        super().__init__(in_channels, out_channels)
+        self.improved = improved
+        self.add_self_loops = add_self_loops
+        self.initial_weight = nn.Parameter(torch.empty(in_channels, out_channels))
+        self.pooling = TopKPooling(in_channels, ratio=in_channels)
+        self.recurrent = nn.GRUCell(in_channels, out_channels)
+        glorot(self.initial_weight)
+
+    def initial_state(self, num_nodes: int, device: torch.device, dtype: torch.dtype) -> State:
+        return (self.initial_weight.to(device=device, dtype=dtype),)
+
+    def spatial(
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(A_t X_t [N, in_channels], Z_t [in_channels, in_channels])``."""
+        aggregated = gcn_aggregate(x, edge_index, edge_weight, improved=self.improved, add_self_loops=self.add_self_loops)
+        summary = self.pooling(x, edge_index)[0]
+        missing = self.in_channels - summary.size(0)
+        if missing > 0:
+            summary = F.pad(summary, (0, 0, 0, missing))
+        return aggregated, summary
+
+    def temporal(self, spatial_out: tuple[torch.Tensor, torch.Tensor], state: State) -> tuple[torch.Tensor, State]:
+        aggregated, summary = spatial_out
+        (weight,) = state
+        weight = self.recurrent(summary, weight)
+        return F.relu(aggregated @ weight), (weight,)
+
+
+class EvolveGCNH(DGNN):
+    """``num_layers`` stacked EvolveGCN-H layers of width ``hidden_channels`` and a linear head."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        hidden_channels: int = 64,
+        num_layers: int = 2,
+        improved: bool = False,
+        add_self_loops: bool = True,
+    ) -> None:
+        check_sizes(in_channels, out_channels, hidden_channels, num_layers)
+        layers = [
+            EvolveGCNHLayer(in_channels if i == 0 else hidden_channels, hidden_channels, improved, add_self_loops)
+            for i in range(num_layers)
+        ]
+        super().__init__(layers, out_channels)

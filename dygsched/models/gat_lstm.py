@@ -1,0 +1,61 @@
+"""GAT-LSTM (Wu et al., 2018): graph attention on each snapshot, then an LSTM per node."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch_geometric.nn import GATConv
+
+from dygsched.models.base import DGNN, DGNNLayer, State, check_sizes
+
+
+class GATLSTMLayer(DGNNLayer):
+    """Multi-head graph attention followed by a vertex-wise LSTM::
+
+        S_t = ELU(GAT(X_t))               (heads concatenated: heads x out_channels/heads)
+        H_t, C_t = LSTMCell(S_t, (H_{t-1}, C_{t-1}))
+
+    ``spatial`` is the ELU'd ``GATConv`` (independent of the state); ``temporal`` is one
+    ``nn.LSTMCell`` step. State: ``(H, C)``, each ``[N, out_channels]``. Like GAT itself, the
+    attention ignores edge weights: the edge set alone decides who attends to whom.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, heads: int = 4, attention_dropout: float = 0.0) -> None:
+        super().__init__(in_channels, out_channels)
+        if heads < 1 or out_channels % heads:
+            raise ValueError(f"hidden_channels ({out_channels}) must be a positive multiple of heads ({heads})")
+        self.heads = heads
+        self.conv = GATConv(in_channels, out_channels // heads, heads=heads, concat=True, dropout=attention_dropout)
+        self.lstm = nn.LSTMCell(out_channels, out_channels)
+
+    def initial_state(self, num_nodes: int, device: torch.device, dtype: torch.dtype) -> State:
+        zeros = torch.zeros(num_nodes, self.out_channels, device=device, dtype=dtype)
+        return (zeros, zeros.clone())
+
+    def spatial(self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State) -> torch.Tensor:
+        return F.elu(self.conv(x, edge_index))
+
+    def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        h, c = self.lstm(spatial_out, state)
+        return h, (h, c)
+
+
+class GATLSTM(DGNN):
+    """``num_layers`` stacked (GAT, LSTM) blocks of width ``hidden_channels`` and a linear head."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        hidden_channels: int = 64,
+        num_layers: int = 2,
+        heads: int = 4,
+        attention_dropout: float = 0.0,
+    ) -> None:
+        check_sizes(in_channels, out_channels, hidden_channels, num_layers)
+        layers = [
+            GATLSTMLayer(in_channels if i == 0 else hidden_channels, hidden_channels, heads, attention_dropout)
+            for i in range(num_layers)
+        ]
+        super().__init__(layers, out_channels)

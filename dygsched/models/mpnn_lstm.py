@@ -1,0 +1,100 @@
+"""MPNN-LSTM (Panagopoulos et al., 2021): two GCNs per snapshot, two stacked LSTMs over time."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch_geometric.nn import GCNConv
+
+from dygsched.models.base import DGNN, DGNNLayer, State, check_sizes
+
+
+class MPNNLSTMLayer(DGNNLayer):
+    """One MPNN-LSTM block, ``torch_geometric_temporal.nn.recurrent.MPNNLSTM`` taken one snapshot at a time::
+
+        S1_t = Dropout(BN_1(ReLU(GCN_1(X_t))))
+        S2_t = Dropout(BN_2(ReLU(GCN_2(S1_t))))
+        H1_t, C1_t = LSTM_1([S1_t, S2_t], (H1_{t-1}, C1_{t-1}))
+        H2_t, C2_t = LSTM_2(H1_t, (H2_{t-1}, C2_{t-1}))
+        out_t = [H1_t, H2_t, X_t]                       (X_t only with ``skip=True``)
+
+    ``spatial`` is the two convolutions with their batch norms and dropout, returning
+    ``([S1_t, S2_t], X_t)``; it does not read the state. ``temporal`` is one step of each of the
+    two stacked LSTMs. State: ``(H1, C1, H2, C2)``, each ``[N, hidden_channels]``. The output has
+    ``2 * hidden_channels (+ in_channels with skip)`` columns.
+
+    Where this differs from tgt's ``MPNNLSTM``, which takes a whole window of ``w`` snapshots as
+    one block-diagonal batch in a single call:
+
+    * Batch norm in training mode normalises each snapshot with its own statistics, where tgt
+      normalises all ``w * N`` rows of the window together, and the running statistics are updated
+      once per snapshot instead of once per window. In eval mode, or with ``w = 1``, the two agree.
+    * The skip columns are the current snapshot's input ``X_t``. tgt appends the full features of
+      the window's first snapshot plus the last feature column of each later snapshot (a layout
+      tied to the lagged-case features of its COVID data, whose width depends on ``w``). With
+      ``w = 1`` the two agree.
+    * The LSTMs' outputs ``H1``, ``H2`` (tgt's ``H_1[0]``, ``H_2[0]``) are the same in every case
+      where the batch norms agree, i.e. the recurrent math is identical.
+    """
+
+    def __init__(self, in_channels: int, hidden_channels: int, dropout: float = 0.5, skip: bool = True) -> None:
+        super().__init__(in_channels, 2 * hidden_channels + (in_channels if skip else 0))
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        self.hidden_channels = hidden_channels
+        self.dropout = dropout
+        self.skip = skip
+        self.conv_1 = GCNConv(in_channels, hidden_channels)
+        self.conv_2 = GCNConv(hidden_channels, hidden_channels)
+        self.batch_norm_1 = nn.BatchNorm1d(hidden_channels)
+        self.batch_norm_2 = nn.BatchNorm1d(hidden_channels)
+        self.recurrent_1 = nn.LSTMCell(2 * hidden_channels, hidden_channels)
+        self.recurrent_2 = nn.LSTMCell(hidden_channels, hidden_channels)
+
+    def initial_state(self, num_nodes: int, device: torch.device, dtype: torch.dtype) -> State:
+        zeros = torch.zeros(num_nodes, self.hidden_channels, device=device, dtype=dtype)
+        return (zeros, zeros.clone(), zeros.clone(), zeros.clone())
+
+    def spatial(
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``([S1_t, S2_t] [N, 2 * hidden_channels], X_t)``."""
+        s1 = F.relu(self.conv_1(x, edge_index, edge_weight))
+        s1 = F.dropout(self.batch_norm_1(s1), p=self.dropout, training=self.training)
+        s2 = F.relu(self.conv_2(s1, edge_index, edge_weight))
+        s2 = F.dropout(self.batch_norm_2(s2), p=self.dropout, training=self.training)
+        return torch.cat([s1, s2], dim=-1), x
+
+    def temporal(self, spatial_out: tuple[torch.Tensor, torch.Tensor], state: State) -> tuple[torch.Tensor, State]:
+        aggregated, x = spatial_out
+        h1, c1, h2, c2 = state
+        h1, c1 = self.recurrent_1(aggregated, (h1, c1))
+        h2, c2 = self.recurrent_2(h1, (h2, c2))
+        parts = [h1, h2, x] if self.skip else [h1, h2]
+        return torch.cat(parts, dim=-1), (h1, c1, h2, c2)
+
+
+class MPNNLSTM(DGNN):
+    """``num_layers`` stacked MPNN-LSTM blocks and a linear head (one block is the paper's model).
+
+    Each block's output (``2 * hidden_channels``, plus its input width with ``skip``) is the next
+    block's input, so with ``skip`` the width grows by ``2 * hidden_channels`` per block.
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        hidden_channels: int = 64,
+        num_layers: int = 2,
+        dropout: float = 0.5,
+        skip: bool = True,
+    ) -> None:
+        check_sizes(in_channels, out_channels, hidden_channels, num_layers)
+        layers: list[MPNNLSTMLayer] = []
+        width = in_channels
+        for _ in range(num_layers):
+            layers.append(MPNNLSTMLayer(width, hidden_channels, dropout, skip))
+            width = layers[-1].out_channels
+        super().__init__(layers, out_channels)

@@ -1,0 +1,57 @@
+"""WD-GCN (Manessi et al., 2020): a graph convolution on each snapshot, then an LSTM per node."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch_geometric.nn import GCNConv
+
+from dygsched.models.base import DGNN, DGNNLayer, State, check_sizes
+
+
+class WDGCNLayer(DGNNLayer):
+    """A waterfall-dense GC layer followed by a vertex-wise LSTM::
+
+        S_t = ReLU(GCN(X_t))              (weights shared over time)
+        H_t, C_t = LSTMCell(S_t, (H_{t-1}, C_{t-1}))   (weights shared over nodes)
+
+    ``spatial`` is the ReLU'd ``GCNConv`` (independent of the state); ``temporal`` is one
+    ``nn.LSTMCell`` step. State: ``(H, C)``, each ``[N, out_channels]``.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, improved: bool = False, add_self_loops: bool = True) -> None:
+        super().__init__(in_channels, out_channels)
+        self.conv = GCNConv(in_channels, out_channels, improved=improved, add_self_loops=add_self_loops)
+        self.lstm = nn.LSTMCell(out_channels, out_channels)
+
+    def initial_state(self, num_nodes: int, device: torch.device, dtype: torch.dtype) -> State:
+        zeros = torch.zeros(num_nodes, self.out_channels, device=device, dtype=dtype)
+        return (zeros, zeros.clone())
+
+    def spatial(self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State) -> torch.Tensor:
+        return F.relu(self.conv(x, edge_index, edge_weight))
+
+    def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        h, c = self.lstm(spatial_out, state)
+        return h, (h, c)
+
+
+class WDGCN(DGNN):
+    """``num_layers`` stacked (GCN, LSTM) blocks of width ``hidden_channels`` and a linear head."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        hidden_channels: int = 64,
+        num_layers: int = 2,
+        improved: bool = False,
+        add_self_loops: bool = True,
+    ) -> None:
+        check_sizes(in_channels, out_channels, hidden_channels, num_layers)
+        layers = [
+            WDGCNLayer(in_channels if i == 0 else hidden_channels, hidden_channels, improved, add_self_loops)
+            for i in range(num_layers)
+        ]
+        super().__init__(layers, out_channels)
