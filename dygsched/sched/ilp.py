@@ -1,0 +1,102 @@
+"""REAL-L: the ILP of REAL section 5.2 (eqs. 11-14), warm-started from the greedy plan.
+
+Options (``solve(problem, "ilp", time_limit=..., **options)``):
+
+* ``backend``: ``cpsat`` (OR-Tools CP-SAT, default), ``cbc`` or ``highs`` (through PuLP);
+* ``gap``: stop once the incumbent is proven within this relative gap (default 0.01);
+* ``warm_start``: start from the ``greedy`` plan (default True);
+* ``horizon``: iterations in the model: an integer, ``"full"`` (``ceil(n/G)``, DyGNeX eq. 11)
+  or ``"auto"`` (default: full while the model has at most 20,000 ``x`` variables, else the warm
+  start's iteration count plus one);
+* ``workers``: solver threads (default 2).
+
+The time limit defaults to 30 s. If the backend finds nothing better than the warm start in time,
+the warm start is returned. The plan's status is OPTIMAL when the backend proved the gap,
+FEASIBLE otherwise.
+"""
+
+from __future__ import annotations
+
+from dygsched.errors import ScheduleError
+from dygsched.sched.base import Solver, SolverResult, check_options
+from dygsched.sched.greedy import balanced_iterations
+from dygsched.sched.ilp_backend import IlpBackend
+from dygsched.sched.ilp_cpsat import CpSatBackend
+from dygsched.sched.ilp_model import IlpModel
+from dygsched.sched.ilp_pulp import CbcBackend, HighsBackend
+from dygsched.sched.plan import SolverStatus, predicted_epoch_time
+from dygsched.sched.problem import ScheduleProblem
+
+BACKENDS: dict[str, type[IlpBackend]] = {cls.name: cls for cls in (CpSatBackend, CbcBackend, HighsBackend)}
+DEFAULT_TIME_LIMIT = 30.0
+DEFAULT_GAP = 0.01
+AUTO_FULL_HORIZON_VARIABLES = 20_000  # "auto" models the full horizon while x has at most this many entries
+
+
+def get_backend(name: str) -> IlpBackend:
+    """A backend by name; unknown or uninstalled backends raise ``ScheduleError``."""
+    try:
+        cls = BACKENDS[name]
+    except (KeyError, TypeError):
+        raise ScheduleError(f"unknown ILP backend {name!r}; valid choices: {', '.join(BACKENDS)}") from None
+    if not cls.available():
+        installed = [n for n, c in BACKENDS.items() if c.available()]
+        raise ScheduleError(
+            f"ILP backend {name!r} is not installed (needs {cls.package}); available: {', '.join(installed) or 'none'}"
+        )
+    return cls()
+
+
+def available_backends() -> list[str]:
+    return [name for name, cls in BACKENDS.items() if cls.available()]
+
+
+class RealL(Solver):
+    """REAL-L: epigraph ILP with McCormick-linearized reuse (REAL eqs. 11-14)."""
+
+    name = "ilp"
+    description = "REAL-L: ILP (epigraph + McCormick reuse), CP-SAT or PuLP, warm-started from greedy"
+    use_reuse = True
+    options = ("backend", "gap", "warm_start", "horizon", "workers")
+
+    @classmethod
+    def available(cls) -> bool:
+        return bool(available_backends())
+
+    def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options) -> SolverResult:
+        check_options(self.name, options, self.options)
+        backend = get_backend(options.get("backend", "cpsat"))
+        gap = options.get("gap", DEFAULT_GAP)
+        if not isinstance(gap, (int, float)) or not 0 <= gap < 1:
+            raise ScheduleError(f"the optimality gap must be in [0, 1), got {gap!r}")
+        workers = options.get("workers", 2)
+        if int(workers) != workers or workers < 1:
+            raise ScheduleError(f"workers must be a positive integer, got {workers!r}")
+        limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
+        reuse_problem = problem if self.use_reuse else ScheduleProblem(
+            problem.group_times, problem.num_gpus, problem.capacity, problem.allreduce_cost
+        )
+        warm = balanced_iterations(reuse_problem) if options.get("warm_start", True) else None
+        horizon_opt = options.get("horizon", "auto")
+        full = -(-problem.num_groups // problem.num_gpus)
+        if horizon_opt == "full":
+            horizon = full
+        elif horizon_opt == "auto":
+            small = problem.num_groups * full * problem.num_gpus <= AUTO_FULL_HORIZON_VARIABLES
+            horizon = full if (small or not warm) else len(warm) + 1
+        elif isinstance(horizon_opt, int) and horizon_opt >= 1:
+            horizon = horizon_opt
+        else:
+            raise ScheduleError(f"horizon must be a positive integer, 'auto' or 'full', got {horizon_opt!r}")
+        model = IlpModel.build(problem, horizon, self.use_reuse)
+        result = backend.solve(model, warm, limit, float(gap), seed, int(workers))
+        iterations = result.iterations
+        if iterations is None or (warm and predicted_epoch_time(reuse_problem, warm) < predicted_epoch_time(reuse_problem, iterations) - 1e-9):
+            iterations = result.iterations if warm is None else warm
+        if iterations is None:
+            raise ScheduleError(f"the {backend.name} backend found no plan within {limit:g} s ({result.raw_status})")
+        status = SolverStatus.OPTIMAL if result.converged else SolverStatus.FEASIBLE
+        proven = None
+        if model.full_horizon and result.proven_bound is not None and (self.use_reuse or not problem.has_reuse):
+            proven = min(result.proven_bound, predicted_epoch_time(problem, iterations))
+        return SolverResult(iterations, status, proven)
