@@ -11,6 +11,7 @@ when it gives several.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,34 @@ class IterationStats:
     wait_s: float = 0.0
     comm_s: float = 0.0
     bytes: dict[str, int] = field(default_factory=dict)
+
+
+def wrap_ddp(objective: torch.nn.Module, device: torch.device) -> DistributedDataParallel:
+    """DistributedDataParallel that tolerates ranks running different numbers of groups.
+
+    DDP rebuilds its gradient buckets once, in the first forward after the first synchronised
+    backward, and that rebuild is a collective: two warm-up steps on every rank settle it before
+    ranks diverge. Buffers (batch-norm statistics) are averaged at each synchronisation point
+    instead of broadcast in every forward, which would also be a collective.
+    """
+    # torch >= 2.13 spells "no buffer broadcast in forward" forward_sync_buffers; older ones broadcast_buffers.
+    no_forward_sync = (
+        {"forward_sync_buffers": False}
+        if "forward_sync_buffers" in inspect.signature(DistributedDataParallel.__init__).parameters
+        else {"broadcast_buffers": False}
+    )
+    ddp = DistributedDataParallel(objective, device_ids=[device.index] if device.type == "cuda" else None, **no_forward_sync)
+    for _ in range(2):
+        ddp(None).backward()
+    objective.zero_grad(set_to_none=True)
+    return ddp
+
+
+def average_buffers(module: torch.nn.Module, world_size: int) -> None:
+    for buffer in module.buffers():
+        if buffer.is_floating_point():
+            dist.all_reduce(buffer)
+            buffer.div_(world_size)
 
 
 def synchronize(device: torch.device) -> None:
@@ -80,6 +109,7 @@ class GroupExecutor:
 
             start = time.perf_counter()
             ddp(None).backward()  # every rank: triggers the gradient all-reduce of what it accumulated
+            average_buffers(ddp.module, world_size)
             synchronize(device)
             stats.comm_s = time.perf_counter() - start
             stats.bytes["allreduce"] = grad_bytes

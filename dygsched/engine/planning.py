@@ -8,13 +8,13 @@ from typing import Any
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.sched import ScheduleProblem, solve
-from dygsched.sched.cost_model import group_times_from_sizes
+from dygsched.sched.cost_model import CostModel, group_times_from_sizes
 from dygsched.sched.plan import Plan
 
 
 def make_plan(sched_cfg: Mapping[str, Any], graph: TemporalGraph, train_groups: tuple[SnapshotGroup, ...], world_size: int) -> Plan:
     sizes = [group.work(graph) for group in train_groups]
-    coefficients = sched_cfg.get("cost_model") or None
+    coefficients = sched_cfg.get("cost_model") or CostModel()
     times = group_times_from_sizes([n for n, _ in sizes], [e for _, e in sizes], coefficients)
     problem = ScheduleProblem(
         group_times=tuple(times),

@@ -11,14 +11,13 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from omegaconf import OmegaConf
-from torch.nn.parallel import DistributedDataParallel
 
 from dygsched.data.groups import Split, sliding_groups, split_by_time
 from dygsched.data.loading import instantiate_component, load_graph
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.distributed import DistEnv, init_process_group, peak_memory_bytes, pick_device
 from dygsched.engine.evaluate import evaluate
-from dygsched.engine.executor import GroupExecutor, IterationStats
+from dygsched.engine.executor import IterationStats, wrap_ddp
 from dygsched.engine.objective import GroupObjective
 from dygsched.engine.planning import make_plan
 from dygsched.metrics.recorder import MetricRecorder
@@ -116,7 +115,7 @@ def _train(cfg: Mapping[str, Any], env: DistEnv, device: torch.device, graph: Te
 
     seed_everything(int(cfg["seed"]))
     objective = GroupObjective(build_model(cfg["model"], graph), graph.task).to(device)
-    ddp = DistributedDataParallel(objective, device_ids=[device.index] if device.type == "cuda" else None)
+    ddp = wrap_ddp(objective, device)
     optimizer = torch.optim.Adam(ddp.parameters(), lr=float(cfg["optim"]["lr"]), weight_decay=float(cfg["optim"]["weight_decay"]))
     executor = instantiate_component(cfg["sched"]["executor"], "executor")
     recorder = MetricRecorder(run_id, rank)

@@ -17,7 +17,7 @@ from torch.multiprocessing.spawn import ProcessException
 
 from dygsched.data.loading import load_graph
 from dygsched.engine.distributed import DistEnv
-from dygsched.engine.worker import build_split, train_rank
+from dygsched.engine.worker import build_model, build_split, train_rank
 from dygsched.errors import ConfigError, DygschedError
 from dygsched.launch.local import first_failure, launch_local
 from dygsched.metrics.run_folder import RunFolder, new_run_id
@@ -67,6 +67,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     config["world_size"] = world_size
     graph = load_graph(config["dataset"])
     split = build_split(config, graph)
+    build_model(config["model"], graph)  # a model that cannot be built fails here, before any worker starts
     if world_size > len(split.train):
         raise ConfigError(f"world_size={world_size} is larger than the {len(split.train)} training groups: some ranks would never train")
 

@@ -8,6 +8,7 @@ A worker that fails writes its reason to the run folder; the parent turns it int
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import sys
@@ -67,6 +68,8 @@ def launch_local(cfg: Mapping[str, Any], graph: TemporalGraph, run_dir: Path, wo
     run_dir.mkdir(parents=True, exist_ok=True)
     graph_path = run_dir / GRAPH_FILE
     torch.save(graph, graph_path)
+    # torch logs a warning for every sibling it terminates after a failure; the failure itself is reported once, by us.
+    logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)
     try:
         mp.start_processes(
             _worker, args=(dict(cfg), world_size, free_port(), str(run_dir)), nprocs=world_size, join=True, start_method="spawn"

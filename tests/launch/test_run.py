@@ -45,7 +45,7 @@ def check_run_folder(folder, epochs, world_size):
 
 
 def test_synthetic_two_ranks(tmp_path):
-    result = dygsched(tmp_path, "run", *TINY_SYNTHETIC, "world_size=2", "epochs=4")
+    result = dygsched(tmp_path, "run", *TINY_SYNTHETIC, "progress=true", "world_size=2", "epochs=4")
     assert result.returncode == 0, result.stderr
     assert "epoch 4/4" in result.stdout and "results in" in result.stdout
     summary, losses = check_run_folder(only_run_folder(tmp_path), epochs=4, world_size=2)
@@ -68,14 +68,17 @@ def test_twitter_tennis_two_ranks(tmp_path, shared_data):
     [
         (["dataset=nope"], "dataset/nope"),
         (["dataset=edgelist", "dataset.path=/nonexistent.csv"], "file not found"),
-        (["window=50"], "larger than the number of snapshots"),
-        (["world_size=0"], "world_size must be at least 1"),
-        (["sched.capacity=0"], "capacity"),
-        (["world_size=64"], "larger than the"),
+        (["dataset=twitter_tennis", "dataset.path=/nonexistent.json"], "file not found"),
+        ([*TINY_SYNTHETIC, "window=50"], "larger than the number of snapshots"),
+        ([*TINY_SYNTHETIC, "world_size=0"], "world_size must be at least 1"),
+        ([*TINY_SYNTHETIC, "sched.capacity=0"], "capacity"),
+        ([*TINY_SYNTHETIC, "world_size=64"], "larger than the"),
+        ([*TINY_SYNTHETIC, "model.num_layers=4"], "num_layers"),
+        ([*TINY_SYNTHETIC, "dataset.growth=linear"], "unknown growth trend"),
     ],
 )
 def test_bad_input_is_one_line_and_starts_no_run(tmp_path, overrides, message):
-    result = dygsched(tmp_path, "run", *TINY_SYNTHETIC, *overrides)
+    result = dygsched(tmp_path, "run", *overrides)
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in result.stderr

@@ -1,0 +1,1 @@
+"""Engine stage: what each rank does with its part of the plan."""
