@@ -45,6 +45,9 @@ def pick_device(requested: str, local_rank: int) -> torch.device:
 def init_process_group(env: DistEnv, device: torch.device, timeout_s: float) -> None:
     if device.type == "cuda":
         torch.cuda.set_device(device)
+    else:  # ranks on one machine share its cores instead of each starting a thread per core
+        local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_ranks))
     dist.init_process_group(
         backend="nccl" if device.type == "cuda" else "gloo",
         init_method="env://",

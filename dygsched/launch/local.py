@@ -40,9 +40,13 @@ def failure_file(run_dir: Path, rank: int) -> Path:
 
 def _worker(local_rank: int, cfg: Mapping[str, Any], world_size: int, port: int, run_dir: str) -> None:
     os.environ.update(
-        RANK=str(local_rank), LOCAL_RANK=str(local_rank), WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
+        RANK=str(local_rank),
+        LOCAL_RANK=str(local_rank),
+        WORLD_SIZE=str(world_size),
+        LOCAL_WORLD_SIZE=str(world_size),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
     )
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
     try:
         graph = torch.load(Path(run_dir) / GRAPH_FILE, mmap=True, weights_only=False)
         train_rank(cfg, DistEnv.from_environ(), graph)
