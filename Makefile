@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 RUN_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-slow test-gpu test-all clean
+.PHONY: help install run test test-slow test-gpu clean table-epoch-time fig-convergence bench-planner table-solve-time simulate
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -36,6 +36,30 @@ test-slow: $(STAMP) ## the slow tests
 
 test-gpu: $(STAMP) ## the tests that need a CUDA device
 	$(BIN)/python -m pytest -q -m gpu
+
+TABLE_SCHEDS ?= psg,esdg,blad,dygnex_g,dygnex_l,greedy,ilp
+TABLE_MODELS ?= tgcn,wdgcn
+TABLE_DIR ?= results/table_epoch_time
+table-epoch-time: $(STAMP) ## epoch time + imbalance per strategy and model, 2 CPU ranks (DyGNeX table 4 shape)
+	rm -rf $(TABLE_DIR)
+	$(BIN)/dygsched run -m +experiment=epoch_time sched=$(TABLE_SCHEDS) model=$(TABLE_MODELS) results_dir=$(TABLE_DIR) progress=false
+	$(BIN)/python scripts/table_epoch_time.py $(TABLE_DIR)
+
+FIG_SCHEDS ?= psg,dygnex_g,dygnex_l,greedy,ilp
+FIG_DIR ?= results/fig_convergence
+fig-convergence: $(STAMP) ## loss and accuracy per epoch per strategy, as a PNG (DyGNeX figure 3)
+	rm -rf $(FIG_DIR)
+	$(BIN)/dygsched run -m +experiment=convergence sched=$(FIG_SCHEDS) results_dir=$(FIG_DIR) progress=false
+	$(BIN)/python scripts/fig_convergence.py $(FIG_DIR)
+
+bench-planner: $(STAMP) ## planner targets: greedy/ILP gaps to the lower bound and solve times
+	$(BIN)/python scripts/bench_planner.py --quick
+
+table-solve-time: $(STAMP) ## solve time by number of snapshots and ILP time by gap (DyGNeX tables 5 and 6)
+	$(BIN)/python scripts/bench_solve_time.py --quick
+
+simulate: $(STAMP) ## parallel efficiency from 4 to 1,024 simulated GPUs (REAL figure 15, DyGNeX figure 5)
+	$(BIN)/dygsched simulate --snapshots 10000 --solvers psg,greedy --out results/simulate_scaling.csv
 
 clean: ## remove generated results (keeps the virtual environment)
 	find results -mindepth 1 ! -name .gitkeep -exec rm -rf {} +

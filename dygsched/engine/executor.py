@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import inspect
 import time
+from contextlib import nullcontext
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from dygsched.data.groups import SnapshotGroup
-from dygsched.data.temporal_graph import Snapshot, TemporalGraph
+from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
+from dygsched.engine.objective import GroupObjective
+from dygsched.engine.profiler import PhaseTimer, Profiler
 from dygsched.sched.plan import Plan
 
 
@@ -69,6 +73,58 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def gradient_bytes(module: torch.nn.Module) -> int:
+    """Bytes of the trainable parameters' gradients: what one DDP all-reduce moves."""
+    return sum(p.numel() * p.element_size() for p in module.parameters() if p.requires_grad)
+
+
+def sync_step(
+    ddp: DistributedDataParallel,
+    optimizer: torch.optim.Optimizer,
+    device: torch.device,
+    ready: torch.Tensor,
+    grad_bytes: int,
+    stats: IterationStats,
+) -> None:
+    """End an iteration on every rank: wait, all-reduce the accumulated gradients, step.
+
+    The one-scalar all-reduce on ``ready`` is time the rank spent waiting for the slowest one
+    (added to ``stats.wait_s``); ``ddp(None).backward()`` outside ``no_sync`` makes DDP all-reduce
+    (average) the gradients every rank accumulated, then buffers are averaged (added to
+    ``stats.comm_s``); then the optimizer steps.
+    """
+    start = time.perf_counter()
+    dist.all_reduce(ready)
+    stats.wait_s += time.perf_counter() - start
+
+    start = time.perf_counter()
+    ddp(None).backward()  # every rank: triggers the gradient all-reduce of what it accumulated
+    average_buffers(ddp.module, dist.get_world_size())
+    synchronize(device)
+    stats.comm_s += time.perf_counter() - start
+    stats.bytes["allreduce"] = grad_bytes
+    optimizer.step()
+
+
+def loss_from_predictions(objective: GroupObjective, predictions: torch.Tensor, last: Snapshot, scale: float) -> torch.Tensor:
+    """``objective(snapshots, scale)`` for a group whose predictions were computed elsewhere.
+
+    For executors that run the model's forward in pieces (ESDG across ranks, BLAD with precomputed
+    first-layer aggregations): the same loss as ``GroupObjective.forward`` on the same predictions
+    (the mean over the nodes that exist at the group's ``last`` snapshot, times ``scale``; a zero that
+    touches every parameter when no node exists).
+    """
+    pred = predictions[last.node_mask]
+    target = last.y[last.node_mask]
+    if pred.numel() == 0:  # no node exists at the last snapshot: nothing to learn from
+        return sum(p.sum() for p in objective.parameters()) * 0.0
+    if objective.task is Task.CLASSIFICATION:
+        losses = F.cross_entropy(pred, target, reduction="none")
+    else:
+        losses = F.mse_loss(pred, target, reduction="none")
+    return losses.mean() * scale
+
+
 class GroupExecutor:
     """Runs ``plan`` on ``rank``: the mechanics shared by PSG, DyGNeX and REAL."""
 
@@ -82,9 +138,10 @@ class GroupExecutor:
         rank: int,
         device: torch.device,
         on_iteration: Callable[[IterationStats], None],
+        profiler: Profiler | None = None,
     ) -> None:
         world_size = dist.get_world_size()
-        grad_bytes = sum(p.numel() * p.element_size() for p in ddp.parameters() if p.requires_grad)
+        grad_bytes = gradient_bytes(ddp)
         ready = torch.zeros(1, device=device)
         for i, iteration in enumerate(plan.iterations):
             mine = iteration[rank]
@@ -95,26 +152,40 @@ class GroupExecutor:
             start = time.perf_counter()
             with ddp.no_sync():
                 for k in mine:
-                    snapshots, moved = self.fetch(graph, train_groups[k], device)
-                    stats.bytes["host_to_device"] = stats.bytes.get("host_to_device", 0) + moved
-                    loss = ddp(snapshots, scale)
-                    loss.backward()
-                    stats.loss_sum += float(loss.detach()) / scale
+                    stats.loss_sum += self.train_group(ddp, graph, train_groups[k], k, scale, device, stats, profiler)
             synchronize(device)
             stats.busy_s = time.perf_counter() - start
 
-            start = time.perf_counter()
-            dist.all_reduce(ready)
-            stats.wait_s = time.perf_counter() - start
-
-            start = time.perf_counter()
-            ddp(None).backward()  # every rank: triggers the gradient all-reduce of what it accumulated
-            average_buffers(ddp.module, world_size)
-            synchronize(device)
-            stats.comm_s = time.perf_counter() - start
-            stats.bytes["allreduce"] = grad_bytes
-            optimizer.step()
+            sync_step(ddp, optimizer, device, ready, grad_bytes, stats)
             on_iteration(stats)
+
+    def train_group(
+        self,
+        ddp: DistributedDataParallel,
+        graph: TemporalGraph,
+        group: SnapshotGroup,
+        index: int,
+        scale: float,
+        device: torch.device,
+        stats: IterationStats,
+        profiler: Profiler | None,
+    ) -> float:
+        """Forward and backward of one group (gradients accumulate); returns its unscaled loss."""
+        timer = PhaseTimer(device) if profiler is not None else None
+        objective = ddp.module
+        objective.timer = timer
+        try:
+            with timer.phase("host_to_device") if timer else nullcontext():
+                snapshots, moved = self.fetch(graph, group, device)
+            stats.bytes["host_to_device"] = stats.bytes.get("host_to_device", 0) + moved
+            loss = ddp(snapshots, scale)
+            with timer.phase("backward") if timer else nullcontext():
+                loss.backward()
+        finally:
+            objective.timer = None
+        if profiler is not None:
+            profiler.record(index, timer)
+        return float(loss.detach()) / scale
 
     @staticmethod
     def fetch(graph: TemporalGraph, group: SnapshotGroup, device: torch.device) -> tuple[tuple[Snapshot, ...], int]:

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dygsched.data.temporal_graph import Snapshot, Task
+from dygsched.engine.profiler import PhaseTimer, timed_forward
 from dygsched.models.base import DGNN
 
 
@@ -33,11 +34,15 @@ class GroupObjective(nn.Module):
         super().__init__()
         self.model = model
         self.task = task
+        self.timer: PhaseTimer | None = None  # set during profiling epochs
+
+    def predict(self, snapshots: Sequence[Snapshot]) -> torch.Tensor:
+        return self.model(snapshots) if self.timer is None else timed_forward(self.model, snapshots, self.timer)
 
     def loss_terms(self, snapshots: Sequence[Snapshot]) -> tuple[torch.Tensor, torch.Tensor]:
         """(per-node losses, per-node correctness) on the nodes that exist at the last snapshot."""
         last = snapshots[-1]
-        pred = self.model(snapshots)[last.node_mask]
+        pred = self.predict(snapshots)[last.node_mask]
         target = last.y[last.node_mask]
         if self.task is Task.CLASSIFICATION:
             return F.cross_entropy(pred, target, reduction="none"), (pred.argmax(-1) == target).float()

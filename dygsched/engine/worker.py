@@ -19,7 +19,7 @@ from dygsched.engine.distributed import DistEnv, init_process_group, peak_memory
 from dygsched.engine.evaluate import evaluate
 from dygsched.engine.executor import IterationStats, wrap_ddp
 from dygsched.engine.objective import GroupObjective
-from dygsched.engine.planning import make_plan
+from dygsched.engine.timeline import Timeline, broadcast_from_rank0
 from dygsched.metrics.recorder import MetricRecorder
 from dygsched.metrics.run_folder import RunFolder, new_run_id
 from dygsched.sched.plan import Plan
@@ -39,12 +39,6 @@ def build_split(cfg: Mapping[str, Any], graph: TemporalGraph) -> Split:
 def build_model(model_cfg: Mapping[str, Any], graph: TemporalGraph) -> torch.nn.Module:
     params = {k: v for k, v in model_cfg.items() if k != "name"}
     return instantiate_component(params, "model", in_channels=graph.num_features, out_channels=graph.out_channels)
-
-
-def broadcast_from_rank0(value: Any) -> Any:
-    box = [value]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
 
 
 def run_info(cfg: Mapping[str, Any], run_id: str, world_size: int, graph: TemporalGraph, plan: Plan, status: str) -> dict[str, Any]:
@@ -72,6 +66,7 @@ class _EpochTotals:
         self.recorder, self.epoch = recorder, epoch
         self.busy = self.wait = self.comm = self.loss_sum = 0.0
         self.groups = 0
+        self.comm_samples: list[float] = []
         self.bytes: dict[str, int] = {}
 
     def __call__(self, stats: IterationStats) -> None:
@@ -83,6 +78,7 @@ class _EpochTotals:
         self.busy += stats.busy_s
         self.wait += stats.wait_s
         self.comm += stats.comm_s
+        self.comm_samples.append(stats.comm_s)
         self.loss_sum += stats.loss_sum
         self.groups += stats.groups
         for kind, count in stats.bytes.items():
@@ -109,22 +105,25 @@ def _train(cfg: Mapping[str, Any], env: DistEnv, device: torch.device, graph: Te
         graph = load_graph(cfg["dataset"])
     split = build_split(cfg, graph)
 
-    plan = broadcast_from_rank0(make_plan(cfg["sched"], graph, split.train, world_size) if is_main else None)
-    if is_main:
-        folder.write_plan(plan.to_dict())
+    timeline = Timeline(cfg["sched"], graph, split.train, world_size, rank, folder)
+    plan = timeline.initial_plan()
 
     seed_everything(int(cfg["seed"]))
     objective = GroupObjective(build_model(cfg["model"], graph), graph.task).to(device)
     ddp = wrap_ddp(objective, device)
-    optimizer = torch.optim.Adam(ddp.parameters(), lr=float(cfg["optim"]["lr"]), weight_decay=float(cfg["optim"]["weight_decay"]))
+    base_lr = float(cfg["optim"]["lr"])
+    optimizer = torch.optim.Adam(ddp.parameters(), lr=base_lr, weight_decay=float(cfg["optim"]["weight_decay"]))
     executor = instantiate_component(cfg["sched"]["executor"], "executor")
     recorder = MetricRecorder(run_id, rank)
 
     epochs = int(cfg["epochs"])
     for epoch in range(epochs):
         totals = _EpochTotals(recorder, epoch)
+        profiler = timeline.profiler_for(epoch)
+        for group in optimizer.param_groups:
+            group["lr"] = base_lr * timeline.lr_multiplier(epoch)
         start = time.perf_counter()
-        executor.run_epoch(ddp, optimizer, graph, split.train, plan, rank, device, totals)
+        executor.run_epoch(ddp, optimizer, graph, split.train, plan, rank, device, totals, profiler=profiler)
         epoch_time = time.perf_counter() - start
 
         loss_sum = torch.tensor([totals.loss_sum, float(totals.groups)], dtype=torch.float64, device=device)
@@ -139,6 +138,7 @@ def _train(cfg: Mapping[str, Any], env: DistEnv, device: torch.device, graph: Te
             *((f"bytes_{kind}", count) for kind, count in totals.bytes.items()),
         ):
             recorder.add(epoch, "train", metric, value)
+        plan = timeline.after_epoch(epoch, profiler, totals.comm_samples, recorder) or plan
         val = evaluate(objective, graph, split.val, rank, world_size, device)
         test = evaluate(objective, graph, split.test, rank, world_size, device)
         if is_main:

@@ -46,6 +46,8 @@ def print_summary(summary: dict[str, Any], results_dir: str) -> None:
         ("all-reduce bytes / epoch", (summary.get("comm_bytes_per_epoch") or {}).get("allreduce")),
         ("peak memory (MB)", _fmt((summary.get("peak_mem_bytes") or 0) / 2**20)),
     ]
+    if summary.get("switch_epoch") is not None:
+        rows.append(("plan switch epoch / solve (s)", f"{summary['switch_epoch']} / {summary['plan_solve_time_s']:.4f}"))
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"  {name:<{width}}  {value}")

@@ -33,8 +33,8 @@ class RunFolder:
         self.path.mkdir(parents=True, exist_ok=True)
         write_text(self.path / "config.yaml", config_yaml)
 
-    def write_plan(self, plan: dict[str, Any]) -> None:
-        write_json(self.path / "plan.json", plan)
+    def write_plan(self, plan: dict[str, Any], name: str = "plan.json") -> None:
+        write_json(self.path / name, plan)
 
     def finish(self, frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
         """Write metrics and summary, then append the runs-table row (last, so a row means a complete folder)."""

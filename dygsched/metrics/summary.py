@@ -11,9 +11,9 @@ from dygsched.metrics.recorder import EPOCH_LEVEL
 BYTE_KINDS = ("allreduce", "hidden_state", "features", "host_to_device")
 
 
-def _steady(frame: pd.DataFrame) -> pd.DataFrame:
-    """Epochs after the first (warm-up), or all of them when there is only one."""
-    later = frame[frame["epoch"] > frame["epoch"].min()]
+def _steady(frame: pd.DataFrame, first_steady_epoch: int = 1) -> pd.DataFrame:
+    """Epochs from ``first_steady_epoch`` on (after warm-up and profiling), or all when none are."""
+    later = frame[frame["epoch"] >= first_steady_epoch]
     return later if not later.empty else frame
 
 
@@ -23,10 +23,13 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
     def epoch_metric(phase: str, metric: str) -> pd.DataFrame:
         return epochs[(epochs["phase"] == phase) & (epochs["metric"] == metric)]
 
-    epoch_time = epoch_metric("train", "epoch_time_s")
-    busy = epoch_metric("train", "busy_s")
-    per_epoch_ratio = busy.groupby("epoch")["value"].agg(lambda v: v.max() / v.min() if v.min() > 0 else float("nan"))
-    steady_ratio = per_epoch_ratio[per_epoch_ratio.index > per_epoch_ratio.index.min()] if len(per_epoch_ratio) > 1 else per_epoch_ratio
+    switch = epoch_metric("plan", "switch_epoch")
+    switch_epoch = int(switch["value"].iloc[0]) if not switch.empty else None
+    steady_from = max(1, switch_epoch or 0)
+    epoch_time = _steady(epoch_metric("train", "epoch_time_s"), steady_from)
+    busy = _steady(epoch_metric("train", "busy_s"), steady_from)
+    steady_ratio = busy.groupby("epoch")["value"].agg(lambda v: v.max() / v.min() if v.min() > 0 else float("nan"))
+    solve_time = epoch_metric("plan", "solve_time_s")
 
     train_loss = epoch_metric("train", "loss").sort_values("epoch")
     last_epoch = int(epochs["epoch"].max()) if not epochs.empty else -1
@@ -36,16 +39,18 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
     for kind in BYTE_KINDS:
         rows = epoch_metric("train", f"bytes_{kind}")
         if not rows.empty:
-            comm[kind] = int(_steady(rows).groupby("epoch")["value"].sum().median())
+            comm[kind] = int(_steady(rows, steady_from).groupby("epoch")["value"].sum().median())
     comm.setdefault("allreduce", 0)
 
     return {
         **run_info,
         "epochs_completed": int(epochs["epoch"].nunique()) if not epochs.empty else 0,
-        "epoch_time_s": float(_steady(epoch_time)["value"].median()) if not epoch_time.empty else None,
+        "epoch_time_s": float(epoch_time["value"].median()) if not epoch_time.empty else None,
         "imbalance_ratio": float(steady_ratio.median()) if not steady_ratio.empty else None,
         "final_train_loss": float(train_loss["value"].iloc[-1]) if not train_loss.empty else None,
         "eval": {"split": "test", "metric": str(test["metric"].iloc[0]), "value": float(test["value"].iloc[0])} if not test.empty else None,
         "comm_bytes_per_epoch": comm,
         "peak_mem_bytes": int(epoch_metric("train", "peak_mem_bytes")["value"].max()) if not epochs.empty else None,
+        "switch_epoch": switch_epoch,
+        "plan_solve_time_s": float(solve_time["value"].iloc[0]) if not solve_time.empty else None,
     }

@@ -117,3 +117,22 @@ def test_the_same_worker_runs_under_torchrun(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     check_run_folder(only_run_folder(tmp_path), epochs=2, world_size=2)
+
+
+def test_scheduled_run_profiles_then_switches_plan(tmp_path):
+    result = dygsched(tmp_path, "run", *TINY_SYNTHETIC, "sched=greedy", "sched.profile_epochs=1", "epochs=3")
+    assert result.returncode == 0, result.stderr
+    folder = only_run_folder(tmp_path)
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "ok" and summary["sched"] == "greedy"
+    assert summary["switch_epoch"] == 1 and summary["plan_solve_time_s"] >= 0
+    profiling = json.loads((folder / "plan_profiling.json").read_text())
+    plan = json.loads((folder / "plan.json").read_text())
+    assert profiling["solver"] == "psg" and profiling["capacity"] == 1
+    assert plan["solver"] == "greedy" and plan["capacity"] == 2
+    assert max(len(groups) for iteration in plan["iterations"] for groups in iteration) == 2
+    profile = json.loads((folder / "profile.json").read_text())
+    assert len(profile["group_times"]) == 6 and set(profile["cost_model"]) == {"a1", "a2", "a3"}
+    metrics = pd.read_parquet(folder / "metrics.parquet")
+    groups_per_epoch = metrics[(metrics.metric == "groups") & (metrics.phase == "train")].groupby("epoch")["value"].sum()
+    assert groups_per_epoch.tolist() == [6.0, 6.0, 6.0]  # every epoch trains every group, before and after the switch

@@ -1,0 +1,85 @@
+"""REAL's three-phase timeline (section 3.3): train with PSG at once while profiling, then switch.
+
+For ``sched.profile_epochs = P > 0`` the first ``P`` epochs train with the PSG plan and time every
+group; at the end of epoch ``P-1`` rank 0 merges the ranks' profiles, fits the cost model, solves
+the configured plan on the measured group times and broadcasts it; epochs ``P`` onwards train with
+it. Nothing restarts: the model and optimizer carry on. The switch epoch, the solve time and the
+profile (``profile.json``, with ``cost_model.json`` for ``dygsched plan``/``simulate``) are recorded.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch.distributed as dist
+
+from dygsched.data.groups import SnapshotGroup
+from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.engine.planning import lr_factor, make_plan, profiling_config
+from dygsched.engine.profiler import Profiler, build_profile, merge
+from dygsched.metrics.atomic import write_json
+from dygsched.metrics.recorder import MetricRecorder
+from dygsched.metrics.run_folder import RunFolder
+from dygsched.sched.plan import Plan
+
+
+def broadcast_from_rank0(value: Any) -> Any:
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+@dataclass
+class Timeline:
+    sched_cfg: Mapping[str, Any]
+    graph: TemporalGraph
+    train_groups: tuple[SnapshotGroup, ...]
+    world_size: int
+    rank: int
+    folder: RunFolder
+
+    @property
+    def profile_epochs(self) -> int:
+        return max(0, int(self.sched_cfg.get("profile_epochs", 0) or 0))
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def initial_plan(self) -> Plan:
+        cfg = profiling_config(self.sched_cfg) if self.profile_epochs else self.sched_cfg
+        plan = broadcast_from_rank0(make_plan(cfg, self.graph, self.train_groups, self.world_size) if self.is_main else None)
+        if self.is_main:  # the profiling plan is kept beside the plan that replaces it
+            self.folder.write_plan(plan.to_dict(), "plan_profiling.json" if self.profile_epochs else "plan.json")
+        return plan
+
+    def profiler_for(self, epoch: int) -> Profiler | None:
+        return Profiler() if epoch < self.profile_epochs else None
+
+    def lr_multiplier(self, epoch: int) -> float:
+        return lr_factor(self.sched_cfg) if epoch >= self.profile_epochs else 1.0
+
+    def after_epoch(self, epoch: int, profiler: Profiler | None, comm_seconds: list[float], recorder: MetricRecorder) -> Plan | None:
+        """At the end of the last profiling epoch: the new plan (every rank), else None."""
+        if profiler is None or epoch != self.profile_epochs - 1:
+            return None
+        gathered: list[Any] = [None] * self.world_size if self.is_main else []
+        dist.gather_object(dict(profiler.samples), gathered if self.is_main else None, dst=0)
+        plan = None
+        if self.is_main:
+            sizes = {k: group.work(self.graph) for k, group in enumerate(self.train_groups)}
+            profile = build_profile(merge(gathered), sizes)
+            write_json(self.folder.path / "profile.json", profile.to_dict())
+            write_json(self.folder.path / "cost_model.json", profile.to_dict()["cost_model"])
+            times = [profile.group_seconds[k] for k in range(len(self.train_groups))]
+            alpha = statistics.median(comm_seconds) if comm_seconds else None
+            plan = make_plan(self.sched_cfg, self.graph, self.train_groups, self.world_size, times, alpha)
+            self.folder.write_plan(plan.to_dict())
+            recorder.add(epoch, "plan", "switch_epoch", epoch + 1)
+            recorder.add(epoch, "plan", "solve_time_s", plan.solve_time_s)
+            recorder.add(epoch, "plan", "predicted_epoch_time_s", plan.predicted_epoch_time)
+            recorder.add(epoch, "plan", "profile_fit_r2", profile.r2)
+        return broadcast_from_rank0(plan)

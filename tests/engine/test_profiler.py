@@ -1,0 +1,41 @@
+import numpy as np
+import pytest
+import torch
+
+from dygsched.data.synthetic import SyntheticSource
+from dygsched.engine.profiler import PHASES, PhaseTimer, Profiler, build_profile, fit_nonnegative, merge, timed_forward
+from dygsched.models.wdgcn import WDGCN
+
+
+def test_nonnegative_fit_recovers_a_linear_model_and_never_goes_negative():
+    rng = np.random.default_rng(0)
+    features = np.column_stack([rng.uniform(100, 1000, 40), rng.uniform(1000, 9000, 40), np.ones(40)])
+    coef = fit_nonnegative(features, features @ np.array([2e-6, 5e-7, 1e-3]))
+    assert np.allclose(coef, [2e-6, 5e-7, 1e-3], rtol=1e-6)
+    # A target that decreases with edges: plain least squares would give a2 < 0.
+    coef = fit_nonnegative(features, 1e-3 + 2e-6 * features[:, 0] - 1e-7 * features[:, 1])
+    assert (coef >= 0).all() and coef[1] == 0
+
+
+def test_profile_takes_the_median_per_group_and_fits_the_cost_model():
+    rank0, rank1 = Profiler(), Profiler()
+    for group, seconds, profiler in ((0, [9.0, 1.0, 1.1], rank0), (1, [2.0, 2.1, 2.0], rank1), (2, [3.0, 3.0, 3.2], rank1)):
+        for value in seconds:
+            timer = PhaseTimer(torch.device("cpu"))
+            timer.seconds.update(spatial=value / 2, temporal=value / 4, backward=value / 4)
+            profiler.record(group, timer)
+    profile = build_profile(merge([rank0.samples, rank1.samples]), {0: (10, 100), 1: (20, 200), 2: (30, 300)})
+    assert profile.group_seconds == {0: pytest.approx(1.1), 1: pytest.approx(2.0), 2: pytest.approx(3.0)}  # the 9 s warm-up is dropped
+    assert set(profile.phase_seconds) == set(PHASES)
+    predicted = [profile.cost_model.time(n, e) for n, e in ((10, 100), (20, 200), (30, 300))]
+    assert predicted == pytest.approx([1.1, 2.0, 3.0], abs=0.1) and profile.r2 > 0.95
+    assert profile.to_dict()["group_times"] == [pytest.approx(1.1), pytest.approx(2.0), pytest.approx(3.0)]
+
+
+def test_timed_forward_is_the_models_forward():
+    graph = SyntheticSource(num_nodes=40, num_snapshots=4, feature_dim=4).load()
+    torch.manual_seed(0)
+    model = WDGCN(4, 1, hidden_channels=8, num_layers=2)
+    timer = PhaseTimer(torch.device("cpu"))
+    assert torch.allclose(timed_forward(model, graph.snapshots, timer), model(graph.snapshots))
+    assert timer.seconds["spatial"] > 0 and timer.seconds["temporal"] > 0
