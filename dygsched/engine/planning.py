@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from dygsched.data.groups import SnapshotGroup
@@ -21,7 +22,9 @@ def make_plan(
     measured_times: Sequence[float] | None = None,
     measured_allreduce: float | None = None,
 ) -> Plan:
-    """Plan the training groups: from measured times after profiling, else from the cost model."""
+    """Plan the training groups: a given plan file, or solve on measured times (after profiling) or cost-model times."""
+    if sched_cfg.get("plan_file"):
+        return load_plan_file(str(sched_cfg["plan_file"]), len(train_groups), world_size, int(sched_cfg["capacity"]))
     if measured_times is None:
         sizes = [group.work(graph) for group in train_groups]
         coefficients = sched_cfg.get("cost_model") or CostModel()
@@ -49,3 +52,16 @@ def lr_factor(sched_cfg: Mapping[str, Any]) -> float:
     if scaling not in factors:
         raise ConfigError(f"unknown sched.lr_scaling '{scaling}' (choose from {', '.join(factors)})")
     return factors[scaling]
+
+
+def load_plan_file(path: str, num_groups: int, world_size: int, capacity: int) -> Plan:
+    """A plan written by ``dygsched plan --out``, checked against this run's groups and ranks."""
+    plan = Plan.load(Path(path))
+    if plan.num_gpus != world_size:
+        raise ConfigError(f"the plan in {path} is for {plan.num_gpus} ranks, this run has world_size={world_size}")
+    trained = sorted(k for iteration in plan.iterations for groups in iteration for k in groups)
+    if trained != list(range(num_groups)):
+        raise ConfigError(f"the plan in {path} does not train each of this run's {num_groups} training groups exactly once")
+    if max((len(groups) for iteration in plan.iterations for groups in iteration), default=0) > capacity:
+        raise ConfigError(f"the plan in {path} gives a rank more than sched.capacity={capacity} groups in one iteration")
+    return plan

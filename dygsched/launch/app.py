@@ -17,6 +17,7 @@ from torch.multiprocessing.spawn import ProcessException
 
 from dygsched.data.loading import load_graph
 from dygsched.engine.distributed import DistEnv
+from dygsched.engine.planning import load_plan_file
 from dygsched.engine.worker import build_model, build_split, train_rank
 from dygsched.errors import ConfigError, DygschedError
 from dygsched.launch.local import first_failure, launch_local
@@ -68,6 +69,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     graph = load_graph(config["dataset"])
     split = build_split(config, graph)
     build_model(config["model"], graph)  # a model that cannot be built fails here, before any worker starts
+    if config["sched"].get("plan_file"):
+        load_plan_file(config["sched"]["plan_file"], len(split.train), world_size, int(config["sched"]["capacity"]))
     if world_size > len(split.train):
         raise ConfigError(f"world_size={world_size} is larger than the {len(split.train)} training groups: some ranks would never train")
 

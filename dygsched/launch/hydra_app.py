@@ -14,11 +14,13 @@ import hydra
 from omegaconf import DictConfig
 
 from dygsched.errors import ConfigError, DygschedError
+from dygsched.launch.schema import register as register_schema
 
 CONFIG_MODULE = "dygsched.conf"
 CONFIG_NAME = "config"
 
 _failures: list[str] = []
+register_schema()
 
 
 def compose_config(overrides: list[str]) -> DictConfig:
@@ -31,7 +33,10 @@ def compose_config(overrides: list[str]) -> DictConfig:
         with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
             return compose(config_name=CONFIG_NAME, overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError(" ".join(str(exc).split())) from None
+        message = " ".join(str(exc).split()).split(" Config search path")[0]
+        if exc.__cause__ is not None:  # e.g. the type error behind "Error merging override"
+            message += ": " + str(exc.__cause__).strip().splitlines()[0]
+        raise ConfigError(message.replace("In 'config': ", "").replace(" Available options", "; available options")) from None
 
 
 def print_summary(summary: dict[str, Any], results_dir: str) -> None:

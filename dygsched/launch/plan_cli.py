@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dygsched.errors import ScheduleError
 from dygsched.sched import SOLVERS, ScheduleProblem, solve
+from dygsched.sched.cost_model import CostModel
 from dygsched.sched.ilp import BACKENDS
 
 
@@ -46,7 +47,15 @@ def read_problem_file(path: str | Path) -> tuple[list[float], list[list[float]] 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dygsched plan", description="Plan snapshot groups onto GPUs and report the predicted epoch time.")
-    parser.add_argument("times", help="JSON list, JSON {'group_times': [...], 'reuse': [[...]]}, or CSV with a 'time' column")
+    parser.add_argument(
+        "times", nargs="?", default=None,
+        help="JSON list, JSON {'group_times': [...], 'reuse': [[...]]} (a run's profile.json too), or CSV with a 'time' column",
+    )
+    parser.add_argument(
+        "--dataset", nargs="+", metavar="OVERRIDE", default=None,
+        help="price a configured dataset's training groups instead, e.g. --dataset dataset=twitter_tennis window=4",
+    )
+    parser.add_argument("--profile", default=None, help="cost model JSON {a1, a2, a3} for --dataset (a run's cost_model.json)")
     parser.add_argument("--gpus", type=int, default=4, help="number of GPUs G (default 4)")
     parser.add_argument("--capacity", type=int, default=2, help="groups per GPU per iteration L (default 2)")
     parser.add_argument("--alpha", type=float, default=0.0, help="all-reduce cost per iteration (default 0)")
@@ -62,7 +71,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    times, reuse = read_problem_file(args.times)
+    if (args.times is None) == (args.dataset is None):
+        raise ScheduleError("give either a group-times file or --dataset OVERRIDES")
+    if args.dataset is not None:
+        from dygsched.launch.dataset_times import dataset_group_times
+
+        times, reuse = dataset_group_times(args.dataset, CostModel.from_json(args.profile) if args.profile else CostModel()), None
+    else:
+        if args.profile:
+            raise ScheduleError("--profile prices a --dataset; a times file already holds times")
+        times, reuse = read_problem_file(args.times)
     problem = ScheduleProblem(tuple(times), args.gpus, args.capacity, args.alpha, tuple(map(tuple, reuse)) if reuse else None)
     options = {}
     if args.backend is not None or args.gap is not None:

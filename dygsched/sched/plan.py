@@ -39,7 +39,8 @@ class Plan:
         """Relative distance of the predicted epoch time above the lower bound."""
         if self.lower_bound <= 0:
             return 0.0
-        return self.predicted_epoch_time / self.lower_bound - 1.0
+        gap = self.predicted_epoch_time / self.lower_bound - 1.0
+        return 0.0 if abs(gap) < 1e-9 else gap  # equal up to floating-point rounding
 
     @property
     def num_iterations(self) -> int:

@@ -74,6 +74,7 @@ def test_twitter_tennis_two_ranks(tmp_path, shared_data):
         ([*TINY_SYNTHETIC, "sched.capacity=0"], "capacity"),
         ([*TINY_SYNTHETIC, "world_size=64"], "larger than the"),
         ([*TINY_SYNTHETIC, "model.num_layers=4"], "num_layers"),
+        ([*TINY_SYNTHETIC, "epochs=abc"], "could not be converted to Integer"),
         ([*TINY_SYNTHETIC, "dataset.growth=linear"], "unknown growth trend"),
     ],
 )
@@ -136,3 +137,14 @@ def test_scheduled_run_profiles_then_switches_plan(tmp_path):
     metrics = pd.read_parquet(folder / "metrics.parquet")
     groups_per_epoch = metrics[(metrics.metric == "groups") & (metrics.phase == "train")].groupby("epoch")["value"].sum()
     assert groups_per_epoch.tolist() == [6.0, 6.0, 6.0]  # every epoch trains every group, before and after the switch
+
+
+def test_a_plan_for_another_world_size_fails_before_workers_start(tmp_path):
+    from dygsched.sched import ScheduleProblem, solve
+
+    plan_path = tmp_path / "plan.json"
+    solve(ScheduleProblem((1.0,) * 6, 3, 2), "greedy").save(plan_path)
+    result = dygsched(tmp_path, "run", *TINY_SYNTHETIC, "world_size=2", f"sched.plan_file={plan_path}")
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert "is for 3 ranks, this run has world_size=2" in result.stderr
+    assert not (tmp_path / "results").exists() or not [p for p in (tmp_path / "results").iterdir() if p.is_dir()]

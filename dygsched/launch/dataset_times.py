@@ -1,0 +1,17 @@
+"""Group times for ``dygsched plan --dataset``: a configured dataset's training groups priced by the cost model."""
+
+from __future__ import annotations
+
+from dygsched.data.loading import load_graph
+from dygsched.engine.worker import build_split
+from dygsched.launch.hydra_app import compose_config
+from dygsched.sched.cost_model import CostModel, group_times_from_sizes
+
+
+def dataset_group_times(overrides: list[str], cost_model: CostModel) -> list[float]:
+    """Compose the run config with ``overrides`` (``dataset=...``, ``window=...``) and price its training groups."""
+    cfg = compose_config(overrides)
+    graph = load_graph(cfg.dataset)
+    split = build_split(cfg, graph)
+    sizes = [group.work(graph) for group in split.train]
+    return group_times_from_sizes([n for n, _ in sizes], [e for _, e in sizes], cost_model)

@@ -1,0 +1,48 @@
+"""Typed schema of the top-level run config: Hydra checks every override's type at compose time.
+
+The values live in ``conf/config.yaml``; this only says what type each key has, so
+``epochs=abc`` is one clear error before anything starts. The groups (dataset, model, sched,
+launcher) stay free-form: each names its own ``_target_`` and arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+
+
+@dataclass
+class SplitSchema:
+    train: float = 0.7
+    val: float = 0.15
+
+
+@dataclass
+class OptimSchema:
+    lr: float = 0.01
+    weight_decay: float = 0.0
+
+
+@dataclass
+class RunSchema:
+    dataset: Any = None
+    model: Any = None
+    sched: Any = None
+    launcher: Any = None
+    world_size: Any = 2  # an integer or "auto"
+    epochs: int = 5
+    seed: int = 0
+    window: int = 4
+    split: SplitSchema = field(default_factory=SplitSchema)
+    optim: OptimSchema = field(default_factory=OptimSchema)
+    device: str = "auto"
+    dist_timeout_s: float = 300.0
+    results_dir: str = "results"
+    run_id: Optional[str] = None
+    progress: bool = True
+
+
+def register() -> None:
+    ConfigStore.instance().store(name="run_schema", node=RunSchema)
