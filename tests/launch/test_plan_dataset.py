@@ -1,0 +1,27 @@
+import json
+
+import pytest
+
+from dygsched.errors import ScheduleError
+from dygsched.launch.plan_cli import main
+
+
+def test_plan_prices_a_configured_dataset(tmp_path, capsys):
+    out = tmp_path / "plan.json"
+    overrides = ["dataset=synthetic", "dataset.num_nodes=100", "dataset.num_snapshots=24"]
+    assert main(["--dataset", *overrides, "--gpus", "2", "--algo", "greedy", "--out", str(out), "--quiet"]) == 0
+    plan = json.loads(out.read_text())
+    assert plan["num_gpus"] == 2 and sorted(k for it in plan["iterations"] for g in it for k in g) == list(range(15))
+    assert "gap=" in capsys.readouterr().out
+
+
+def test_plan_with_a_profiled_cost_model(tmp_path, capsys):
+    profile = tmp_path / "cost_model.json"
+    profile.write_text(json.dumps({"a1": 0.0, "a2": 0.0, "a3": 2.0}))
+    assert main(["--dataset", "dataset=synthetic", "--profile", str(profile), "--gpus", "3", "--algo", "psg", "--quiet"]) == 0
+    assert "predicted=10" in capsys.readouterr().out  # 15 groups of 2 s, 3 per iteration -> 5 iterations of 2 s
+
+
+def test_plan_needs_exactly_one_source():
+    with pytest.raises(ScheduleError, match="either"):
+        main([])
