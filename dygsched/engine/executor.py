@@ -19,13 +19,12 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from dygsched.data.groups import SnapshotGroup
-from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
-from dygsched.engine.objective import GroupObjective
+from dygsched.data.temporal_graph import Snapshot, TemporalGraph
 from dygsched.engine.profiler import PhaseTimer, Profiler
+from dygsched.errors import ConfigError
 from dygsched.sched.plan import Plan
 
 
@@ -73,6 +72,12 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def refuse_profiling(profiler: Profiler | bool | None, name: str) -> None:
+    """Profiling epochs time whole groups on one rank, which strategies that split groups do not run."""
+    if profiler is not None:
+        raise ConfigError(f"sched={name} does not profile snapshot groups: set sched.profile_epochs=0")
+
+
 def gradient_bytes(module: torch.nn.Module) -> int:
     """Bytes of the trainable parameters' gradients: what one DDP all-reduce moves."""
     return sum(p.numel() * p.element_size() for p in module.parameters() if p.requires_grad)
@@ -106,27 +111,11 @@ def sync_step(
     optimizer.step()
 
 
-def loss_from_predictions(objective: GroupObjective, predictions: torch.Tensor, last: Snapshot, scale: float) -> torch.Tensor:
-    """``objective(snapshots, scale)`` for a group whose predictions were computed elsewhere.
-
-    For executors that run the model's forward in pieces (ESDG across ranks, BLAD with precomputed
-    first-layer aggregations): the same loss as ``GroupObjective.forward`` on the same predictions
-    (the mean over the nodes that exist at the group's ``last`` snapshot, times ``scale``; a zero that
-    touches every parameter when no node exists).
-    """
-    pred = predictions[last.node_mask]
-    target = last.y[last.node_mask]
-    if pred.numel() == 0:  # no node exists at the last snapshot: nothing to learn from
-        return sum(p.sum() for p in objective.parameters()) * 0.0
-    if objective.task is Task.CLASSIFICATION:
-        losses = F.cross_entropy(pred, target, reduction="none")
-    else:
-        losses = F.mse_loss(pred, target, reduction="none")
-    return losses.mean() * scale
-
-
 class GroupExecutor:
     """Runs ``plan`` on ``rank``: the mechanics shared by PSG, DyGNeX and REAL."""
+
+    def check(self, window: int, world_size: int, profile_epochs: int) -> None:
+        """Raise ``ConfigError`` before any worker starts if this strategy cannot run the config."""
 
     def run_epoch(
         self,

@@ -39,22 +39,36 @@ class GroupObjective(nn.Module):
     def predict(self, snapshots: Sequence[Snapshot]) -> torch.Tensor:
         return self.model(snapshots) if self.timer is None else timed_forward(self.model, snapshots, self.timer)
 
-    def loss_terms(self, snapshots: Sequence[Snapshot]) -> tuple[torch.Tensor, torch.Tensor]:
-        """(per-node losses, per-node correctness) on the nodes that exist at the last snapshot."""
-        last = snapshots[-1]
-        pred = self.predict(snapshots)[last.node_mask]
+    def node_losses(self, predictions: torch.Tensor, last: Snapshot) -> tuple[torch.Tensor, torch.Tensor]:
+        """(per-node losses, per-node correctness) of ``predictions`` on the nodes that exist at ``last``."""
+        pred = predictions[last.node_mask]
         target = last.y[last.node_mask]
         if self.task is Task.CLASSIFICATION:
             return F.cross_entropy(pred, target, reduction="none"), (pred.argmax(-1) == target).float()
         return F.mse_loss(pred, target, reduction="none"), torch.zeros_like(target)
 
+    def loss_terms(self, snapshots: Sequence[Snapshot]) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.node_losses(self.predict(snapshots), snapshots[-1])
+
+    def loss_from_predictions(self, predictions: torch.Tensor, last: Snapshot, scale: float = 1.0) -> torch.Tensor:
+        """``scale`` times the mean loss over the nodes that exist at ``last``.
+
+        Executors that run the forward in pieces (ESDG across ranks, BLAD with precomputed
+        first-layer aggregations) call this on the predictions they assembled; ``forward`` does too.
+        """
+        losses, _ = self.node_losses(predictions, last)
+        if losses.numel() == 0:  # no node exists at the last snapshot: nothing to learn from
+            return self.idle_loss()
+        return losses.mean() * scale
+
+    def idle_loss(self) -> torch.Tensor:
+        """A zero that touches every parameter, so DDP's gradient all-reduce sees this rank."""
+        return sum(p.sum() for p in self.parameters()) * 0.0
+
     def forward(self, snapshots: Sequence[Snapshot] | None, scale: float = 1.0) -> torch.Tensor:
         if snapshots is None:
-            return sum(p.sum() for p in self.parameters()) * 0.0
-        losses, _ = self.loss_terms(snapshots)
-        if losses.numel() == 0:  # no node exists at the last snapshot: nothing to learn from
-            return sum(p.sum() for p in self.parameters()) * 0.0
-        return losses.mean() * scale
+            return self.idle_loss()
+        return self.loss_from_predictions(self.predict(snapshots), snapshots[-1], scale)
 
     @torch.no_grad()
     def evaluate(self, snapshots: Sequence[Snapshot]) -> EvalSums:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 import time
 from collections.abc import Mapping
@@ -92,6 +93,7 @@ def train_rank(cfg: Mapping[str, Any], env: DistEnv, graph: TemporalGraph | None
     try:
         return _train(cfg, env, device, graph)
     finally:
+        gc.collect()  # free the DDP wrapper first: gloo's teardown can deadlock on a live one
         dist.destroy_process_group()
 
 

@@ -15,7 +15,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch.multiprocessing.spawn import ProcessException
 
-from dygsched.data.loading import load_graph
+from dygsched.data.loading import instantiate_component, load_graph
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.planning import load_plan_file
 from dygsched.engine.worker import build_model, build_split, train_rank
@@ -69,6 +69,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     graph = load_graph(config["dataset"])
     split = build_split(config, graph)
     build_model(config["model"], graph)  # a model that cannot be built fails here, before any worker starts
+    executor = instantiate_component(config["sched"]["executor"], "executor")
+    executor.check(int(config["window"]), world_size, int(config["sched"].get("profile_epochs") or 0))
     if config["sched"].get("plan_file"):
         load_plan_file(config["sched"]["plan_file"], len(split.train), world_size, int(config["sched"]["capacity"]))
     if world_size > len(split.train):

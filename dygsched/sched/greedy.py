@@ -193,7 +193,6 @@ class _PairPlanner:
         return float(ranked[:: self.gpus].sum()) + chunks * self.alpha
 
     def starts(self, pairing: _Pairing, slots: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        n = self.n
         out = [pairing.fold(np.arange(2 * slots), slots)]
         for first, second in self.matchings:
             out.extend(self._matching_starts(pairing, slots, first, second))

@@ -6,6 +6,7 @@ import time
 
 from dygsched.errors import ScheduleError
 from dygsched.sched.base import Solver
+from dygsched.sched.blad import BLAD
 from dygsched.sched.bounds import lower_bound
 from dygsched.sched.dygnex_g import DyGNeXG
 from dygsched.sched.greedy import RealGPlus
@@ -17,7 +18,7 @@ from dygsched.sched.problem import ScheduleProblem
 from dygsched.sched.psg import PSG
 from dygsched.sched.real_g_paper import RealGPaper
 
-_SOLVER_CLASSES: tuple[type[Solver], ...] = (PSG, DyGNeXG, RealGPaper, RealGPlus, RealL, DyGNeXL, RealPolicy)
+_SOLVER_CLASSES: tuple[type[Solver], ...] = (PSG, BLAD, DyGNeXG, RealGPaper, RealGPlus, RealL, DyGNeXL, RealPolicy)
 SOLVERS: dict[str, type[Solver]] = {cls.name: cls for cls in _SOLVER_CLASSES}
 
 

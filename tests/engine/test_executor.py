@@ -1,8 +1,8 @@
 """The group executor's distributed step equals plain single-process training on the same groups."""
 
+import gc
 import os
 
-import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -40,6 +40,8 @@ def _rank(rank, port, out):
     assert all(s.bytes["allreduce"] > 0 and s.wait_s >= 0 for s in seen)
     if rank == 0:
         torch.save(objective.state_dict(), out)
+    del ddp  # a DDP object still alive at destroy_process_group can deadlock gloo's teardown
+    gc.collect()
     dist.destroy_process_group()
 
 

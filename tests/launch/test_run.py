@@ -75,6 +75,8 @@ def test_twitter_tennis_two_ranks(tmp_path, shared_data):
         ([*TINY_SYNTHETIC, "world_size=64"], "larger than the"),
         ([*TINY_SYNTHETIC, "model.num_layers=4"], "num_layers"),
         ([*TINY_SYNTHETIC, "epochs=abc"], "could not be converted to Integer"),
+        ([*TINY_SYNTHETIC, "sched=esdg", "world_size=5"], "ESDG needs at least as many snapshots per group"),
+        ([*TINY_SYNTHETIC, "sched=blad", "sched.profile_epochs=1"], "does not profile"),
         ([*TINY_SYNTHETIC, "dataset.growth=linear"], "unknown growth trend"),
     ],
 )

@@ -1,0 +1,188 @@
+"""BLAD-like training (Fu et al., SC'23, as DyGNeX and REAL run it as a baseline): two groups, two stages.
+
+Each rank trains two consecutive snapshot groups per iteration as a two-stage pipeline: while the
+main thread runs the dense and temporal work and the backward of the current group, a second
+thread (on GPU with its own CUDA stream) loads the next group (host-to-device copy) and runs its
+message passing: the first layer's spatial aggregation of every snapshot, which depends only on
+the snapshot's features and graph. Groups go to ranks round-robin in time order with no load
+balancing (the ``blad`` solver of ``dygsched.sched``, a plan with capacity 2).
+
+The result is exact: the same parameter gradients as training the rank's groups one after another
+(autograd graphs built in the stage-1 thread are backpropagated from the main thread; parameters do
+not change within an iteration, so a first-layer aggregation computed early is the one the
+sequential forward would compute). The one exception is randomness inside the first layer's
+spatial part (dropout in training mode, e.g. MPNN-LSTM with ``dropout > 0``): the two threads draw
+from one generator in a different order than sequential training would, so the dropout masks
+differ (the expectation does not). Precomputing also requires that the first layer's ``spatial``
+does not read the recurrent state, which holds for every model in ``dygsched.models`` (it is the
+BLAD setting: message passing on inputs and graph only); the stage-1 thread passes ``None`` as the
+state, so a layer that did read it fails loudly instead of training on a wrong state.
+
+Loss scaling, ``no_sync`` accumulation and the end-of-iteration wait + DDP sync are those of
+``GroupExecutor``; ``busy_s`` is the wall time of the rank's pipelined work (the overlapped
+stage-1 work included once), ``bytes["host_to_device"]`` what its loads moved.
+
+Threads: ``torch.set_num_threads`` (set per rank by the worker) sizes one intra-op pool per
+process; the stage-1 thread shares it with the main thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from dygsched.data.groups import SnapshotGroup
+from dygsched.data.temporal_graph import Snapshot, TemporalGraph
+from dygsched.engine.executor import (
+    refuse_profiling,
+    GroupExecutor,
+    IterationStats,
+    gradient_bytes,
+    sync_step,
+    synchronize,
+)
+from dygsched.engine.objective import GroupObjective
+from dygsched.engine.profiler import Profiler
+from dygsched.models.base import DGNN
+from dygsched.sched.plan import Plan
+
+
+
+def forward_with_first_layer(model: DGNN, snapshots: Sequence[Snapshot], first_layer_spatial: Sequence[Any]) -> torch.Tensor:
+    """``model(snapshots)`` (``DGNN.forward``) with layer 0's spatial outputs given, one per snapshot.
+
+    The same computation as ``DGNN.forward`` (and ``DGNN.step``), except that layer 0's
+    ``spatial`` is not run: ``first_layer_spatial[t]`` stands for
+    ``model.layers[0].spatial(snapshots[t].x, ...)``.
+    """
+    if len(first_layer_spatial) != len(snapshots):
+        raise ValueError(f"{len(first_layer_spatial)} first-layer spatial outputs for {len(snapshots)} snapshots")
+    first = snapshots[0]
+    states = model.initial_states(first.num_nodes, first.x.device, first.x.dtype)
+    h = first.x
+    for snapshot, spatial_0 in zip(snapshots, first_layer_spatial, strict=True):
+        x = snapshot.x
+        new_states = []
+        for depth, (layer, state) in enumerate(zip(model.layers, states, strict=True)):
+            spatial_out = spatial_0 if depth == 0 else layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state)
+            x, state = layer.temporal(spatial_out, state)
+            new_states.append(state)
+        h, states = x, new_states
+    return model.readout(h)
+
+
+def first_layer_spatial(model: DGNN, snapshots: Sequence[Snapshot]) -> list[Any]:
+    """Layer 0's spatial output for every snapshot (message passing on inputs and graph only)."""
+    layer = model.layers[0]
+    return [layer.spatial(s.x, s.edge_index, s.edge_weight, None) for s in snapshots]  # type: ignore[arg-type]
+
+
+@dataclass
+class StageOne:
+    """A group after stage 1: its snapshots on the device, their first-layer spatial outputs, bytes moved."""
+
+    snapshots: tuple[Snapshot, ...]
+    spatial: list[Any]
+    moved: int
+
+
+def _record_stream(value: Any, stream: torch.cuda.Stream) -> None:
+    """Tell the caching allocator that tensors made on another stream are used on ``stream``."""
+    if isinstance(value, torch.Tensor):
+        if value.is_cuda:
+            value.record_stream(stream)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            _record_stream(item, stream)
+    elif isinstance(value, Snapshot):
+        for tensor in (value.edge_index, value.edge_weight, value.x, value.y, value.node_mask):
+            _record_stream(tensor, stream)
+
+
+class BLADExecutor:
+    """Runs ``plan`` on ``rank``, each group's load and first-layer aggregation one group ahead.
+
+    With the ``blad`` plan (two consecutive groups per rank per iteration) this is BLAD's two-stage
+    pipeline; with any plan, each group's stage 1 overlaps the previous group's stage 2 within the
+    iteration (not across iterations: the optimizer step in between changes the weights).
+    """
+
+    def check(self, window: int, world_size: int, profile_epochs: int) -> None:
+        if profile_epochs:
+            refuse_profiling(True, "blad")
+
+    def run_epoch(
+        self,
+        ddp: DistributedDataParallel,
+        optimizer: torch.optim.Optimizer,
+        graph: TemporalGraph,
+        train_groups: tuple[SnapshotGroup, ...],
+        plan: Plan,
+        rank: int,
+        device: torch.device,
+        on_iteration: Callable[[IterationStats], None],
+        profiler: Profiler | None = None,
+    ) -> None:
+        refuse_profiling(profiler, "blad")
+        world_size = dist.get_world_size()
+        objective: GroupObjective = ddp.module
+        grad_bytes = gradient_bytes(ddp)
+        ready = torch.zeros(1, device=device)
+        side_stream = torch.cuda.Stream(device) if device.type == "cuda" else None
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="blad-stage1") as stage_one_thread:
+            for i, iteration in enumerate(plan.iterations):
+                mine = iteration[rank]
+                stats = IterationStats(iteration=i, groups=len(mine))
+                stats.bytes["host_to_device"] = 0
+                scale = world_size / max(1, sum(len(groups) for groups in iteration))
+                optimizer.zero_grad(set_to_none=False)
+
+                start = time.perf_counter()
+                with ddp.no_sync():
+                    ahead = self.stage_one(objective.model, graph, train_groups[mine[0]], device, None) if mine else None
+                    for j in range(len(mine)):
+                        current = ahead
+                        pending = None
+                        if j + 1 < len(mine):
+                            group = train_groups[mine[j + 1]]
+                            pending = stage_one_thread.submit(self.stage_one, objective.model, graph, group, device, side_stream)
+                        stats.bytes["host_to_device"] += current.moved
+                        loss = objective.loss_from_predictions(
+                            forward_with_first_layer(objective.model, current.snapshots, current.spatial),
+                            current.snapshots[-1],
+                            scale,
+                        )
+                        loss.backward()
+                        stats.loss_sum += float(loss.detach()) / scale
+                        if pending is not None:
+                            ahead = pending.result()
+                            if side_stream is not None:
+                                main_stream = torch.cuda.current_stream(device)
+                                main_stream.wait_stream(side_stream)
+                                _record_stream([ahead.snapshots, ahead.spatial], main_stream)
+                synchronize(device)
+                stats.busy_s = time.perf_counter() - start
+
+                sync_step(ddp, optimizer, device, ready, grad_bytes, stats)
+                on_iteration(stats)
+
+    @staticmethod
+    def stage_one(
+        model: DGNN, graph: TemporalGraph, group: SnapshotGroup, device: torch.device, stream: torch.cuda.Stream | None
+    ) -> StageOne:
+        """Load ``group`` onto ``device`` and run layer 0's spatial part on each snapshot (autograd on)."""
+        with ExitStack() as stack:
+            stack.enter_context(torch.enable_grad())  # grad mode is per thread: be explicit
+            if stream is not None:
+                stack.enter_context(torch.cuda.device(device))
+                stack.enter_context(torch.cuda.stream(stream))
+            snapshots, moved = GroupExecutor.fetch(graph, group, device)
+            return StageOne(snapshots, first_layer_spatial(model, snapshots), moved)

@@ -1,0 +1,232 @@
+"""ESDG (Chakaravarthy et al., 2021): every group trained by all ranks, its snapshots split by time.
+
+Snapshot-based partitioning, as DyGNeX (appendix B) and REAL (section 2.3) describe it: each
+snapshot group is trained by *all* ranks together. Rank ``r`` holds a contiguous block of the
+group's snapshots (earlier snapshots on lower ranks, blocks differing by at most one snapshot),
+runs the spatial and temporal parts of its snapshots from the recurrent states it receives from
+rank ``r - 1`` (rank 0 starts from ``DGNN.initial_states``), and sends its final states on to rank
+``r + 1``; the last rank reads out, takes the loss and starts the backward, whose gradient with
+respect to each received state travels back down the chain the same way. The hidden-state
+transfers (and the ranks idling while they wait for them) are the cost this strategy pays.
+
+Message layout: one contiguous tensor per message, the per-layer states of ``DGNN.step`` flattened
+in order (layer 0's tuple first, each tensor row-major); the gradient message has the same layout.
+Shapes come from ``DGNN.initial_states`` (the states keep their shapes from snapshot to snapshot:
+``[N, hidden]`` per tensor for the RNN models, the ``[d_in, d_out]`` weight for EvolveGCN), so
+receive buffers are preallocated. The top layer's output is not sent: every rank has at least one
+snapshot (``check_esdg``), ``DGNN.step`` reads the snapshot's own features, and the last rank reads
+out from the output of its own last snapshot.
+
+The plan is an ordinary PSG plan; ESDG ignores which rank it names and uses it only for the order
+of the groups and the iteration boundaries. Scaling: the last rank's loss of each group is scaled
+by ``world_size / groups_in_iteration`` (as in ``GroupExecutor``); each rank's parameter gradients
+are its part of the group's gradient, so over the iteration the ranks' accumulated gradients sum to
+``world_size / m`` times the sum of the ``m`` groups' gradients, and DDP's average (the sum over
+ranks divided by ``world_size``) is their mean: the step single-process training takes on the same
+groups.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from dygsched.data.groups import SnapshotGroup
+from dygsched.data.temporal_graph import Snapshot, TemporalGraph
+from dygsched.engine.executor import (
+    refuse_profiling,
+    GroupExecutor,
+    IterationStats,
+    gradient_bytes,
+    sync_step,
+    synchronize,
+)
+from dygsched.engine.objective import GroupObjective
+from dygsched.engine.profiler import Profiler
+from dygsched.errors import ConfigError
+from dygsched.models.base import DGNN, State
+from dygsched.sched.plan import Plan
+
+
+def check_esdg(window: int, world_size: int) -> None:
+    """ESDG gives every rank at least one snapshot of every group."""
+    if window < world_size:
+        raise ConfigError(f"ESDG needs at least as many snapshots per group (window={window}) as ranks (world_size={world_size})")
+
+
+def snapshot_block(size: int, world_size: int, rank: int) -> tuple[int, int]:
+    """``(start, stop)`` of ``rank``'s contiguous block of a group of ``size`` snapshots.
+
+    Earlier snapshots go to lower ranks; the first ``size % world_size`` ranks get one more.
+    """
+    base, extra = divmod(size, world_size)
+    start = rank * base + min(rank, extra)
+    return start, start + base + (1 if rank < extra else 0)
+
+
+class StateLayout:
+    """How a list of per-layer state tuples is laid out in one flat message tensor."""
+
+    def __init__(self, states: Sequence[State]) -> None:
+        self.shapes = [[tuple(t.shape) for t in state] for state in states]
+        self.dtype = states[0][0].dtype
+        self.numel = sum(t.numel() for state in states for t in state)
+
+    @classmethod
+    def of(cls, model: DGNN, snapshot: Snapshot) -> StateLayout:
+        with torch.no_grad():
+            return cls(model.initial_states(snapshot.num_nodes, snapshot.x.device, snapshot.x.dtype))
+
+    def empty(self, device: torch.device) -> torch.Tensor:
+        return torch.empty(self.numel, dtype=self.dtype, device=device)
+
+    @staticmethod
+    def flatten(states: Sequence[State]) -> torch.Tensor:
+        return torch.cat([t.reshape(-1) for state in states for t in state])
+
+    def unflatten(self, flat: torch.Tensor) -> list[State]:
+        states, offset = [], 0
+        for shapes in self.shapes:
+            parts = []
+            for shape in shapes:
+                n = math.prod(shape)
+                parts.append(flat[offset : offset + n].view(shape))
+                offset += n
+            states.append(tuple(parts))
+        return states
+
+
+class ESDGExecutor:
+    """Runs every group of ``plan`` on all ranks, each rank a contiguous block of its snapshots.
+
+    ``IterationStats`` per plan iteration: ``busy_s`` is this rank's compute (fetch, forward and
+    backward of its snapshots; the readout and loss on the last rank); ``wait_s`` the time blocked
+    receiving states (forward) and gradients (backward), plus the end-of-iteration sync scalar;
+    ``comm_s`` the time sending them plus DDP's gradient all-reduce; ``bytes["hidden_state"]`` the
+    bytes of states and state gradients this rank sent. Every rank takes part in every group, but
+    only the last rank has the losses, so it reports ``groups`` = the iteration's group count and
+    ``loss_sum`` = the sum of their (unscaled) losses, and the other ranks report 0 and 0: summed
+    over ranks, as the worker does, ``loss_sum / groups`` is the mean loss over the groups.
+    """
+
+    def check(self, window: int, world_size: int, profile_epochs: int) -> None:
+        check_esdg(window, world_size)
+        if profile_epochs:
+            refuse_profiling(True, "esdg")
+
+    def run_epoch(
+        self,
+        ddp: DistributedDataParallel,
+        optimizer: torch.optim.Optimizer,
+        graph: TemporalGraph,
+        train_groups: tuple[SnapshotGroup, ...],
+        plan: Plan,
+        rank: int,
+        device: torch.device,
+        on_iteration: Callable[[IterationStats], None],
+        profiler: Profiler | None = None,
+    ) -> None:
+        refuse_profiling(profiler, "esdg")
+        world_size = dist.get_world_size()
+        objective: GroupObjective = ddp.module
+        grad_bytes = gradient_bytes(ddp)
+        ready = torch.zeros(1, device=device)
+        last_rank = rank == world_size - 1
+        for i, iteration in enumerate(plan.iterations):
+            order = [k for groups in iteration for k in groups]  # the plan's ranks do not matter here
+            stats = IterationStats(iteration=i, groups=len(order) if last_rank else 0)
+            stats.bytes["hidden_state"] = 0
+            stats.bytes["host_to_device"] = 0
+            scale = world_size / max(1, len(order))
+            optimizer.zero_grad(set_to_none=False)
+            with ddp.no_sync():
+                for k in order:
+                    loss = self.train_group(objective, graph, train_groups[k], scale, rank, world_size, device, stats)
+                    if loss is not None:
+                        stats.loss_sum += loss / scale
+            sync_step(ddp, optimizer, device, ready, grad_bytes, stats)
+            on_iteration(stats)
+
+    def train_group(
+        self,
+        objective: GroupObjective,
+        graph: TemporalGraph,
+        group: SnapshotGroup,
+        scale: float,
+        rank: int,
+        world_size: int,
+        device: torch.device,
+        stats: IterationStats,
+    ) -> float | None:
+        """Forward and backward of this rank's block of ``group``; the scaled loss on the last rank.
+
+        Parameter gradients accumulate into ``.grad`` (this rank's part of the group's gradient).
+        """
+        check_esdg(group.size, world_size)
+        model = objective.model
+        first, last_rank = rank == 0, rank == world_size - 1
+
+        start = time.perf_counter()
+        lo, hi = snapshot_block(group.size, world_size, rank)
+        block = SnapshotGroup(group.index, group.start + lo, group.start + hi)
+        snapshots, moved = GroupExecutor.fetch(graph, block, device)
+        stats.bytes["host_to_device"] += moved
+        layout = StateLayout.of(model, snapshots[0])
+        stats.busy_s += time.perf_counter() - start
+
+        received = None
+        if first:
+            start = time.perf_counter()
+            states = model.initial_states(snapshots[0].num_nodes, device, snapshots[0].x.dtype)
+        else:
+            received = self._recv(layout.empty(device), rank - 1, device, stats)
+            start = time.perf_counter()
+            received.requires_grad_(True)
+            states = layout.unflatten(received)
+        for snapshot in snapshots:
+            h, states = model.step(snapshot, states)
+
+        loss_value = None
+        if last_rank:
+            loss = objective.loss_from_predictions(model.readout(h), snapshots[-1], scale)
+            loss.backward()
+            loss_value = float(loss.detach())
+            synchronize(device)
+            stats.busy_s += time.perf_counter() - start
+        else:
+            sent = layout.flatten(states)
+            synchronize(device)
+            stats.busy_s += time.perf_counter() - start
+            self._send(sent.detach(), rank + 1, device, stats)
+            grad = self._recv(layout.empty(device), rank + 1, device, stats)
+            start = time.perf_counter()
+            if sent.requires_grad:
+                torch.autograd.backward(sent, grad)
+            synchronize(device)
+            stats.busy_s += time.perf_counter() - start
+
+        if received is not None:
+            # The gradient with respect to the state this rank started from continues the backward on rank - 1.
+            self._send(received.grad if received.grad is not None else torch.zeros_like(received), rank - 1, device, stats)
+        return loss_value
+
+    @staticmethod
+    def _send(tensor: torch.Tensor, dst: int, device: torch.device, stats: IterationStats) -> None:
+        start = time.perf_counter()
+        dist.send(tensor.contiguous(), dst)
+        synchronize(device)
+        stats.comm_s += time.perf_counter() - start
+        stats.bytes["hidden_state"] += tensor.numel() * tensor.element_size()
+
+    @staticmethod
+    def _recv(buffer: torch.Tensor, src: int, device: torch.device, stats: IterationStats) -> torch.Tensor:
+        start = time.perf_counter()
+        dist.recv(buffer, src)
+        synchronize(device)
+        stats.wait_s += time.perf_counter() - start
+        return buffer
