@@ -10,12 +10,16 @@ Options (``solve(problem, "ilp", time_limit=..., **options)``):
   start's iteration count plus one);
 * ``workers``: solver threads (default 2).
 
-The time limit defaults to 30 s. If the backend finds nothing better than the warm start in time,
-the warm start is returned. The plan's status is OPTIMAL when the backend proved the gap,
+The time limit defaults to 30 s and covers the whole run (warm start, model build, solve). The
+CP-SAT backend models REAL-L over load-ordered bins (``ilp_cpsat.py``), which removes the
+iteration and GPU symmetry; the PuLP backends keep the (iteration, GPU) form of eqs. 11-14. If
+the backend finds nothing better than the warm start in time, the warm start is returned. The plan's status is OPTIMAL when the backend proved the gap,
 FEASIBLE otherwise.
 """
 
 from __future__ import annotations
+
+import time
 
 from dygsched.errors import ScheduleError
 from dygsched.sched.base import Solver, SolverResult, check_options
@@ -64,6 +68,7 @@ class RealL(Solver):
         return bool(available_backends())
 
     def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options) -> SolverResult:
+        start = time.perf_counter()
         check_options(self.name, options, self.options)
         backend = get_backend(options.get("backend", "cpsat"))
         gap = options.get("gap", DEFAULT_GAP)
@@ -89,7 +94,8 @@ class RealL(Solver):
         else:
             raise ScheduleError(f"horizon must be a positive integer, 'auto' or 'full', got {horizon_opt!r}")
         model = IlpModel.build(problem, horizon, self.use_reuse)
-        result = backend.solve(model, warm, limit, float(gap), seed, int(workers))
+        remaining = limit - (time.perf_counter() - start)  # the limit covers warm start and model build too
+        result = backend.solve(model, warm, max(remaining, 0.05), float(gap), seed, int(workers))
         iterations = result.iterations
         if iterations is None or (warm and predicted_epoch_time(reuse_problem, warm) < predicted_epoch_time(reuse_problem, iterations) - 1e-9):
             iterations = result.iterations if warm is None else warm

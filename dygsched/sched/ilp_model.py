@@ -16,6 +16,7 @@ Additions, all valid for every plan and stated here so the model stays honest:
 The horizon (number of iterations in the model) is ``ceil(n / G)`` as in DyGNeX appendix C
 (eq. 11) with ``horizon="full"``; by default it is the warm start's iteration count plus one,
 which keeps the model small; the solver's proven bound is reported only for the full horizon.
+The CP-SAT backend states the same program over load-ordered bins (see ``ilp_cpsat.py``).
 """
 
 from __future__ import annotations
