@@ -46,6 +46,8 @@ def init_process_group(env: DistEnv, device: torch.device, timeout_s: float) -> 
     if device.type == "cuda":
         torch.cuda.set_device(device)
     else:  # ranks on one machine share its cores instead of each starting a thread per core
+        # (threads only, no core affinity: on a VM whose vCPUs run at different speeds, pinning
+        # would make one rank persistently slower)
         local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_ranks))
     dist.init_process_group(

@@ -1,7 +1,7 @@
 """REAL's three-phase timeline (section 3.3): train with PSG at once while profiling, then switch.
 
-For ``sched.profile_epochs = P > 0`` the first ``P`` epochs train with the PSG plan and time every
-group; at the end of epoch ``P-1`` rank 0 merges the ranks' profiles, fits the cost model, solves
+For ``sched.profile_epochs = P > 0`` the first ``P`` epochs train with the PSG plan (its ranks
+rotated each epoch) and time every group; at the end of epoch ``P-1`` rank 0 merges the ranks' profiles, fits the cost model, solves
 the configured plan on the measured group times and broadcasts it; epochs ``P`` onwards train with
 it. Nothing restarts: the model and optimizer carry on. The switch epoch, the solve time and the
 profile (``profile.json``, with ``cost_model.json`` for ``dygsched plan``/``simulate``) are recorded.
@@ -55,6 +55,12 @@ class Timeline:
         if self.is_main:  # the profiling plan is kept beside the plan that replaces it
             self.folder.write_plan(plan.to_dict(), "plan_profiling.json" if self.profile_epochs else "plan.json")
         return plan
+
+    def plan_for(self, epoch: int, plan: Plan) -> Plan:
+        """During profiling, rotate the PSG plan's ranks every epoch so each group is timed on
+        several ranks: a rank that runs slower (a busier core, a hotter GPU) then does not pass
+        for slower groups."""
+        return plan.rotated(epoch) if epoch < self.profile_epochs else plan
 
     def profiler_for(self, epoch: int) -> Profiler | None:
         return Profiler() if epoch < self.profile_epochs else None

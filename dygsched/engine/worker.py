@@ -125,7 +125,7 @@ def _train(cfg: Mapping[str, Any], env: DistEnv, device: torch.device, graph: Te
         for group in optimizer.param_groups:
             group["lr"] = base_lr * timeline.lr_multiplier(epoch)
         start = time.perf_counter()
-        executor.run_epoch(ddp, optimizer, graph, split.train, plan, rank, device, totals, profiler=profiler)
+        executor.run_epoch(ddp, optimizer, graph, split.train, timeline.plan_for(epoch, plan), rank, device, totals, profiler=profiler)
         epoch_time = time.perf_counter() - start
 
         loss_sum = torch.tensor([totals.loss_sum, float(totals.groups)], dtype=torch.float64, device=device)

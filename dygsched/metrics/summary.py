@@ -35,12 +35,11 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
     last_epoch = int(epochs["epoch"].max()) if not epochs.empty else -1
     test = epochs[(epochs["phase"] == "test") & (epochs["epoch"] == last_epoch) & (epochs["metric"] != "loss")]
 
-    comm = {}
+    comm = dict.fromkeys(BYTE_KINDS, 0)  # every kind, so "PSG sends no hidden state" reads as 0
     for kind in BYTE_KINDS:
         rows = epoch_metric("train", f"bytes_{kind}")
         if not rows.empty:
             comm[kind] = int(_steady(rows, steady_from).groupby("epoch")["value"].sum().median())
-    comm.setdefault("allreduce", 0)
 
     return {
         **run_info,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from pathlib import Path
 
@@ -45,6 +45,12 @@ class Plan:
     @property
     def num_iterations(self) -> int:
         return len(self.iterations)
+
+    def rotated(self, shift: int) -> Plan:
+        """The same plan with rank ``r``'s groups given to rank ``(r + shift) % num_gpus``."""
+        g = self.num_gpus
+        iterations = tuple(tuple(iteration[(r - shift) % g] for r in range(g)) for iteration in self.iterations)
+        return replace(self, iterations=iterations)
 
     def groups_of(self, rank: int) -> list[tuple[int, ...]]:
         """The groups ``rank`` trains, one tuple per iteration (empty when idle)."""

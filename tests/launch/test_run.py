@@ -51,6 +51,7 @@ def test_synthetic_two_ranks(tmp_path):
     summary, losses = check_run_folder(only_run_folder(tmp_path), epochs=4, world_size=2)
     assert losses[-1] < losses[0]
     assert summary["eval"]["metric"] == "mse"
+    assert summary["comm_bytes_per_epoch"]["hidden_state"] == 0  # PSG never ships hidden states
 
 
 def test_twitter_tennis_two_ranks(tmp_path, shared_data):
@@ -150,3 +151,12 @@ def test_a_plan_for_another_world_size_fails_before_workers_start(tmp_path):
     assert result.returncode == 1 and result.stderr.count("\n") == 1
     assert "is for 3 ranks, this run has world_size=2" in result.stderr
     assert not (tmp_path / "results").exists() or not [p for p in (tmp_path / "results").iterdir() if p.is_dir()]
+
+
+@pytest.mark.parametrize("sched", ["esdg", "blad"])
+def test_esdg_and_blad_run_end_to_end(tmp_path, sched):
+    result = dygsched(tmp_path, "run", *TINY_SYNTHETIC, f"sched={sched}", "epochs=2")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((only_run_folder(tmp_path) / "summary.json").read_text())
+    assert summary["status"] == "ok" and summary["sched"] == sched
+    assert (summary["comm_bytes_per_epoch"]["hidden_state"] > 0) == (sched == "esdg")

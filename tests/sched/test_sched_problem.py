@@ -68,3 +68,14 @@ def test_plan_round_trip(tmp_path):
     plan.save(tmp_path / "plan.json")
     again = type(plan).load(tmp_path / "plan.json")
     assert again == plan
+
+
+def test_rotated_plan_moves_every_ranks_work():
+    from dygsched.sched import ScheduleProblem, solve
+
+    problem = ScheduleProblem((1.0, 2.0, 3.0, 4.0, 5.0), 3, 1)
+    plan = solve(problem, "psg")
+    rotated = plan.rotated(1)
+    rotated.validate(problem)
+    assert [it[1] for it in rotated.iterations] == [it[0] for it in plan.iterations]
+    assert plan.rotated(3).iterations == plan.iterations
