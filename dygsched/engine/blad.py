@@ -28,7 +28,6 @@ process; the stage-1 thread shares it with the main thread.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -36,24 +35,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
-from dygsched.engine.executor import (
-    refuse_profiling,
-    GroupExecutor,
-    IterationStats,
-    gradient_bytes,
-    sync_step,
-    synchronize,
-)
+from dygsched.engine.executor import GroupExecutor, IterationStats, refuse_profiling
 from dygsched.engine.objective import GroupObjective
 from dygsched.engine.profiler import Profiler
 from dygsched.models.base import DGNN
 from dygsched.sched.plan import Plan
-
 
 
 def forward_with_first_layer(model: DGNN, snapshots: Sequence[Snapshot], first_layer_spatial: Sequence[Any]) -> torch.Tensor:
@@ -107,12 +97,13 @@ def _record_stream(value: Any, stream: torch.cuda.Stream) -> None:
             _record_stream(tensor, stream)
 
 
-class BLADExecutor:
+class BLADExecutor(GroupExecutor):
     """Runs ``plan`` on ``rank``, each group's load and first-layer aggregation one group ahead.
 
     With the ``blad`` plan (two consecutive groups per rank per iteration) this is BLAD's two-stage
     pipeline; with any plan, each group's stage 1 overlaps the previous group's stage 2 within the
-    iteration (not across iterations: the optimizer step in between changes the weights).
+    iteration (not across iterations: the optimizer step in between changes the weights). The
+    iteration loop, loss scaling, synchronisation and accounting are ``GroupExecutor``'s.
     """
 
     def check(self, window: int, world_size: int, profile_epochs: int) -> None:
@@ -132,47 +123,43 @@ class BLADExecutor:
         profiler: Profiler | None = None,
     ) -> None:
         refuse_profiling(profiler, "blad")
-        world_size = dist.get_world_size()
+        self.side_stream = torch.cuda.Stream(device) if device.type == "cuda" else None
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="blad-stage1") as self.stage_one_thread:
+            super().run_epoch(ddp, optimizer, graph, train_groups, plan, rank, device, on_iteration)
+
+    def train_local_groups(
+        self,
+        ddp: DistributedDataParallel,
+        graph: TemporalGraph,
+        train_groups: tuple[SnapshotGroup, ...],
+        mine: tuple[int, ...],
+        scale: float,
+        device: torch.device,
+        stats: IterationStats,
+        profiler: Profiler | None,
+    ) -> None:
+        """Stage 2 (dense work, loss, backward) of each group while stage 1 of the next runs aside."""
         objective: GroupObjective = ddp.module
-        grad_bytes = gradient_bytes(ddp)
-        ready = torch.zeros(1, device=device)
-        side_stream = torch.cuda.Stream(device) if device.type == "cuda" else None
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="blad-stage1") as stage_one_thread:
-            for i, iteration in enumerate(plan.iterations):
-                mine = iteration[rank]
-                stats = IterationStats(iteration=i, groups=len(mine))
-                stats.bytes["host_to_device"] = 0
-                scale = world_size / max(1, sum(len(groups) for groups in iteration))
-                optimizer.zero_grad(set_to_none=False)
-
-                start = time.perf_counter()
-                with ddp.no_sync():
-                    ahead = self.stage_one(objective.model, graph, train_groups[mine[0]], device, None) if mine else None
-                    for j in range(len(mine)):
-                        current = ahead
-                        pending = None
-                        if j + 1 < len(mine):
-                            group = train_groups[mine[j + 1]]
-                            pending = stage_one_thread.submit(self.stage_one, objective.model, graph, group, device, side_stream)
-                        stats.bytes["host_to_device"] += current.moved
-                        loss = objective.loss_from_predictions(
-                            forward_with_first_layer(objective.model, current.snapshots, current.spatial),
-                            current.snapshots[-1],
-                            scale,
-                        )
-                        loss.backward()
-                        stats.loss_sum += float(loss.detach()) / scale
-                        if pending is not None:
-                            ahead = pending.result()
-                            if side_stream is not None:
-                                main_stream = torch.cuda.current_stream(device)
-                                main_stream.wait_stream(side_stream)
-                                _record_stream([ahead.snapshots, ahead.spatial], main_stream)
-                synchronize(device)
-                stats.busy_s = time.perf_counter() - start
-
-                sync_step(ddp, optimizer, device, ready, grad_bytes, stats)
-                on_iteration(stats)
+        stats.bytes["host_to_device"] = 0
+        ahead = self.stage_one(objective.model, graph, train_groups[mine[0]], device, None) if mine else None
+        for j in range(len(mine)):
+            current = ahead
+            pending = None
+            if j + 1 < len(mine):
+                group = train_groups[mine[j + 1]]
+                pending = self.stage_one_thread.submit(self.stage_one, objective.model, graph, group, device, self.side_stream)
+            stats.bytes["host_to_device"] += current.moved
+            loss = objective.loss_from_predictions(
+                forward_with_first_layer(objective.model, current.snapshots, current.spatial), current.snapshots[-1], scale
+            )
+            loss.backward()
+            stats.loss_sum += float(loss.detach()) / scale
+            if pending is not None:
+                ahead = pending.result()
+                if self.side_stream is not None:
+                    main_stream = torch.cuda.current_stream(device)
+                    main_stream.wait_stream(self.side_stream)
+                    _record_stream([ahead.snapshots, ahead.spatial], main_stream)
 
     @staticmethod
     def stage_one(

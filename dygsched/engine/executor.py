@@ -140,13 +140,28 @@ class GroupExecutor:
 
             start = time.perf_counter()
             with ddp.no_sync():
-                for k in mine:
-                    stats.loss_sum += self.train_group(ddp, graph, train_groups[k], k, scale, device, stats, profiler)
+                self.train_local_groups(ddp, graph, train_groups, mine, scale, device, stats, profiler)
             synchronize(device)
             stats.busy_s = time.perf_counter() - start
 
             sync_step(ddp, optimizer, device, ready, grad_bytes, stats)
             on_iteration(stats)
+
+    def train_local_groups(
+        self,
+        ddp: DistributedDataParallel,
+        graph: TemporalGraph,
+        train_groups: tuple[SnapshotGroup, ...],
+        mine: tuple[int, ...],
+        scale: float,
+        device: torch.device,
+        stats: IterationStats,
+        profiler: Profiler | None,
+    ) -> None:
+        """This rank's groups of one iteration, one after another, gradients accumulating."""
+        stats.bytes["host_to_device"] = 0
+        for k in mine:
+            stats.loss_sum += self.train_group(ddp, graph, train_groups[k], k, scale, device, stats, profiler)
 
     def train_group(
         self,
@@ -166,7 +181,7 @@ class GroupExecutor:
         try:
             with timer.phase("host_to_device") if timer else nullcontext():
                 snapshots, moved = self.fetch(graph, group, device)
-            stats.bytes["host_to_device"] = stats.bytes.get("host_to_device", 0) + moved
+            stats.bytes["host_to_device"] += moved
             loss = ddp(snapshots, scale)
             with timer.phase("backward") if timer else nullcontext():
                 loss.backward()
