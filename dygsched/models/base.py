@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -89,6 +89,19 @@ def check_sizes(in_channels: int, out_channels: int, hidden_channels: int, num_l
     for name, value in (("hidden_channels", hidden_channels), ("in_channels", in_channels), ("out_channels", out_channels)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def stack_layers(
+    make_layer: Callable[[int], DGNNLayer], in_channels: int, out_channels: int, hidden_channels: int, num_layers: int
+) -> list[DGNNLayer]:
+    """``num_layers`` layers from ``make_layer(input width)``; each reads the previous one's output."""
+    check_sizes(in_channels, out_channels, hidden_channels, num_layers)
+    layers: list[DGNNLayer] = []
+    width = in_channels
+    for _ in range(num_layers):
+        layers.append(make_layer(width))
+        width = layers[-1].out_channels
+    return layers
 
 
 def gcn_aggregate(

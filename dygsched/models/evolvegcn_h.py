@@ -8,7 +8,7 @@ from torch import nn
 from torch_geometric.nn import TopKPooling
 from torch_geometric.nn.inits import glorot
 
-from dygsched.models.base import DGNN, DGNNLayer, State, check_sizes, gcn_aggregate
+from dygsched.models.base import DGNN, DGNNLayer, State, stack_layers, gcn_aggregate
 
 
 class EvolveGCNHLayer(DGNNLayer):
@@ -73,9 +73,5 @@ class EvolveGCNH(DGNN):
         improved: bool = False,
         add_self_loops: bool = True,
     ) -> None:
-        check_sizes(in_channels, out_channels, hidden_channels, num_layers)
-        layers = [
-            EvolveGCNHLayer(in_channels if i == 0 else hidden_channels, hidden_channels, improved, add_self_loops)
-            for i in range(num_layers)
-        ]
-        super().__init__(layers, out_channels)
+        make_layer = lambda width: EvolveGCNHLayer(width, hidden_channels, improved, add_self_loops)  # noqa: E731
+        super().__init__(stack_layers(make_layer, in_channels, out_channels, hidden_channels, num_layers), out_channels)

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GATConv
 
-from dygsched.models.base import DGNN, DGNNLayer, State, check_sizes
+from dygsched.models.base import DGNN, DGNNLayer, State, stack_layers
 
 
 class GATLSTMLayer(DGNNLayer):
@@ -53,9 +53,5 @@ class GATLSTM(DGNN):
         heads: int = 4,
         attention_dropout: float = 0.0,
     ) -> None:
-        check_sizes(in_channels, out_channels, hidden_channels, num_layers)
-        layers = [
-            GATLSTMLayer(in_channels if i == 0 else hidden_channels, hidden_channels, heads, attention_dropout)
-            for i in range(num_layers)
-        ]
-        super().__init__(layers, out_channels)
+        make_layer = lambda width: GATLSTMLayer(width, hidden_channels, heads, attention_dropout)  # noqa: E731
+        super().__init__(stack_layers(make_layer, in_channels, out_channels, hidden_channels, num_layers), out_channels)

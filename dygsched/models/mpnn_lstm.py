@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GCNConv
 
-from dygsched.models.base import DGNN, DGNNLayer, State, check_sizes
+from dygsched.models.base import DGNN, DGNNLayer, State, stack_layers
 
 
 class MPNNLSTMLayer(DGNNLayer):
@@ -91,10 +91,5 @@ class MPNNLSTM(DGNN):
         dropout: float = 0.5,
         skip: bool = True,
     ) -> None:
-        check_sizes(in_channels, out_channels, hidden_channels, num_layers)
-        layers: list[MPNNLSTMLayer] = []
-        width = in_channels
-        for _ in range(num_layers):
-            layers.append(MPNNLSTMLayer(width, hidden_channels, dropout, skip))
-            width = layers[-1].out_channels
-        super().__init__(layers, out_channels)
+        make_layer = lambda width: MPNNLSTMLayer(width, hidden_channels, dropout, skip)  # noqa: E731
+        super().__init__(stack_layers(make_layer, in_channels, out_channels, hidden_channels, num_layers), out_channels)

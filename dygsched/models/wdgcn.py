@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GCNConv
 
-from dygsched.models.base import DGNN, DGNNLayer, State, check_sizes
+from dygsched.models.base import DGNN, DGNNLayer, State, stack_layers
 
 
 class WDGCNLayer(DGNNLayer):
@@ -49,9 +49,5 @@ class WDGCN(DGNN):
         improved: bool = False,
         add_self_loops: bool = True,
     ) -> None:
-        check_sizes(in_channels, out_channels, hidden_channels, num_layers)
-        layers = [
-            WDGCNLayer(in_channels if i == 0 else hidden_channels, hidden_channels, improved, add_self_loops)
-            for i in range(num_layers)
-        ]
-        super().__init__(layers, out_channels)
+        make_layer = lambda width: WDGCNLayer(width, hidden_channels, improved, add_self_loops)  # noqa: E731
+        super().__init__(stack_layers(make_layer, in_channels, out_channels, hidden_channels, num_layers), out_channels)
