@@ -40,9 +40,10 @@ test-gpu: $(STAMP) ## the tests that need a CUDA device
 TABLE_SCHEDS ?= psg,esdg,blad,dygnex_g,dygnex_l,greedy,ilp
 TABLE_MODELS ?= tgcn,wdgcn
 TABLE_DIR ?= results/table_epoch_time
+TABLE_ARGS ?=
 table-epoch-time: $(STAMP) ## epoch time + imbalance per strategy and model, 2 CPU ranks (DyGNeX table 4 shape)
 	rm -rf $(TABLE_DIR)
-	$(BIN)/dygsched run -m +experiment=epoch_time sched=$(TABLE_SCHEDS) model=$(TABLE_MODELS) results_dir=$(TABLE_DIR) progress=false
+	$(BIN)/dygsched run -m +experiment=epoch_time sched=$(TABLE_SCHEDS) model=$(TABLE_MODELS) results_dir=$(TABLE_DIR) progress=false $(TABLE_ARGS)
 	$(BIN)/python scripts/table_epoch_time.py $(TABLE_DIR)
 
 FIG_SCHEDS ?= psg,dygnex_g,dygnex_l,greedy,ilp

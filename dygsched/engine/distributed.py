@@ -51,12 +51,24 @@ def init_process_group(env: DistEnv, device: torch.device, timeout_s: float) -> 
         local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_ranks))
     dist.init_process_group(
-        backend="nccl" if device.type == "cuda" else "gloo",
+        backend=backend_for(device),
         init_method="env://",
         rank=env.rank,
         world_size=env.world_size,
         timeout=timedelta(seconds=timeout_s),
     )
+
+
+def backend_for(device: torch.device) -> str:
+    """NCCL when every local rank has a GPU of its own; gloo on CPU and when ranks share a GPU.
+
+    NCCL refuses two ranks on one device; gloo all-reduces CUDA tensors through the host, so
+    several ranks can still time-share a single GPU (slower collectives, same results).
+    """
+    if device.type != "cuda":
+        return "gloo"
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+    return "nccl" if local_ranks <= torch.cuda.device_count() else "gloo"
 
 
 def peak_memory_bytes(device: torch.device) -> int:

@@ -218,7 +218,7 @@ class ESDGExecutor:
     @staticmethod
     def _send(tensor: torch.Tensor, dst: int, device: torch.device, stats: IterationStats) -> None:
         start = time.perf_counter()
-        dist.send(tensor.contiguous(), dst)
+        dist.send(_for_backend(tensor.contiguous()), dst)
         synchronize(device)
         stats.comm_s += time.perf_counter() - start
         stats.bytes["hidden_state"] += tensor.numel() * tensor.element_size()
@@ -226,7 +226,17 @@ class ESDGExecutor:
     @staticmethod
     def _recv(buffer: torch.Tensor, src: int, device: torch.device, stats: IterationStats) -> torch.Tensor:
         start = time.perf_counter()
-        dist.recv(buffer, src)
+        staged = _for_backend(buffer)
+        dist.recv(staged, src)
+        if staged is not buffer:
+            buffer.copy_(staged)
         synchronize(device)
         stats.wait_s += time.perf_counter() - start
         return buffer
+
+
+def _for_backend(tensor: torch.Tensor) -> torch.Tensor:
+    """Gloo sends host memory only: ranks sharing one GPU (gloo on CUDA) stage through the CPU."""
+    if tensor.is_cuda and dist.get_backend() == "gloo":
+        return tensor.cpu()
+    return tensor
