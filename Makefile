@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 RUN_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-slow test-gpu clean table-epoch-time fig-convergence bench-planner table-solve-time simulate
+.PHONY: help install run test test-slow test-gpu clean table-epoch-time fig-convergence bench-planner table-solve-time simulate table-ablation table-reuse-memory bench-reuse
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -52,6 +52,20 @@ fig-convergence: $(STAMP) ## loss and accuracy per epoch per strategy, as a PNG 
 	rm -rf $(FIG_DIR)
 	$(BIN)/dygsched run -m +experiment=convergence sched=$(FIG_SCHEDS) results_dir=$(FIG_DIR) progress=false
 	$(BIN)/python scripts/fig_convergence.py $(FIG_DIR)
+
+ABLATION_MODELS ?= tgcn,wdgcn,gat_lstm
+ABLATION_DIR ?= results/table_ablation
+ABLATION_ARGS ?=
+table-ablation: $(STAMP) ## REAL figure 13: PSG, + type I, + type II, + REAL-G, + REAL-L as cumulative speedups
+	rm -rf $(ABLATION_DIR)
+	$(BIN)/dygsched run -m +experiment=ablation +ablation=psg,type1,type2,real_g,real_l model=$(ABLATION_MODELS) results_dir=$(ABLATION_DIR) progress=false $(ABLATION_ARGS)
+	$(BIN)/python scripts/table_ablation.py $(ABLATION_DIR)
+
+table-reuse-memory: $(STAMP) ## REAL tables 4-5: full graphs vs diff maps + degrees, and diff-map build time, per dataset
+	$(BIN)/python scripts/table_reuse_memory.py --out results/table_reuse_memory.csv
+
+bench-reuse: $(STAMP) ## REAL reuse vs PSG on the Arxiv-sized graph: FLOPs and epoch-time ratios side by side
+	$(BIN)/python scripts/bench_reuse.py
 
 bench-planner: $(STAMP) ## planner targets: greedy/ILP gaps to the lower bound and solve times
 	$(BIN)/python scripts/bench_planner.py --quick

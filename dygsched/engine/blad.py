@@ -42,6 +42,7 @@ from dygsched.data.temporal_graph import Snapshot, TemporalGraph
 from dygsched.engine.executor import GroupExecutor, IterationStats, refuse_profiling
 from dygsched.engine.objective import GroupObjective
 from dygsched.engine.profiler import Profiler
+from dygsched.engine.streams import record_stream
 from dygsched.models.base import DGNN
 from dygsched.sched.plan import Plan
 
@@ -82,19 +83,6 @@ class StageOne:
     snapshots: tuple[Snapshot, ...]
     spatial: list[Any]
     moved: int
-
-
-def _record_stream(value: Any, stream: torch.cuda.Stream) -> None:
-    """Tell the caching allocator that tensors made on another stream are used on ``stream``."""
-    if isinstance(value, torch.Tensor):
-        if value.is_cuda:
-            value.record_stream(stream)
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            _record_stream(item, stream)
-    elif isinstance(value, Snapshot):
-        for tensor in (value.edge_index, value.edge_weight, value.x, value.y, value.node_mask):
-            _record_stream(tensor, stream)
 
 
 class BLADExecutor(GroupExecutor):
@@ -159,7 +147,7 @@ class BLADExecutor(GroupExecutor):
                 if self.side_stream is not None:
                     main_stream = torch.cuda.current_stream(device)
                     main_stream.wait_stream(self.side_stream)
-                    _record_stream([ahead.snapshots, ahead.spatial], main_stream)
+                    record_stream([ahead.snapshots, ahead.spatial], main_stream)
 
     @staticmethod
     def stage_one(

@@ -25,6 +25,7 @@ from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
 from dygsched.engine.profiler import PhaseTimer, Profiler
 from dygsched.errors import ConfigError
+from dygsched.models.flops import count_conv_flops
 from dygsched.sched.plan import Plan
 
 
@@ -37,6 +38,7 @@ class IterationStats:
     wait_s: float = 0.0
     comm_s: float = 0.0
     bytes: dict[str, int] = field(default_factory=dict)
+    conv_flops: int = 0  # graph-convolution FLOPs of the forward passes (REAL figure 11)
 
 
 def wrap_ddp(objective: torch.nn.Module, device: torch.device) -> DistributedDataParallel:
@@ -182,7 +184,9 @@ class GroupExecutor:
             with timer.phase("host_to_device") if timer else nullcontext():
                 snapshots, moved = self.fetch(graph, group, device)
             stats.bytes["host_to_device"] += moved
-            loss = ddp(snapshots, scale)
+            with count_conv_flops(objective.model) as flops:
+                loss = ddp(snapshots, scale)
+            stats.conv_flops += flops.total
             with timer.phase("backward") if timer else nullcontext():
                 loss.backward()
         finally:

@@ -21,22 +21,58 @@ def make_plan(
     world_size: int,
     measured_times: Sequence[float] | None = None,
     measured_allreduce: float | None = None,
+    measured_reusable: Mapping[int, float] | None = None,
 ) -> Plan:
-    """Plan the training groups: a given plan file, or solve on measured times (after profiling) or cost-model times."""
+    """Plan the training groups: a given plan file, or solve on measured times (after profiling) or cost-model times.
+
+    With ``sched.plan_reuse`` on (REAL's schedulers), the problem carries REAL's reuse table
+    (eq. 17): each group's reusable seconds are measured while profiling when the reuse engine ran,
+    else ``RATIO`` (``cost_model.reuse_ratio``) times its time. The table depends on the strategy,
+    not on ``sched.reuse``: turning the engine off leaves a given profile's plan as it is.
+    """
     if sched_cfg.get("plan_file"):
         return load_plan_file(str(sched_cfg["plan_file"]), len(train_groups), world_size, int(sched_cfg["capacity"]))
+    cost_model = CostModel.from_mapping(sched_cfg.get("cost_model") or {})
     if measured_times is None:
         sizes = [group.work(graph) for group in train_groups]
-        coefficients = sched_cfg.get("cost_model") or CostModel()
-        measured_times = group_times_from_sizes([n for n, _ in sizes], [e for _, e in sizes], coefficients)
+        measured_times = group_times_from_sizes([n for n, _ in sizes], [e for _, e in sizes], cost_model)
     allreduce = measured_allreduce if measured_allreduce is not None else float(sched_cfg.get("allreduce_cost", 0.0))
+    pairs = None
+    if sched_cfg.get("plan_reuse"):
+        reusable = measured_reusable or {k: cost_model.reuse_ratio * t for k, t in enumerate(measured_times)}
+        pairs = reuse_pairs(train_groups, reusable)
     problem = ScheduleProblem(
-        group_times=tuple(measured_times), num_gpus=world_size, capacity=int(sched_cfg["capacity"]), allreduce_cost=allreduce
+        group_times=tuple(measured_times),
+        num_gpus=world_size,
+        capacity=int(sched_cfg["capacity"]),
+        allreduce_cost=allreduce,
+        reuse_pairs=tuple(pairs) if pairs else None,
     )
     options = dict(sched_cfg.get("options") or {})
     plan = solve(problem, algo=str(sched_cfg["algo"]), time_limit=sched_cfg.get("time_limit"), **options)
     plan.validate(problem)
     return plan
+
+
+def reuse_pairs(train_groups: Sequence[SnapshotGroup], reusable_seconds: Mapping[int, float]) -> list[tuple[int, int, float]]:
+    """REAL eq. 17 with measured times: ``R[i][j]`` for groups whose windows overlap.
+
+    When groups ``i`` (earlier) and ``j`` share a rank and an iteration, ``j``'s shared snapshots
+    are neither transferred nor convolved again: the saving is the share ``s / w`` of ``j``'s
+    reusable seconds (transfer + first-layer convolutions, measured while profiling), for the ``s``
+    of its ``w`` snapshots that ``i`` covers.
+    """
+    pairs = []
+    for i, first in enumerate(train_groups):
+        for j in range(i + 1, len(train_groups)):
+            second = train_groups[j]
+            shared = first.stop - second.start
+            if shared <= 0:
+                break
+            saving = reusable_seconds.get(j, 0.0) * shared / second.size
+            if saving > 0:
+                pairs.append((i, j, float(saving)))
+    return pairs
 
 
 def profiling_config(sched_cfg: Mapping[str, Any]) -> dict[str, Any]:

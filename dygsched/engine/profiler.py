@@ -14,10 +14,10 @@ import itertools
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, TypeVar
 
 import numpy as np
 import torch
@@ -27,6 +27,7 @@ from dygsched.models.base import DGNN
 from dygsched.sched.cost_model import CostModel
 
 PHASES = ("host_to_device", "spatial", "temporal", "backward")
+T = TypeVar("T")
 
 
 @dataclass
@@ -64,12 +65,20 @@ def timed_forward(model: DGNN, snapshots: Sequence[Snapshot], timer: PhaseTimer)
 
 @dataclass
 class Profiler:
-    """One rank's measurements: ``samples[group] -> [phase seconds per profiling epoch]``."""
+    """One rank's measurements: ``samples[group] -> [phase seconds per profiling epoch]``.
+
+    With REAL's reuse on, ``reusable[group]`` also lists, per epoch, the seconds of the group's
+    part that another group sharing its snapshots would not redo (its transfer and first-layer
+    convolutions): the measured RATIO of REAL eq. 17 is ``reusable / total``.
+    """
 
     samples: dict[int, list[dict[str, float]]] = field(default_factory=lambda: defaultdict(list))
+    reusable: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
 
-    def record(self, group: int, timer: PhaseTimer) -> None:
+    def record(self, group: int, timer: PhaseTimer, reusable: float | None = None) -> None:
         self.samples[group].append(dict(timer.seconds))
+        if reusable is not None:
+            self.reusable[group].append(float(reusable))
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,7 @@ class Profile:
     phase_seconds: dict[str, float]  # mean per group
     cost_model: CostModel
     r2: float
+    reusable_seconds: dict[int, float] = field(default_factory=dict)  # median per group, reuse runs only
 
     def to_dict(self) -> dict:
         return {
@@ -88,11 +98,13 @@ class Profile:
             "phase_seconds_per_group": self.phase_seconds,
             "group_seconds": {str(k): v for k, v in sorted(self.group_seconds.items())},
             "group_times": [self.group_seconds[k] for k in sorted(self.group_seconds)],  # `dygsched plan profile.json`
+            "reusable_seconds": {str(k): v for k, v in sorted(self.reusable_seconds.items())},
         }
 
 
-def merge(samples_per_rank: Sequence[dict[int, list[dict[str, float]]]]) -> dict[int, list[dict[str, float]]]:
-    merged: dict[int, list[dict[str, float]]] = defaultdict(list)
+def merge(samples_per_rank: Sequence[Mapping[int, list[T]]]) -> dict[int, list[T]]:
+    """One rank-independent ``{group: [measurements]}`` from every rank's."""
+    merged: dict[int, list[T]] = defaultdict(list)
     for samples in samples_per_rank:
         for group, runs in samples.items():
             merged[group].extend(runs)
@@ -115,7 +127,9 @@ def fit_nonnegative(features: np.ndarray, target: np.ndarray) -> np.ndarray:
     return best
 
 
-def build_profile(samples: dict[int, list[dict[str, float]]], sizes: dict[int, tuple[int, int]]) -> Profile:
+def build_profile(
+    samples: dict[int, list[dict[str, float]]], sizes: dict[int, tuple[int, int]], reusable: dict[int, list[float]] | None = None
+) -> Profile:
     """Median time per group, mean phase split, and the cost model fitted on (nodes, edges)."""
     group_seconds = {g: statistics.median(sum(run.values()) for run in runs) for g, runs in samples.items()}
     phase_seconds = {p: statistics.mean(statistics.median(run[p] for run in runs) for runs in samples.values()) for p in PHASES}
@@ -126,4 +140,5 @@ def build_profile(samples: dict[int, list[dict[str, float]]], sizes: dict[int, t
     residual = float(np.sum((features @ np.array([a1, a2, a3]) - target) ** 2))
     spread = float(np.sum((target - target.mean()) ** 2))
     r2 = 1.0 - residual / spread if spread > 0 else 1.0
-    return Profile(group_seconds, phase_seconds, CostModel(a1=float(a1), a2=float(a2), a3=float(a3)), r2)
+    reusable_seconds = {g: statistics.median(runs) for g, runs in (reusable or {}).items() if runs}
+    return Profile(group_seconds, phase_seconds, CostModel(a1=float(a1), a2=float(a2), a3=float(a3)), r2, reusable_seconds)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
@@ -12,6 +12,10 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import scatter
 
 from dygsched.data.temporal_graph import Snapshot
+from dygsched.models import flops
+
+if TYPE_CHECKING:
+    from dygsched.data.diffmap import DiffMap, EdgeSet
 
 State = tuple[torch.Tensor, ...]
 
@@ -24,7 +28,24 @@ class DGNNLayer(nn.Module, ABC):
     the layer's output for this snapshot (the next layer's input) and the new state. Keeping the
     two apart lets an executor cache or reuse aggregations (REAL) and ship states between ranks
     (ESDG) without a second copy of the model.
+
+    ``reuse`` names the part of ``spatial`` that depends on the snapshot alone and can be computed
+    once per chain of snapshots (``conv_chain``) and passed back as ``spatial(..., conv_out=...)``:
+
+    * ``"gcn"``: a ``GCNConv`` applied to the layer input (TGCN's stacked gate conv, WD-GCN's conv,
+      MPNN-LSTM's ``conv_1``); transformation and aggregation are both reusable. MPNN-LSTM's
+      ``conv_2`` is not: it reads ``s1`` after batch norm and dropout.
+    * ``"gcn_aggregate"``: the parameter-free aggregation ``A_t X_t`` (EvolveGCN-O/H); the
+      projection is not reusable, its weights change with every snapshot.
+    * ``"gat"``: a ``GATConv`` (GAT-LSTM): projection, attention and aggregation.
+    * ``None``: nothing reusable.
+
+    Reuse across snapshots only holds for the first layer, whose input features do not depend on
+    the recurrent state (REAL 4.3); ``conv_chain`` on a higher layer is only correct if given that
+    layer's actual inputs.
     """
+
+    reuse: ClassVar[str | None] = None
 
     def __init__(self, in_channels: int, out_channels: int) -> None:
         super().__init__()
@@ -36,8 +57,25 @@ class DGNNLayer(nn.Module, ABC):
         """The state before the first snapshot of a group (h_0 = 0, or the initial weights)."""
 
     @abstractmethod
-    def spatial(self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State) -> Any:
-        """Structure encoding of ``x`` on one snapshot's graph."""
+    def spatial(
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
+    ) -> Any:
+        """Structure encoding of ``x`` on one snapshot's graph.
+
+        ``conv_out``: this snapshot's reusable convolution output from ``conv_chain``; when given,
+        it replaces that computation and everything else runs unchanged, in the same order.
+        """
+
+    def conv_chain(
+        self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None
+    ) -> list[Any]:
+        """The reusable convolution output of every snapshot of a chain (``1 + len(diffs)`` of them).
+
+        ``x``: the chain's first snapshot's input; ``first``: its ``EdgeSet``; ``diffs``: the diff
+        maps to each later snapshot; ``paths``: ``"full"`` or ``"diff"`` per diff map (default all
+        ``"diff"``). See ``dygsched.models.incremental``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no reusable convolution (reuse = None)")
 
     @abstractmethod
     def temporal(self, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
@@ -57,12 +95,18 @@ class DGNN(nn.Module):
     def initial_states(self, num_nodes: int, device: torch.device, dtype: torch.dtype = torch.float32) -> list[State]:
         return [layer.initial_state(num_nodes, device, dtype) for layer in self.layers]
 
-    def step(self, snapshot: Snapshot, states: list[State]) -> tuple[torch.Tensor, list[State]]:
-        """Run one snapshot through every layer; return the top layer's output and the new states."""
+    def step(self, snapshot: Snapshot, states: list[State], conv_out: Any = None) -> tuple[torch.Tensor, list[State]]:
+        """Run one snapshot through every layer; return the top layer's output and the new states.
+
+        ``conv_out``: the first layer's precomputed reusable convolution for this snapshot.
+        """
         x = snapshot.x
         new_states = []
-        for layer, state in zip(self.layers, states, strict=True):
-            spatial_out = layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state)
+        for depth, (layer, state) in enumerate(zip(self.layers, states, strict=True)):
+            if depth == 0 and conv_out is not None:
+                spatial_out = layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state, conv_out=conv_out)
+            else:
+                spatial_out = layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state)
             x, state = layer.temporal(spatial_out, state)
             new_states.append(state)
         return x, new_states
@@ -72,13 +116,19 @@ class DGNN(nn.Module):
         out = self.head(h)
         return out.squeeze(-1) if out.shape[-1] == 1 else out
 
-    def forward(self, snapshots: Sequence[Snapshot]) -> torch.Tensor:
-        """Predict the targets of the last snapshot of a group from all of its snapshots."""
+    def forward(self, snapshots: Sequence[Snapshot], first_conv_outs: Sequence[Any] | None = None) -> torch.Tensor:
+        """Predict the targets of the last snapshot of a group from all of its snapshots.
+
+        ``first_conv_outs``: one precomputed reusable convolution output of the first layer per
+        snapshot (``self.layers[0].conv_chain(...)``); without it every snapshot is computed in full.
+        """
+        if first_conv_outs is not None and len(first_conv_outs) != len(snapshots):
+            raise ValueError(f"{len(first_conv_outs)} first-layer conv outputs for {len(snapshots)} snapshots")
         first = snapshots[0]
         states = self.initial_states(first.num_nodes, first.x.device, first.x.dtype)
         h = first.x
-        for snapshot in snapshots:
-            h, states = self.step(snapshot, states)
+        for t, snapshot in enumerate(snapshots):
+            h, states = self.step(snapshot, states, None if first_conv_outs is None else first_conv_outs[t])
         return self.readout(h)
 
 
@@ -123,5 +173,8 @@ def gcn_aggregate(
     edge_index, weight = gcn_norm(
         edge_index, edge_weight, num_nodes=num_nodes, improved=improved, add_self_loops=add_self_loops, dtype=x.dtype
     )
+    if flops.counting():
+        flops.add_flops("normalize", 3 * edge_index.size(1) + num_nodes)
+        flops.add_flops("aggregate", 2 * edge_index.size(1) * x.size(1))
     messages = x.index_select(0, edge_index[0]) * weight.unsqueeze(-1)
     return scatter(messages, edge_index[1], dim=0, dim_size=num_nodes, reduce="sum")

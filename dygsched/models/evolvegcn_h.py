@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import TopKPooling
 from torch_geometric.nn.inits import glorot
 
-from dygsched.models.base import DGNN, DGNNLayer, State, stack_layers, gcn_aggregate
+from dygsched.data.diffmap import DiffMap, EdgeSet
+from dygsched.models import flops
+from dygsched.models.base import DGNN, DGNNLayer, State, gcn_aggregate, stack_layers
+from dygsched.models.incremental import gcn_aggregate_chain
 
 
 class EvolveGCNHLayer(DGNNLayer):
@@ -29,7 +35,12 @@ class EvolveGCNHLayer(DGNNLayer):
     snapshot alone; ``temporal`` runs the GRU on ``W`` and projects. State: ``(W,)``; the initial
     state is the learnable ``initial_weight``. As for EvolveGCN-O, tgt keeps the evolved weight on
     the module across ``forward`` calls; here every snapshot group starts from ``initial_weight``.
+
+    Reuse (``"gcn_aggregate"``): the aggregation ``A_t X_t`` only; the summary ``Z_t`` is still
+    computed per snapshot and the projection's weight changes with every snapshot.
     """
+
+    reuse = "gcn_aggregate"
 
     def __init__(self, in_channels: int, out_channels: int, improved: bool = False, add_self_loops: bool = True) -> None:
         super().__init__(in_channels, out_channels)
@@ -44,20 +55,30 @@ class EvolveGCNHLayer(DGNNLayer):
         return (self.initial_weight.to(device=device, dtype=dtype),)
 
     def spatial(
-        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(A_t X_t [N, in_channels], Z_t [in_channels, in_channels])``."""
-        aggregated = gcn_aggregate(x, edge_index, edge_weight, improved=self.improved, add_self_loops=self.add_self_loops)
+        """``(A_t X_t [N, in_channels], Z_t [in_channels, in_channels])``; ``conv_out`` replaces ``A_t X_t``."""
+        if conv_out is None:
+            aggregated = gcn_aggregate(x, edge_index, edge_weight, improved=self.improved, add_self_loops=self.add_self_loops)
+        else:
+            aggregated = conv_out
         summary = self.pooling(x, edge_index)[0]
         missing = self.in_channels - summary.size(0)
         if missing > 0:
             summary = F.pad(summary, (0, 0, 0, missing))
         return aggregated, summary
 
+    def conv_chain(
+        self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None
+    ) -> list[Any]:
+        return gcn_aggregate_chain(x, first, diffs, paths, improved=self.improved, add_self_loops=self.add_self_loops)
+
     def temporal(self, spatial_out: tuple[torch.Tensor, torch.Tensor], state: State) -> tuple[torch.Tensor, State]:
         aggregated, summary = spatial_out
         (weight,) = state
         weight = self.recurrent(summary, weight)
+        if flops.counting():
+            flops.add_flops("transform", 2 * aggregated.size(0) * weight.size(0) * weight.size(1))
         return F.relu(aggregated @ weight), (weight,)
 
 

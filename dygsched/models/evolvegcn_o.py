@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn.inits import glorot
 
-from dygsched.models.base import DGNN, DGNNLayer, State, stack_layers, gcn_aggregate
+from dygsched.data.diffmap import DiffMap, EdgeSet
+from dygsched.models import flops
+from dygsched.models.base import DGNN, DGNNLayer, State, gcn_aggregate, stack_layers
+from dygsched.models.incremental import gcn_aggregate_chain
 
 
 class EvolveGCNOLayer(DGNNLayer):
@@ -28,7 +34,12 @@ class EvolveGCNOLayer(DGNNLayer):
     learnable ``initial_weight``. Unlike tgt, which keeps the evolved weight on the module
     (``self.weight``) from one ``forward`` call to the next until ``reinitialize_weight()``, the
     weight here lives in the explicit state, so every snapshot group starts from ``initial_weight``.
+
+    Reuse (``"gcn_aggregate"``): the aggregation ``A_t X_t`` only; the projection's weight
+    changes with every snapshot.
     """
+
+    reuse = "gcn_aggregate"
 
     def __init__(self, in_channels: int, out_channels: int, improved: bool = False, add_self_loops: bool = True) -> None:
         super().__init__(in_channels, out_channels)
@@ -41,13 +52,24 @@ class EvolveGCNOLayer(DGNNLayer):
     def initial_state(self, num_nodes: int, device: torch.device, dtype: torch.dtype) -> State:
         return (self.initial_weight.to(device=device, dtype=dtype),)
 
-    def spatial(self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State) -> torch.Tensor:
+    def spatial(
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
+    ) -> torch.Tensor:
         """``A_t X_t``: ``[N, in_channels]``."""
+        if conv_out is not None:
+            return conv_out
         return gcn_aggregate(x, edge_index, edge_weight, improved=self.improved, add_self_loops=self.add_self_loops)
+
+    def conv_chain(
+        self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None
+    ) -> list[Any]:
+        return gcn_aggregate_chain(x, first, diffs, paths, improved=self.improved, add_self_loops=self.add_self_loops)
 
     def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         (weight,) = state
         weight = self.recurrent(weight, weight)
+        if flops.counting():
+            flops.add_flops("transform", 2 * spatial_out.size(0) * weight.size(0) * weight.size(1))
         return F.relu(spatial_out @ weight), (weight,)
 
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GATConv
 
+from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models.base import DGNN, DGNNLayer, State, stack_layers
+from dygsched.models.incremental import gat_conv_chain
 
 
 class GATLSTMLayer(DGNNLayer):
@@ -18,8 +23,11 @@ class GATLSTMLayer(DGNNLayer):
 
     ``spatial`` is the ELU'd ``GATConv`` (independent of the state); ``temporal`` is one
     ``nn.LSTMCell`` step. State: ``(H, C)``, each ``[N, out_channels]``. Like GAT itself, the
-    attention ignores edge weights: the edge set alone decides who attends to whom.
+    attention ignores edge weights: the edge set alone decides who attends to whom. Reuse
+    (``"gat"``): the conv before the ELU (needs attention dropout off while training).
     """
+
+    reuse = "gat"
 
     def __init__(self, in_channels: int, out_channels: int, heads: int = 4, attention_dropout: float = 0.0) -> None:
         super().__init__(in_channels, out_channels)
@@ -33,8 +41,15 @@ class GATLSTMLayer(DGNNLayer):
         zeros = torch.zeros(num_nodes, self.out_channels, device=device, dtype=dtype)
         return (zeros, zeros.clone())
 
-    def spatial(self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State) -> torch.Tensor:
-        return F.elu(self.conv(x, edge_index))
+    def spatial(
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
+    ) -> torch.Tensor:
+        return F.elu(self.conv(x, edge_index) if conv_out is None else conv_out)
+
+    def conv_chain(
+        self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None
+    ) -> list[Any]:
+        return gat_conv_chain(self.conv, x, first, diffs, paths)
 
     def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         h, c = self.lstm(spatial_out, state)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GCNConv
 
+from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models.base import DGNN, DGNNLayer, State, stack_layers
+from dygsched.models.incremental import gcn_conv_chain
 
 
 class MPNNLSTMLayer(DGNNLayer):
@@ -36,7 +41,11 @@ class MPNNLSTMLayer(DGNNLayer):
       ``w = 1`` the two agree.
     * The LSTMs' outputs ``H1``, ``H2`` (tgt's ``H_1[0]``, ``H_2[0]``) are the same in every case
       where the batch norms agree, i.e. the recurrent math is identical.
+
+    Reuse (``"gcn"``): ``GCN_1(X_t)`` only; ``GCN_2`` reads ``S1_t`` after batch norm and dropout.
     """
+
+    reuse = "gcn"
 
     def __init__(self, in_channels: int, hidden_channels: int, dropout: float = 0.5, skip: bool = True) -> None:
         super().__init__(in_channels, 2 * hidden_channels + (in_channels if skip else 0))
@@ -57,14 +66,19 @@ class MPNNLSTMLayer(DGNNLayer):
         return (zeros, zeros.clone(), zeros.clone(), zeros.clone())
 
     def spatial(
-        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``([S1_t, S2_t] [N, 2 * hidden_channels], X_t)``."""
-        s1 = F.relu(self.conv_1(x, edge_index, edge_weight))
+        """``([S1_t, S2_t] [N, 2 * hidden_channels], X_t)``; ``conv_out`` replaces ``GCN_1(X_t)``."""
+        s1 = F.relu(self.conv_1(x, edge_index, edge_weight) if conv_out is None else conv_out)
         s1 = F.dropout(self.batch_norm_1(s1), p=self.dropout, training=self.training)
         s2 = F.relu(self.conv_2(s1, edge_index, edge_weight))
         s2 = F.dropout(self.batch_norm_2(s2), p=self.dropout, training=self.training)
         return torch.cat([s1, s2], dim=-1), x
+
+    def conv_chain(
+        self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None
+    ) -> list[Any]:
+        return gcn_conv_chain(self.conv_1, x, first, diffs, paths)
 
     def temporal(self, spatial_out: tuple[torch.Tensor, torch.Tensor], state: State) -> tuple[torch.Tensor, State]:
         aggregated, x = spatial_out

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import torch
 from torch import nn
 from torch_geometric.nn import GCNConv
 
+from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models.base import DGNN, DGNNLayer, State, stack_layers
+from dygsched.models.incremental import gcn_conv_chain
 
 
 class TGCNLayer(DGNNLayer):
@@ -21,7 +26,10 @@ class TGCNLayer(DGNNLayer):
     outputs (the three weight matrices and biases stacked: the same numbers as three convs, one
     message-passing pass); it does not read the state, so its output can be cached and reused.
     ``temporal`` is the GRU-style update. State: ``(H,)`` with ``H`` of shape ``[N, out_channels]``.
+    Reuse (``"gcn"``): the whole stacked conv (projection and aggregation).
     """
+
+    reuse = "gcn"
 
     def __init__(self, in_channels: int, out_channels: int, improved: bool = False, add_self_loops: bool = True) -> None:
         super().__init__(in_channels, out_channels)
@@ -33,9 +41,16 @@ class TGCNLayer(DGNNLayer):
     def initial_state(self, num_nodes: int, device: torch.device, dtype: torch.dtype) -> State:
         return (torch.zeros(num_nodes, self.out_channels, device=device, dtype=dtype),)
 
-    def spatial(self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State) -> torch.Tensor:
+    def spatial(
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
+    ) -> torch.Tensor:
         """``[GCN_z(X), GCN_r(X), GCN_h(X)]`` side by side: ``[N, 3 * out_channels]``."""
-        return self.conv(x, edge_index, edge_weight)
+        return self.conv(x, edge_index, edge_weight) if conv_out is None else conv_out
+
+    def conv_chain(
+        self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None
+    ) -> list[Any]:
+        return gcn_conv_chain(self.conv, x, first, diffs, paths)
 
     def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         (h,) = state

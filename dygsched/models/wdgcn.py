@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GCNConv
 
+from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models.base import DGNN, DGNNLayer, State, stack_layers
+from dygsched.models.incremental import gcn_conv_chain
 
 
 class WDGCNLayer(DGNNLayer):
@@ -17,8 +22,11 @@ class WDGCNLayer(DGNNLayer):
         H_t, C_t = LSTMCell(S_t, (H_{t-1}, C_{t-1}))   (weights shared over nodes)
 
     ``spatial`` is the ReLU'd ``GCNConv`` (independent of the state); ``temporal`` is one
-    ``nn.LSTMCell`` step. State: ``(H, C)``, each ``[N, out_channels]``.
+    ``nn.LSTMCell`` step. State: ``(H, C)``, each ``[N, out_channels]``. Reuse (``"gcn"``): the
+    conv before the ReLU.
     """
+
+    reuse = "gcn"
 
     def __init__(self, in_channels: int, out_channels: int, improved: bool = False, add_self_loops: bool = True) -> None:
         super().__init__(in_channels, out_channels)
@@ -29,8 +37,15 @@ class WDGCNLayer(DGNNLayer):
         zeros = torch.zeros(num_nodes, self.out_channels, device=device, dtype=dtype)
         return (zeros, zeros.clone())
 
-    def spatial(self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State) -> torch.Tensor:
-        return F.relu(self.conv(x, edge_index, edge_weight))
+    def spatial(
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
+    ) -> torch.Tensor:
+        return F.relu(self.conv(x, edge_index, edge_weight) if conv_out is None else conv_out)
+
+    def conv_chain(
+        self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None
+    ) -> list[Any]:
+        return gcn_conv_chain(self.conv, x, first, diffs, paths)
 
     def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         h, c = self.lstm(spatial_out, state)

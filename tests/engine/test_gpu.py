@@ -1,4 +1,7 @@
-"""The same runs on CUDA (NCCL): run with `make test-gpu` on a machine with a GPU."""
+"""The same runs on CUDA: run with `make test-gpu` on a machine with a GPU.
+
+Two ranks run on any machine with a GPU: NCCL when each has its own, gloo when they share one.
+"""
 
 import json
 import subprocess
@@ -12,20 +15,37 @@ from tests.conftest import TINY_SYNTHETIC
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
 
-@pytest.mark.parametrize("sched", ["psg", "greedy", "esdg", "blad"])
-def test_strategies_run_on_cuda(tmp_path, sched):
-    world_size = min(2, torch.cuda.device_count())
-    if sched == "esdg" and world_size < 2:
-        pytest.skip("ESDG needs two GPUs")
-    overrides = [*TINY_SYNTHETIC, "device=cuda", f"world_size={world_size}", f"sched={sched}", "epochs=3"]
-    if sched == "greedy":
-        overrides.append("sched.profile_epochs=1")
+def run(results_dir, overrides):
     result = subprocess.run(
-        [sys.executable, "-m", "dygsched", "run", *overrides, f"results_dir={tmp_path}"], capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "dygsched", "run", *overrides, f"results_dir={results_dir}"], capture_output=True, text=True, timeout=600
     )
     assert result.returncode == 0, result.stderr
-    (summary_path,) = tmp_path.glob("*/summary.json")
-    summary = json.loads(summary_path.read_text())
+    (summary_path,) = results_dir.glob("*/summary.json")
+    return json.loads(summary_path.read_text())
+
+
+@pytest.mark.parametrize("sched", ["psg", "greedy", "esdg", "blad"])
+def test_strategies_run_on_cuda(tmp_path, sched):
+    overrides = [*TINY_SYNTHETIC, "device=cuda", "world_size=2", f"sched={sched}", "epochs=3"]
+    if sched == "greedy":
+        overrides.append("sched.profile_epochs=1")
+    summary = run(tmp_path, overrides)
     assert summary["status"] == "ok"
     assert summary["comm_bytes_per_epoch"]["host_to_device"] > 0  # snapshots are copied to the GPU per group
     assert summary["peak_mem_bytes"] > 0
+
+
+@pytest.mark.parametrize("model", ["tgcn", "gat_lstm"])
+def test_reuse_on_cuda_keeps_losses_and_moves_fewer_bytes(tmp_path, model):
+    """Diff maps cross to the GPU, graphs are rebuilt there, three streams: same training as without."""
+    common = [*TINY_SYNTHETIC, "model.num_layers=2", f"model={model}", "device=cuda", "world_size=2", "sched=greedy",
+              "sched.profile_epochs=0", "epochs=2"]
+    summaries = {}
+    for name, extra in (("on", []), ("serial", ["sched.streams=false"]), ("off", ["sched.reuse=false"])):
+        (tmp_path / name).mkdir()
+        summaries[name] = run(tmp_path / name, [*common, *extra])
+    for name in ("on", "serial"):
+        assert summaries[name]["final_train_loss"] == pytest.approx(summaries["off"]["final_train_loss"], rel=1e-5)
+        assert summaries[name]["eval"]["value"] == pytest.approx(summaries["off"]["eval"]["value"], rel=1e-5)
+    moved = {name: s["comm_bytes_per_epoch"]["host_to_device"] for name, s in summaries.items()}
+    assert 0 < moved["on"] == moved["serial"] < moved["off"]

@@ -1,0 +1,318 @@
+"""REAL's reuse engine in training (sections 4.1-4.3): group-sequential execution minus redundant work.
+
+``ReuseExecutor`` runs any plan exactly like ``GroupExecutor`` (same iterations, loss scaling,
+synchronisation and accounting) and, with ``reuse=True``, removes the work REAL removes:
+
+* **Type I, snapshot-level.** The groups a rank trains are cut into *chains* of consecutive
+  snapshots. For each chain, layer 0's reusable convolution (GCN, GCN aggregation or GAT, see
+  ``DGNNLayer.reuse``) runs once on the chain's first snapshot and then incrementally from diff
+  maps (``dygsched.models.incremental``): exact, degree-aware for GCN, softmax-aware for GAT; the
+  transformation is computed once per chain (selective for changed feature rows). Per snapshot,
+  the fitted cost curve of REAL appendix B picks the full graph or the diff map (``reuse_path``).
+* **Type II, group-level.** With ``reuse_group=True``, groups of one rank and iteration whose
+  windows overlap form one chain, so the shared snapshots' transfers and first-layer convolutions
+  are computed once (parameters are frozen within an iteration); their losses are backpropagated
+  together.
+* **Reconstruction (section 4.3).** On a GPU only the chain's first graph and its diff maps cross
+  to the device; the full graphs that higher layers need are rebuilt there with ``apply_diff``.
+  On CPU there is no transfer to save and higher layers read the snapshots in place.
+* **Pipeline (section 4.1.3).** On a GPU the next chain's transfer runs on a copy stream and the
+  chain's first-layer convolutions on a conv stream, while the main stream runs the dense work and
+  backward of the chain before; events order them (``dygsched.engine.streams``). On CPU the same
+  code runs in order.
+
+``reuse=False`` is ``GroupExecutor`` unchanged, whatever the other options say. During profiling
+epochs each group's time is recorded as usual, plus the seconds of its reusable part (transfer and
+first-layer convolutions), from which the planner's reuse table is built (``planning.reuse_pairs``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from dygsched.data.diffmap import DiffMap, EdgeSet, GraphDiffs, apply_diff, build_diff_maps, coalesce
+from dygsched.data.groups import SnapshotGroup
+from dygsched.data.temporal_graph import Snapshot, TemporalGraph
+from dygsched.engine.executor import GroupExecutor, IterationStats
+from dygsched.engine.objective import GroupObjective
+from dygsched.engine.profiler import PhaseTimer, Profiler
+from dygsched.engine.streams import Streams
+from dygsched.errors import ConfigError
+from dygsched.models.conv_cost import ConvCostCurve, choose_paths, fit_conv_cost_curve
+from dygsched.models.flops import count_conv_flops
+from dygsched.sched.plan import Plan
+
+REUSE_PATHS = ("adaptive", "diff", "full")
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Snapshots ``start .. stop-1`` whose first-layer convolutions are computed once, for ``groups``."""
+
+    start: int
+    stop: int
+    groups: tuple[int, ...]  # indices into the training groups, in time order
+
+
+def plan_chains(groups: Sequence[SnapshotGroup], indices: Sequence[int], share: bool) -> list[Chain]:
+    """Cut one rank's groups of one iteration into chains.
+
+    Without ``share`` every group is its own chain (type I only). With it, groups whose snapshot
+    ranges overlap are merged, in time order (type II): ``[0, 4)`` and ``[1, 5)`` become one chain
+    over ``[0, 5)`` that computes snapshots 1-3 once.
+    """
+    ordered = sorted(zip(indices, groups, strict=True), key=lambda pair: (pair[1].start, pair[1].stop))
+    chains: list[Chain] = []
+    for index, group in ordered:
+        last = chains[-1] if chains else None
+        if share and last is not None and group.start < last.stop:
+            chains[-1] = Chain(last.start, max(last.stop, group.stop), last.groups + (index,))
+        else:
+            chains.append(Chain(group.start, group.stop, (index,)))
+    return chains
+
+
+@dataclass(frozen=True)
+class LoadedChain:
+    """A chain's inputs on the device: first graph, diff maps, features, targets; bytes moved."""
+
+    chain: Chain
+    x: torch.Tensor
+    first: EdgeSet
+    diffs: tuple[DiffMap, ...]
+    targets: tuple[tuple[torch.Tensor, torch.Tensor], ...]  # (y, node_mask) per snapshot
+    moved: int
+
+
+class HostCache:
+    """What preprocessing computes once per run on each rank: diff maps, coalesced graphs, paths."""
+
+    def __init__(self, graph: TemporalGraph, device: torch.device, kind: str, path: str, curve: ConvCostCurve | None) -> None:
+        self.graph = graph
+        self.kind = kind  # the first layer's reuse kind: gcn, gcn_aggregate or gat
+        self.path = path
+        self.pin = device.type == "cuda"
+        start = time.perf_counter()
+        self.diffs: GraphDiffs = build_diff_maps(graph)
+        self.preprocess_s = time.perf_counter() - start
+        self._diffs = tuple(_pinned(d) if self.pin and d is not None else d for d in self.diffs.diffs)
+        self.curve = curve
+        self._edge_sets: dict[int, EdgeSet] = {}
+        self._paths: dict[tuple[int, int], list[str]] = {}
+
+    def edge_set(self, t: int) -> EdgeSet:
+        if t not in self._edge_sets:
+            s = self.graph.snapshots[t]
+            edges = coalesce(s.edge_index, s.edge_weight, s.num_nodes)
+            self._edge_sets[t] = _pinned(edges) if self.pin else edges
+        return self._edge_sets[t]
+
+    def diff(self, t: int) -> DiffMap:
+        diff = self._diffs[t]
+        assert diff is not None, "snapshot 0 has no diff map"
+        return diff
+
+    def paths(self, chain: Chain) -> list[str] | None:
+        """Full graph or diff map for each snapshot after the chain's first."""
+        if self.path != "adaptive":
+            return [self.path] * (chain.stop - chain.start - 1)
+        key = (chain.start, chain.stop)
+        if key not in self._paths:
+            assert self.curve is not None
+            diffs = [self.diff(t) for t in range(chain.start + 1, chain.stop)]
+            self._paths[key] = choose_paths(self.curve, self.edge_set(chain.start), diffs, self.kind)
+        return self._paths[key]
+
+
+def _pinned(value: Any) -> Any:
+    """A copy of a frozen dataclass of tensors in page-locked memory (asynchronous copies need it)."""
+    fields = {name: getattr(value, name) for name in value.__dataclass_fields__}
+    return type(value)(**{k: v.pin_memory() if isinstance(v, torch.Tensor) else v for k, v in fields.items()})
+
+
+class ReuseExecutor(GroupExecutor):
+    """``GroupExecutor`` with REAL's type I and type II reuse (see the module docstring).
+
+    ``reuse``: master switch (False: plain group-sequential execution). ``reuse_group``: merge
+    overlapping groups of a rank's iteration (type II). ``reuse_path``: ``adaptive`` (REAL's cost
+    curve, fitted once per run on rank 0 and broadcast), ``diff`` (always incremental) or ``full``
+    (every snapshot's first-layer aggregation from its full graph; the transformation is still
+    shared). ``streams``: the triple-stream pipeline on GPU.
+    """
+
+    def __init__(self, reuse: bool = False, reuse_group: bool = True, reuse_path: str = "adaptive", streams: bool = True) -> None:
+        if reuse_path not in REUSE_PATHS:
+            raise ConfigError(f"unknown sched.reuse_path '{reuse_path}' (choose from {', '.join(REUSE_PATHS)})")
+        self.reuse = bool(reuse)
+        self.reuse_group = bool(reuse_group)
+        self.reuse_path = reuse_path
+        self.use_streams = bool(streams)
+        self.cache: HostCache | None = None
+        self.streams: Streams | None = None
+        self.queue: list[Chain] = []  # this rank's chains still to train this epoch, in order
+        self.ahead: LoadedChain | None = None  # the next chain, already on its way to the device
+
+    def run_epoch(
+        self,
+        ddp: DistributedDataParallel,
+        optimizer: torch.optim.Optimizer,
+        graph: TemporalGraph,
+        train_groups: tuple[SnapshotGroup, ...],
+        plan: Plan,
+        rank: int,
+        device: torch.device,
+        on_iteration: Callable[[IterationStats], None],
+        profiler: Profiler | None = None,
+    ) -> None:
+        if self.reuse and (self.cache is None or self.cache.graph is not graph):
+            self.prepare(ddp.module.model, graph, device)
+        if self.reuse:  # this rank's chains for the whole epoch, so transfers can run an iteration ahead
+            self.queue = [c for it in plan.iterations for c in plan_chains([train_groups[k] for k in it[rank]], it[rank], self.reuse_group)]
+            self.ahead = None
+        super().run_epoch(ddp, optimizer, graph, train_groups, plan, rank, device, on_iteration, profiler)
+
+    def prepare(self, model: torch.nn.Module, graph: TemporalGraph, device: torch.device) -> None:
+        """Preprocessing, once per run: diff maps, the cost curve (rank 0 fits, all use it), streams."""
+        layer = model.layers[0]
+        if getattr(layer, "reuse", None) is None:
+            raise ConfigError(f"sched.reuse=true but {type(layer).__name__} has no reusable first-layer convolution")
+        curve = None
+        if self.reuse_path == "adaptive":
+            box = [fit_conv_cost_curve(device) if dist.get_rank() == 0 else None]
+            dist.broadcast_object_list(box, src=0)
+            curve = box[0]
+        self.cache = HostCache(graph, device, layer.reuse, self.reuse_path, curve)
+        self.streams = Streams.create(device, self.use_streams)
+
+    @property
+    def preprocess_seconds(self) -> float:
+        return self.cache.preprocess_s if self.cache is not None else 0.0
+
+    def train_local_groups(
+        self,
+        ddp: DistributedDataParallel,
+        graph: TemporalGraph,
+        train_groups: tuple[SnapshotGroup, ...],
+        mine: tuple[int, ...],
+        scale: float,
+        device: torch.device,
+        stats: IterationStats,
+        profiler: Profiler | None,
+    ) -> None:
+        if not self.reuse:
+            return super().train_local_groups(ddp, graph, train_groups, mine, scale, device, stats, profiler)
+        assert self.cache is not None and self.streams is not None
+        objective: GroupObjective = ddp.module
+        stats.bytes["host_to_device"] = 0
+        chains = plan_chains([train_groups[k] for k in mine], mine, self.reuse_group)
+        if self.streams.conv is not None:  # the weights changed at the last step: conv work starts after it
+            self.streams.conv.wait_stream(torch.cuda.current_stream(device))
+        # Transfers run one chain ahead, across iterations too (data does not depend on the weights);
+        # profiling times each chain's transfer in its own phase, so nothing is loaded ahead then.
+        prefetch = profiler is None
+        for chain in chains:
+            timer = PhaseTimer(device) if profiler is not None else None
+            assert self.queue and self.queue[0] == chain
+            self.queue.pop(0)
+            if prefetch:
+                loaded = self.ahead if self.ahead is not None and self.ahead.chain == chain else self.load(chain, device)
+                self.ahead = self.load(self.queue[0], device) if self.queue else None  # overlaps this chain
+            else:
+                with timer.phase("host_to_device") if timer else nullcontext():
+                    loaded = self.load(chain, device)
+            assert loaded is not None
+            self.streams.handoff(loaded, self.streams.copy, self.streams.conv)
+            self.streams.handoff(loaded, self.streams.copy)
+            stats.bytes["host_to_device"] += loaded.moved
+            losses = self.train_chain(objective, graph, train_groups, loaded, scale, device, stats, timer)
+            if profiler is not None and timer is not None and len(chain.groups) == 1:
+                profiler.record(chain.groups[0], timer, reusable=timer.seconds["host_to_device"] + timer.seconds["spatial"])
+            stats.loss_sum += sum(losses)
+
+    def load(self, chain: Chain, device: torch.device) -> LoadedChain:
+        """The chain's first graph, diff maps, features and targets on ``device`` (copy stream on GPU)."""
+        assert self.cache is not None and self.streams is not None
+        cache, snapshots = self.cache, self.cache.graph.snapshots
+        first = cache.edge_set(chain.start)
+        diffs = tuple(cache.diff(t) for t in range(chain.start + 1, chain.stop))
+        x = snapshots[chain.start].x
+        targets = tuple((snapshots[t].y, snapshots[t].node_mask) for t in range(chain.start, chain.stop))
+        if device.type == "cpu":
+            return LoadedChain(chain, x, first, diffs, targets, 0)
+        moved = first.nbytes() + sum(d.nbytes() for d in diffs) + x.element_size() * x.nelement()
+        moved += sum(y.element_size() * y.nelement() + m.nelement() for y, m in targets)
+        with self.streams.on(self.streams.copy):
+            return LoadedChain(
+                chain,
+                x.to(device, non_blocking=True),
+                first.to(device, non_blocking=True),
+                tuple(d.to(device, non_blocking=True) for d in diffs),
+                tuple((y.to(device, non_blocking=True), m.to(device, non_blocking=True)) for y, m in targets),
+                moved,
+            )
+
+    def train_chain(
+        self,
+        objective: GroupObjective,
+        graph: TemporalGraph,
+        train_groups: tuple[SnapshotGroup, ...],
+        loaded: LoadedChain,
+        scale: float,
+        device: torch.device,
+        stats: IterationStats,
+        timer: PhaseTimer | None,
+    ) -> list[float]:
+        """Forward every group of the chain on shared first-layer outputs, one backward; unscaled losses."""
+        assert self.cache is not None and self.streams is not None
+        model, chain = objective.model, loaded.chain
+        layer = model.layers[0]
+        streams = self.streams
+        with count_conv_flops(model) as flops:
+            with timer.phase("spatial") if timer else nullcontext(), streams.on(streams.conv):
+                conv_outs = layer.conv_chain(loaded.x, loaded.first, loaded.diffs, self.cache.paths(chain))
+                snapshots = self.chain_snapshots(graph, loaded, device)
+            streams.handoff([conv_outs, snapshots], streams.conv)
+            total: torch.Tensor | None = None
+            losses = []
+            with timer.phase("temporal") if timer else nullcontext():
+                for k in chain.groups:
+                    group = train_groups[k]
+                    lo, hi = group.start - chain.start, group.stop - chain.start
+                    predictions = model(snapshots[lo:hi], first_conv_outs=conv_outs[lo:hi])
+                    loss = objective.loss_from_predictions(predictions, snapshots[hi - 1], scale)
+                    losses.append(float(loss.detach()) / scale)
+                    total = loss if total is None else total + loss
+        stats.conv_flops += flops.total
+        with timer.phase("backward") if timer else nullcontext():
+            assert total is not None
+            total.backward()
+        return losses
+
+    def chain_snapshots(self, graph: TemporalGraph, loaded: LoadedChain, device: torch.device) -> list[Snapshot]:
+        """The chain's snapshots for the layers above the reused convolution.
+
+        On CPU these are the graph's own snapshots. On a GPU the full graphs are rebuilt on the
+        device from the first graph and the diff maps (REAL 4.3), so no full graph crosses again.
+        """
+        chain = loaded.chain
+        if device.type == "cpu":
+            return list(graph.snapshots[chain.start : chain.stop])
+        edges, x = loaded.first, loaded.x
+        rebuilt = []
+        for offset, (y, mask) in enumerate(loaded.targets):
+            if offset:
+                diff = loaded.diffs[offset - 1]
+                edges = apply_diff(edges, diff)
+                if diff.changed_nodes.numel():
+                    x = x.index_copy(0, diff.changed_nodes, diff.changed_x)
+            edge_index, edge_weight = edges.expanded()
+            rebuilt.append(Snapshot(edge_index, edge_weight, x, y, mask))
+        return rebuilt

@@ -1,0 +1,67 @@
+"""CUDA streams for pipelined executors, with a CPU stand-in that runs the same code in order.
+
+``Streams`` names the three streams of REAL's pipeline (section 4.1.3): ``copy`` for host-to-device
+transfers, ``conv`` for the first layer's graph convolutions and the main stream for the dense work
+(transformations, recurrent cells, backward). Work is handed from one stream to the next with
+events (``handoff``), so each stage waits only for what it reads. On CPU, or with streams off,
+every context is a no-op and the code runs in program order: one code path for both.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from dygsched.data.temporal_graph import Snapshot
+
+
+def record_stream(value: Any, stream: torch.cuda.Stream) -> None:
+    """Tell the caching allocator that tensors made on another stream are used on ``stream``.
+
+    Walks tensors, tuples/lists, snapshots and frozen dataclasses of tensors (edge sets, diff maps).
+    """
+    if isinstance(value, torch.Tensor):
+        if value.is_cuda:
+            value.record_stream(stream)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            record_stream(item, stream)
+    elif isinstance(value, Snapshot):
+        for tensor in (value.edge_index, value.edge_weight, value.x, value.y, value.node_mask):
+            record_stream(tensor, stream)
+    elif hasattr(value, "__dataclass_fields__"):
+        for name in value.__dataclass_fields__:
+            record_stream(getattr(value, name), stream)
+
+
+@dataclass
+class Streams:
+    """The copy and conv streams on a CUDA device (``None`` on CPU or when disabled)."""
+
+    device: torch.device
+    copy: torch.cuda.Stream | None = None
+    conv: torch.cuda.Stream | None = None
+
+    @classmethod
+    def create(cls, device: torch.device, enabled: bool) -> Streams:
+        if device.type != "cuda" or not enabled:
+            return cls(device)
+        return cls(device, torch.cuda.Stream(device), torch.cuda.Stream(device))
+
+    @property
+    def active(self) -> bool:
+        return self.copy is not None
+
+    def on(self, stream: torch.cuda.Stream | None) -> AbstractContextManager:
+        return torch.cuda.stream(stream) if stream is not None else nullcontext()
+
+    def handoff(self, produced: Any, producer: torch.cuda.Stream | None, consumer: torch.cuda.Stream | None = None) -> None:
+        """Make ``consumer`` (default: the current stream) wait for ``producer`` and own ``produced``."""
+        if producer is None:
+            return
+        consumer = consumer if consumer is not None else torch.cuda.current_stream(self.device)
+        consumer.wait_stream(producer)
+        record_stream(produced, consumer)

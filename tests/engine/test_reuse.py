@@ -1,0 +1,184 @@
+"""REAL's reuse engine in training: the same parameters and losses as plain execution, less work."""
+
+import dataclasses
+import gc
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from dygsched.data.groups import SnapshotGroup, sliding_groups
+from dygsched.data.synthetic import SyntheticSource
+from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.engine.executor import GroupExecutor, wrap_ddp
+from dygsched.engine.objective import GroupObjective
+from dygsched.engine.planning import reuse_pairs
+from dygsched.engine.profiler import Profiler
+from dygsched.engine.reuse import Chain, ReuseExecutor, plan_chains
+from dygsched.errors import ConfigError
+from dygsched.launch.local import free_port
+from dygsched.models.evolvegcn_o import EvolveGCNO
+from dygsched.models.gat_lstm import GATLSTM
+from dygsched.models.mpnn_lstm import MPNNLSTM
+from dygsched.models.tgcn import TGCN
+from dygsched.models.wdgcn import WDGCN
+from dygsched.sched.plan import Plan, SolverStatus
+from tests.conftest import TINY_SYNTHETIC
+
+# Overlapping groups share a rank in iterations 0 and 2 (type II); iteration 1 leaves rank 1 idle.
+ITERATIONS = (((0, 1), (2,)), ((3,), ()), ((4, 6), (5, 7)))
+MODELS = {
+    "tgcn": lambda: TGCN(4, 1, hidden_channels=8, num_layers=2),
+    "wdgcn": lambda: WDGCN(4, 1, hidden_channels=8, num_layers=1),
+    "gat_lstm": lambda: GATLSTM(4, 1, hidden_channels=8, num_layers=2, heads=2),
+    "evolvegcn_o": lambda: EvolveGCNO(4, 1, hidden_channels=8, num_layers=1),
+    "mpnn_lstm": lambda: MPNNLSTM(4, 1, hidden_channels=8, num_layers=1, dropout=0.0),
+}
+
+
+def changing_features(graph: TemporalGraph) -> TemporalGraph:
+    """The synthetic graph with a few feature rows changing between snapshots."""
+    snapshots = []
+    for t, snapshot in enumerate(graph.snapshots):
+        x = snapshot.x.clone()
+        x[t % 7 :: 11] += 0.25 * t
+        snapshots.append(dataclasses.replace(snapshot, x=x))
+    return dataclasses.replace(graph, snapshots=tuple(snapshots))
+
+
+def graphs():
+    graph = SyntheticSource(num_nodes=60, num_snapshots=11, feature_dim=4, change_rate=0.1, seed=3).load()
+    return {"static": graph, "changing": changing_features(graph)}
+
+
+def train_once(executor, make_model, graph, rank, profiler=None, iterations=ITERATIONS, capacity=2):
+    groups = sliding_groups(graph.num_snapshots, 4)
+    torch.manual_seed(0)
+    objective = GroupObjective(make_model(), graph.task)
+    ddp = wrap_ddp(objective, torch.device("cpu"))
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    plan = Plan(iterations, 2, capacity, 0.0, 0.0, "test", SolverStatus.HEURISTIC, 0.0)
+    seen = []
+    executor.run_epoch(ddp, optimizer, graph, groups, plan, rank, torch.device("cpu"), seen.append, profiler=profiler)
+    params = {k: v.detach().clone() for k, v in objective.state_dict().items()}
+    del ddp
+    gc.collect()
+    return params, seen
+
+
+def _rank(rank, port, out):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    torch.set_num_threads(1)
+    results = {}
+    for graph_name, graph in graphs().items():
+        for name, make_model in MODELS.items():
+            plain, plain_stats = train_once(GroupExecutor(), make_model, graph, rank)
+            for path in ("diff", "full", "adaptive"):
+                reused, stats = train_once(ReuseExecutor(reuse=True, reuse_path=path), make_model, graph, rank)
+                worst = max(float((reused[k] - v).abs().max() / v.abs().max().clamp(min=1e-6)) for k, v in plain.items())
+                loss_gap = max(abs(a.loss_sum - b.loss_sum) / max(abs(a.loss_sum), 1e-6) for a, b in zip(plain_stats, stats))
+                results[f"{graph_name}/{name}/{path}"] = {
+                    "param_rel_err": worst,
+                    "loss_rel_err": loss_gap,
+                    "flops_plain": sum(s.conv_flops for s in plain_stats),
+                    "flops_reuse": sum(s.conv_flops for s in stats),
+                }
+    # a profiling epoch (PSG plan) with reuse records each group's reusable seconds
+    profiler = Profiler()
+    psg = tuple(((2 * i,), (2 * i + 1,)) for i in range(4))
+    train_once(ReuseExecutor(reuse=True), MODELS["tgcn"], graphs()["static"], rank, profiler, psg, capacity=1)
+    results["profiled_groups"] = sorted(profiler.reusable)
+    results["reusable_positive"] = all(v > 0 for runs in profiler.reusable.values() for v in runs)
+    gathered = [None, None]
+    dist.all_gather_object(gathered, results["profiled_groups"])
+    results["profiled_groups"] = sorted(g for groups in gathered for g in groups)
+    if rank == 0:
+        with open(out, "w") as out_file:
+            json.dump(results, out_file)
+    dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def distributed_results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reuse") / "results.json"
+    mp.start_processes(_rank, args=(free_port(), str(out)), nprocs=2, start_method="spawn")
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("graph_name", ["static", "changing"])
+@pytest.mark.parametrize("model", list(MODELS))
+@pytest.mark.parametrize("path", ["diff", "full", "adaptive"])
+def test_reuse_trains_the_same_parameters_and_losses(distributed_results, graph_name, model, path):
+    result = distributed_results[f"{graph_name}/{model}/{path}"]
+    assert result["param_rel_err"] < 1e-5
+    assert result["loss_rel_err"] < 1e-5
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+def test_reuse_counts_fewer_convolution_flops(distributed_results, model):
+    result = distributed_results[f"static/{model}/diff"]
+    assert 0 < result["flops_reuse"] < result["flops_plain"]
+
+
+def test_profiling_with_reuse_measures_reusable_seconds(distributed_results):
+    assert distributed_results["profiled_groups"] == list(range(8))  # every group, on one rank or the other
+    assert distributed_results["reusable_positive"]
+
+
+def test_chains_merge_overlapping_groups_only_with_type_two():
+    groups = sliding_groups(12, 4)
+    mine = (5, 0, 1)
+    assert plan_chains([groups[k] for k in mine], mine, share=True) == [Chain(0, 5, (0, 1)), Chain(5, 9, (5,))]
+    assert plan_chains([groups[k] for k in mine], mine, share=False) == [Chain(0, 4, (0,)), Chain(1, 5, (1,)), Chain(5, 9, (5,))]
+
+
+def test_reuse_pairs_follow_real_eq_17():
+    groups = sliding_groups(7, 4)  # 4 groups, each overlapping the next 3 by 3, 2 and 1 snapshots
+    pairs = reuse_pairs(groups, {0: 4.0, 1: 4.0, 2: 8.0, 3: 4.0})
+    assert (0, 1, 3.0) in pairs and (0, 2, 4.0) in pairs and (0, 3, 1.0) in pairs and (1, 2, 6.0) in pairs
+    assert all(i < j and j - i < 4 for i, j, _ in pairs)
+    assert reuse_pairs((SnapshotGroup(0, 0, 2), SnapshotGroup(1, 2, 4)), {0: 1.0, 1: 1.0}) == []
+
+
+def test_unknown_reuse_path_is_a_config_error():
+    with pytest.raises(ConfigError, match="reuse_path"):
+        ReuseExecutor(reuse=True, reuse_path="sometimes")
+
+
+def run_cli(tmp_path, name, *overrides):
+    result = subprocess.run(
+        [sys.executable, "-m", "dygsched", "run", *overrides, f"results_dir={tmp_path / 'results'}", f"run_id={name}"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads((tmp_path / "results" / name / "summary.json").read_text())
+
+
+def assert_same_training(on, off):
+    assert on["final_train_loss"] == pytest.approx(off["final_train_loss"], rel=1e-5)
+    assert on["eval"]["value"] == pytest.approx(off["eval"]["value"], rel=1e-5)
+    assert on["conv_flops_per_epoch"] < off["conv_flops_per_epoch"]
+
+
+def test_reuse_switch_keeps_losses_on_synthetic(tmp_path):
+    common = [*TINY_SYNTHETIC, "model.num_layers=2", "sched=greedy", "sched.profile_epochs=0", "epochs=2", "world_size=2"]
+    on = run_cli(tmp_path, "on", *common)
+    off = run_cli(tmp_path, "off", *common, "sched.reuse=false")
+    assert_same_training(on, off)
+
+
+def test_reuse_switch_keeps_losses_on_twitter_tennis(tmp_path, shared_data):
+    common = [
+        "dataset=twitter_tennis", f"dataset.path={shared_data / 'twitter_tennis_rg17.json'}", "model=gat_lstm",
+        "model.hidden_channels=16", "model.num_layers=1", "sched=greedy", "sched.profile_epochs=0", "epochs=2",
+        "world_size=2", "progress=false",
+    ]
+    on = run_cli(tmp_path, "on", *common)
+    off = run_cli(tmp_path, "off", *common, "sched.reuse=false")
+    assert_same_training(on, off)

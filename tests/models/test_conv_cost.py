@@ -1,0 +1,85 @@
+"""The aggregation cost curve (REAL appendix B): least-squares fit and the per-snapshot path choice."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from dygsched.data.diffmap import coalesce, diff_snapshots
+from dygsched.data.temporal_graph import Snapshot
+from dygsched.models.conv_cost import ConvCostCurve, choose_paths, diff_workload, fit_conv_cost_curve, fit_cost_curve
+
+
+def test_predict_is_the_papers_formula() -> None:
+    curve = ConvCostCurve(a0=2.0, a1=3.0, a2=4.0, a3=5.0)
+    assert curve.predict(10, 2.0) == 2 * 10 + 3 * 2 + 4 / 2 + 5
+
+
+def test_fit_recovers_the_coefficients_of_synthetic_timings() -> None:
+    true = ConvCostCurve(a0=3e-8, a1=2e-5, a2=4e-4, a3=1e-4)
+    nodes = [1e4, 1e4, 1e4, 1e5, 1e5, 1e5, 1e6, 1e6]
+    degrees = [0.5, 4.0, 32.0, 1.0, 8.0, 64.0, 2.0, 16.0]
+    seconds = [true.predict(n, d) for n, d in zip(nodes, degrees, strict=True)]
+    fitted = fit_cost_curve(nodes, degrees, seconds)
+    for name in ("a0", "a1", "a2", "a3"):
+        assert getattr(fitted, name) == pytest.approx(getattr(true, name), rel=1e-6)
+
+    rng = np.random.default_rng(0)
+    noisy = [t * (1 + 0.01 * rng.standard_normal()) for t in seconds]
+    fitted = fit_cost_curve(nodes, degrees, noisy)
+    for n, d in zip(nodes, degrees, strict=True):
+        assert fitted.predict(n, d) == pytest.approx(true.predict(n, d), rel=0.05)
+
+
+def test_fit_rejects_degenerate_timings() -> None:
+    with pytest.raises(ValueError, match="vary both the node count and the degree"):
+        fit_cost_curve([100, 100, 100, 100], [1, 2, 4, 8], [1, 2, 3, 4])
+    with pytest.raises(ValueError, match="positive"):
+        fit_cost_curve([1, 2, 3, 4], [0, 1, 2, 3], [1, 2, 3, 4])
+    with pytest.raises(ValueError, match="one length"):
+        fit_cost_curve([1, 2], [1, 2, 3], [1, 2])
+
+
+def test_fit_conv_cost_curve_times_real_aggregations() -> None:
+    curve = fit_conv_cost_curve("cpu", sizes=((200, 1.0), (200, 4.0), (800, 1.0), (800, 4.0), (400, 2.0)), width=4, repeats=1)
+    assert all(math.isfinite(getattr(curve, name)) for name in ("a0", "a1", "a2", "a3"))
+
+
+def _chain() -> tuple[Snapshot, Snapshot]:
+    n = 6
+    x = torch.zeros(n, 1)
+    mask = torch.ones(n, dtype=torch.bool)
+    a = torch.tensor([[0, 0, 1, 2, 3, 4], [1, 2, 2, 3, 4, 5]])
+    b = torch.tensor([[0, 0, 1, 2, 3, 5], [1, 2, 2, 3, 4, 0]])  # 4 -> 5 removed, 5 -> 0 added
+    return (
+        Snapshot(a, torch.ones(6), x, torch.zeros(n), mask),
+        Snapshot(b, torch.ones(6), x, torch.zeros(n), mask),
+    )
+
+
+def test_diff_workload_counts_the_exact_gcn_update() -> None:
+    prev, curr = _chain()
+    first = coalesce(prev.edge_index, prev.edge_weight, 6)
+    diff = diff_snapshots(prev, curr)
+    assert diff.touched_nodes.tolist() == [0, 5]
+    # out-edges of 0 and 5 in the first graph (0->1, 0->2), 2 changed edges, 2 self-loop terms;
+    # rows: 1, 2 (re-weighted), 5 (removed), 0 (added), and the self-loops of 0 and 5
+    assert diff_workload(first, diff, "gcn") == (4, 2 + 2 + 2)
+    assert diff_workload(first, diff, "gat") == (2, 2)
+    with pytest.raises(ValueError, match="unknown conv kind"):
+        diff_workload(first, diff, "sage")
+
+
+def test_choose_paths_follows_the_curve() -> None:
+    prev, curr = _chain()
+    first = coalesce(prev.edge_index, prev.edge_weight, 6)
+    diffs = [diff_snapshots(prev, curr), diff_snapshots(curr, curr)]
+    per_node = ConvCostCurve(a0=1.0, a1=0.0, a2=0.0, a3=0.0)  # cost grows with rows: the diff wins
+    assert choose_paths(per_node, first, diffs) == ["diff", "diff"]
+    # Cost dominated by sparsity (a2 / d): the full graph (d = 2) beats the diff (d = 1.5);
+    # an empty diff costs nothing.
+    sparse_penalty = ConvCostCurve(a0=0.0, a1=0.0, a2=10.0, a3=0.0)
+    assert choose_paths(sparse_penalty, first, diffs) == ["full", "diff"]

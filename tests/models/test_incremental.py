@@ -1,0 +1,270 @@
+"""Incremental first-layer convolutions equal full recomputation: outputs and parameter gradients."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+from torch_geometric.nn import GATConv, GCNConv
+
+from dygsched.data.diffmap import DiffMap, EdgeSet, coalesce, diff_snapshots
+from dygsched.data.synthetic import SyntheticSource
+from dygsched.data.temporal_graph import Snapshot
+from dygsched.models import DGNN
+from dygsched.models.base import gcn_aggregate
+from dygsched.models.incremental import gat_conv_chain, gcn_aggregate_chain, gcn_conv_chain, resolve_paths
+from tests.data.test_diffmap import snapshot_chains
+from tests.models.snapshots import changing_group
+from tests.models.test_models import NAMES, build
+
+FEATURES = 3
+EXACT = {"rtol": 1e-9, "atol": 1e-9}  # float64
+
+
+def chain_inputs(snapshots: list[Snapshot]) -> tuple[torch.Tensor, EdgeSet, list[DiffMap]]:
+    first = snapshots[0]
+    diffs = [diff_snapshots(a, b) for a, b in itertools.pairwise(snapshots)]
+    return first.x, coalesce(first.edge_index, first.edge_weight, first.num_nodes), diffs
+
+
+def coalesced(snapshot: Snapshot) -> tuple[torch.Tensor, torch.Tensor]:
+    edges = coalesce(snapshot.edge_index, snapshot.edge_weight, snapshot.num_nodes)
+    return edges.edge_index(), edges.edge_weight()
+
+
+def paths_strategy(num_diffs: int) -> st.SearchStrategy[list[str]]:
+    return st.lists(st.sampled_from(["diff", "full"]), min_size=num_diffs, max_size=num_diffs)
+
+
+def assert_chain_matches(
+    module: nn.Module,
+    chain: Callable[[], list[torch.Tensor]],
+    full: Callable[[int], torch.Tensor],
+    num_snapshots: int,
+    tol: dict[str, float],
+    seed: int = 0,
+) -> None:
+    """Outputs equal, and gradients of one random linear loss over all outputs equal."""
+    gen = torch.Generator().manual_seed(seed)
+    params = [p for p in module.parameters() if p.requires_grad]
+
+    def run(outputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        loss = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype)).sum() for o in outputs)
+        return list(torch.autograd.grad(loss, params, allow_unused=True)) if params else []
+
+    incremental = chain()
+    reference = [full(t) for t in range(num_snapshots)]
+    assert len(incremental) == num_snapshots
+    for t, (a, b) in enumerate(zip(incremental, reference, strict=True)):
+        torch.testing.assert_close(a, b, **tol, msg=lambda m, t=t: f"snapshot {t}: {m}")
+    if params:
+        gen.manual_seed(seed)
+        grads_a = run(incremental)
+        gen.manual_seed(seed)
+        grads_b = run(reference)
+        for p, a, b in zip(params, grads_a, grads_b, strict=True):  # None: the loss does not depend on p
+            a = torch.zeros_like(p) if a is None else a
+            b = torch.zeros_like(p) if b is None else b
+            torch.testing.assert_close(a, b, **tol, msg=lambda m, p=p: f"gradient of {tuple(p.shape)}: {m}")
+
+
+GCN_VARIANTS = [
+    {},
+    {"improved": True},
+    {"add_self_loops": False},
+    {"normalize": False},
+    {"bias": False},
+]
+
+
+@pytest.mark.parametrize("kwargs", GCN_VARIANTS, ids=lambda kw: ",".join(kw) or "default")
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_gcn_conv_chain_equals_full_recomputation(kwargs: dict[str, Any], data: st.DataObject) -> None:
+    snapshots = data.draw(snapshot_chains(features=FEATURES))
+    paths = data.draw(paths_strategy(len(snapshots) - 1))
+    torch.manual_seed(0)
+    conv = GCNConv(FEATURES, 4, **kwargs).double()
+    if conv.bias is not None:
+        nn.init.normal_(conv.bias)
+    x, first, diffs = chain_inputs(snapshots)
+
+    def full(t: int) -> torch.Tensor:
+        return conv(snapshots[t].x, *coalesced(snapshots[t]))
+
+    assert_chain_matches(conv, lambda: gcn_conv_chain(conv, x, first, diffs, paths), full, len(snapshots), EXACT)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"improved": True}, {"add_self_loops": False}], ids=["default", "improved", "no_loops"])
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_gcn_aggregate_chain_equals_gcn_aggregate(kwargs: dict[str, Any], data: st.DataObject) -> None:
+    snapshots = data.draw(snapshot_chains())
+    paths = data.draw(paths_strategy(len(snapshots) - 1))
+    x, first, diffs = chain_inputs(snapshots)
+    outs = gcn_aggregate_chain(x, first, diffs, paths, **kwargs)
+    assert len(outs) == len(snapshots)
+    for out, snapshot in zip(outs, snapshots, strict=True):
+        torch.testing.assert_close(out, gcn_aggregate(snapshot.x, *coalesced(snapshot), **kwargs), **EXACT)
+
+
+@pytest.mark.parametrize("heads,concat", [(1, True), (3, True), (2, False)])
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_gat_conv_chain_equals_gatconv_on_the_raw_multigraph(heads: int, concat: bool, data: st.DataObject) -> None:
+    snapshots = data.draw(snapshot_chains(features=FEATURES))
+    paths = data.draw(paths_strategy(len(snapshots) - 1))
+    add_self_loops = data.draw(st.booleans())
+    scale = data.draw(st.sampled_from([1.0, 8.0]))  # large attention logits: exp must not overflow
+    torch.manual_seed(1)
+    conv = GATConv(FEATURES, 3, heads=heads, concat=concat, add_self_loops=add_self_loops).double()
+    with torch.no_grad():
+        conv.att_src.mul_(scale)
+        conv.att_dst.mul_(scale)
+        conv.bias.normal_()
+    x, first, diffs = chain_inputs(snapshots)
+
+    def full(t: int) -> torch.Tensor:  # parallel edges and self-loops exactly as given
+        return conv(snapshots[t].x, snapshots[t].edge_index)
+
+    assert_chain_matches(conv, lambda: gat_conv_chain(conv, x, first, diffs, paths), full, len(snapshots), EXACT)
+
+
+def test_gat_chain_survives_removing_the_dominant_edge_and_huge_scores() -> None:
+    """A target whose dominant attention term disappears is recomputed (no cancellation), and
+    scores far above the first snapshot's maximum raise the shift (no overflow)."""
+    n = 4
+    x = torch.tensor([[0.0], [1.0], [-1.0], [0.5]], dtype=torch.float64)
+    conv = GATConv(1, 1, heads=1).double()
+    with torch.no_grad():
+        conv.lin.weight.fill_(1.0)
+        conv.att_src.fill_(60.0)
+        conv.att_dst.fill_(0.0)
+    mask = torch.ones(n, dtype=torch.bool)
+
+    def snap(edges: list[tuple[int, int]], feats: torch.Tensor) -> Snapshot:
+        ei = torch.tensor(edges, dtype=torch.long).t()
+        return Snapshot(ei, torch.ones(ei.size(1), dtype=torch.float64), feats, torch.zeros(n), mask)
+
+    feats = x.clone()
+    feats[2] = 3.0  # source 2 now scores 180, far above the shift: exp(180) overflows in float32
+    snapshots = [
+        snap([(1, 0), (2, 0), (3, 0)], x),
+        snap([(2, 0), (3, 0)], x),
+        snap([(2, 0), (3, 0)], feats),
+        snap([(3, 0)], feats),
+    ]
+    outs = gat_conv_chain(conv, *chain_inputs(snapshots))
+    for out, s in zip(outs, snapshots, strict=True):
+        torch.testing.assert_close(out, conv(s.x, s.edge_index), **EXACT)
+    conv32 = conv.float()
+    s32 = [Snapshot(s.edge_index, s.edge_weight.float(), s.x.float(), s.y, s.node_mask) for s in snapshots]
+    outs = gat_conv_chain(conv32, *chain_inputs(s32))
+    for out, s in zip(outs, s32, strict=True):
+        assert torch.isfinite(out).all()
+        torch.testing.assert_close(out, conv32(s.x, s.edge_index), rtol=1e-5, atol=1e-5)
+
+
+def test_float32_chain_on_a_synthetic_graph_is_within_1e5() -> None:
+    graph = SyntheticSource(
+        num_nodes=500, avg_degree=6, num_snapshots=6, change_rate=0.1, growth="stackoverflow", feature_dim=8
+    ).load()
+    snapshots = list(graph.snapshots)
+    x, first, diffs = chain_inputs(snapshots)
+    torch.manual_seed(0)
+    gcn = GCNConv(8, 24)
+    outs = gcn_conv_chain(gcn, x, first, diffs)
+    gat = GATConv(8, 6, heads=4)
+    gat_outs = gat_conv_chain(gat, x, first, diffs)
+    for s, out, gat_out in zip(snapshots, outs, gat_outs, strict=True):
+        ref = gcn(s.x, s.edge_index, s.edge_weight)
+        assert (out - ref).abs().max() <= 1e-5 * ref.abs().max()
+        ref = gat(s.x, s.edge_index)
+        assert (gat_out - ref).abs().max() <= 1e-5 * ref.abs().max()
+
+
+def test_gat_chain_refuses_attention_dropout_while_training() -> None:
+    snapshots = changing_group(length=2)
+    conv = GATConv(4, 2, dropout=0.3)
+    with pytest.raises(ValueError, match="attention dropout off"):
+        gat_conv_chain(conv, *chain_inputs(snapshots))
+    conv.eval()
+    assert len(gat_conv_chain(conv, *chain_inputs(snapshots))) == 2
+
+
+def test_paths_are_validated() -> None:
+    assert resolve_paths(None, 2) == ["diff", "diff"]
+    assert resolve_paths(["full", "diff"], 2) == ["full", "diff"]
+    assert resolve_paths(["full", "diff", "full"], 2) == ["diff", "full"]
+    with pytest.raises(ValueError, match="first snapshot is always computed in full"):
+        resolve_paths(["diff", "diff", "full"], 2)
+    with pytest.raises(ValueError, match="3 entries for 1 diff maps"):
+        resolve_paths(["diff"] * 3, 1)
+    with pytest.raises(ValueError, match="unknown path 'fast'"):
+        resolve_paths(["fast"], 1)
+
+
+def _group_with_small_changes(seed: int, classes: int = 0) -> list[Snapshot]:
+    """Snapshots sharing one feature tensor, each a few edges away from the last, plus one with new rows."""
+    base = changing_group(num_nodes=12, seed=seed, classes=classes, length=1)[0]
+    gen = torch.Generator().manual_seed(seed)
+    snapshots = [base]
+    for t in range(3):
+        prev = snapshots[-1]
+        keep = torch.rand(prev.num_edges, generator=gen) > 0.2
+        add = torch.randint(12, (2, 4), generator=gen)
+        x = prev.x
+        if t == 2:
+            x = x.clone()
+            x[[1, 7]] += 1.0
+        snapshots.append(
+            Snapshot(
+                torch.cat([prev.edge_index[:, keep], add], dim=1),
+                torch.cat([prev.edge_weight[keep], torch.rand(4, generator=gen) + 0.5]),
+                x,
+                prev.y,
+                prev.node_mask,
+            )
+        )
+    return snapshots
+
+
+@pytest.mark.parametrize("train", [False, True], ids=["eval", "train"])
+@pytest.mark.parametrize("name", NAMES)
+def test_models_with_precomputed_first_layer_convs_equal_full_models(name: str, train: bool) -> None:
+    overrides: dict[str, Any] = {"dropout": 0.3} if name == "mpnn_lstm" and train else {}
+    model: DGNN = build(name, num_layers=2, **overrides).train(train)
+    layer = model.layers[0]
+    with torch.no_grad():  # PyG's zero bias makes an isolated zero-feature row sit exactly on ReLU's kink,
+        for module in model.modules():  # where a 1e-17 difference flips the subgradient
+            if isinstance(module, (GCNConv, GATConv)) and module.bias is not None:
+                module.bias.normal_()
+    assert layer.reuse == {"gat_lstm": "gat", "evolvegcn_o": "gcn_aggregate", "evolvegcn_h": "gcn_aggregate"}.get(name, "gcn")
+    for snapshots in (_group_with_small_changes(3), changing_group(seed=2, length=4)):
+        x, first, diffs = chain_inputs(snapshots)
+        torch.manual_seed(5)
+        outs = layer.conv_chain(x, first, diffs)
+        reused = model(snapshots, first_conv_outs=outs)
+        grads_reused = torch.autograd.grad(reused.pow(2).sum(), list(model.parameters()), allow_unused=True)
+        torch.manual_seed(5)
+        plain = model(snapshots)
+        grads_plain = torch.autograd.grad(plain.pow(2).sum(), list(model.parameters()), allow_unused=True)
+        torch.testing.assert_close(reused, plain, rtol=1e-5, atol=1e-6)
+        for (pname, _), a, b in zip(model.named_parameters(), grads_reused, grads_plain, strict=True):
+            assert (a is None) == (b is None), pname
+            if a is not None:
+                torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6, msg=lambda m, pname=pname: f"{name} {pname}: {m}")
+
+
+def test_forward_rejects_a_wrong_number_of_first_layer_outputs() -> None:
+    model = build("tgcn")
+    snapshots = changing_group(length=3)
+    outs = model.layers[0].conv_chain(*chain_inputs(snapshots))
+    with pytest.raises(ValueError, match="2 first-layer conv outputs for 3 snapshots"):
+        model(snapshots, first_conv_outs=outs[:2])
