@@ -7,10 +7,20 @@ out-degree there (as ``log(1 + d)``) and its target is ``log(1 + degree)`` in sn
 so the last cut only provides targets. A node exists in a snapshot when it has an edge there.
 Node ids are compacted to ``0..n-1`` in sorted order unless ``num_nodes`` is given, in which case
 they must already lie in ``[0, num_nodes)``.
+
+What the rows may hold, and what happens: rows in any order (snapshots are cut by time value);
+repeated edges (one weighted edge per snapshot, weight = count, or the sum of ``weight_col``);
+self-loops (kept as edges: a node's interaction with itself counts towards its degrees, and the
+graph convolutions add no second self-loop); gaps in time (an empty snapshot: no edges, no node
+exists in it, a group ending there contributes no loss). Refused with a ``DataError``: missing
+columns, non-numeric or boolean columns, missing values, non-integer, negative or too large node
+ids, non-finite timestamps or a span too wide to cut, negative or non-finite weights, a single
+snapshot, more than ``MAX_SNAPSHOTS`` snapshots, or a graph that would not fit in memory.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +30,17 @@ import torch
 
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.errors import DataError
+
+MAX_SNAPSHOTS = 100_000
+MAX_NODE_ID = 2**53  # ids read as floats are exact below this
+BYTES_PER_NODE = 2 * 4 + 4 + 1 + 2 * 8  # features, target, mask, and the two degree counts while building
+
+
+def physical_memory() -> int:
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 2**62
 
 
 @dataclass(frozen=True)
@@ -52,30 +73,45 @@ class EdgeListSource:
         if frame.empty:
             raise DataError(f"dataset '{self.name}': {path} has no edges")
         for col in columns:
-            if not pd.api.types.is_numeric_dtype(frame[col]):
+            if not pd.api.types.is_numeric_dtype(frame[col]) or pd.api.types.is_bool_dtype(frame[col]):
                 raise DataError(f"dataset '{self.name}': column '{col}' of {path} must be numeric")
             if frame[col].isna().any():
                 raise DataError(f"dataset '{self.name}': column '{col}' of {path} has missing values")
         for col in (self.src_col, self.dst_col):
             values = frame[col].to_numpy()
-            if not np.all(np.equal(np.mod(values, 1), 0)):
+            if not np.all(np.isfinite(values)) or not np.all(np.equal(np.mod(values, 1), 0)):
                 raise DataError(f"dataset '{self.name}': node ids in column '{col}' of {path} must be integers")
             if values.min() < 0:
                 raise DataError(f"dataset '{self.name}': negative node id {int(values.min())} in column '{col}' of {path}")
+            limit = MAX_NODE_ID if values.dtype.kind == "f" else 2**63  # exact as floats / as int64
+            if values.max() >= limit:
+                raise DataError(f"dataset '{self.name}': node id {values.max():.0f} in column '{col}' of {path} is too large (below {limit:.3g})")
         if not np.isfinite(frame[self.time_col].to_numpy(dtype=float)).all():
             raise DataError(f"dataset '{self.name}': timestamps in {path} must be finite")
+        if self.weight_col:
+            weights = frame[self.weight_col].to_numpy(dtype=float)
+            if not np.isfinite(weights).all() or (weights < 0).any():
+                raise DataError(f"dataset '{self.name}': weights in column '{self.weight_col}' of {path} must be finite and non-negative")
         return frame
 
     def _snapshot_ids(self, times: np.ndarray) -> np.ndarray:
         if (self.num_snapshots is None) == (self.snapshot_duration is None):
             raise DataError(f"dataset '{self.name}': set exactly one of num_snapshots and snapshot_duration")
         start, stop = float(times.min()), float(times.max())
+        if not np.isfinite(stop - start):
+            raise DataError(f"dataset '{self.name}': timestamps span [{start:g}, {stop:g}], too wide to cut into snapshots")
         if self.snapshot_duration is not None:
             if not self.snapshot_duration > 0:
                 raise DataError(f"dataset '{self.name}': snapshot_duration must be positive, got {self.snapshot_duration}")
+            count = (stop - start) / self.snapshot_duration + 1
+            if count > MAX_SNAPSHOTS:
+                raise DataError(
+                    f"dataset '{self.name}': snapshot_duration={self.snapshot_duration:g} cuts the timestamps into {count:.3g} snapshots "
+                    f"(at most {MAX_SNAPSHOTS:,}); use a longer duration"
+                )
             return np.floor((times - start) / self.snapshot_duration).astype(np.int64)
-        if self.num_snapshots < 2:
-            raise DataError(f"dataset '{self.name}': num_snapshots must be at least 2 (the last one only gives targets)")
+        if not 2 <= self.num_snapshots <= MAX_SNAPSHOTS:
+            raise DataError(f"dataset '{self.name}': num_snapshots must be in [2, {MAX_SNAPSHOTS:,}] (the last one only gives targets)")
         span = max(stop - start, 1e-12)
         return np.minimum(((times - start) / span * self.num_snapshots).astype(np.int64), self.num_snapshots - 1)
 
@@ -102,6 +138,12 @@ class EdgeListSource:
         count = int(cut.max()) + 1
         if count < 2:
             raise DataError(f"dataset '{self.name}': the edges span a single snapshot; use a shorter snapshot_duration")
+        need = count * n * BYTES_PER_NODE
+        if need > physical_memory():
+            raise DataError(
+                f"dataset '{self.name}': {count} snapshots of {n:,} nodes need about {need / 2**30:.1f} GiB, "
+                f"more than this machine's memory (num_nodes too large?)"
+            )
 
         graphs = []
         for t in range(count):

@@ -28,6 +28,8 @@ def from_signal(signal: Any, name: str, task: Task = Task.REGRESSION, num_classe
         for data in signal:
             num_nodes = int(data.x.shape[0])
             edge_index = data.edge_index.long()
+            if edge_index.numel() == 0:  # a snapshot without edges: kept, as [2, 0]
+                edge_index = edge_index.reshape(2, 0)
             weight = data.edge_attr
             if weight is None:
                 weight = torch.ones(edge_index.shape[1])
@@ -62,6 +64,16 @@ def read_json(path: str | Path, name: str) -> dict:
     return data
 
 
+def time_periods(data: dict, path: Path, name: str) -> int:
+    """The JSON's ``time_periods``: a positive integer (the loaders iterate ``range`` of it)."""
+    if "time_periods" not in data:
+        raise DataError(f"dataset '{name}': {path} misses key 'time_periods'")
+    value = data["time_periods"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise DataError(f"dataset '{name}': 'time_periods' in {path} must be a positive integer, got {value!r}")
+    return value
+
+
 def _call_loader(name: str, path: Path, build: Any) -> Any:
     """Run a PyG Temporal loader's parsing, turning its errors on malformed files into one line."""
     try:
@@ -92,11 +104,10 @@ class TwitterTennisSource:
 
         path = Path(self.path).expanduser()
         data = read_json(path, self.name)
-        if "time_periods" not in data:
-            raise DataError(f"dataset '{self.name}': {path} misses key 'time_periods'")
-        for t in range(int(data["time_periods"])):
-            if str(t) not in data:
-                raise DataError(f"dataset '{self.name}': {path} misses snapshot key '{t}'")
+        for t in range(time_periods(data, path, self.name)):
+            if not isinstance(data.get(str(t)), dict):
+                problem = "misses snapshot key" if str(t) not in data else "has a non-object snapshot"
+                raise DataError(f"dataset '{self.name}': {path} {problem} '{t}'")
         if self.feature_mode not in {"encoded", "diagonal", "raw"}:
             raise DataError(f"dataset '{self.name}': unknown feature_mode '{self.feature_mode}' (choose from encoded, diagonal, raw)")
 
@@ -130,8 +141,9 @@ class EnglandCovidSource:
         for key in ("edge_mapping", "time_periods", "y"):
             if key not in data:
                 raise DataError(f"dataset '{self.name}': {path} misses key '{key}'")
-        if not 1 <= self.lags < int(data["time_periods"]):
-            raise DataError(f"dataset '{self.name}': lags must be in [1, {int(data['time_periods']) - 1}], got {self.lags}")
+        periods = time_periods(data, path, self.name)
+        if not 1 <= self.lags < periods:
+            raise DataError(f"dataset '{self.name}': lags must be in [1, {periods - 1}], got {self.lags}")
 
         class LocalLoader(EnglandCovidDatasetLoader):
             def _read_web_data(self) -> None:

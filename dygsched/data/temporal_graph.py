@@ -71,29 +71,49 @@ class TemporalGraph:
     def __post_init__(self) -> None:
         if not self.snapshots:
             raise DataError(f"dataset '{self.name}' has no snapshots")
-        n, f = self.snapshots[0].x.shape
-        checked_features: set[int] = set()  # sources often share one feature tensor across snapshots
-        for t, snap in enumerate(self.snapshots):
-            if snap.x.shape != (n, f):
-                raise DataError(f"dataset '{self.name}': snapshot {t} has features of shape {tuple(snap.x.shape)}, expected {(n, f)}")
-            if snap.edge_index.dim() != 2 or snap.edge_index.shape[0] != 2:
-                raise DataError(f"dataset '{self.name}': snapshot {t} edge_index must be [2, E], got {tuple(snap.edge_index.shape)}")
-            if snap.edge_weight.shape != (snap.num_edges,):
-                raise DataError(f"dataset '{self.name}': snapshot {t} has {snap.edge_weight.numel()} weights for {snap.num_edges} edges")
-            if snap.num_edges and (int(snap.edge_index.min()) < 0 or int(snap.edge_index.max()) >= n):
-                raise DataError(
-                    f"dataset '{self.name}': snapshot {t} has node ids outside [0, {n}) "
-                    f"(min {int(snap.edge_index.min())}, max {int(snap.edge_index.max())})"
-                )
-            if snap.y.shape[0] != n or snap.node_mask.shape != (n,):
-                raise DataError(f"dataset '{self.name}': snapshot {t} targets or node mask do not cover {n} nodes")
-            if id(snap.x) not in checked_features and not torch.isfinite(snap.x).all():
-                raise DataError(f"dataset '{self.name}': snapshot {t} has NaN or infinite features")
-            if self.task is Task.REGRESSION and not torch.isfinite(snap.y).all():
-                raise DataError(f"dataset '{self.name}': snapshot {t} has NaN or infinite targets")
-            checked_features.add(id(snap.x))
         if self.task is Task.CLASSIFICATION and self.num_classes < 2:
             raise DataError(f"dataset '{self.name}': a classification dataset needs at least 2 classes")
+        if self.snapshots[0].x.dim() != 2 or self.snapshots[0].x.shape[0] == 0:
+            raise DataError(f"dataset '{self.name}': features must be [nodes, features] with at least one node")
+        n, f = self.snapshots[0].x.shape
+        checked: set[int] = set()  # sources often share one tensor (features, weights) across snapshots
+        for t, snap in enumerate(self.snapshots):
+            self._check_snapshot(t, snap, n, f, checked)
+
+    def _check_snapshot(self, t: int, snap: Snapshot, n: int, f: int, checked: set[int]) -> None:
+        def fail(problem: str) -> None:
+            raise DataError(f"dataset '{self.name}': snapshot {t} {problem}")
+
+        if snap.x.shape != (n, f):
+            fail(f"has features of shape {tuple(snap.x.shape)}, expected {(n, f)}")
+        if not snap.x.is_floating_point():
+            fail(f"has features of type {snap.x.dtype}, expected floating point")
+        if snap.edge_index.dim() != 2 or snap.edge_index.shape[0] != 2:
+            fail(f"edge_index must be [2, E], got {tuple(snap.edge_index.shape)}")
+        if snap.edge_index.is_floating_point() or snap.edge_index.dtype == torch.bool:
+            fail(f"edge_index must hold integer node ids, got {snap.edge_index.dtype}")
+        if snap.edge_weight.shape != (snap.num_edges,):
+            fail(f"has {snap.edge_weight.numel()} weights for {snap.num_edges} edges")
+        if snap.num_edges and (int(snap.edge_index.min()) < 0 or int(snap.edge_index.max()) >= n):
+            fail(f"has node ids outside [0, {n}) (min {int(snap.edge_index.min())}, max {int(snap.edge_index.max())})")
+        if snap.y.dim() == 0 or snap.y.shape[0] != n or snap.node_mask.shape != (n,):
+            fail(f"targets or node mask do not cover {n} nodes")
+        if snap.node_mask.dtype != torch.bool:
+            fail(f"node_mask must be boolean, got {snap.node_mask.dtype}")
+        if id(snap.x) not in checked and not torch.isfinite(snap.x).all():
+            fail("has NaN or infinite features")
+        weights = snap.edge_weight
+        valid_weights = weights.is_floating_point() and bool(torch.isfinite(weights).all()) and bool((weights >= 0).all())
+        if id(weights) not in checked and snap.num_edges and not valid_weights:
+            fail("has edge weights that are not finite non-negative numbers (graph convolutions normalise by them)")
+        if self.task is Task.REGRESSION and (not snap.y.is_floating_point() or not torch.isfinite(snap.y).all()):
+            fail("has NaN, infinite or non-numeric targets")
+        if self.task is Task.CLASSIFICATION and id(snap.y) not in checked:
+            if snap.y.is_floating_point() or snap.y.dtype == torch.bool:
+                fail(f"has class targets of type {snap.y.dtype}, expected integers")
+            if int(snap.y.min()) < 0 or int(snap.y.max()) >= self.num_classes:
+                fail(f"has class targets outside [0, {self.num_classes})")
+        checked.update((id(snap.x), id(snap.edge_weight), id(snap.y)))
 
     @property
     def num_snapshots(self) -> int:

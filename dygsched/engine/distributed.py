@@ -59,6 +59,22 @@ def init_process_group(env: DistEnv, device: torch.device, timeout_s: float) -> 
     )
 
 
+def abandon_process_group(device: torch.device | None) -> None:
+    """After a failure: leave the process group without its collective teardown.
+
+    ``destroy_process_group`` waits for peers that may be dead or stuck, so a failing rank skips
+    it: NCCL communicators are aborted (their kernels could otherwise wait on a lost peer), gloo's
+    sockets close when the process exits, which peers blocked on them see at once.
+    """
+    if not dist.is_initialized():
+        return
+    if device is not None and device.type == "cuda" and dist.get_backend() == "nccl":
+        try:
+            dist.distributed_c10d._abort_process_group()
+        except Exception:  # already aborted by NCCL's watchdog, or an older torch without it
+            pass
+
+
 def backend_for(device: torch.device) -> str:
     """NCCL when every local rank has a GPU of its own; gloo on CPU and when ranks share a GPU.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch.distributed as dist
@@ -20,6 +20,7 @@ from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.planning import lr_factor, make_plan, profiling_config
 from dygsched.engine.profiler import Profiler, build_profile, merge
+from dygsched.errors import ConfigError
 from dygsched.metrics.atomic import write_json
 from dygsched.metrics.recorder import MetricRecorder
 from dygsched.metrics.run_folder import RunFolder
@@ -40,6 +41,7 @@ class Timeline:
     world_size: int
     rank: int
     folder: RunFolder
+    _profiler: Profiler | None = field(default=None, init=False, repr=False)
 
     @property
     def profile_epochs(self) -> int:
@@ -63,26 +65,53 @@ class Timeline:
         return plan.rotated(epoch) if epoch < self.profile_epochs else plan
 
     def profiler_for(self, epoch: int) -> Profiler | None:
-        return Profiler() if epoch < self.profile_epochs else None
+        """One profiler for all profiling epochs, so each group's time is a median over them.
+
+        (A run resumed during profiling measures only the profiling epochs it still runs.)
+        """
+        if epoch >= self.profile_epochs:
+            return None
+        if self._profiler is None:
+            self._profiler = Profiler()
+        return self._profiler
 
     def lr_multiplier(self, epoch: int) -> float:
         return lr_factor(self.sched_cfg) if epoch >= self.profile_epochs else 1.0
+
+    def state(self, epoch: int, plan: Plan) -> dict[str, Any]:
+        """What a checkpoint after ``epoch`` keeps: the plan in use and whether it already replaced the profiling plan."""
+        return {"epoch": epoch, "plan": plan.to_dict(), "switched": 0 < self.profile_epochs <= epoch + 1}
+
+    def restore(self, state: Mapping[str, Any]) -> Plan:
+        """The plan to continue with from ``state()``, without planning again.
+
+        After the switch the checkpoint holds the solved plan and later epochs do not profile
+        (``profiler_for`` is off from ``profile_epochs`` on); stopped during profiling, the run
+        continues the profiling epochs with the same PSG plan and switches on schedule.
+        """
+        plan = Plan.from_dict(dict(state["plan"]))
+        if plan.num_gpus != self.world_size:
+            raise ConfigError(f"cannot resume: the checkpoint's plan is for {plan.num_gpus} ranks, this run has {self.world_size}")
+        if bool(state["switched"]) != (0 < self.profile_epochs <= int(state["epoch"]) + 1):
+            raise ConfigError("cannot resume: the checkpoint was written with another sched.profile_epochs")
+        return plan
 
     def after_epoch(self, epoch: int, profiler: Profiler | None, comm_seconds: list[float], recorder: MetricRecorder) -> Plan | None:
         """At the end of the last profiling epoch: the new plan (every rank), else None."""
         if profiler is None or epoch != self.profile_epochs - 1:
             return None
         gathered: list[Any] = [None] * self.world_size if self.is_main else []
-        dist.gather_object(dict(profiler.samples), gathered if self.is_main else None, dst=0)
+        measured = {"samples": dict(profiler.samples), "reusable": dict(profiler.reusable)}
+        dist.gather_object(measured, gathered if self.is_main else None, dst=0)
         plan = None
         if self.is_main:
             sizes = {k: group.work(self.graph) for k, group in enumerate(self.train_groups)}
-            profile = build_profile(merge(gathered), sizes)
+            profile = build_profile(merge([g["samples"] for g in gathered]), sizes, merge([g["reusable"] for g in gathered]))
             write_json(self.folder.path / "profile.json", profile.to_dict())
             write_json(self.folder.path / "cost_model.json", profile.to_dict()["cost_model"])
             times = [profile.group_seconds[k] for k in range(len(self.train_groups))]
             alpha = statistics.median(comm_seconds) if comm_seconds else None
-            plan = make_plan(self.sched_cfg, self.graph, self.train_groups, self.world_size, times, alpha)
+            plan = make_plan(self.sched_cfg, self.graph, self.train_groups, self.world_size, times, alpha, profile.reusable_seconds)
             self.folder.write_plan(plan.to_dict())
             recorder.add(epoch, "plan", "switch_epoch", epoch + 1)
             recorder.add(epoch, "plan", "solve_time_s", plan.solve_time_s)

@@ -1,26 +1,32 @@
 """``run(cfg) -> summary``: the whole training run behind ``dygsched run``.
 
-Outside torchrun it validates everything it can in this process (data, split, world size), then
-starts the local workers. Inside torchrun (``RANK`` and ``WORLD_SIZE`` set) this process *is* a
-worker and runs its rank directly.
+Outside a distributed job it validates everything it can in this process (settings, data,
+split, world size, the planner), then hands the run to the configured launcher (``local``
+processes, ``torchrun``), which starts the ranks and waits for them. Inside a job (``RANK`` and
+``WORLD_SIZE`` set by torchrun, or a SLURM task of ``launcher=slurm``) this process *is* a rank:
+it validates the same way, then trains its rank directly.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 from omegaconf import DictConfig, OmegaConf
-from torch.multiprocessing.spawn import ProcessException
 
+from dygsched.data.groups import Split
 from dygsched.data.loading import instantiate_component, load_graph
+from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.engine.checkpoint import find_resume, load_checkpoint, mark_failed
 from dygsched.engine.distributed import DistEnv
-from dygsched.engine.planning import load_plan_file
-from dygsched.engine.worker import build_model, build_split, train_rank
+from dygsched.engine.planning import load_plan_file, lr_factor
+from dygsched.engine.worker import build_model, build_split, failure_text, run_identity, train_rank
 from dygsched.errors import ConfigError, DygschedError
-from dygsched.launch.local import first_failure, launch_local
+from dygsched.launch.base import Launcher, LaunchFailed
 from dygsched.metrics.run_folder import RunFolder, new_run_id
 
 
@@ -40,58 +46,154 @@ def resolve_world_size(value: Any) -> int:
     return size
 
 
-def check_config(cfg: dict[str, Any]) -> None:
+def check_config(cfg: Mapping[str, Any]) -> None:
+    """The checks that need no data: every one fails before anything starts."""
+    sched = cfg["sched"]
     if int(cfg["epochs"]) < 1:
         raise ConfigError(f"epochs must be at least 1, got {cfg['epochs']}")
-    if int(cfg["sched"]["capacity"]) < 1:
-        raise ConfigError(f"sched.capacity (groups per rank per iteration) must be at least 1, got {cfg['sched']['capacity']}")
+    if not 0 <= int(cfg["seed"]) < 2**32:
+        raise ConfigError(f"seed must be in [0, 2**32), got {cfg['seed']}")
+    if int(sched["capacity"]) < 1:
+        raise ConfigError(f"sched.capacity (groups per rank per iteration) must be at least 1, got {sched['capacity']}")
+    if sched.get("time_limit") is not None and not float(sched["time_limit"]) > 0:
+        raise ConfigError(f"sched.time_limit must be positive seconds (or null), got {sched['time_limit']}")
+    if int(sched.get("profile_epochs") or 0) < 0:
+        raise ConfigError(f"sched.profile_epochs must be 0 or more, got {sched['profile_epochs']}")
+    if float(sched.get("allreduce_cost") or 0.0) < 0:
+        raise ConfigError(f"sched.allreduce_cost must be non-negative, got {sched['allreduce_cost']}")
+    lr_factor(sched)  # an unknown sched.lr_scaling
     if float(cfg["optim"]["lr"]) <= 0:
         raise ConfigError(f"optim.lr must be positive, got {cfg['optim']['lr']}")
+    if float(cfg["optim"]["weight_decay"]) < 0:
+        raise ConfigError(f"optim.weight_decay must be non-negative, got {cfg['optim']['weight_decay']}")
+    if not float(cfg["dist_timeout_s"]) > 0:
+        raise ConfigError(f"dist_timeout_s must be positive seconds, got {cfg['dist_timeout_s']}")
+    resume = cfg.get("resume")
+    if resume is not None and not isinstance(resume, (bool, str)):
+        raise ConfigError(f"resume must be true, false or a run folder, got {resume!r}")
+
+
+def check_planner(sched: Mapping[str, Any], world_size: int) -> None:
+    """Plan a small stand-in problem with the configured solver, so an unknown solver, option or
+    backend fails now rather than on rank 0 after the profiling epochs."""
+    if sched.get("plan_file"):
+        return
+    from dygsched.errors import ScheduleError
+    from dygsched.sched import ScheduleProblem, solve
+
+    problem = ScheduleProblem(group_times=(1.0,) * (2 * world_size), num_gpus=world_size, capacity=int(sched["capacity"]))
+    try:
+        solve(problem, algo=str(sched["algo"]), time_limit=sched.get("time_limit"), **dict(sched.get("options") or {}))
+    except ScheduleError as exc:
+        raise ConfigError(f"sched={sched.get('name')}: {exc}") from None
+
+
+def build_launcher(cfg: Mapping[str, Any]) -> Launcher:
+    params = {k: v for k, v in cfg["launcher"].items() if k != "name"}
+    if "_target_" not in params:
+        raise ConfigError(f"launcher '{cfg['launcher'].get('name')}' names no _target_")
+    launcher = instantiate_component(params, "launcher")
+    if not isinstance(launcher, Launcher):
+        raise ConfigError(f"launcher '{cfg['launcher'].get('name')}' is not a dygsched Launcher")
+    return launcher
+
+
+def static_checks(cfg: Mapping[str, Any]) -> tuple[Launcher, int]:
+    """Everything that can be checked from the settings alone (also run for every sweep point)."""
+    check_config(cfg)
+    launcher = build_launcher(cfg)
+    world_size = resolve_world_size(cfg["world_size"])
+    launcher.check(world_size)
+    return launcher, world_size
+
+
+def prepare(cfg: dict[str, Any], world_size: int) -> tuple[TemporalGraph, Split]:
+    """Load and validate the data and everything that depends on it, before any rank trains."""
+    graph = load_graph(cfg["dataset"])
+    split = build_split(cfg, graph)
+    build_model(cfg["model"], graph)  # a model that cannot be built fails here, before any worker starts
+    executor = instantiate_component(cfg["sched"]["executor"], "executor")
+    executor.check(int(cfg["window"]), world_size, int(cfg["sched"].get("profile_epochs") or 0))
+    if cfg["sched"].get("plan_file"):
+        load_plan_file(cfg["sched"]["plan_file"], len(split.train), world_size, int(cfg["sched"]["capacity"]))
+    if world_size > len(split.train):
+        raise ConfigError(f"world_size={world_size} is larger than the {len(split.train)} training groups: some ranks would never train")
+    check_planner(cfg["sched"], world_size)
+    return graph, split
 
 
 def under_torchrun() -> bool:
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ
 
 
-def run(cfg: DictConfig) -> dict[str, Any]:
+def run(cfg: DictConfig, overrides: Sequence[str] | None = None) -> dict[str, Any]:
+    """Train one run; ``overrides`` (the command line's) let a launcher start ranks with the same settings."""
     try:
         config: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
     except Exception as exc:  # an interpolation that cannot resolve
         raise ConfigError(f"invalid configuration: {str(exc).splitlines()[0]}") from None
     check_config(config)
-    if under_torchrun():
-        env = DistEnv.from_environ()
-        config["world_size"] = env.world_size
-        return train_rank(config, env) or {}
+    launcher = build_launcher(config)
+    env = launcher.worker_env() or (DistEnv.from_environ() if under_torchrun() else None)
+    if env is not None:
+        return run_rank(config, env)
 
+    launcher.check_here()
     world_size = resolve_world_size(config["world_size"])
+    launcher.check(world_size)
     config["world_size"] = world_size
-    graph = load_graph(config["dataset"])
-    split = build_split(config, graph)
-    build_model(config["model"], graph)  # a model that cannot be built fails here, before any worker starts
-    executor = instantiate_component(config["sched"]["executor"], "executor")
-    executor.check(int(config["window"]), world_size, int(config["sched"].get("profile_epochs") or 0))
-    if config["sched"].get("plan_file"):
-        load_plan_file(config["sched"]["plan_file"], len(split.train), world_size, int(config["sched"]["capacity"]))
-    if world_size > len(split.train):
-        raise ConfigError(f"world_size={world_size} is larger than the {len(split.train)} training groups: some ranks would never train")
-
-    run_id = config.get("run_id") or new_run_id(config["dataset"]["name"], config["model"]["name"], config["sched"]["name"])
-    config["run_id"] = run_id
-    folder = RunFolder(Path(config["results_dir"]), run_id)
+    graph, split = prepare(config, world_size)
+    folder = _run_folder(config)
     if config.get("progress", True):
+        resumed = f", resuming after epoch {load_checkpoint(folder.path)['epoch'] + 1}" if config.get("resume") else ""
         print(
-            f"dygsched run {run_id}: {config['model']['name']} on {config['dataset']['name']} "
+            f"dygsched run {folder.run_id}: {config['model']['name']} on {config['dataset']['name']} "
             f"({graph.num_nodes} nodes, {graph.num_snapshots} snapshots, {len(split.train)} training groups), "
-            f"sched={config['sched']['name']}, {world_size} ranks",
+            f"sched={config['sched']['name']}, {world_size} ranks, launcher={launcher.name}{resumed}",
             flush=True,
         )
     try:
-        launch_local(config, graph, folder.path, world_size)
-    except ProcessException:
-        reason = first_failure(folder.path, world_size)
-        info = {key: config[key] for key in ("run_id", "world_size", "epochs", "seed")}
-        info.update(dataset=config["dataset"]["name"], model=config["model"]["name"], sched=config["sched"]["name"])
-        folder.fail(info, reason)
-        raise RunFailed(f"run {run_id} failed: {reason} (details in {folder.path})") from None
-    return folder.read_summary()
+        launcher.launch(config, graph, folder, world_size, overrides)
+    except LaunchFailed as exc:
+        mark_failed(folder, run_identity(config, folder.run_id, world_size), exc.reason)
+        raise RunFailed(f"run {folder.run_id} failed: {exc.reason} (details in {folder.path})") from None
+    except KeyboardInterrupt:
+        if folder.path.is_dir():
+            mark_failed(folder, run_identity(config, folder.run_id, world_size), "interrupted")
+        raise
+    if not (folder.path / "summary.json").exists():
+        return {}  # rank 0 ran on another machine: its summary is there
+    return {**folder.read_summary(), "run_dir": str(folder.path)}
+
+
+def _run_folder(config: dict[str, Any]) -> RunFolder:
+    """The run's folder: the one it resumes, or a new id; written into ``config`` for the ranks."""
+    resume_dir = find_resume(config)
+    if resume_dir is not None:
+        config.update(results_dir=str(resume_dir.parent), run_id=resume_dir.name, resume=str(resume_dir))
+    else:
+        if config.get("resume") is True and config.get("progress", True):
+            print("dygsched: nothing to resume for these settings; starting a new run", flush=True)
+        config["resume"] = None
+        config["run_id"] = config.get("run_id") or new_run_id(config["dataset"]["name"], config["model"]["name"], config["sched"]["name"])
+    return RunFolder(Path(config["results_dir"]), config["run_id"])
+
+
+def run_rank(config: dict[str, Any], env: DistEnv) -> dict[str, Any]:
+    """This process is one rank of a job started by torchrun or SLURM: validate, then train it."""
+    config["world_size"] = env.world_size
+    graph, _ = prepare(config, env.world_size)
+    if under_torchrun() and env.rank == 0:
+        # torchrun stops the surviving ranks with SIGTERM; rank 0 first marks the run failed.
+        signal.signal(signal.SIGTERM, _stopped)
+    try:
+        return train_rank(config, env, graph, mark_failure=True) or {}
+    except DygschedError:
+        raise
+    except BaseException as exc:
+        raise RunFailed(f"rank {env.rank}: {failure_text(exc).splitlines()[0]}") from None
+
+
+def _stopped(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: let the failure be recorded
+    raise RunFailed("stopped by SIGTERM (torchrun stops every rank when one fails)")

@@ -7,14 +7,18 @@ value is one clear line before anything starts; then ``hydra.main`` runs the job
 
 from __future__ import annotations
 
+import itertools
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from dygsched.errors import ConfigError, DygschedError
 from dygsched.launch.schema import register as register_schema
+from dygsched.launch.torchrun import SUPERVISED_ENV
 
 CONFIG_MODULE = "dygsched.conf"
 CONFIG_NAME = "config"
@@ -39,7 +43,7 @@ def compose_config(overrides: list[str]) -> DictConfig:
         raise ConfigError(message.replace("In 'config': ", "").replace(" Available options", "; available options")) from None
 
 
-def print_summary(summary: dict[str, Any], results_dir: str) -> None:
+def print_summary(summary: dict[str, Any], run_dir: str) -> None:
     evaluation = summary.get("eval") or {}
     rows = [
         ("run", summary.get("run_id")),
@@ -56,7 +60,7 @@ def print_summary(summary: dict[str, Any], results_dir: str) -> None:
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"  {name:<{width}}  {value}")
-    print(f"results in {results_dir}/{summary.get('run_id')}", flush=True)
+    print(f"results in {run_dir}", flush=True)
 
 
 def _fmt(value: Any) -> str:
@@ -65,22 +69,57 @@ def _fmt(value: Any) -> str:
 
 @hydra.main(config_path="pkg://dygsched.conf", config_name=CONFIG_NAME, version_base="1.3")
 def _hydra_job(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
     from dygsched.launch.app import run
 
     try:
-        summary = run(cfg)
+        summary = run(cfg, overrides=list(HydraConfig.get().overrides.task))
     except DygschedError as exc:
         print(f"dygsched: error: {exc}", file=sys.stderr, flush=True)
         _failures.append(str(exc))
         return
-    if summary:  # empty on ranks other than 0 under torchrun
-        print_summary(summary, str(cfg.results_dir))
+    if summary and not os.environ.get(SUPERVISED_ENV):  # empty on ranks other than 0; the launcher prints its own
+        print_summary(summary, str(summary.get("run_dir") or Path(str(cfg.results_dir)) / str(summary.get("run_id"))))
+
+
+def sweep_points(overrides: list[str]) -> list[list[str]]:
+    """The override lists of every job a ``-m`` sweep runs (``a,b`` and ``range()`` sweeps expanded)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    choices = []
+    for override in OverridesParser.create().parse_overrides(overrides):
+        key = override.get_key_element()
+        if override.is_sweep_override():
+            values = [f"{key}={value}" for value in override.sweep_string_iterator()]
+        else:
+            values = [override.input_line]
+        choices.append(values)
+    return [list(point) for point in itertools.product(*choices)]
+
+
+def check_sweep(overrides: list[str]) -> None:
+    """Compose and check every point of a sweep before the first job starts (or is submitted)."""
+    from dygsched.launch.app import static_checks
+
+    try:
+        points = sweep_points(overrides)
+    except Exception:  # a sweep form expanded only by Hydra's sweeper (glob, ...): it reports its own errors
+        return
+    for point in points:
+        cfg = compose_config(point)
+        try:
+            static_checks(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+        except DygschedError as exc:
+            raise ConfigError(f"{exc} (sweep point: {' '.join(point) or 'defaults'})") from None
 
 
 def main(argv: list[str]) -> int:
     flags = {"-m", "--multirun", "--help", "-h", "--cfg", "-c", "--info", "--hydra-help", "--resolve"}
     if not any(arg in flags or arg.startswith("--cfg") for arg in argv):
         compose_config(argv)
+    elif any(arg in {"-m", "--multirun"} for arg in argv) and not any(arg in flags - {"-m", "--multirun"} for arg in argv):
+        check_sweep([arg for arg in argv if arg not in {"-m", "--multirun"}])
     _failures.clear()
     saved = sys.argv
     sys.argv = ["dygsched run", *argv]

@@ -3,29 +3,37 @@
 The parent loads the graph once (so bad input fails before any worker starts) and saves it into
 the run folder; workers memory-map it, so one copy serves every rank. Each worker gets the
 standard ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``/``MASTER_ADDR``/``MASTER_PORT`` variables.
-A worker that fails writes its reason to the run folder; the parent turns it into one line.
+
+When a worker dies (an exception, a signal, the out-of-memory killer) the parent notices at once,
+terminates the other ranks and reports the first cause: the dead rank's failure file, or the
+signal that killed it. Workers die with their parent (``PR_SET_PDEATHSIG``), so a killed
+``dygsched run`` leaves no orphan processes either.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import sys
-import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.multiprocessing as mp
+from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException
 
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.distributed import DistEnv
-from dygsched.engine.worker import train_rank
-from dygsched.errors import DygschedError
+from dygsched.engine.worker import failure_text, train_rank
+from dygsched.launch.base import Launcher, LaunchFailed
+from dygsched.metrics.atomic import write_with
+from dygsched.metrics.run_folder import RunFolder
 
 GRAPH_FILE = ".graph.pt"
+PR_SET_PDEATHSIG = 1
 
 
 def free_port() -> int:
@@ -34,11 +42,22 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def failure_file(run_dir: Path, rank: int) -> Path:
-    return run_dir / f"failure-rank{rank}.txt"
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Ask Linux to send this process ``sig`` when its parent exits (no effect elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig))
+    except (OSError, AttributeError):
+        pass
 
 
-def _worker(local_rank: int, cfg: Mapping[str, Any], world_size: int, port: int, run_dir: str) -> None:
+def _worker(local_rank: int, cfg: Mapping[str, Any], world_size: int, port: int, run_dir: str, parent: int) -> None:
+    die_with_parent()
+    if os.getppid() != parent:  # the parent died before we could ask to follow it
+        os._exit(1)
     os.environ.update(
         RANK=str(local_rank),
         LOCAL_RANK=str(local_rank),
@@ -47,36 +66,66 @@ def _worker(local_rank: int, cfg: Mapping[str, Any], world_size: int, port: int,
         MASTER_ADDR="127.0.0.1",
         MASTER_PORT=str(port),
     )
+    folder = RunFolder(Path(run_dir).parent, Path(run_dir).name)
     try:
         graph = torch.load(Path(run_dir) / GRAPH_FILE, mmap=True, weights_only=False)
-        train_rank(cfg, DistEnv.from_environ(), graph)
-    except DygschedError as exc:
-        failure_file(Path(run_dir), local_rank).write_text(str(exc))
-        sys.exit(1)
-    except BaseException as exc:  # a bug or a crash: keep the traceback in the run folder
-        failure_file(Path(run_dir), local_rank).write_text(f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc()}")
-        sys.exit(1)
-
-
-def first_failure(run_dir: Path, world_size: int) -> str:
-    """The reason of the lowest rank that wrote one (its first line), or a generic one."""
-    for rank in range(world_size):
-        path = failure_file(run_dir, rank)
-        if path.exists():
-            return f"rank {rank}: {path.read_text().strip().splitlines()[0]}"
-    return "a worker exited without a reason (killed?)"
-
-
-def launch_local(cfg: Mapping[str, Any], graph: TemporalGraph, run_dir: Path, world_size: int) -> None:
-    """Run every rank to completion; raise ``ProcessExitedException`` if one fails."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    graph_path = run_dir / GRAPH_FILE
-    torch.save(graph, graph_path)
-    # torch logs a warning for every sibling it terminates after a failure; the failure itself is reported once, by us.
-    logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)
+    except BaseException as exc:
+        folder.write_failure(local_rank, failure_text(exc))
+        os._exit(1)
     try:
-        mp.start_processes(
-            _worker, args=(dict(cfg), world_size, free_port(), str(run_dir)), nprocs=world_size, join=True, start_method="spawn"
-        )
-    finally:
-        graph_path.unlink(missing_ok=True)
+        train_rank(cfg, DistEnv.from_environ(), graph)  # writes its failure file itself
+    except BaseException:
+        # Exit now: a normal interpreter exit would tear the process group down collectively
+        # and could wait on peers that are gone.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+
+
+def death_reason(folder: RunFolder, rank: int, exit_code: int | None, signal_name: str | None) -> str:
+    """Why ``rank`` (the first to die) died: its own failure file, else how it ended."""
+    notes = dict(folder.failures())
+    if rank in notes:
+        return f"rank {rank}: {notes[rank]}"
+    if signal_name:
+        hint = " (killed, or out of memory)" if signal_name == "SIGKILL" else ""
+        return f"rank {rank} was killed by {signal_name}{hint}"
+    if notes:  # another rank said why first
+        first, reason = next(iter(notes.items()))
+        return f"rank {first}: {reason}"
+    return f"rank {rank} exited with code {exit_code} without a reason"
+
+
+class LocalLauncher(Launcher):
+    """``world_size`` processes on this machine (gloo on CPU, NCCL with one GPU per rank)."""
+
+    name = "local"
+
+    def __init__(self, grace_period_s: float = 2.0) -> None:
+        self.grace_period_s = float(grace_period_s)
+
+    def launch(
+        self, config: Mapping[str, Any], graph: TemporalGraph, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
+    ) -> None:
+        run_dir = folder.path
+        run_dir.mkdir(parents=True, exist_ok=True)
+        graph_path = run_dir / GRAPH_FILE
+        write_with(graph_path, lambda tmp: torch.save(graph, tmp))
+        # torch logs a warning for every sibling it terminates after a failure; the failure itself is reported once, by us.
+        logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)
+        try:
+            context = mp.start_processes(
+                _worker,
+                args=(dict(config), world_size, free_port(), str(run_dir), os.getpid()),
+                nprocs=world_size,
+                join=False,
+                start_method="spawn",
+            )
+            while not context.join(grace_period=self.grace_period_s):
+                pass
+        except ProcessExitedException as exc:
+            raise LaunchFailed(death_reason(folder, exc.error_index, exc.exit_code, exc.signal_name)) from None
+        except ProcessRaisedException as exc:
+            raise LaunchFailed(death_reason(folder, exc.error_index, None, None)) from None
+        finally:
+            graph_path.unlink(missing_ok=True)

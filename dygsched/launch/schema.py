@@ -39,6 +39,8 @@ class RunSchema:
     optim: OptimSchema = field(default_factory=OptimSchema)
     device: str = "auto"
     dist_timeout_s: float = 300.0
+    checkpoint: bool = True
+    resume: Any = None  # null, true/false, or a run folder
     results_dir: str = "results"
     run_id: Optional[str] = None
     progress: bool = True

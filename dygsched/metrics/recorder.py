@@ -21,6 +21,11 @@ class MetricRecorder:
     def add(self, epoch: int, phase: str, metric: str, value: float, iteration: int = EPOCH_LEVEL) -> None:
         self.rows.append((self.run_id, epoch, iteration, self.rank, phase, metric, float(value)))
 
+    def take(self) -> list[tuple]:
+        """The rows recorded since the last ``take`` (rank 0 collects them at every epoch's end)."""
+        rows, self.rows = self.rows, []
+        return rows
+
     @staticmethod
     def frame(rows: list[tuple]) -> pd.DataFrame:
         frame = pd.DataFrame(rows, columns=COLUMNS)

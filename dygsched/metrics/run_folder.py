@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from dygsched.metrics.atomic import write_json, write_parquet, write_text
+from dygsched.metrics.atomic import remove_stale_temporaries, write_json, write_parquet, write_text
 from dygsched.metrics.runs_table import append_run
 from dygsched.metrics.summary import summarize
 
@@ -44,13 +44,42 @@ class RunFolder:
         append_run(self.results_dir, summary)
         return summary
 
-    def fail(self, run_info: dict[str, Any], reason: str) -> dict[str, Any]:
-        """Mark the run failed, keeping whatever it wrote before; its runs-table row says why."""
+    def fail(self, run_info: dict[str, Any], reason: str, frame: pd.DataFrame | None = None) -> dict[str, Any]:
+        """Mark the run failed with ``reason``, keeping the metrics of its completed epochs (``frame``).
+
+        Leftovers of writers killed mid-write are removed; the runs-table row says why it failed.
+        """
         self.path.mkdir(parents=True, exist_ok=True)
-        summary = {**run_info, "status": "failed", "reason": reason}
+        remove_stale_temporaries(self.path)
+        if frame is not None and not frame.empty:
+            write_parquet(self.path / "metrics.parquet", frame)
+            summary = summarize(frame, run_info)
+        else:
+            summary = {**run_info, "epochs_completed": 0}
+        summary.update(status="failed", reason=reason)
         write_json(self.path / "summary.json", summary)
         append_run(self.results_dir, summary)
         return summary
 
     def read_summary(self) -> dict[str, Any]:
         return json.loads((self.path / "summary.json").read_text())
+
+    def failure_file(self, rank: int) -> Path:
+        return self.path / f"failure-rank{rank}.txt"
+
+    def write_failure(self, rank: int, text: str) -> None:
+        """A rank's reason for failing (first line: the reason; then details such as a traceback)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        write_text(self.failure_file(rank), text)
+
+    def failures(self) -> list[tuple[int, str]]:
+        """``(rank, first line)`` of every failure file, earliest written first (the cause before its echoes)."""
+        found = []
+        for path in self.path.glob("failure-rank*.txt"):
+            try:
+                rank = int(path.stem.removeprefix("failure-rank"))
+                lines = path.read_text().strip().splitlines()
+                found.append((path.stat().st_mtime_ns, rank, lines[0] if lines else "no reason given"))
+            except (OSError, ValueError):
+                continue
+        return [(rank, reason) for _, rank, reason in sorted(found)]

@@ -1,11 +1,18 @@
-"""The shared runs table: one row per run, appended under a lock so concurrent runs never corrupt it."""
+"""The shared runs table: one row per run, written under a lock so concurrent runs never corrupt it.
+
+Every update reads the table, replaces the run's row (a resumed or re-marked run keeps one row)
+and writes the whole table to a temporary name that is then renamed over it: a reader sees the
+table before or after an update, never half of one, and a writer killed mid-update leaves the
+previous table intact.
+"""
 
 from __future__ import annotations
 
 import fcntl
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pandas as pd
 
@@ -37,11 +44,17 @@ def flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def append_run(results_dir: Path, summary: dict[str, Any]) -> Path:
+    """Add the run's row, replacing an earlier row of the same ``run_id`` (a resume, a failure re-marked)."""
     path = Path(results_dir) / RUNS_TABLE
+    path.parent.mkdir(parents=True, exist_ok=True)
     row = pd.DataFrame([flatten(summary)])
     with _locked(path):
-        frame = pd.concat([pd.read_parquet(path), row], ignore_index=True) if path.exists() else row
-        write_parquet(path, frame)
+        if path.exists():
+            frame = pd.read_parquet(path)
+            if "run_id" in frame.columns and "run_id" in row.columns:
+                frame = frame[frame["run_id"] != row["run_id"].iloc[0]]
+            row = pd.concat([frame, row], ignore_index=True) if not frame.empty else row
+        write_parquet(path, row)
     return path
 
 

@@ -41,6 +41,10 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
         if not rows.empty:
             comm[kind] = int(_steady(rows, steady_from).groupby("epoch")["value"].sum().median())
 
+    peak = epoch_metric("train", "peak_mem_bytes")
+    flops = epoch_metric("train", "conv_flops")
+    preprocess = epoch_metric("train", "reuse_preprocess_s")
+
     return {
         **run_info,
         "epochs_completed": int(epochs["epoch"].nunique()) if not epochs.empty else 0,
@@ -49,7 +53,10 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
         "final_train_loss": float(train_loss["value"].iloc[-1]) if not train_loss.empty else None,
         "eval": {"split": "test", "metric": str(test["metric"].iloc[0]), "value": float(test["value"].iloc[0])} if not test.empty else None,
         "comm_bytes_per_epoch": comm,
-        "peak_mem_bytes": int(epoch_metric("train", "peak_mem_bytes")["value"].max()) if not epochs.empty else None,
+        "peak_mem_bytes": int(peak["value"].max()) if not peak.empty else None,
         "switch_epoch": switch_epoch,
         "plan_solve_time_s": float(solve_time["value"].iloc[0]) if not solve_time.empty else None,
+        # graph-convolution FLOPs of the forward passes, all ranks (REAL figure 11)
+        "conv_flops_per_epoch": float(_steady(flops, steady_from).groupby("epoch")["value"].sum().median()) if not flops.empty else None,
+        "reuse_preprocess_s": float(preprocess["value"].max()) if not preprocess.empty else None,
     }

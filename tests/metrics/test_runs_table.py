@@ -1,6 +1,5 @@
 import multiprocessing as mp
 
-
 from dygsched.metrics.runs_table import append_run, flatten, read_runs
 
 

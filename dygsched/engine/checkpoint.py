@@ -1,0 +1,181 @@
+"""Per-epoch checkpoints, and finding the run a ``resume=...`` continues.
+
+At the end of every epoch rank 0 writes ``checkpoint.pt`` into the run folder, atomically (a
+temporary name, then a rename): the model and optimizer states (identical on every rank after
+DDP's all-reduce, so rank 0's copy serves all), the last completed epoch, the timeline state (the
+plan being trained and whether it already replaced the profiling plan), every rank's random
+number generator states (torch, numpy, random and, on GPU, CUDA; gathered to rank 0) and the metric
+rows so far. Only plain containers and tensors are stored, so it loads with ``weights_only=True``.
+
+Resuming loads it on rank 0, which hands every rank the model, the optimizer and its own RNG
+states; training continues at the next epoch exactly as if it had never stopped.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import OmegaConf
+
+from dygsched.errors import ConfigError
+from dygsched.metrics.atomic import write_with
+from dygsched.metrics.recorder import MetricRecorder
+from dygsched.metrics.run_folder import RunFolder
+
+CHECKPOINT_FILE = "checkpoint.pt"
+CONFIG_FILE = "config.yaml"
+FORMAT_VERSION = 1
+
+# Settings a resumed run may change: they do not alter what is trained or how.
+RESUMABLE_CHANGES = (
+    "epochs",
+    "progress",
+    "dist_timeout_s",
+    "results_dir",
+    "run_id",
+    "resume",
+    "launcher",
+    "checkpoint",
+    "device",
+)
+
+
+def capture_rng(device: torch.device) -> dict[str, Any]:
+    """This process's RNG states as plain values (numpy's key array as a list)."""
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    state: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "numpy": (str(name), [int(k) for k in keys], int(pos), int(has_gauss), float(cached)),
+        "random": random.getstate(),
+    }
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def restore_rng(state: Mapping[str, Any], device: torch.device) -> None:
+    torch.set_rng_state(state["torch"])
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, np.array(keys, dtype=np.uint32), pos, has_gauss, cached))
+    version, internal, gauss = state["random"]
+    random.setstate((version, tuple(internal), gauss))
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"], device)
+
+
+def checkpoint_path(run_dir: Path) -> Path:
+    return Path(run_dir) / CHECKPOINT_FILE
+
+
+def save_checkpoint(run_dir: Path, state: Mapping[str, Any]) -> int:
+    """Write ``state`` (with the format version) atomically; returns its size in bytes."""
+    path = checkpoint_path(run_dir)
+    write_with(path, lambda tmp: torch.save({"format": FORMAT_VERSION, **state}, tmp))
+    return path.stat().st_size
+
+
+def load_checkpoint(run_dir: Path) -> dict[str, Any]:
+    path = checkpoint_path(run_dir)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise ConfigError(f"cannot resume: {Path(run_dir)} has no {CHECKPOINT_FILE}") from None
+    except Exception as exc:  # truncated by hand, another format, not a checkpoint at all
+        raise ConfigError(f"cannot resume: {path} is not a readable checkpoint ({str(exc).strip().splitlines()[0]})") from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT_VERSION:
+        raise ConfigError(f"cannot resume: {path} is not a dygsched checkpoint of format {FORMAT_VERSION}")
+    return state
+
+
+def mark_failed(folder: RunFolder, run_info: dict[str, Any], reason: str) -> dict[str, Any]:
+    """Mark the run failed with ``reason``, keeping the metrics of the epochs its checkpoint holds."""
+    frame = None
+    try:
+        rows = load_checkpoint(folder.path)["rows"]
+        frame = MetricRecorder.frame([tuple(row) for row in rows]) if rows else None
+    except ConfigError:  # no checkpoint yet (failed in its first epoch, or checkpoint=false)
+        pass
+    return folder.fail(run_info, reason, frame)
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """``key (saved -> current)`` for every setting that differs, except the resumable ones."""
+    a, b = flatten(saved), flatten(current)
+    changed = []
+    for key in sorted(set(a) | set(b)):
+        if key.split(".")[0] in RESUMABLE_CHANGES:
+            continue
+        if a.get(key) != b.get(key):
+            changed.append(f"{key} ({a.get(key)!r} -> {b.get(key)!r})")
+    return changed
+
+
+def saved_config(run_dir: Path) -> dict[str, Any]:
+    path = Path(run_dir) / CONFIG_FILE
+    try:
+        data = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    except Exception as exc:  # missing, unreadable, not YAML
+        raise ConfigError(f"cannot resume: cannot read {path} ({str(exc).strip().splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"cannot resume: {path} is not a run configuration")
+    return data
+
+
+def check_resumable(run_dir: Path, config: Mapping[str, Any]) -> None:
+    """Raise ``ConfigError`` unless ``run_dir`` has a checkpoint written under the same settings."""
+    if not checkpoint_path(run_dir).is_file():
+        raise ConfigError(f"cannot resume: {run_dir} has no {CHECKPOINT_FILE} (not a run folder, or no epoch completed)")
+    changed = config_differences(saved_config(run_dir), config)
+    if changed:
+        raise ConfigError(f"cannot resume {Path(run_dir).name}: its settings differ: {'; '.join(changed[:6])}")
+
+
+def find_resume(config: Mapping[str, Any]) -> Path | None:
+    """The run folder ``config['resume']`` names, checked; ``None`` when there is nothing to resume.
+
+    ``resume=<folder>`` must hold a checkpoint of a run with the same settings (``epochs`` and the
+    runtime settings in ``RESUMABLE_CHANGES`` may differ). ``resume=true`` takes the most recently
+    checkpointed run in ``results_dir`` (or the ``run_id`` given) with the same settings, and
+    starts a new run when there is none.
+    """
+    resume = config.get("resume")
+    if resume is None or resume is False:
+        return None
+    if resume is True:
+        results = Path(config["results_dir"])
+        if config.get("run_id"):
+            folder = results / str(config["run_id"])
+            return folder if checkpoint_path(folder).is_file() and not _differs(folder, config) else None
+        candidates = [p.parent for p in results.glob(f"*/{CHECKPOINT_FILE}") if not _differs(p.parent, config)]
+        return max(candidates, key=lambda p: checkpoint_path(p).stat().st_mtime, default=None)
+    if not isinstance(resume, str):
+        raise ConfigError(f"resume must be true, false or a run folder, got {resume!r}")
+    folder = Path(resume).expanduser()
+    if folder.name == CHECKPOINT_FILE:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ConfigError(f"cannot resume: no run folder {folder}")
+    check_resumable(folder, config)
+    return folder
+
+
+def _differs(folder: Path, config: Mapping[str, Any]) -> bool:
+    try:
+        return bool(config_differences(saved_config(folder), config))
+    except ConfigError:
+        return True

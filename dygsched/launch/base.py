@@ -1,0 +1,46 @@
+"""What every launcher does: check its settings, then start the ranks of one run and wait for them.
+
+A launcher is named by ``conf/launcher/<name>.yaml`` (``_target_`` plus its settings). ``check``
+runs before anything starts; ``launch`` starts ``world_size`` ranks of the same worker
+(``dygsched.engine.worker.train_rank``), waits for them, and raises ``LaunchFailed`` with the
+first cause when one fails; the caller then marks the run failed. ``worker_env`` says whether
+this process already *is* one rank of a job something else started (a SLURM task).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.engine.distributed import DistEnv
+from dygsched.metrics.run_folder import RunFolder
+
+
+class LaunchFailed(Exception):
+    """A rank failed; ``reason`` is the first cause found (one line)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Launcher(ABC):
+    name: str = ""
+
+    def check(self, world_size: int) -> None:
+        """Raise ``ConfigError`` if this launcher cannot start ``world_size`` ranks as configured."""
+
+    def check_here(self) -> None:
+        """Raise ``ConfigError`` if this process cannot start the ranks itself (before any data is loaded)."""
+
+    def worker_env(self) -> DistEnv | None:
+        """This process's rank when it runs inside a job this launcher submitted, else ``None``."""
+        return None
+
+    @abstractmethod
+    def launch(
+        self, config: Mapping[str, Any], graph: TemporalGraph, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
+    ) -> None:
+        """Run every rank to completion; raise ``LaunchFailed`` if one fails."""

@@ -1,0 +1,181 @@
+"""``launcher=torchrun``: the ranks run under ``torchrun``, on this machine or on many.
+
+``dygsched run launcher=torchrun ...`` checks everything here, prints the ``torchrun`` command
+and runs it for this machine; with ``launcher.nnodes=N`` the same command (printed) is started on
+each of the other machines, which meet at ``launcher.rdzv_endpoint`` (c10d rendezvous, the
+default) or at a fixed master address with a node rank each (``rdzv_backend=static``). Every rank
+is ``python -m dygsched run <the same overrides> run_id=<id>`` reading ``RANK``, ``WORLD_SIZE``
+and the rest from torchrun, so ``torchrun --nnodes=N --nproc-per-node=G -m dygsched run ...``
+typed by hand is the same run.
+
+torchrun's own log goes to ``torchrun.log`` in the run folder; when a rank fails, torchrun stops
+the others on its machine, ranks elsewhere fail at their next collective (at once when the
+peer's connection closes, after ``dist_timeout_s`` when it hangs), and the run is marked failed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.errors import ConfigError
+from dygsched.launch.base import Launcher, LaunchFailed
+from dygsched.metrics.run_folder import RunFolder
+
+RDZV_BACKENDS = ("c10d", "static")
+LOG_FILE = "torchrun.log"
+SUPERVISED_ENV = "DYGSCHED_SUPERVISED"  # set for ranks whose launcher reports the run itself
+# Overrides the launcher sets itself for the ranks it starts.
+_OWN_KEYS = ("run_id", "resume", "results_dir")
+
+
+def quote_override(key: str, value: str) -> str:
+    """``key=value`` in Hydra's override grammar, quoted when the value holds characters it would parse."""
+    value = str(value)
+    if re.fullmatch(r"[\w./-]+", value):
+        return f"{key}={value}"
+    escaped = value.replace("\\", "\\\\").replace("'", "\\'")
+    return f"{key}='{escaped}'"
+
+
+def worker_overrides(overrides: Sequence[str], folder: RunFolder, resume: str | None) -> list[str]:
+    """The run's overrides for its ranks: the same settings, this run's folder, id and checkpoint."""
+    kept = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] not in _OWN_KEYS]
+    own = [quote_override("results_dir", str(folder.results_dir)), quote_override("run_id", folder.run_id)]
+    if resume:
+        own.append(quote_override("resume", resume))
+    return [*kept, *own]
+
+
+def root_cause(log_text: str) -> str | None:
+    """The first failed rank and how it ended, from torchrun's error report."""
+    _, found, tail = log_text.partition("Root Cause (first observed failure):")
+    match = re.search(r"rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", tail, re.DOTALL) if found else None
+    if match is None:
+        return None
+    rank, code = int(match.group(1)), int(match.group(2))
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (killed, or out of memory)" if name == "SIGKILL" else ""
+        return f"rank {rank} was killed by {name}{hint}"
+    return f"rank {rank} exited with code {code}"
+
+
+class TorchrunLauncher(Launcher):
+    name = "torchrun"
+
+    def __init__(
+        self,
+        nnodes: int = 1,
+        nproc_per_node: int | None = None,
+        node_rank: int = 0,
+        rdzv_backend: str = "c10d",
+        rdzv_endpoint: str | None = None,
+        rdzv_id: str | None = None,
+        join_timeout_s: float = 600.0,
+        max_restarts: int = 0,
+        extra_args: Sequence[str] = (),
+    ) -> None:
+        self.nnodes = int(nnodes)
+        self.nproc_per_node = None if nproc_per_node is None else int(nproc_per_node)
+        self.node_rank = int(node_rank)
+        self.rdzv_backend = str(rdzv_backend)
+        self.rdzv_endpoint = rdzv_endpoint
+        self.rdzv_id = rdzv_id
+        self.join_timeout_s = float(join_timeout_s)
+        self.max_restarts = int(max_restarts)
+        self.extra_args = [str(a) for a in extra_args]
+
+    def check(self, world_size: int) -> None:
+        if self.nnodes < 1:
+            raise ConfigError(f"launcher.nnodes must be at least 1, got {self.nnodes}")
+        if self.rdzv_backend not in RDZV_BACKENDS:
+            raise ConfigError(f"unknown launcher.rdzv_backend '{self.rdzv_backend}' (choose from {', '.join(RDZV_BACKENDS)})")
+        if world_size % self.nnodes:
+            raise ConfigError(f"world_size={world_size} does not split evenly over launcher.nnodes={self.nnodes} machines")
+        if self.nproc_per_node is not None and self.nproc_per_node * self.nnodes != world_size:
+            raise ConfigError(
+                f"launcher.nproc_per_node={self.nproc_per_node} on {self.nnodes} machine(s) makes "
+                f"{self.nproc_per_node * self.nnodes} ranks, world_size is {world_size}"
+            )
+        if self.nnodes > 1 and not self.rdzv_endpoint:
+            raise ConfigError(
+                "launcher.rdzv_endpoint=HOST:PORT is needed with launcher.nnodes > 1: a machine every node can reach"
+            )
+        if self.rdzv_endpoint and not re.fullmatch(r"[^\s:]+:\d+", str(self.rdzv_endpoint)):
+            raise ConfigError(f"launcher.rdzv_endpoint must be HOST:PORT, got '{self.rdzv_endpoint}'")
+        if not 0 <= self.node_rank < self.nnodes:
+            raise ConfigError(f"launcher.node_rank must be in [0, {self.nnodes}), got {self.node_rank}")
+        if self.join_timeout_s <= 0 or self.max_restarts < 0:
+            raise ConfigError("launcher.join_timeout_s must be positive and launcher.max_restarts non-negative")
+
+    def command(self, world_size: int, run_id: str, rank_args: Sequence[str], endpoint: str) -> list[str]:
+        """The torchrun command line every machine runs (static rendezvous: with its own node rank)."""
+        host, port = endpoint.rsplit(":", 1)
+        cmd = [
+            sys.executable, "-m", "torch.distributed.run",
+            f"--nnodes={self.nnodes}",
+            f"--nproc-per-node={world_size // self.nnodes}",
+            f"--max-restarts={self.max_restarts}",
+        ]  # fmt: skip
+        if self.rdzv_backend == "static":
+            cmd += [f"--node-rank={self.node_rank}", f"--master-addr={host}", f"--master-port={port}"]
+        else:
+            cmd += [
+                "--rdzv-backend=c10d",
+                f"--rdzv-endpoint={endpoint}",
+                f"--rdzv-id={self.rdzv_id or run_id}",
+                f"--rdzv-conf=join_timeout={self.join_timeout_s:g}",
+            ]
+        return [*cmd, *self.extra_args, "-m", "dygsched", "run", *rank_args]
+
+    def launch(
+        self, config: Mapping[str, Any], graph: TemporalGraph, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
+    ) -> None:
+        if overrides is None:
+            raise ConfigError("launcher=torchrun passes the command line's overrides to its ranks: start it with `dygsched run`")
+        from dygsched.launch.local import die_with_parent, free_port
+
+        endpoint = self.rdzv_endpoint or f"127.0.0.1:{free_port()}"
+        cmd = self.command(world_size, folder.run_id, worker_overrides(overrides, folder, config.get("resume")), endpoint)
+        print(f"torchrun: {shlex.join(cmd)}", flush=True)
+        if self.nnodes > 1:
+            where = "with --node-rank=1, 2, ... on" if self.rdzv_backend == "static" else "on"
+            print(f"torchrun: start the same command {where} each of the other {self.nnodes - 1} machine(s)", flush=True)
+        folder.path.mkdir(parents=True, exist_ok=True)
+        log_path = folder.path / LOG_FILE
+        with open(log_path, "w") as log:
+            # torchrun stops its ranks on SIGTERM, which it gets if this process dies first
+            result = subprocess.run(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stderr=log,
+                check=False,
+                env={**os.environ, SUPERVISED_ENV: "1"},
+                preexec_fn=lambda: die_with_parent(signal.SIGTERM),
+            )
+        if result.returncode != 0:
+            raise LaunchFailed(failure_reason(folder, log_path.read_text(errors="replace"), result.returncode))
+
+
+def failure_reason(folder: RunFolder, log_text: str, returncode: int) -> str:
+    """The first cause: the first failed rank's own reason, else how it ended, else the earliest reason any rank gave."""
+    notes = dict(folder.failures())
+    cause = root_cause(log_text)
+    if cause is not None:
+        rank = int(cause.split()[1])
+        return f"rank {rank}: {notes[rank]}" if rank in notes else cause
+    if notes:
+        rank, reason = next(iter(notes.items()))
+        return f"rank {rank}: {reason}"
+    return f"torchrun exited with code {returncode} (see {folder.path / LOG_FILE})"

@@ -1,0 +1,182 @@
+"""Checkpoint pieces: RNG states, atomic files, what a resume may change, the timeline's state."""
+
+import os
+import random
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from dygsched.data.groups import sliding_groups
+from dygsched.data.synthetic import SyntheticSource
+from dygsched.engine.checkpoint import (
+    CHECKPOINT_FILE,
+    capture_rng,
+    config_differences,
+    find_resume,
+    load_checkpoint,
+    mark_failed,
+    restore_rng,
+    save_checkpoint,
+)
+from dygsched.engine.timeline import Timeline
+from dygsched.errors import ConfigError
+from dygsched.metrics.recorder import MetricRecorder
+from dygsched.metrics.run_folder import RunFolder
+from dygsched.sched import ScheduleProblem, solve
+
+CPU = torch.device("cpu")
+
+
+def draws():
+    return torch.rand(3).tolist(), np.random.rand(3).tolist(), [random.random() for _ in range(3)], np.random.randn(1).tolist()
+
+
+def test_rng_states_round_trip_through_a_checkpoint(tmp_path):
+    torch.manual_seed(1)
+    np.random.seed(1)
+    random.seed(1)
+    np.random.randn()  # leaves numpy's cached Gaussian set
+    state = capture_rng(CPU)
+    expected = draws()
+    save_checkpoint(tmp_path, {"rng": [state]})
+    draws()  # move every generator on
+    restore_rng(load_checkpoint(tmp_path)["rng"][0], CPU)
+    assert draws() == expected
+
+
+def test_checkpoint_is_written_atomically_and_loads_with_weights_only(tmp_path):
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.Adam(model.parameters())
+    model(torch.ones(1, 3)).sum().backward()
+    optimizer.step()
+    rows = MetricRecorder("r", 0)
+    rows.add(0, "train", "loss", 0.5)
+    size = save_checkpoint(
+        tmp_path, {"epoch": 0, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "rows": rows.rows}
+    )
+    assert size == (tmp_path / CHECKPOINT_FILE).stat().st_size > 0
+    assert [p.name for p in tmp_path.iterdir()] == [CHECKPOINT_FILE]  # no temporary file left
+    state = load_checkpoint(tmp_path)
+    assert state["epoch"] == 0 and state["rows"] == rows.rows
+    assert torch.equal(state["model"]["weight"], model.weight)
+    fresh = torch.optim.Adam(torch.nn.Linear(3, 2).parameters())
+    fresh.load_state_dict(state["optimizer"])
+    assert fresh.state_dict()["state"][0]["step"] == 1
+
+
+def test_a_failed_write_keeps_the_previous_checkpoint(tmp_path):
+    save_checkpoint(tmp_path, {"epoch": 3})
+
+    class Unpicklable:
+        def __reduce__(self):
+            raise RuntimeError("cannot pickle")
+
+    with pytest.raises(RuntimeError):
+        save_checkpoint(tmp_path, {"epoch": 4, "bad": Unpicklable()})
+    assert load_checkpoint(tmp_path)["epoch"] == 3
+    assert [p.name for p in tmp_path.iterdir()] == [CHECKPOINT_FILE]
+
+
+def test_unreadable_checkpoints_are_one_line_errors(tmp_path):
+    with pytest.raises(ConfigError, match="has no checkpoint.pt"):
+        load_checkpoint(tmp_path)
+    (tmp_path / CHECKPOINT_FILE).write_bytes(b"PK\x03\x04 half a zip")
+    with pytest.raises(ConfigError, match="not a readable checkpoint") as info:
+        load_checkpoint(tmp_path)
+    assert "\n" not in str(info.value)
+    torch.save({"epoch": 1}, tmp_path / CHECKPOINT_FILE)  # no format version: not ours
+    with pytest.raises(ConfigError, match="not a dygsched checkpoint"):
+        load_checkpoint(tmp_path)
+
+
+def config(**changes):
+    base = {
+        "dataset": {"name": "synthetic", "num_nodes": 120}, "model": {"name": "tgcn", "hidden_channels": 16},
+        "sched": {"name": "psg", "capacity": 1}, "launcher": {"name": "local"}, "world_size": 2, "epochs": 2, "seed": 0,
+        "results_dir": "results", "run_id": None, "resume": None, "progress": True, "dist_timeout_s": 300, "checkpoint": True,
+    }  # fmt: skip
+    for key, value in changes.items():
+        node = base
+        *parents, leaf = key.split("__")
+        for parent in parents:
+            node = node[parent]
+        node[leaf] = value
+    return base
+
+
+def test_only_runtime_settings_may_change_on_resume():
+    saved = config()
+    assert config_differences(saved, config(epochs=9, progress=False, dist_timeout_s=5, launcher__name="torchrun")) == []
+    changed = config_differences(saved, config(seed=1, model__hidden_channels=32, world_size=4))
+    assert changed == ["model.hidden_channels (16 -> 32)", "seed (0 -> 1)", "world_size (2 -> 4)"]
+
+
+def write_run(results, run_id, cfg, epoch=0):
+    from omegaconf import OmegaConf
+
+    folder = RunFolder(results, run_id)
+    folder.create(OmegaConf.to_yaml(OmegaConf.create(cfg)))
+    save_checkpoint(folder.path, {"epoch": epoch})
+    return folder.path
+
+
+def test_find_resume(tmp_path):
+    results = tmp_path / "results"
+    assert find_resume(config(results_dir=str(results), resume=True)) is None  # nothing yet: a new run
+    older = write_run(results, "a", config())
+    time.sleep(0.01)
+    newer = write_run(results, "b", config())
+    write_run(results, "c", config(seed=5))  # other settings: never picked
+    os.utime(older / CHECKPOINT_FILE, (time.time() + 60, time.time() + 60))
+    assert find_resume(config(results_dir=str(results), resume=True)) == older  # the latest checkpoint
+    assert find_resume(config(results_dir=str(results), resume=True, run_id="b")) == newer
+    assert find_resume(config(results_dir=str(results), resume=str(newer), epochs=5)) == newer
+    assert find_resume(config(results_dir=str(results), resume=str(newer / CHECKPOINT_FILE))) == newer
+    assert find_resume(config(resume=False)) is None
+    with pytest.raises(ConfigError, match=r"settings differ: seed \(0 -> 5\)"):
+        find_resume(config(results_dir=str(results), resume=str(newer), seed=5))
+    with pytest.raises(ConfigError, match="no run folder"):
+        find_resume(config(resume=str(tmp_path / "nowhere")))
+    (results / "empty").mkdir()
+    with pytest.raises(ConfigError, match="no checkpoint.pt"):
+        find_resume(config(resume=str(results / "empty")))
+
+
+def test_mark_failed_keeps_the_checkpointed_epochs(tmp_path):
+    folder = RunFolder(tmp_path, "run")
+    rec = MetricRecorder("run", 0)
+    for epoch in range(3):
+        rec.add(epoch, "train", "epoch_time_s", 1.0)
+        rec.add(epoch, "train", "loss", 1.0 / (epoch + 1))
+    folder.path.mkdir()
+    save_checkpoint(folder.path, {"epoch": 2, "rows": rec.rows})
+    (folder.path / ".metrics.parquet.123.tmp").write_text("half a table")  # left by a killed writer
+    summary = mark_failed(folder, {"run_id": "run", "world_size": 1}, "rank 1 was killed by SIGKILL")
+    assert summary["status"] == "failed" and summary["reason"] == "rank 1 was killed by SIGKILL"
+    assert summary["epochs_completed"] == 3 and summary["final_train_loss"] == pytest.approx(1 / 3)
+    assert not list(folder.path.glob("*.tmp"))
+    no_checkpoint = mark_failed(RunFolder(tmp_path, "early"), {"run_id": "early"}, "boom")
+    assert no_checkpoint["epochs_completed"] == 0 and no_checkpoint["status"] == "failed"
+
+
+def timeline(tmp_path, profile_epochs, world_size=2):
+    graph = SyntheticSource(num_nodes=40, num_snapshots=10, feature_dim=4).load()
+    groups = sliding_groups(graph.num_snapshots, 3)
+    sched = {"name": "greedy", "algo": "greedy", "capacity": 2, "profile_epochs": profile_epochs}
+    return Timeline(sched, graph, groups, world_size, 0, RunFolder(tmp_path, "run"))
+
+
+def test_timeline_state_restores_the_plan_and_the_switch(tmp_path):
+    plan = solve(ScheduleProblem((1.0, 2.0, 1.5, 0.5, 1.0, 2.0, 1.0, 1.0), 2, 2), "greedy")
+    line = timeline(tmp_path, profile_epochs=2)
+    during, after = line.state(0, plan), line.state(1, plan)
+    assert not during["switched"] and after["switched"]
+    assert line.restore(after) == plan
+    assert line.profiler_for(2) is None  # past the profiling epochs: no profiling again
+    assert line.restore(during) == plan and line.profiler_for(1) is not None  # the last profiling epoch still to come
+    with pytest.raises(ConfigError, match="another sched.profile_epochs"):
+        timeline(tmp_path, profile_epochs=5).restore(after)
+    with pytest.raises(ConfigError, match="for 2 ranks, this run has 3"):
+        timeline(tmp_path, profile_epochs=2, world_size=3).restore(after)
