@@ -10,7 +10,7 @@ import torch
 
 from dygsched.data.diffmap import coalesce, diff_snapshots
 from dygsched.data.temporal_graph import Snapshot
-from dygsched.models.conv_cost import ConvCostCurve, choose_paths, diff_workload, fit_conv_cost_curve, fit_cost_curve
+from dygsched.models.conv_cost import DIFF_MESSAGE_COST, ConvCostCurve, choose_paths, diff_workload, fit_conv_cost_curve, fit_cost_curve
 
 
 def test_predict_is_the_papers_formula() -> None:
@@ -77,8 +77,10 @@ def test_choose_paths_follows_the_curve() -> None:
     prev, curr = _chain()
     first = coalesce(prev.edge_index, prev.edge_weight, 6)
     diffs = [diff_snapshots(prev, curr), diff_snapshots(curr, curr)]
-    per_node = ConvCostCurve(a0=1.0, a1=0.0, a2=0.0, a3=0.0)  # cost grows with rows: the diff wins
-    assert choose_paths(per_node, first, diffs) == ["diff", "diff"]
+    per_node = ConvCostCurve(a0=1.0, a1=0.0, a2=0.0, a3=0.0)  # cost grows with rows: the curve prefers the diff
+    # ... but its 6 messages cost as much as the full graph's 12 (DIFF_MESSAGE_COST = 2): full
+    assert DIFF_MESSAGE_COST * 6 >= 12
+    assert choose_paths(per_node, first, diffs) == ["full", "diff"]
     # Cost dominated by sparsity (a2 / d): the full graph (d = 2) beats the diff (d = 1.5);
     # an empty diff costs nothing.
     sparse_penalty = ConvCostCurve(a0=0.0, a1=0.0, a2=10.0, a3=0.0)
