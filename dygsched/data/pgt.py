@@ -45,7 +45,7 @@ def from_signal(signal: Any, name: str, task: Task = Task.REGRESSION, num_classe
                     node_mask=torch.ones(num_nodes, dtype=torch.bool),
                 )
             )
-    except (TypeError, ValueError, IndexError, AttributeError) as exc:
+    except (TypeError, ValueError, IndexError, AttributeError, RuntimeError) as exc:  # torch's shape errors are RuntimeErrors
         raise DataError(f"dataset '{name}': not a valid PyTorch Geometric Temporal signal ({exc})") from None
     return TemporalGraph(name, tuple(snapshots), task, num_classes)
 
