@@ -8,7 +8,10 @@ Options (``solve(problem, "ilp", time_limit=..., **options)``):
 * ``horizon``: iterations in the model: an integer, ``"full"`` (``ceil(n/G)``, DyGNeX eq. 11)
   or ``"auto"`` (default: full while the model has at most 20,000 ``x`` variables, else the warm
   start's iteration count plus one);
-* ``workers``: solver threads (default 2).
+* ``workers``: solver threads (default 2);
+* ``polish``: share of the time left after the warm start given to the sorted-cut pair search
+  (``local_search.improve_pairs``, ``L = 2``) before the solver starts from its plan (default 0.5;
+  0 turns it off).
 
 The time limit defaults to 30 s and covers the whole run (warm start, model build, solve). The
 CP-SAT backend models REAL-L over load-ordered bins (``ilp_cpsat.py``), which removes the
@@ -23,17 +26,21 @@ import time
 
 from dygsched.errors import ScheduleError
 from dygsched.sched.base import Solver, SolverResult, check_options
+from dygsched.sched.bounds import lower_bound
 from dygsched.sched.greedy import balanced_iterations
 from dygsched.sched.ilp_backend import IlpBackend
 from dygsched.sched.ilp_cpsat import CpSatBackend
 from dygsched.sched.ilp_model import IlpModel
 from dygsched.sched.ilp_pulp import CbcBackend, HighsBackend
+from dygsched.sched.local_search import improve_pairs
 from dygsched.sched.plan import SolverStatus, predicted_epoch_time
 from dygsched.sched.problem import ScheduleProblem
 
 BACKENDS: dict[str, type[IlpBackend]] = {cls.name: cls for cls in (CpSatBackend, CbcBackend, HighsBackend)}
 DEFAULT_TIME_LIMIT = 30.0
 DEFAULT_GAP = 0.01
+DEFAULT_POLISH = 0.5
+POLISH_EVALUATIONS = 10**12  # the polish is bounded by its deadline
 AUTO_FULL_HORIZON_VARIABLES = 20_000  # "auto" models the full horizon while x has at most this many entries
 
 
@@ -61,7 +68,7 @@ class RealL(Solver):
     name = "ilp"
     description = "REAL-L: ILP (epigraph + McCormick reuse), CP-SAT or PuLP, warm-started from greedy"
     use_reuse = True
-    options = ("backend", "gap", "warm_start", "horizon", "workers")
+    options = ("backend", "gap", "warm_start", "horizon", "workers", "polish")
 
     @classmethod
     def available(cls) -> bool:
@@ -82,6 +89,14 @@ class RealL(Solver):
             problem.group_times, problem.num_gpus, problem.capacity, problem.allreduce_cost
         )
         warm = balanced_iterations(reuse_problem) if options.get("warm_start", True) else None
+        polish = options.get("polish", DEFAULT_POLISH)
+        if not isinstance(polish, (int, float)) or not 0 <= polish < 1:
+            raise ScheduleError(f"polish must be a share of the time in [0, 1), got {polish!r}")
+        if warm and polish > 0 and reuse_problem.capacity == 2:
+            left = limit - (time.perf_counter() - start)
+            deadline = time.perf_counter() + polish * max(left, 0.0)
+            target = lower_bound(reuse_problem) * (1 + float(gap))  # polishing further cannot be shown to help
+            warm = improve_pairs(reuse_problem, warm, POLISH_EVALUATIONS, seed=seed + 1, deadline=deadline, target=target)
         horizon_opt = options.get("horizon", "auto")
         full = -(-problem.num_groups // problem.num_gpus)
         if horizon_opt == "full":
