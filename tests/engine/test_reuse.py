@@ -166,6 +166,7 @@ def assert_same_training(on, off):
     assert on["conv_flops_per_epoch"] < off["conv_flops_per_epoch"]
 
 
+@pytest.mark.slow  # two full runs (the distributed test above checks every model in the fast suite)
 def test_reuse_switch_keeps_losses_on_synthetic(tmp_path):
     common = [*TINY_SYNTHETIC, "model.num_layers=2", "sched=greedy", "sched.profile_epochs=0", "epochs=2", "world_size=2"]
     on = run_cli(tmp_path, "on", *common)
@@ -173,6 +174,7 @@ def test_reuse_switch_keeps_losses_on_synthetic(tmp_path):
     assert_same_training(on, off)
 
 
+@pytest.mark.slow  # two GAT-LSTM runs on the real data, over a minute on 2 cores: `make test-slow`
 def test_reuse_switch_keeps_losses_on_twitter_tennis(tmp_path, shared_data):
     common = [
         "dataset=twitter_tennis", f"dataset.path={shared_data / 'twitter_tennis_rg17.json'}", "model=gat_lstm",

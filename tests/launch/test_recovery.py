@@ -125,6 +125,7 @@ def test_a_worker_exception_marks_the_run_failed_with_its_reason(tmp_path):
     assert "Traceback" in (results / "oom" / "failure-rank1.txt").read_text()  # the details stay in the run folder
 
 
+@pytest.mark.slow  # four runs, about 45 s on 2 cores: `make test-slow`
 def test_resume_restores_the_timeline(tmp_path):
     """Stopped during profiling, a run profiles on and switches on schedule; stopped after the
     switch, it keeps the solved plan and profiles no more."""
@@ -156,6 +157,7 @@ def test_resume_refuses_other_settings(tmp_path, reference_run):
     assert json.loads((reference_run / "summary.json").read_text())["status"] == "ok"  # untouched
 
 
+@pytest.mark.slow  # about 40 s on 2 cores: `make test-slow`
 def test_two_torchrun_nodes_train_the_same_losses(tmp_path, reference):
     """`dygsched run launcher=torchrun launcher.nnodes=2` on this machine is one node; the command it
     prints, started again, is the other (c10d rendezvous on loopback, one rank each)."""
