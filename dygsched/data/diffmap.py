@@ -144,6 +144,10 @@ class DiffMap:
       self-loops included, before any self-loop filling): what GCN normalisation needs.
     * ``changed_nodes`` / ``changed_x``: the feature rows that differ in the new snapshot (empty
       when both snapshots share one feature tensor or have equal features).
+    * ``full_graph``: set when the new snapshot is kept whole instead (REAL 3.2: the preprocessor
+      keeps each snapshot as its full graph or its dmap; ``build_diff_maps`` keeps the full graph
+      when the edge changes and degrees would take more bytes). The edge and degree fields are
+      then empty, ``apply_diff`` returns ``full_graph`` and the convolutions recompute in full.
     """
 
     added_keys: torch.Tensor
@@ -158,6 +162,12 @@ class DiffMap:
     changed_nodes: torch.Tensor
     changed_x: torch.Tensor
     num_nodes: int
+    full_graph: EdgeSet | None = None
+
+    @property
+    def is_full(self) -> bool:
+        """Whether the snapshot is kept as its full graph rather than its edge changes."""
+        return self.full_graph is not None
 
     @property
     def num_changed_edges(self) -> int:
@@ -165,15 +175,26 @@ class DiffMap:
         return int(self.added_keys.numel() + self.removed_keys.numel())
 
     def _tensors(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "num_nodes"}
+        return {name: getattr(self, name) for name in self.__dataclass_fields__ if name not in ("num_nodes", "full_graph")}
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> DiffMap:
         moved = {name: t.to(device, non_blocking=non_blocking) for name, t in self._tensors().items()}
-        return DiffMap(**moved, num_nodes=self.num_nodes)
+        full = self.full_graph.to(device, non_blocking=non_blocking) if self.full_graph is not None else None
+        return DiffMap(**moved, num_nodes=self.num_nodes, full_graph=full)
+
+    def as_full(self, graph: EdgeSet) -> DiffMap:
+        """This step kept as the new snapshot's whole ``graph`` (same feature rows, no edge changes)."""
+        empty_keys = self.added_keys[:0]
+        return DiffMap(
+            empty_keys, self.added_weights[:0], self.added_counts[:0], empty_keys, self.removed_weights[:0],
+            self.removed_counts[:0], self.touched_nodes[:0], self.degree_before[:0], self.degree_after[:0],
+            self.changed_nodes, self.changed_x, self.num_nodes, graph,
+        )
 
     def edge_nbytes(self) -> int:
-        """Bytes of the added and removed edges."""
-        return _nbytes(
+        """Bytes of the added and removed edges, or of the full graph when it is kept instead."""
+        full = self.full_graph.nbytes() if self.full_graph is not None else 0
+        return full + _nbytes(
             self.added_keys, self.added_weights, self.added_counts, self.removed_keys, self.removed_weights, self.removed_counts
         )
 
@@ -268,6 +289,8 @@ def apply_diff(edges: EdgeSet, diff: DiffMap) -> EdgeSet:
     key that is not there).
     """
     _check_sizes(edges.num_nodes, diff.num_nodes)
+    if diff.full_graph is not None:
+        return diff.full_graph
     keys, weights, counts = edges.keys, edges.weights, edges.counts
     if diff.removed_keys.numel():
         found, pos = _match(keys, diff.removed_keys)
@@ -317,8 +340,13 @@ class GraphDiffs:
         return tuple(d for d in maps if d is not None)
 
 
-def build_diff_maps(graph: TemporalGraph) -> GraphDiffs:
-    """Every consecutive ``DiffMap`` of ``graph``; each snapshot is coalesced once."""
+def build_diff_maps(graph: TemporalGraph, keep_smaller: bool = True) -> GraphDiffs:
+    """Every consecutive ``DiffMap`` of ``graph``; each snapshot is coalesced once.
+
+    With ``keep_smaller`` a snapshot whose edge changes and degrees take more bytes than its own
+    coalesced graph (a graph that changes almost completely) is kept whole (``DiffMap.as_full``),
+    so the stored form is never larger than the full graphs.
+    """
     start = time.perf_counter()
     diffs: list[DiffMap | None] = [None]
     snapshots = graph.snapshots
@@ -329,7 +357,10 @@ def build_diff_maps(graph: TemporalGraph) -> GraphDiffs:
         curr = coalesce(snap.edge_index, snap.edge_weight, graph.num_nodes)
         curr_degree = curr.in_degree()
         rows, changed_x = _changed_rows(snapshots[t - 1].x, snap.x)
-        diffs.append(DiffMap(*diff_edge_sets(prev, curr, prev_degree, curr_degree), rows, changed_x, graph.num_nodes))
+        diff = DiffMap(*diff_edge_sets(prev, curr, prev_degree, curr_degree), rows, changed_x, graph.num_nodes)
+        if keep_smaller and diff.edge_nbytes() + diff.degree_nbytes() > curr.nbytes():
+            diff = diff.as_full(curr)
+        diffs.append(diff)
         prev, prev_degree = curr, curr_degree
     return GraphDiffs(tuple(diffs), time.perf_counter() - start)
 
@@ -339,7 +370,8 @@ def memory_report(graph: TemporalGraph, diffs: GraphDiffs) -> dict[str, float]:
 
     Topology, as REAL's table compares it: ``full_graph_bytes`` is every snapshot's edge index and
     weights; ``diffmap_bytes`` the first snapshot's full graph (the base everything is rebuilt
-    from) plus every diff map's edges; ``degree_bytes`` the touched nodes and their before/after
+    from) plus every diff map's edges, or the snapshot's coalesced graph where that is kept
+    instead (``full_snapshots`` counts them); ``degree_bytes`` the touched nodes and their before/after
     degrees; ``total_bytes = diffmap_bytes + degree_bytes``; ``saved_fraction = 1 - total / full``.
     Features, beside it: ``full_feature_bytes`` counts each distinct feature tensor of the
     snapshots once, ``diff_feature_bytes`` the first snapshot's features plus the changed rows.
@@ -353,6 +385,7 @@ def memory_report(graph: TemporalGraph, diffs: GraphDiffs) -> dict[str, float]:
     distinct_features = {id(s.x): s.x for s in graph.snapshots}
     return {
         "num_snapshots": graph.num_snapshots,
+        "full_snapshots": sum(d.is_full for d in maps),
         "full_graph_bytes": full,
         "base_graph_bytes": base,
         "diffmap_bytes": diff_bytes,

@@ -122,8 +122,8 @@ class HostCache:
 
     def paths(self, chain: Chain) -> list[str] | None:
         """Full graph or diff map for each snapshot after the chain's first."""
-        if self.path != "adaptive":
-            return [self.path] * (chain.stop - chain.start - 1)
+        if self.path != "adaptive":  # a snapshot kept whole is computed in full on every path
+            return ["full" if self.diff(t).is_full else self.path for t in range(chain.start + 1, chain.stop)]
         key = (chain.start, chain.stop)
         if key not in self._paths:
             assert self.curve is not None

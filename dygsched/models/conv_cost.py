@@ -149,6 +149,9 @@ def choose_paths(curve: ConvCostCurve, first: EdgeSet, diffs: Sequence[DiffMap],
     full = curve.predict(n, full_messages / n)
     paths = []
     for diff in diffs:
+        if diff.is_full:  # kept whole: there are no edge changes to apply
+            paths.append("full")
+            continue
         rows, messages = diff_workload(first, diff, kind)
         incremental = curve.predict(rows, messages / max(rows, 1)) if rows else 0.0
         # the incremental update also pays index work per message that the full path does not

@@ -12,7 +12,8 @@ snapshot, and differentiable with respect to the convolution's parameters:
 The projection ``x @ W`` is computed once per chain and again only for the rows of
 ``changed_nodes`` (REAL 4.1.2, case 1 with selective transformation). The first snapshot is
 aggregated in full, each later one from its diff map (``"diff"``) or from its full graph rebuilt
-with ``apply_diff`` (``"full"``, which also restarts the incremental state), as ``paths`` says.
+with ``apply_diff`` (``"full"``, which also restarts the incremental state), as ``paths`` says;
+a snapshot kept whole (``DiffMap.is_full``) is always computed in full.
 
 Graph semantics are those of the coalesced ``EdgeSet`` (see ``dygsched.data.diffmap``):
 parallel edges are summed for GCN and counted for GAT, which is what PyG computes on the raw
@@ -269,7 +270,8 @@ def _gcn_chain(
     for diff, path in zip(diffs, chosen, strict=True):
         edges = apply_diff(state.edges, diff)
         z = _update_features(state.z, diff, transform)
-        state = _gcn_full(edges, z, spec, bias) if path == "full" else _gcn_diff(state, diff, edges, z, spec, bias)
+        full = path == "full" or diff.is_full  # a snapshot kept whole has no edge changes to apply
+        state = _gcn_full(edges, z, spec, bias) if full else _gcn_diff(state, diff, edges, z, spec, bias)
         outs.append(state.out)
     return outs
 
@@ -560,7 +562,7 @@ def gat_conv_chain(
             z, a_src, a_dst = z.index_copy(0, rows, cz), a_src.index_copy(0, rows, ca_src), a_dst.index_copy(0, rows, ca_dst)
             if res is not None and cres is not None:
                 res = res.index_copy(0, rows, cres)
-        if path == "full":
+        if path == "full" or diff.is_full:
             state = _gat_full(conv, edges, z, a_src, a_dst, res)
         else:
             state = _gat_diff(conv, state, diff, edges, z, a_src, a_dst, res)

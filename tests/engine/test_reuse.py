@@ -12,6 +12,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from dygsched.data.diffmap import build_diff_maps
 from dygsched.data.groups import SnapshotGroup, sliding_groups
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.data.temporal_graph import TemporalGraph
@@ -41,13 +42,19 @@ MODELS = {
 }
 
 
+CHURN_SNAPSHOT = 5  # its edges are relabelled: almost all change, so it is kept whole, not as a diff
+
+
 def changing_features(graph: TemporalGraph) -> TemporalGraph:
-    """The synthetic graph with a few feature rows changing between snapshots."""
+    """The synthetic graph with a few feature rows changing between snapshots, and one snapshot
+    whose edges all change (stored whole: the engine must rebuild and convolve it in full)."""
     snapshots = []
+    relabel = torch.randperm(graph.num_nodes, generator=torch.Generator().manual_seed(5))
     for t, snapshot in enumerate(graph.snapshots):
         x = snapshot.x.clone()
         x[t % 7 :: 11] += 0.25 * t
-        snapshots.append(dataclasses.replace(snapshot, x=x))
+        edge_index = relabel[snapshot.edge_index] if t == CHURN_SNAPSHOT else snapshot.edge_index
+        snapshots.append(dataclasses.replace(snapshot, x=x, edge_index=edge_index))
     return dataclasses.replace(graph, snapshots=tuple(snapshots))
 
 
@@ -129,6 +136,12 @@ def test_reuse_counts_fewer_convolution_flops(distributed_results, model):
 def test_profiling_with_reuse_measures_reusable_seconds(distributed_results):
     assert distributed_results["profiled_groups"] == list(range(8))  # every group, on one rank or the other
     assert distributed_results["reusable_positive"]
+
+
+def test_the_changing_graph_keeps_its_churned_snapshot_whole():
+    kept = build_diff_maps(graphs()["changing"]).diffs
+    # the churned snapshot, and the next one, whose edges change back
+    assert [t for t in range(1, len(kept)) if kept[t].is_full] == [CHURN_SNAPSHOT, CHURN_SNAPSHOT + 1]
 
 
 def test_chains_merge_overlapping_groups_only_with_type_two():

@@ -27,9 +27,14 @@ FEATURES = 3
 EXACT = {"rtol": 1e-9, "atol": 1e-9}  # float64
 
 
-def chain_inputs(snapshots: list[Snapshot]) -> tuple[torch.Tensor, EdgeSet, list[DiffMap]]:
+def chain_inputs(snapshots: list[Snapshot], whole: list[bool] | None = None) -> tuple[torch.Tensor, EdgeSet, list[DiffMap]]:
+    """The chain's first features and graph and its diff maps; ``whole[i]`` keeps snapshot
+    ``i + 1`` as its full graph instead (as ``build_diff_maps`` does when that is smaller)."""
     first = snapshots[0]
     diffs = [diff_snapshots(a, b) for a, b in itertools.pairwise(snapshots)]
+    if whole is not None:
+        diffs = [d.as_full(coalesce(s.edge_index, s.edge_weight, s.num_nodes)) if w else d
+                 for d, s, w in zip(diffs, snapshots[1:], whole, strict=True)]
     return first.x, coalesce(first.edge_index, first.edge_weight, first.num_nodes), diffs
 
 
@@ -40,6 +45,11 @@ def coalesced(snapshot: Snapshot) -> tuple[torch.Tensor, torch.Tensor]:
 
 def paths_strategy(num_diffs: int) -> st.SearchStrategy[list[str]]:
     return st.lists(st.sampled_from(["diff", "full"]), min_size=num_diffs, max_size=num_diffs)
+
+
+def whole_strategy(num_diffs: int) -> st.SearchStrategy[list[bool]]:
+    """Which later snapshots are kept whole (mostly none: the diff path is the one under test)."""
+    return st.lists(st.sampled_from([False, False, True]), min_size=num_diffs, max_size=num_diffs)
 
 
 def assert_chain_matches(
@@ -93,7 +103,7 @@ def test_gcn_conv_chain_equals_full_recomputation(kwargs: dict[str, Any], data: 
     conv = GCNConv(FEATURES, 4, **kwargs).double()
     if conv.bias is not None:
         nn.init.normal_(conv.bias)
-    x, first, diffs = chain_inputs(snapshots)
+    x, first, diffs = chain_inputs(snapshots, data.draw(whole_strategy(len(snapshots) - 1)))
 
     def full(t: int) -> torch.Tensor:
         return conv(snapshots[t].x, *coalesced(snapshots[t]))
@@ -107,7 +117,7 @@ def test_gcn_conv_chain_equals_full_recomputation(kwargs: dict[str, Any], data: 
 def test_gcn_aggregate_chain_equals_gcn_aggregate(kwargs: dict[str, Any], data: st.DataObject) -> None:
     snapshots = data.draw(snapshot_chains())
     paths = data.draw(paths_strategy(len(snapshots) - 1))
-    x, first, diffs = chain_inputs(snapshots)
+    x, first, diffs = chain_inputs(snapshots, data.draw(whole_strategy(len(snapshots) - 1)))
     outs = gcn_aggregate_chain(x, first, diffs, paths, **kwargs)
     assert len(outs) == len(snapshots)
     for out, snapshot in zip(outs, snapshots, strict=True):
@@ -128,7 +138,7 @@ def test_gat_conv_chain_equals_gatconv_on_the_raw_multigraph(heads: int, concat:
         conv.att_src.mul_(scale)
         conv.att_dst.mul_(scale)
         conv.bias.normal_()
-    x, first, diffs = chain_inputs(snapshots)
+    x, first, diffs = chain_inputs(snapshots, data.draw(whole_strategy(len(snapshots) - 1)))
 
     def full(t: int) -> torch.Tensor:  # parallel edges and self-loops exactly as given
         return conv(snapshots[t].x, snapshots[t].edge_index)
