@@ -28,23 +28,20 @@ process; the stage-1 thread shares it with the main thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.nn.parallel import DistributedDataParallel
 
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
-from dygsched.engine.executor import GroupExecutor, IterationStats, refuse_profiling
+from dygsched.engine.executor import EpochRun, GroupExecutor, IterationStats, refuse_profiling
 from dygsched.engine.objective import GroupObjective
-from dygsched.engine.profiler import Profiler
 from dygsched.engine.streams import record_stream
 from dygsched.models.base import DGNN
-from dygsched.sched.plan import Plan
 
 
 def forward_with_first_layer(model: DGNN, snapshots: Sequence[Snapshot], first_layer_spatial: Sequence[Any]) -> torch.Tensor:
@@ -98,36 +95,17 @@ class BLADExecutor(GroupExecutor):
         if profile_epochs:
             refuse_profiling(True, "blad")
 
-    def run_epoch(
-        self,
-        ddp: DistributedDataParallel,
-        optimizer: torch.optim.Optimizer,
-        graph: TemporalGraph,
-        train_groups: tuple[SnapshotGroup, ...],
-        plan: Plan,
-        rank: int,
-        device: torch.device,
-        on_iteration: Callable[[IterationStats], None],
-        profiler: Profiler | None = None,
-    ) -> None:
-        refuse_profiling(profiler, "blad")
-        self.side_stream = torch.cuda.Stream(device) if device.type == "cuda" else None
+    @contextmanager
+    def epoch_scope(self, epoch: EpochRun) -> Iterator[None]:
+        refuse_profiling(epoch.profiler, "blad")
+        self.side_stream = torch.cuda.Stream(epoch.device) if epoch.device.type == "cuda" else None
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="blad-stage1") as self.stage_one_thread:
-            super().run_epoch(ddp, optimizer, graph, train_groups, plan, rank, device, on_iteration)
+            yield
 
-    def train_local_groups(
-        self,
-        ddp: DistributedDataParallel,
-        graph: TemporalGraph,
-        train_groups: tuple[SnapshotGroup, ...],
-        mine: tuple[int, ...],
-        scale: float,
-        device: torch.device,
-        stats: IterationStats,
-        profiler: Profiler | None,
-    ) -> None:
+    def train_local_groups(self, epoch: EpochRun, mine: tuple[int, ...], scale: float, stats: IterationStats) -> None:
         """Stage 2 (dense work, loss, backward) of each group while stage 1 of the next runs aside."""
-        objective: GroupObjective = ddp.module
+        objective: GroupObjective = epoch.ddp.module
+        graph, train_groups, device = epoch.graph, epoch.train_groups, epoch.device
         stats.bytes["host_to_device"] = 0
         ahead = self.stage_one(objective.model, graph, train_groups[mine[0]], device, None) if mine else None
         for j in range(len(mine)):

@@ -30,27 +30,25 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel
 
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
 from dygsched.engine.executor import (
-    refuse_profiling,
+    EpochRun,
     GroupExecutor,
     IterationStats,
     gradient_bytes,
+    refuse_profiling,
     sync_step,
     synchronize,
 )
 from dygsched.engine.objective import GroupObjective
-from dygsched.engine.profiler import Profiler
 from dygsched.errors import ConfigError
 from dygsched.models.base import DGNN, State
-from dygsched.sched.plan import Plan
 
 
 def check_esdg(window: int, world_size: int) -> None:
@@ -119,25 +117,16 @@ class ESDGExecutor:
         if profile_epochs:
             refuse_profiling(True, "esdg")
 
-    def run_epoch(
-        self,
-        ddp: DistributedDataParallel,
-        optimizer: torch.optim.Optimizer,
-        graph: TemporalGraph,
-        train_groups: tuple[SnapshotGroup, ...],
-        plan: Plan,
-        rank: int,
-        device: torch.device,
-        on_iteration: Callable[[IterationStats], None],
-        profiler: Profiler | None = None,
-    ) -> None:
-        refuse_profiling(profiler, "esdg")
+    def run_epoch(self, epoch: EpochRun) -> None:
+        ddp, optimizer, graph, train_groups = epoch.ddp, epoch.optimizer, epoch.graph, epoch.train_groups
+        rank, device = epoch.rank, epoch.device
+        refuse_profiling(epoch.profiler, "esdg")
         world_size = dist.get_world_size()
         objective: GroupObjective = ddp.module
         grad_bytes = gradient_bytes(ddp)
         ready = torch.zeros(1, device=device)
         last_rank = rank == world_size - 1
-        for i, iteration in enumerate(plan.iterations):
+        for i, iteration in enumerate(epoch.plan.iterations):
             order = [k for groups in iteration for k in groups]  # the plan's ranks do not matter here
             stats = IterationStats(iteration=i, groups=len(order) if last_rank else 0)
             stats.bytes["hidden_state"] = 0
@@ -150,7 +139,7 @@ class ESDGExecutor:
                     if loss is not None:
                         stats.loss_sum += loss / scale
             sync_step(ddp, optimizer, device, ready, grad_bytes, stats)
-            on_iteration(stats)
+            epoch.on_iteration(stats)
 
     def train_group(
         self,

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import inspect
 import time
-from contextlib import nullcontext
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import torch
@@ -39,6 +39,23 @@ class IterationStats:
     comm_s: float = 0.0
     bytes: dict[str, int] = field(default_factory=dict)
     conv_flops: int = 0  # graph-convolution FLOPs of the forward passes (REAL figure 11)
+
+
+@dataclass(frozen=True)
+class EpochRun:
+    """One rank's epoch, as every executor receives it: the model (wrapped), the optimizer, the
+    data, the plan, where this rank runs, where per-iteration statistics go, and the profiler
+    (``None`` outside profiling epochs)."""
+
+    ddp: DistributedDataParallel
+    optimizer: torch.optim.Optimizer
+    graph: TemporalGraph
+    train_groups: tuple[SnapshotGroup, ...]
+    plan: Plan
+    rank: int
+    device: torch.device
+    on_iteration: Callable[[IterationStats], None]
+    profiler: Profiler | None = None
 
 
 def wrap_ddp(objective: torch.nn.Module, device: torch.device) -> DistributedDataParallel:
@@ -114,56 +131,48 @@ def sync_step(
 
 
 class GroupExecutor:
-    """Runs ``plan`` on ``rank``: the mechanics shared by PSG, DyGNeX and REAL."""
+    """Runs ``plan`` on ``rank``: the mechanics shared by PSG, DyGNeX and REAL.
+
+    Subclasses change how a rank trains its groups of one iteration (``train_local_groups``) and
+    what is set up around an epoch (``epoch_scope``); the iteration loop, loss scaling,
+    synchronisation and accounting stay here.
+    """
 
     def check(self, window: int, world_size: int, profile_epochs: int) -> None:
         """Raise ``ConfigError`` before any worker starts if this strategy cannot run the config."""
 
-    def run_epoch(
-        self,
-        ddp: DistributedDataParallel,
-        optimizer: torch.optim.Optimizer,
-        graph: TemporalGraph,
-        train_groups: tuple[SnapshotGroup, ...],
-        plan: Plan,
-        rank: int,
-        device: torch.device,
-        on_iteration: Callable[[IterationStats], None],
-        profiler: Profiler | None = None,
-    ) -> None:
+    @contextmanager
+    def epoch_scope(self, epoch: EpochRun) -> Iterator[None]:
+        """What the executor sets up for one epoch and tears down after it (nothing here)."""
+        yield
+
+    def run_epoch(self, epoch: EpochRun) -> None:
+        ddp, optimizer, device = epoch.ddp, epoch.optimizer, epoch.device
         world_size = dist.get_world_size()
         grad_bytes = gradient_bytes(ddp)
         ready = torch.zeros(1, device=device)
-        for i, iteration in enumerate(plan.iterations):
-            mine = iteration[rank]
-            stats = IterationStats(iteration=i, groups=len(mine))
-            scale = world_size / max(1, sum(len(groups) for groups in iteration))
-            optimizer.zero_grad(set_to_none=False)
+        with self.epoch_scope(epoch):
+            for i, iteration in enumerate(epoch.plan.iterations):
+                mine = iteration[epoch.rank]
+                stats = IterationStats(iteration=i, groups=len(mine))
+                scale = world_size / max(1, sum(len(groups) for groups in iteration))
+                optimizer.zero_grad(set_to_none=False)
 
-            start = time.perf_counter()
-            with ddp.no_sync():
-                self.train_local_groups(ddp, graph, train_groups, mine, scale, device, stats, profiler)
-            synchronize(device)
-            stats.busy_s = time.perf_counter() - start
+                start = time.perf_counter()
+                with ddp.no_sync():
+                    self.train_local_groups(epoch, mine, scale, stats)
+                synchronize(device)
+                stats.busy_s = time.perf_counter() - start
 
-            sync_step(ddp, optimizer, device, ready, grad_bytes, stats)
-            on_iteration(stats)
+                sync_step(ddp, optimizer, device, ready, grad_bytes, stats)
+                epoch.on_iteration(stats)
 
-    def train_local_groups(
-        self,
-        ddp: DistributedDataParallel,
-        graph: TemporalGraph,
-        train_groups: tuple[SnapshotGroup, ...],
-        mine: tuple[int, ...],
-        scale: float,
-        device: torch.device,
-        stats: IterationStats,
-        profiler: Profiler | None,
-    ) -> None:
+    def train_local_groups(self, epoch: EpochRun, mine: tuple[int, ...], scale: float, stats: IterationStats) -> None:
         """This rank's groups of one iteration, one after another, gradients accumulating."""
         stats.bytes["host_to_device"] = 0
         for k in mine:
-            stats.loss_sum += self.train_group(ddp, graph, train_groups[k], k, scale, device, stats, profiler)
+            group = epoch.train_groups[k]
+            stats.loss_sum += self.train_group(epoch.ddp, epoch.graph, group, k, scale, epoch.device, stats, epoch.profiler)
 
     def train_group(
         self,

@@ -29,26 +29,24 @@ first-layer convolutions), from which the planner's reuse table is built (``plan
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel
 
 from dygsched.data.diffmap import DiffMap, EdgeSet, GraphDiffs, apply_diff, build_diff_maps, coalesce
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
-from dygsched.engine.executor import GroupExecutor, IterationStats
+from dygsched.engine.executor import EpochRun, GroupExecutor, IterationStats
 from dygsched.engine.objective import GroupObjective
-from dygsched.engine.profiler import PhaseTimer, Profiler
+from dygsched.engine.profiler import PhaseTimer
 from dygsched.engine.streams import Streams
 from dygsched.errors import ConfigError
 from dygsched.models.conv_cost import ConvCostCurve, choose_paths, fit_conv_cost_curve
 from dygsched.models.flops import count_conv_flops
-from dygsched.sched.plan import Plan
 
 REUSE_PATHS = ("adaptive", "diff", "full")
 
@@ -160,24 +158,15 @@ class ReuseExecutor(GroupExecutor):
         self.queue: list[Chain] = []  # this rank's chains still to train this epoch, in order
         self.ahead: LoadedChain | None = None  # the next chain, already on its way to the device
 
-    def run_epoch(
-        self,
-        ddp: DistributedDataParallel,
-        optimizer: torch.optim.Optimizer,
-        graph: TemporalGraph,
-        train_groups: tuple[SnapshotGroup, ...],
-        plan: Plan,
-        rank: int,
-        device: torch.device,
-        on_iteration: Callable[[IterationStats], None],
-        profiler: Profiler | None = None,
-    ) -> None:
-        if self.reuse and (self.cache is None or self.cache.graph is not graph):
-            self.prepare(ddp.module.model, graph, device)
+    @contextmanager
+    def epoch_scope(self, epoch: EpochRun) -> Iterator[None]:
+        if self.reuse and (self.cache is None or self.cache.graph is not epoch.graph):
+            self.prepare(epoch.ddp.module.model, epoch.graph, epoch.device)
         if self.reuse:  # this rank's chains for the whole epoch, so transfers can run an iteration ahead
-            self.queue = [c for it in plan.iterations for c in plan_chains([train_groups[k] for k in it[rank]], it[rank], self.reuse_group)]
+            rank, groups = epoch.rank, epoch.train_groups
+            self.queue = [c for it in epoch.plan.iterations for c in plan_chains([groups[k] for k in it[rank]], it[rank], self.reuse_group)]
             self.ahead = None
-        super().run_epoch(ddp, optimizer, graph, train_groups, plan, rank, device, on_iteration, profiler)
+        yield
 
     def prepare(self, model: torch.nn.Module, graph: TemporalGraph, device: torch.device) -> None:
         """Preprocessing, once per run: diff maps, the cost curve (rank 0 fits, all use it), streams."""
@@ -196,21 +185,12 @@ class ReuseExecutor(GroupExecutor):
     def preprocess_seconds(self) -> float:
         return self.cache.preprocess_s if self.cache is not None else 0.0
 
-    def train_local_groups(
-        self,
-        ddp: DistributedDataParallel,
-        graph: TemporalGraph,
-        train_groups: tuple[SnapshotGroup, ...],
-        mine: tuple[int, ...],
-        scale: float,
-        device: torch.device,
-        stats: IterationStats,
-        profiler: Profiler | None,
-    ) -> None:
+    def train_local_groups(self, epoch: EpochRun, mine: tuple[int, ...], scale: float, stats: IterationStats) -> None:
         if not self.reuse:
-            return super().train_local_groups(ddp, graph, train_groups, mine, scale, device, stats, profiler)
+            return super().train_local_groups(epoch, mine, scale, stats)
         assert self.cache is not None and self.streams is not None
-        objective: GroupObjective = ddp.module
+        objective: GroupObjective = epoch.ddp.module
+        graph, train_groups, device, profiler = epoch.graph, epoch.train_groups, epoch.device, epoch.profiler
         stats.bytes["host_to_device"] = 0
         chains = plan_chains([train_groups[k] for k in mine], mine, self.reuse_group)
         if self.streams.conv is not None:  # the weights changed at the last step: conv work starts after it

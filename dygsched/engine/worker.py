@@ -25,7 +25,7 @@ from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.checkpoint import capture_rng, find_resume, load_checkpoint, mark_failed, restore_rng, save_checkpoint
 from dygsched.engine.distributed import DistEnv, abandon_process_group, init_process_group, peak_memory_bytes, pick_device
 from dygsched.engine.evaluate import evaluate
-from dygsched.engine.executor import IterationStats, wrap_ddp
+from dygsched.engine.executor import EpochRun, IterationStats, wrap_ddp
 from dygsched.engine.objective import GroupObjective
 from dygsched.engine.timeline import Timeline, broadcast_from_rank0
 from dygsched.errors import ConfigError, DygschedError
@@ -224,7 +224,7 @@ def _train(
         for group in optimizer.param_groups:
             group["lr"] = base_lr * timeline.lr_multiplier(epoch)
         start_time = time.perf_counter()
-        executor.run_epoch(ddp, optimizer, graph, split.train, timeline.plan_for(epoch, plan), rank, device, totals, profiler=profiler)
+        executor.run_epoch(EpochRun(ddp, optimizer, graph, split.train, timeline.plan_for(epoch, plan), rank, device, totals, profiler))
         epoch_time = time.perf_counter() - start_time
 
         loss_sum = torch.tensor([totals.loss_sum, float(totals.groups)], dtype=torch.float64, device=device)

@@ -14,7 +14,7 @@ from dygsched.data.groups import sliding_groups
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.engine.blad import BLADExecutor, first_layer_spatial, forward_with_first_layer
 from dygsched.sched.blad import blad_iterations
-from dygsched.engine.executor import wrap_ddp
+from dygsched.engine.executor import EpochRun, wrap_ddp
 from dygsched.engine.objective import GroupObjective
 from dygsched.launch.local import free_port
 from dygsched.models.evolvegcn_h import EvolveGCNH
@@ -67,7 +67,7 @@ def _train(rank, port, out):
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
     seen = []
     executor = RecordingBLADExecutor()
-    executor.run_epoch(ddp, optimizer, graph, groups, blad_plan(len(groups)), rank, cpu, seen.append)
+    executor.run_epoch(EpochRun(ddp, optimizer, graph, groups, blad_plan(len(groups)), rank, cpu, seen.append))
     torch.save({"params": objective.state_dict(), "stats": seen, "threads": executor.stage_one_threads}, f"{out}-{rank}.pt")
 
 

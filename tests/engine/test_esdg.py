@@ -12,7 +12,7 @@ import torch.multiprocessing as mp
 from dygsched.data.groups import sliding_groups
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.engine.esdg import ESDGExecutor, check_esdg, snapshot_block
-from dygsched.engine.executor import wrap_ddp
+from dygsched.engine.executor import EpochRun, wrap_ddp
 from dygsched.engine.objective import GroupObjective
 from dygsched.errors import ConfigError
 from dygsched.launch.local import free_port
@@ -57,7 +57,7 @@ def _train(rank, port, out_dir):
         optimizer = torch.optim.SGD(ddp.parameters(), lr=0.0)
         plan = Plan((((), (k,)),), 2, 1, 0.0, 0.0, "test", SolverStatus.HEURISTIC, 0.0)
         seen = []
-        ESDGExecutor().run_epoch(ddp, optimizer, graph, groups, plan, rank, cpu, seen.append)
+        ESDGExecutor().run_epoch(EpochRun(ddp, optimizer, graph, groups, plan, rank, cpu, seen.append))
         grads = {n: p.grad.clone() for n, p in objective.named_parameters()}
         torch.save({"grads": grads, "stats": seen}, f"{out_dir}/grad-{name}-{window}-{rank}.pt")
 
@@ -66,7 +66,7 @@ def _train(rank, port, out_dir):
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
     plan = Plan(ITERATIONS, 2, 2, 0.0, 0.0, "test", SolverStatus.HEURISTIC, 0.0)
     seen = []
-    ESDGExecutor().run_epoch(ddp, optimizer, graph, groups, plan, rank, cpu, seen.append)
+    ESDGExecutor().run_epoch(EpochRun(ddp, optimizer, graph, groups, plan, rank, cpu, seen.append))
     torch.save({"params": objective.state_dict(), "stats": seen}, f"{out_dir}/epoch-{rank}.pt")
 
 

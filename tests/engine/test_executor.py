@@ -9,7 +9,7 @@ import torch.multiprocessing as mp
 
 from dygsched.data.groups import sliding_groups
 from dygsched.data.synthetic import SyntheticSource
-from dygsched.engine.executor import GroupExecutor, wrap_ddp
+from dygsched.engine.executor import EpochRun, GroupExecutor, wrap_ddp
 from dygsched.engine.objective import GroupObjective
 from dygsched.launch.local import free_port
 from dygsched.models.tgcn import TGCN
@@ -35,7 +35,7 @@ def _rank(rank, port, out):
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
     plan = Plan(ITERATIONS, 2, 2, 0.0, 0.0, "test", SolverStatus.HEURISTIC, 0.0)
     seen = []
-    GroupExecutor().run_epoch(ddp, optimizer, graph, groups, plan, rank, torch.device("cpu"), seen.append)
+    GroupExecutor().run_epoch(EpochRun(ddp, optimizer, graph, groups, plan, rank, torch.device("cpu"), seen.append))
     assert [s.groups for s in seen] == [len(it[rank]) for it in ITERATIONS]
     assert all(s.bytes["allreduce"] > 0 and s.wait_s >= 0 for s in seen)
     if rank == 0:

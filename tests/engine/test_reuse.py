@@ -16,7 +16,7 @@ from dygsched.data.diffmap import build_diff_maps
 from dygsched.data.groups import SnapshotGroup, sliding_groups
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.engine.executor import GroupExecutor, wrap_ddp
+from dygsched.engine.executor import EpochRun, GroupExecutor, wrap_ddp
 from dygsched.engine.objective import GroupObjective
 from dygsched.engine.planning import reuse_pairs
 from dygsched.engine.profiler import Profiler
@@ -71,7 +71,7 @@ def train_once(executor, make_model, graph, rank, profiler=None, iterations=ITER
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
     plan = Plan(iterations, 2, capacity, 0.0, 0.0, "test", SolverStatus.HEURISTIC, 0.0)
     seen = []
-    executor.run_epoch(ddp, optimizer, graph, groups, plan, rank, torch.device("cpu"), seen.append, profiler=profiler)
+    executor.run_epoch(EpochRun(ddp, optimizer, graph, groups, plan, rank, torch.device("cpu"), seen.append, profiler))
     params = {k: v.detach().clone() for k, v in objective.state_dict().items()}
     del ddp
     gc.collect()
