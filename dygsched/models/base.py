@@ -154,6 +154,28 @@ def stack_layers(
     return layers
 
 
+class GCNStack(DGNN):
+    """A DGNN of ``num_layers`` GCN-based layers of one kind (``layer_type``) and a linear head.
+
+    TGCN, WD-GCN and EvolveGCN-O/-H differ only in their layer; ``improved`` and
+    ``add_self_loops`` are GCN's normalisation options, passed to every layer.
+    """
+
+    layer_type: Callable[[int, int, bool, bool], DGNNLayer]  # (input width, hidden, improved, add_self_loops)
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        hidden_channels: int = 64,
+        num_layers: int = 2,
+        improved: bool = False,
+        add_self_loops: bool = True,
+    ) -> None:
+        make_layer = lambda width: type(self).layer_type(width, hidden_channels, improved, add_self_loops)  # noqa: E731
+        super().__init__(stack_layers(make_layer, in_channels, out_channels, hidden_channels, num_layers), out_channels)
+
+
 def gcn_aggregate(
     x: torch.Tensor,
     edge_index: torch.Tensor,

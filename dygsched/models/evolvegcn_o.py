@@ -12,7 +12,7 @@ from torch_geometric.nn.inits import glorot
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models import flops
-from dygsched.models.base import DGNN, DGNNLayer, State, gcn_aggregate, stack_layers
+from dygsched.models.base import DGNNLayer, GCNStack, State, gcn_aggregate
 from dygsched.models.incremental import gcn_aggregate_chain
 
 
@@ -73,17 +73,7 @@ class EvolveGCNOLayer(DGNNLayer):
         return F.relu(spatial_out @ weight), (weight,)
 
 
-class EvolveGCNO(DGNN):
+class EvolveGCNO(GCNStack):
     """``num_layers`` stacked EvolveGCN-O layers of width ``hidden_channels`` and a linear head."""
 
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        hidden_channels: int = 64,
-        num_layers: int = 2,
-        improved: bool = False,
-        add_self_loops: bool = True,
-    ) -> None:
-        make_layer = lambda width: EvolveGCNOLayer(width, hidden_channels, improved, add_self_loops)  # noqa: E731
-        super().__init__(stack_layers(make_layer, in_channels, out_channels, hidden_channels, num_layers), out_channels)
+    layer_type = EvolveGCNOLayer

@@ -10,7 +10,7 @@ from torch import nn
 from torch_geometric.nn import GCNConv
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
-from dygsched.models.base import DGNN, DGNNLayer, State, stack_layers
+from dygsched.models.base import DGNNLayer, GCNStack, State
 from dygsched.models.incremental import gcn_conv_chain
 
 
@@ -62,17 +62,7 @@ class TGCNLayer(DGNNLayer):
         return h, (h,)
 
 
-class TGCN(DGNN):
+class TGCN(GCNStack):
     """``num_layers`` stacked T-GCN cells of width ``hidden_channels`` and a linear head."""
 
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        hidden_channels: int = 64,
-        num_layers: int = 2,
-        improved: bool = False,
-        add_self_loops: bool = True,
-    ) -> None:
-        make_layer = lambda width: TGCNLayer(width, hidden_channels, improved, add_self_loops)  # noqa: E731
-        super().__init__(stack_layers(make_layer, in_channels, out_channels, hidden_channels, num_layers), out_channels)
+    layer_type = TGCNLayer
