@@ -41,6 +41,8 @@ DEFAULT_TIME_LIMIT = 30.0
 DEFAULT_GAP = 0.01
 DEFAULT_POLISH = 0.5
 POLISH_EVALUATIONS = 10**12  # the polish is bounded by its deadline
+SOLVER_MARGIN_SHARE = 0.05  # of the time limit, kept for the solver's overshoot
+SOLVER_MARGIN_MAX_S = 0.5
 AUTO_FULL_HORIZON_VARIABLES = 20_000  # "auto" models the full horizon while x has at most this many entries
 
 
@@ -109,7 +111,9 @@ class RealL(Solver):
         else:
             raise ScheduleError(f"horizon must be a positive integer, 'auto' or 'full', got {horizon_opt!r}")
         model = IlpModel.build(problem, horizon, self.use_reuse)
-        remaining = limit - (time.perf_counter() - start)  # the limit covers warm start and model build too
+        # the limit covers warm start and model build too; the solver overshoots its own limit by a
+        # fraction of a second (workers finishing their step, reading the solution back): keep a margin
+        remaining = limit - (time.perf_counter() - start) - min(SOLVER_MARGIN_MAX_S, SOLVER_MARGIN_SHARE * limit)
         result = backend.solve(model, warm, max(remaining, 0.05), float(gap), seed, int(workers))
         iterations = result.iterations
         if iterations is None or (warm and predicted_epoch_time(reuse_problem, warm) < predicted_epoch_time(reuse_problem, iterations) - 1e-9):
