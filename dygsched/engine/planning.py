@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.errors import ConfigError
 from dygsched.sched import ScheduleProblem, solve
 from dygsched.sched.cost_model import CostModel, group_times_from_sizes
-from dygsched.sched.plan import Plan
+from dygsched.sched.plan import Plan, SolverStatus
 
 
 def make_plan(
@@ -40,7 +41,8 @@ def make_plan(
     pairs = None
     if sched_cfg.get("plan_reuse"):
         reusable = measured_reusable or {k: cost_model.reuse_ratio * t for k, t in enumerate(measured_times)}
-        pairs = reuse_pairs(train_groups, reusable)
+        # a saving is a share of work both groups do (REAL eq. 17), never more than either's time
+        pairs = [(i, j, min(v, measured_times[i], measured_times[j])) for i, j, v in reuse_pairs(train_groups, reusable)]
     problem = ScheduleProblem(
         group_times=tuple(measured_times),
         num_gpus=world_size,
@@ -73,6 +75,62 @@ def reuse_pairs(train_groups: Sequence[SnapshotGroup], reusable_seconds: Mapping
             if saving > 0:
                 pairs.append((i, j, float(saving)))
     return pairs
+
+
+def profiles_pairs(sched_cfg: Mapping[str, Any]) -> bool:
+    """Whether profiling also times merged neighbour pairs (type II reuse), to measure REAL eq. 17's table.
+
+    Opt-in (``sched.profile_pairs``), for a plan that uses the reuse table with an engine that
+    merges overlapping groups; it takes every other profiling epoch, so at least two are needed
+    (with four, every pair is timed once). A pair's saving is the difference of two measured
+    times, so it is only as good as the machine is quiet (see the README's measurements).
+    """
+    return (
+        bool(sched_cfg.get("profile_pairs"))
+        and bool(sched_cfg.get("plan_reuse"))
+        and bool(sched_cfg.get("reuse"))
+        and bool(sched_cfg.get("reuse_group", True))
+        and int(sched_cfg.get("capacity", 1)) >= 2
+        and int(sched_cfg.get("profile_epochs", 0) or 0) >= 2
+    )
+
+
+def pair_profiling_plan(num_groups: int, world_size: int, offset: int) -> Plan:
+    """A profiling epoch that trains neighbour groups ``(k, k + 1)``, ``k = offset, offset + 2, ...``
+    merged on one rank (the groups left over alone), ``world_size`` bins per iteration. Epochs with
+    offsets 0 and 1 time every neighbour pair once."""
+    bins: list[tuple[int, ...]] = [(0,)] if offset % 2 and num_groups else []
+    for k in range(offset % 2, num_groups, 2):
+        bins.append((k, k + 1) if k + 1 < num_groups else (k,))
+    iterations = tuple(
+        tuple(bins[i + r] if i + r < len(bins) else () for r in range(world_size)) for i in range(0, len(bins), world_size)
+    )
+    return Plan(iterations, world_size, 2, 0.0, 0.0, "profile_pairs", SolverStatus.HEURISTIC, 0.0)
+
+
+def reusable_from_pairs(
+    group_seconds: Mapping[int, float], pair_seconds: Mapping[tuple[int, int], float], train_groups: Sequence[SnapshotGroup]
+) -> dict[int, float]:
+    """Each group's reusable seconds for REAL eq. 17, from timed neighbour pairs.
+
+    A merged pair ``(i, j)`` saves ``t_i + t_j - t_pair``; eq. 17 says that is ``reusable_j * s / w``
+    (``s`` shared of ``w`` snapshots), so ``reusable_j = saving * w / s`` (at most ``t_j``). This
+    measures what merging really saves (the shared transfers and first-layer convolutions, their
+    backward, and the rest of the work running on data already in cache), where timing a group's
+    first layer alone sees only the forward convolutions. A group with no timed pair gets the
+    median measured share of its time. Empty when no pair was timed.
+    """
+    shares: dict[int, float] = {}
+    for (i, j), seconds in pair_seconds.items():
+        shared = train_groups[i].stop - train_groups[j].start
+        if shared <= 0 or i not in group_seconds or j not in group_seconds or group_seconds[j] <= 0:
+            continue
+        saving = max(0.0, group_seconds[i] + group_seconds[j] - seconds)
+        shares[j] = min(1.0, saving * train_groups[j].size / shared / group_seconds[j])
+    if not shares:
+        return {}
+    typical = statistics.median(shares.values())
+    return {k: shares.get(k, typical) * t for k, t in group_seconds.items()}
 
 
 def profiling_config(sched_cfg: Mapping[str, Any]) -> dict[str, Any]:

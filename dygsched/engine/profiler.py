@@ -74,11 +74,16 @@ class Profiler:
 
     samples: dict[int, list[dict[str, float]]] = field(default_factory=lambda: defaultdict(list))
     reusable: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    pairs: dict[tuple[int, int], list[float]] = field(default_factory=lambda: defaultdict(list))
 
     def record(self, group: int, timer: PhaseTimer, reusable: float | None = None) -> None:
         self.samples[group].append(dict(timer.seconds))
         if reusable is not None:
             self.reusable[group].append(float(reusable))
+
+    def record_pair(self, groups: tuple[int, int], timer: PhaseTimer) -> None:
+        """Two overlapping groups trained as one merged chain (type II reuse): their total seconds."""
+        self.pairs[groups].append(sum(timer.seconds.values()))
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,7 @@ class Profile:
     cost_model: CostModel
     r2: float
     reusable_seconds: dict[int, float] = field(default_factory=dict)  # median per group, reuse runs only
+    pair_seconds: dict[tuple[int, int], float] = field(default_factory=dict)  # median per merged neighbour pair
 
     def to_dict(self) -> dict:
         return {
@@ -99,6 +105,7 @@ class Profile:
             "group_seconds": {str(k): v for k, v in sorted(self.group_seconds.items())},
             "group_times": [self.group_seconds[k] for k in sorted(self.group_seconds)],  # `dygsched plan profile.json`
             "reusable_seconds": {str(k): v for k, v in sorted(self.reusable_seconds.items())},
+            "pair_seconds": {f"{i},{j}": v for (i, j), v in sorted(self.pair_seconds.items())},
         }
 
 
@@ -128,9 +135,17 @@ def fit_nonnegative(features: np.ndarray, target: np.ndarray) -> np.ndarray:
 
 
 def build_profile(
-    samples: dict[int, list[dict[str, float]]], sizes: dict[int, tuple[int, int]], reusable: dict[int, list[float]] | None = None
+    samples: dict[int, list[dict[str, float]]],
+    sizes: dict[int, tuple[int, int]],
+    reusable: dict[int, list[float]] | None = None,
+    pairs: Mapping[tuple[int, int], list[float]] | None = None,
 ) -> Profile:
-    """Median time per group, mean phase split, and the cost model fitted on (nodes, edges)."""
+    """Median time per group, mean phase split, and the cost model fitted on (nodes, edges).
+
+    A group's first sample is a warm-up (the first epoch allocates, fills caches, chooses diff
+    paths) and is dropped when the group has later ones.
+    """
+    samples = {g: runs[1:] if len(runs) > 1 else runs for g, runs in samples.items()}
     group_seconds = {g: statistics.median(sum(run.values()) for run in runs) for g, runs in samples.items()}
     phase_seconds = {p: statistics.mean(statistics.median(run[p] for run in runs) for runs in samples.values()) for p in PHASES}
     groups = sorted(group_seconds)
@@ -141,4 +156,5 @@ def build_profile(
     spread = float(np.sum((target - target.mean()) ** 2))
     r2 = 1.0 - residual / spread if spread > 0 else 1.0
     reusable_seconds = {g: statistics.median(runs) for g, runs in (reusable or {}).items() if runs}
-    return Profile(group_seconds, phase_seconds, CostModel(a1=float(a1), a2=float(a2), a3=float(a3)), r2, reusable_seconds)
+    pair_seconds = {key: statistics.median(runs) for key, runs in (pairs or {}).items() if runs}
+    return Profile(group_seconds, phase_seconds, CostModel(a1=float(a1), a2=float(a2), a3=float(a3)), r2, reusable_seconds, pair_seconds)

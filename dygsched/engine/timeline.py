@@ -1,7 +1,8 @@
 """REAL's three-phase timeline (section 3.3): train with PSG at once while profiling, then switch.
 
 For ``sched.profile_epochs = P > 0`` the first ``P`` epochs train with the PSG plan (its ranks
-rotated each epoch) and time every group; at the end of epoch ``P-1`` rank 0 merges the ranks' profiles, fits the cost model, solves
+rotated each epoch) and time every group (with measured type II reuse, every other one trains
+merged neighbour pairs and times them instead: ``planning.profiles_pairs``); at the end of epoch ``P-1`` rank 0 merges the ranks' profiles, fits the cost model, solves
 the configured plan on the measured group times and broadcasts it; epochs ``P`` onwards train with
 it. Nothing restarts: the model and optimizer carry on. The switch epoch, the solve time and the
 profile (``profile.json``, with ``cost_model.json`` for ``dygsched plan``/``simulate``) are recorded.
@@ -11,14 +12,14 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch.distributed as dist
 
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.engine.planning import lr_factor, make_plan, profiling_config
+from dygsched.engine.planning import lr_factor, make_plan, pair_profiling_plan, profiles_pairs, profiling_config, reusable_from_pairs
 from dygsched.engine.profiler import Profiler, build_profile, merge
 from dygsched.errors import ConfigError
 from dygsched.metrics.atomic import write_json
@@ -61,8 +62,13 @@ class Timeline:
     def plan_for(self, epoch: int, plan: Plan) -> Plan:
         """During profiling, rotate the PSG plan's ranks every epoch so each group is timed on
         several ranks: a rank that runs slower (a busier core, a hotter GPU) then does not pass
-        for slower groups."""
-        return plan.rotated(epoch) if epoch < self.profile_epochs else plan
+        for slower groups. When the plan will use measured type II reuse (``profiles_pairs``),
+        every other profiling epoch trains merged neighbour pairs instead, to time them."""
+        if epoch >= self.profile_epochs:
+            return plan
+        if profiles_pairs(self.sched_cfg) and epoch % 2 == 1:
+            return pair_profiling_plan(len(self.train_groups), self.world_size, (epoch // 2) % 2).rotated(epoch)
+        return plan.rotated(epoch)
 
     def profiler_for(self, epoch: int) -> Profiler | None:
         """One profiler for all profiling epochs, so each group's time is a median over them.
@@ -101,12 +107,17 @@ class Timeline:
         if profiler is None or epoch != self.profile_epochs - 1:
             return None
         gathered: list[Any] = [None] * self.world_size if self.is_main else []
-        measured = {"samples": dict(profiler.samples), "reusable": dict(profiler.reusable)}
+        measured = {"samples": dict(profiler.samples), "reusable": dict(profiler.reusable), "pairs": dict(profiler.pairs)}
         dist.gather_object(measured, gathered if self.is_main else None, dst=0)
         plan = None
         if self.is_main:
             sizes = {k: group.work(self.graph) for k, group in enumerate(self.train_groups)}
-            profile = build_profile(merge([g["samples"] for g in gathered]), sizes, merge([g["reusable"] for g in gathered]))
+            profile = build_profile(
+                merge([g["samples"] for g in gathered]), sizes, merge([g["reusable"] for g in gathered]), merge([g["pairs"] for g in gathered])
+            )
+            if profile.pair_seconds:  # what merging really saved, rather than the first layer's forward alone
+                measured_reusable = reusable_from_pairs(profile.group_seconds, profile.pair_seconds, self.train_groups)
+                profile = replace(profile, reusable_seconds=measured_reusable or profile.reusable_seconds)
             write_json(self.folder.path / "profile.json", profile.to_dict())
             write_json(self.folder.path / "cost_model.json", profile.to_dict()["cost_model"])
             times = [profile.group_seconds[k] for k in range(len(self.train_groups))]
