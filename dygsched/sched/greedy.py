@@ -43,7 +43,7 @@ from dygsched.errors import ScheduleError
 from dygsched.sched.base import Solver, SolverResult, check_options
 from dygsched.sched.bounds import min_iterations
 from dygsched.sched.local_search import LocalSearch, improve_pairs
-from dygsched.sched.plan import Iterations, SolverStatus, predicted_epoch_time
+from dygsched.sched.plan import Iterations, SolverStatus, iterations_from_bins, predicted_epoch_time
 from dygsched.sched.problem import ScheduleProblem
 from dygsched.sched.saving_lookup import SavingLookup
 
@@ -270,12 +270,7 @@ class _PairPlanner:
         order = np.lexsort((~used, -loads))[: int(used.sum())]
         a_l, b_l = a[order].tolist(), b[order].tolist()
         bins = [tuple(k for k in (x, y) if k < n) for x, y in zip(a_l, b_l)]
-        out = []
-        for start in range(0, len(bins), gpus):
-            chunk = bins[start : start + gpus]
-            chunk += [()] * (gpus - len(chunk))
-            out.append(tuple(chunk))
-        return tuple(out)
+        return iterations_from_bins(bins, gpus)
 
 
 def _iteration_counts(m0: int, m_hi: int, extra: int | None) -> list[int]:

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from dygsched.sched.plan import Iterations
+from dygsched.sched.plan import Iterations, iterations_from_bins
 from dygsched.sched.problem import ScheduleProblem
 
 
@@ -246,12 +246,7 @@ class PairBinSearch:
         used = (a < n) | (b < n)
         order = np.lexsort((~used, -loads))[: int(used.sum())]
         bins = [tuple(sorted(int(k) for k in (a[p], b[p]) if k < n)) for p in order]
-        out = []
-        for start in range(0, len(bins), gpus):
-            chunk = bins[start : start + gpus]
-            chunk += [()] * (gpus - len(chunk))
-            out.append(tuple(chunk))
-        return tuple(out)
+        return iterations_from_bins(bins, gpus)
 
 
 def _bins_from_plan(problem: ScheduleProblem, iterations: Iterations, num_bins: int):

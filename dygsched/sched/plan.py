@@ -21,6 +21,19 @@ class SolverStatus(str, Enum):
 Iterations = tuple[tuple[tuple[int, ...], ...], ...]
 
 
+def iterations_from_bins(bins: list[tuple[int, ...]], gpus: int) -> Iterations:
+    """Consecutive runs of ``gpus`` bins as iterations, the last padded with idle ranks (``()``).
+
+    Given bins sorted by load, this is the sorted cut: each iteration's slowest bin is as small as
+    the order allows."""
+    out = []
+    for start in range(0, len(bins), gpus):
+        chunk = list(bins[start : start + gpus])
+        chunk += [()] * (gpus - len(chunk))
+        out.append(tuple(chunk))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Plan:
     """``iterations[i][rank]`` is the tuple of group indices rank ``rank`` trains in iteration ``i``."""
