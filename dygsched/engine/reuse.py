@@ -131,9 +131,16 @@ class HostCache:
 
 
 def _pinned(value: Any) -> Any:
-    """A copy of a frozen dataclass of tensors in page-locked memory (asynchronous copies need it)."""
+    """A copy of a frozen dataclass of tensors in page-locked memory (asynchronous copies need it);
+    nested dataclasses (a diff map's kept full graph) are pinned too."""
     fields = {name: getattr(value, name) for name in value.__dataclass_fields__}
-    return type(value)(**{k: v.pin_memory() if isinstance(v, torch.Tensor) else v for k, v in fields.items()})
+
+    def pin(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return v.pin_memory()
+        return _pinned(v) if hasattr(v, "__dataclass_fields__") else v
+
+    return type(value)(**{k: pin(v) for k, v in fields.items()})
 
 
 class ReuseExecutor(GroupExecutor):

@@ -197,3 +197,16 @@ def test_reuse_switch_keeps_losses_on_twitter_tennis(tmp_path, shared_data):
     on = run_cli(tmp_path, "on", *common)
     off = run_cli(tmp_path, "off", *common, "sched.reuse=false")
     assert_same_training(on, off)
+
+
+def test_pinning_a_diff_map_pins_its_kept_full_graph_too(monkeypatch):
+    from dygsched.engine.reuse import _pinned
+
+    pinned = []
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: pinned.append(self) or self.clone())
+    diffs = build_diff_maps(graphs()["changing"]).diffs
+    whole = diffs[CHURN_SNAPSHOT]
+    copy = _pinned(whole)
+    assert copy.is_full and copy.full_graph.equal(whole.full_graph)
+    assert any(t is whole.full_graph.keys for t in pinned)  # the nested graph's tensors were pinned
+    assert copy.full_graph.keys is not whole.full_graph.keys
