@@ -27,7 +27,7 @@ from __future__ import annotations
 from dygsched.sched.bounds import min_iterations
 from dygsched.sched.ilp_backend import BackendResult, IlpBackend
 from dygsched.sched.ilp_model import IlpModel
-from dygsched.sched.plan import Iterations
+from dygsched.sched.plan import Iterations, iterations_from_bins
 
 _RESOLUTION = 1_000_000  # the largest group time maps to this many integer units
 MAX_REUSE_VARIABLES = 60_000
@@ -146,11 +146,5 @@ class CpSatBackend(IlpBackend):
 
 def _cut(problem, contents: list[list[int]]) -> Iterations:
     """Bins sorted by their true load (heaviest first), cut into iterations of ``G`` ranks."""
-    gpus = problem.num_gpus
     used = sorted((tuple(sorted(b)) for b in contents if b), key=lambda b: -problem.load(b))
-    iterations = []
-    for start in range(0, len(used), gpus):
-        chunk = list(used[start : start + gpus])
-        chunk += [()] * (gpus - len(chunk))
-        iterations.append(tuple(chunk))
-    return tuple(iterations)
+    return iterations_from_bins(used, problem.num_gpus)

@@ -10,18 +10,24 @@ from dygsched.sched import ScheduleProblem, lower_bound, predicted_epoch_time, s
 from dygsched.sched.bounds import _banded_matching, iteration_bound, max_reuse_saving, max_total_saving
 
 
+def draw_savings(draw, times: list[float]) -> list[tuple[int, int, float]]:
+    """A random reuse table: a saving is a share of work both groups do, at most the smaller group time."""
+    n = len(times)
+    return [
+        (k1, k2, draw(st.floats(0.0, 1.0)) * min(times[k1], times[k2]))
+        for k1 in range(n)
+        for k2 in range(k1 + 1, n)
+        if draw(st.booleans())
+    ]
+
+
 @st.composite
 def problems(draw):
     n = draw(st.integers(2, 9))
     g = draw(st.integers(1, 3))
     cap = draw(st.sampled_from([1, 2, 2, 3]))
     times = draw(st.lists(st.floats(0.0, 5.0, allow_nan=False), min_size=n, max_size=n))
-    pairs = []
-    for k1 in range(n):
-        for k2 in range(k1 + 1, n):
-            if draw(st.booleans()):
-                # a saving is a share of work both groups do: at most the smaller group time
-                pairs.append((k1, k2, draw(st.floats(0.0, 1.0)) * min(times[k1], times[k2])))
+    pairs = draw_savings(draw, times)
     alpha = draw(st.sampled_from([0.0, 0.1, 1.0]))
     return ScheduleProblem.from_pairs(times, g, pairs, capacity=cap, allreduce_cost=alpha)
 
@@ -95,11 +101,7 @@ def pair_problems(draw):
     g = draw(st.integers(1, 2))
     cap = draw(st.sampled_from([1, 2, 2]))
     times = draw(st.lists(st.floats(0.0, 5.0, allow_nan=False), min_size=n, max_size=n))
-    pairs = []
-    for k1 in range(n):
-        for k2 in range(k1 + 1, n):
-            if draw(st.booleans()):
-                pairs.append((k1, k2, draw(st.floats(0.0, 1.0)) * min(times[k1], times[k2])))
+    pairs = draw_savings(draw, times)
     alpha = draw(st.sampled_from([0.0, 0.1, 1.0]))
     return ScheduleProblem.from_pairs(times, g, pairs, capacity=cap, allreduce_cost=alpha)
 
