@@ -32,11 +32,11 @@ sketches are given so that a reader can check them.
   ``n - qLG`` smallest groups minus the saving ``S*``, and they cost at least that over ``G``.
   The best ``q`` is taken (``q = 0`` is the work bound, ``q = m`` the ranking bound).
 
-* Iteration bound (``iteration_bound``, expensive, not part of ``lower_bound``): a mixed-integer
+* Iteration bound (``iteration_bound.py``, expensive, not part of ``lower_bound``): a mixed-integer
   relaxation that keeps the iterations' maxima as an integer step function and the bins
-  fractional (see its docstring). It is solved by HiGHS within a time limit; its proven bound is
-  valid when the time runs out. On instances with few iterations per GPU it is often within a
-  fraction of a percent of the best plan where the bounds above are 2-8% below it.
+  fractional. It is solved by HiGHS within a time limit; its proven bound is valid when the time
+  runs out. On instances with few iterations per GPU it is often within a fraction of a percent
+  of the best plan where the bounds above are 2-8% below it.
 
 The bounds assume ``R[k1][k2] <= min(t_k1, t_k2)`` (a saving is a share of work both groups do,
 as in REAL eq. 17), so that no load is negative. The lower bound is the largest of these plus ``m0 * alpha``. It is computed once per problem and
@@ -189,122 +189,3 @@ def lower_bound(problem: ScheduleProblem) -> float:
     value += min_iterations(problem) * problem.allreduce_cost
     object.__setattr__(problem, "_bound_cache_total", value)
     return value
-
-
-class _quiet_stdout:
-    """Send file descriptor 1 to the null device for the duration (native solver banners)."""
-
-    def __enter__(self):
-        import os
-        import sys
-
-        sys.stdout.flush()
-        self.saved = os.dup(1)
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.close(null)
-        return self
-
-    def __exit__(self, *exc):
-        import os
-
-        os.dup2(self.saved, 1)
-        os.close(self.saved)
-        return False
-
-
-ITERATION_BOUND_MAX_GROUPS = 300  # the relaxation has a variable per pair of groups
-
-
-def iteration_bound(
-    problem: ScheduleProblem, time_limit: float = 10.0, resolution: float = 1e-3, focus=None, focus_width: float = 0.03
-) -> float:
-    """A tighter, expensive lower bound for ``L <= 2``: the iteration-cap relaxation, solved as a
-    mixed-integer program (OR-Tools, HiGHS) within ``time_limit`` seconds.
-
-    Let ``M_1 >= ... >= M_m`` be the iteration maxima of a plan and ``w(v) = #{i : M_i >= v}``
-    (integer, non-increasing in ``v``); the plan costs ``integral of w + m alpha``. Every bin
-    (one or two groups) with load ``>= v`` sits in an iteration with ``M_i >= v``, at most ``G``
-    bins each, so the number of bins with load ``>= v`` is at most ``G w(v)``. The relaxation
-    keeps the integer step function ``w`` and lets the bins be fractional: ``y_P >= 0`` for every
-    single group and every pair (load net of reuse), each group covered exactly once
-    (``sum_{P containing k} y_P = 1``), and ``sum_{load_P >= v} y_P <= G w(v)`` at every distinct
-    load ``v``. Loads are rounded *down* to multiples of ``resolution x`` the largest load (which
-    only lowers every plan's cost), so a plan's bins with ``y = 1`` and its rounded maxima are a
-    feasible point costing at most the plan: the program's optimum, and the solver's proven
-    bound on it (returned when the time runs out), are valid lower bounds. Unlike the work and
-    ranking bounds it sees that bins cannot all have equal loads: with few iterations the
-    iteration maxima must cover bins whose loads are spread (for example the neighbour pairs that
-    collect the reuse), which is where the other bounds are loose.
-
-    Returns ``lower_bound(problem)`` when the relaxation is not available (``L > 2``, more than
-    ``ITERATION_BOUND_MAX_GROUPS`` groups) or proves nothing better.
-    """
-    base = lower_bound(problem)
-    n, gpus, cap = problem.num_groups, problem.num_gpus, problem.capacity
-    if cap > 2 or n > ITERATION_BOUND_MAX_GROUPS or time_limit <= 0:
-        return base
-    from ortools.linear_solver import pywraplp
-
-    times = np.asarray(problem.group_times, dtype=float)
-    bins: list[tuple[int, ...]] = [(k,) for k in range(n)]
-    loads = list(times)
-    if cap == 2:
-        for k1 in range(n):
-            for k2 in range(k1 + 1, n):
-                bins.append((k1, k2))
-                loads.append(times[k1] + times[k2] - problem.saving(k1, k2))
-    unit = float(max(loads))
-    if unit <= 0:  # every group takes no time: the plan costs its all-reduces, which the base bound counts
-        return base
-    loads_arr = np.maximum(np.asarray(loads), 0.0) / unit  # in units of the largest load (solver tolerances)
-    alpha = problem.allreduce_cost / unit
-    step = resolution * float(loads_arr.max())
-    grid = np.arange(0.0, float(loads_arr.max()) + step, step)
-    if focus is not None:  # finer points within focus_width of the given loads (e.g. a plan's iteration maxima)
-        fine = step * 0.05
-        extra = [np.arange(max(0.0, c / unit * (1 - focus_width)), c / unit * (1 + focus_width), fine) for c in focus]
-        grid = np.unique(np.concatenate([grid, *extra]))
-    # every load is rounded down to the grid point at or below it
-    levels = np.searchsorted(grid, loads_arr * (1 + 1e-12), side="right") - 1
-    values = np.unique(levels)
-    index = np.searchsorted(values, levels)
-    K = len(values)
-    top = -(-n // gpus)  # more iterations never help: every group can already run alone
-    solver = pywraplp.Solver.CreateSolver("HIGHS")
-    if solver is None:
-        return base
-    solver.SuppressOutput()
-    y = [solver.NumVar(0.0, 1.0, "") for _ in bins]
-    w = [solver.IntVar(0.0, float(top), "") for _ in range(K)]
-    cover = [solver.Constraint(1.0, 1.0) for _ in range(n)]
-    for var, groups in zip(y, bins):
-        for k in groups:
-            cover[k].SetCoefficient(var, 1.0)
-    # Y_j = Y_{j+1} + (bins at level j) and Y_j <= G w_j, with Y_j the bins at level >= j
-    cum = [solver.NumVar(0.0, float(n), "") for _ in range(K)]
-    layer = [solver.Constraint(0.0, 0.0) for _ in range(K)]
-    for j in range(K):
-        layer[j].SetCoefficient(cum[j], 1.0)
-        if j + 1 < K:
-            layer[j].SetCoefficient(cum[j + 1], -1.0)
-            solver.Add(w[j] >= w[j + 1])
-        solver.Add(cum[j] <= gpus * w[j])
-    for var, j in zip(y, index.tolist()):
-        layer[j].SetCoefficient(var, -1.0)
-    solver.Add(w[0] >= min_iterations(problem))
-    objective = solver.Objective()
-    previous = 0.0
-    for j in range(K):
-        value = float(grid[values[j]])
-        objective.SetCoefficient(w[j], value - previous + (alpha if j == 0 else 0.0))
-        previous = value
-    objective.SetMinimization()
-    solver.SetTimeLimit(max(1, int(time_limit * 1000)))
-    with _quiet_stdout():  # HiGHS prints a banner on its first solve
-        status = solver.Solve()
-    if status not in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE):
-        return base
-    proven = objective.BestBound() if status == pywraplp.Solver.FEASIBLE else objective.Value()
-    proven = (proven - 1e-6 * max(1.0, abs(proven))) * unit  # less the solver's tolerances, back in seconds
-    return max(base, float(proven))

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dygsched.sched import ScheduleProblem, lower_bound, predicted_epoch_time, solve
-from dygsched.sched.bounds import _banded_matching, iteration_bound, max_reuse_saving, max_total_saving
+from dygsched.sched.bounds import _banded_matching, max_reuse_saving, max_total_saving
+from dygsched.sched.iteration_bound import iteration_bound
 
 
 def draw_savings(draw, times: list[float]) -> list[tuple[int, int, float]]:
@@ -128,7 +129,21 @@ def test_iteration_bound_sees_spread_loads():
     # a grid refined around a plan's iteration maxima keeps the bound valid
     plan = solve(problem, "greedy")
     focus = [max(problem.load(b) for b in it) for it in plan.iterations]
-    assert lower_bound(problem) < iteration_bound(problem, time_limit=10, resolution=1e-2, focus=focus) <= best + 1e-9
+    assert lower_bound(problem) < iteration_bound(problem, time_limit=10, levels=4, focus=focus) <= best + 1e-9
     # L > 2 is not modelled: the cheap bound comes back
     triple = ScheduleProblem((1.0, 2.0, 3.0), 1, 3)
     assert iteration_bound(triple) == lower_bound(triple)
+
+
+def test_iteration_bound_at_ten_groups_per_gpu():
+    # 40 groups on 4 GPUs, growing times and neighbour reuse (the benchmark's shape, small enough
+    # for a test): the relaxation with aggregated pairs and a refined grid lifts the bound above
+    # lower_bound and never above the best plan found.
+    times = [1.0 + 0.05 * k for k in range(40)]
+    pairs = [(k, k + d, (0.3, 0.2, 0.1)[d - 1] * times[k]) for k in range(40) for d in (1, 2, 3) if k + d < 40]
+    problem = ScheduleProblem.from_pairs(times, 4, pairs, allreduce_cost=0.05)
+    best = min(solve(problem, algo).predicted_epoch_time for algo in ("greedy", "dygnex_g", "psg"))
+    value = iteration_bound(problem, time_limit=20)
+    assert lower_bound(problem) * 1.01 < value <= best + 1e-9
+    # with no time to solve, the cheap bound comes back
+    assert iteration_bound(problem, time_limit=0) == lower_bound(problem)
