@@ -108,13 +108,21 @@ def pair_problems(draw):
     return ScheduleProblem.from_pairs(times, g, pairs, capacity=cap, allreduce_cost=alpha)
 
 
-@pytest.mark.slow  # brute force on small problems, about 30 s: `make test-slow`
+@pytest.mark.slow  # brute force on small problems, about 60 s: `make test-slow`
+@pytest.mark.parametrize("bound", [iteration_bound, configuration_bound])
 @settings(max_examples=30, deadline=None)
-@given(pair_problems())
-def test_iteration_bound_below_the_brute_force_optimum(problem):
+@given(problem=pair_problems())
+def test_expensive_bounds_below_the_brute_force_optimum(bound, problem):
     best = min(predicted_epoch_time(problem, plan) for plan in _all_plans(problem))
-    value = iteration_bound(problem, time_limit=5)
+    value = bound(problem, time_limit=5)
     assert lower_bound(problem) - 1e-12 <= value <= best + 1e-9
+
+
+def growth_with_reuse(n: int = 40, gpus: int = 4) -> ScheduleProblem:
+    """Growing times and neighbour reuse (the benchmark's shape, small enough for a test)."""
+    times = [1.0 + 0.05 * k for k in range(n)]
+    pairs = [(k, k + d, (0.3, 0.2, 0.1)[d - 1] * times[k]) for k in range(n) for d in (1, 2, 3) if k + d < n]
+    return ScheduleProblem.from_pairs(times, gpus, pairs, allreduce_cost=0.05)
 
 
 def test_iteration_bound_sees_spread_loads():
@@ -137,26 +145,14 @@ def test_iteration_bound_sees_spread_loads():
 
 
 def test_iteration_bound_at_ten_groups_per_gpu():
-    # 40 groups on 4 GPUs, growing times and neighbour reuse (the benchmark's shape, small enough
-    # for a test): the relaxation with aggregated pairs and a refined grid lifts the bound above
-    # lower_bound and never above the best plan found.
-    times = [1.0 + 0.05 * k for k in range(40)]
-    pairs = [(k, k + d, (0.3, 0.2, 0.1)[d - 1] * times[k]) for k in range(40) for d in (1, 2, 3) if k + d < 40]
-    problem = ScheduleProblem.from_pairs(times, 4, pairs, allreduce_cost=0.05)
+    # 40 groups on 4 GPUs: the relaxation with aggregated pairs and a refined grid lifts the bound
+    # above lower_bound and never above the best plan found.
+    problem = growth_with_reuse()
     best = min(solve(problem, algo).predicted_epoch_time for algo in ("greedy", "dygnex_g", "psg"))
     value = iteration_bound(problem, time_limit=20)
     assert lower_bound(problem) * 1.01 < value <= best + 1e-9
     # with no time to solve, the cheap bound comes back
     assert iteration_bound(problem, time_limit=0) == lower_bound(problem)
-
-
-@pytest.mark.slow  # brute force on small problems: `make test-slow`
-@settings(max_examples=30, deadline=None)
-@given(pair_problems())
-def test_configuration_bound_below_the_brute_force_optimum(problem):
-    best = min(predicted_epoch_time(problem, plan) for plan in _all_plans(problem))
-    value = configuration_bound(problem, time_limit=5)
-    assert lower_bound(problem) - 1e-12 <= value <= best + 1e-9
 
 
 def test_configuration_bound_prices_whole_iterations():
@@ -165,9 +161,7 @@ def test_configuration_bound_prices_whole_iterations():
     assert 5.19 < configuration_bound(problem, time_limit=10) <= 5.2 + 1e-9
     # 40 groups on 4 GPUs with growth and neighbour reuse: more than 3% above lower_bound (the
     # iteration bound gets about 5%; this one about 7% in 20-30 s), never above the best plan
-    times = [1.0 + 0.05 * k for k in range(40)]
-    pairs = [(k, k + d, (0.3, 0.2, 0.1)[d - 1] * times[k]) for k in range(40) for d in (1, 2, 3) if k + d < 40]
-    problem = ScheduleProblem.from_pairs(times, 4, pairs, allreduce_cost=0.05)
+    problem = growth_with_reuse()
     plans = [solve(problem, algo) for algo in ("greedy", "dygnex_g", "psg")]
     best = min(plan.predicted_epoch_time for plan in plans)
     value = configuration_bound(problem, time_limit=20, plans=plans[:1])
