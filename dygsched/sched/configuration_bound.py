@@ -53,7 +53,9 @@ CONVERGED = 1e-4  # stop when the estimated bound is this close to the master's 
 
 
 class _Bins:
-    """Every bin a plan can use: each group alone, and each pair of groups, with its load."""
+    """Every bin a plan can use: each group alone, and each pair of groups, with its load.
+
+    Times and loads are in units of the largest load (``unit`` seconds): solver tolerances behave."""
 
     def __init__(self, problem: ScheduleProblem) -> None:
         n = problem.num_groups
@@ -63,12 +65,13 @@ class _Bins:
         for index, (a, b) in enumerate(zip(first.tolist(), second.tolist())):
             saving[index] = problem.saving(a, b)
         self.num_groups, self.num_gpus = n, problem.num_gpus
-        self.times = times
         self.first = np.concatenate([np.arange(n), first])
         self.second = np.concatenate([np.full(n, -1), second])  # -1: the group runs alone
         pair_load = times[first] + times[second] - saving
-        self.load = np.concatenate([times, pair_load])
         self.sound = bool(np.all(pair_load >= np.maximum(times[first], times[second]) - 1e-12))
+        load = np.concatenate([times, pair_load])
+        self.unit = float(load.max()) if load.max() > 0 else 1.0
+        self.times, self.load = times / self.unit, load / self.unit
         self.levels = np.unique(self.load)  # every largest load a configuration can have
 
     def groups(self, bins: np.ndarray) -> np.ndarray:
@@ -216,8 +219,7 @@ def configuration_bound(problem: ScheduleProblem, time_limit: float = 60.0, *, p
     bins = _Bins(problem)
     if not bins.sound or bins.load.max() <= 0:
         return base
-    unit = float(bins.load.max())  # work in units of the largest load: solver tolerances behave
-    bins.load, bins.levels, bins.times = bins.load / unit, bins.levels / unit, bins.times / unit
+    unit = bins.unit
     alpha = problem.allreduce_cost / unit
     m0 = min_iterations(problem)
     master = _Master(problem.num_groups, m0)
