@@ -204,15 +204,17 @@ def _farley_bound(bins: _Bins, alpha: float, min_iters: int, pi: np.ndarray, sig
         evaluate((a + b) // 2)
 
 
-def configuration_bound(problem: ScheduleProblem, time_limit: float = 60.0, *, plans=()) -> float:
+def configuration_bound(problem: ScheduleProblem, time_limit: float = 60.0, *, plans=(), ceiling: float | None = None) -> float:
     """The configuration bound (module doc), at least ``lower_bound(problem)``; within ``time_limit`` s.
 
     ``plans``: plans whose iterations seed the columns (a good plan speeds it up a lot).
+    ``ceiling``: stop as soon as the bound reaches it (a target to certify, no need to go on).
     Returns ``lower_bound(problem)`` for ``L > 2``, more than ``MAX_GROUPS`` groups, or when it
     proves nothing better.
     """
     base = lower_bound(problem)
-    if problem.capacity > 2 or problem.num_groups > MAX_GROUPS or time_limit <= 0:
+    enough = np.inf if ceiling is None else ceiling
+    if problem.capacity > 2 or problem.num_groups > MAX_GROUPS or time_limit <= 0 or base >= enough:
         return base
     start = time.perf_counter()
     deadline = start + time_limit
@@ -248,7 +250,7 @@ def configuration_bound(problem: ScheduleProblem, time_limit: float = 60.0, *, p
             cost = float(bins.load[chosen].max()) + alpha
             if cost - pi[groups].sum() - sigma < -1e-9:
                 added += master.add(cost, groups)
-        if proven >= value * (1 - CONVERGED):
+        if proven >= value * (1 - CONVERGED) or proven * unit >= enough:
             break
         if not added:
             if smoothing < 1e-3:

@@ -116,6 +116,8 @@ def test_expensive_bounds_below_the_brute_force_optimum(bound, problem):
     best = min(predicted_epoch_time(problem, plan) for plan in _all_plans(problem))
     value = bound(problem, time_limit=5)
     assert lower_bound(problem) - 1e-12 <= value <= best + 1e-9
+    # asked to prove a ceiling above the optimum, a bound must fail and stay valid
+    assert bound(problem, time_limit=5, ceiling=best * 1.001 + 1e-6) <= best + 1e-9
 
 
 def growth_with_reuse(n: int = 40, gpus: int = 4) -> ScheduleProblem:
@@ -137,8 +139,7 @@ def test_iteration_bound_sees_spread_loads():
     assert 5.18 < value <= best + 1e-9  # short of 5.2 by the load rounding only
     # a grid refined around a plan's iteration maxima keeps the bound valid
     plan = solve(problem, "greedy")
-    focus = [max(problem.load(b) for b in it) for it in plan.iterations]
-    assert lower_bound(problem) < iteration_bound(problem, time_limit=10, levels=4, focus=focus) <= best + 1e-9
+    assert lower_bound(problem) < iteration_bound(problem, time_limit=10, levels=4, plans=[plan]) <= best + 1e-9
     # L > 2 is not modelled: the cheap bound comes back
     triple = ScheduleProblem((1.0, 2.0, 3.0), 1, 3)
     assert iteration_bound(triple) == lower_bound(triple)
@@ -153,6 +154,22 @@ def test_iteration_bound_at_ten_groups_per_gpu():
     assert lower_bound(problem) * 1.01 < value <= best + 1e-9
     # with no time to solve, the cheap bound comes back
     assert iteration_bound(problem, time_limit=0) == lower_bound(problem)
+
+
+@pytest.mark.parametrize("bound", [iteration_bound, configuration_bound])
+def test_expensive_bounds_stop_at_a_ceiling(bound):
+    # certifying a target: asked for 2% above lower_bound (both reach about 5-7% when let run),
+    # each proves it and stops (the iteration bound at the ceiling, the configuration bound at the
+    # step that passes it); a ceiling above the best plan cannot be proven and the bound stays
+    # valid; a ceiling the cheap bound already shows costs nothing
+    problem = growth_with_reuse()
+    plans = [solve(problem, algo) for algo in ("greedy", "dygnex_g", "psg")]
+    best = min(plan.predicted_epoch_time for plan in plans)
+    ceiling = lower_bound(problem) * 1.02
+    value = bound(problem, time_limit=20, plans=plans[:1], ceiling=ceiling)
+    assert ceiling * (1 - 2e-6) <= value <= (ceiling if bound is iteration_bound else best + 1e-9)
+    assert lower_bound(problem) <= bound(problem, time_limit=5, plans=plans[:1], ceiling=best * 1.01) <= best + 1e-9
+    assert bound(problem, time_limit=20, ceiling=lower_bound(problem) * 0.99) == lower_bound(problem)
 
 
 def test_configuration_bound_prices_whole_iterations():
