@@ -70,7 +70,7 @@ bench-reuse: $(STAMP) ## REAL reuse vs PSG on the Arxiv-sized graph: FLOPs and e
 bench-planner: $(STAMP) ## planner targets: greedy/ILP gaps to the lower bound and solve times
 	$(BIN)/python scripts/bench_planner.py --quick
 
-bench-planner-certify: $(STAMP) ## the same, gaps against the iteration and configuration bounds where lower_bound does not show the targets (about 30 min)
+bench-planner-certify: $(STAMP) ## the same, gaps against the iteration and configuration bounds where lower_bound does not show the targets (about 35 min)
 	$(BIN)/python scripts/bench_planner.py --quick --certify 300 --certify-configurations 240 --out results/bench_planner_certified.csv
 
 table-solve-time: $(STAMP) ## solve time by number of snapshots and ILP time by gap (DyGNeX tables 5 and 6)
