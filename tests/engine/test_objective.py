@@ -28,4 +28,4 @@ def test_a_group_whose_last_snapshot_has_no_nodes_contributes_zero():
     objective = GroupObjective(TGCN(4, 1, hidden_channels=8, num_layers=1), graph.task)
     loss = objective(group)
     loss.backward()
-    assert float(loss) == 0.0
+    assert loss.item() == 0.0
