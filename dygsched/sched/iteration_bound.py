@@ -228,7 +228,7 @@ def iteration_bound(
             break
         proven, steps = relaxation.solve(grid, left, ceiling)
         best = max(best, proven)
-        if steps is None:
+        if steps is None or (ceiling is not None and best >= ceiling * (1 - 2 * SAFETY)):
             break
         upper = np.searchsorted(grid, steps, side="right")
         nxt = np.where(upper < len(grid), grid[np.minimum(upper, len(grid) - 1)], steps)  # the top level: nothing above
