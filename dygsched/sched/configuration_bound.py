@@ -145,7 +145,9 @@ class _Master:
         return True
 
     def solve(self):
-        """(value, group duals, iteration-count dual) of the restricted program."""
+        """(value, group duals, iteration-count dual) of the restricted program; None if HiGHS gives none.
+
+        (Loads tiny against ``alpha``, e.g. 1e-28 s against 0.1 s, leave it no usable scale.)"""
         import scipy.sparse as sparse
         from scipy.optimize import linprog
 
@@ -155,6 +157,8 @@ class _Master:
         matrix = sparse.vstack([-cover, -sparse.csr_matrix(np.ones((1, len(self.members))))])
         rhs = np.append(-np.ones(self.num_groups), -float(self.min_iters))
         result = linprog(np.asarray(self.costs), A_ub=matrix, b_ub=rhs, bounds=(0, None), method="highs")
+        if result.status != 0 or result.ineqlin is None or result.ineqlin.marginals is None:
+            return None
         duals = np.maximum(0.0, -result.ineqlin.marginals)
         return float(result.fun), duals[: self.num_groups], float(duals[-1])
 
@@ -236,7 +240,10 @@ def configuration_bound(problem: ScheduleProblem, time_limit: float = 60.0, *, p
     center = (np.maximum(0.0, bins.times - best_saving / 2) / problem.num_gpus, alpha)  # about the work bound's duals
     proven, smoothing = 0.0, SMOOTHING
     while time.perf_counter() < deadline:
-        value, pi, sigma = master.solve()
+        solved = master.solve()
+        if solved is None:
+            break  # no duals to price with: what is proven so far stands
+        value, pi, sigma = solved
         mixed = (smoothing * center[0] + (1 - smoothing) * pi, smoothing * center[1] + (1 - smoothing) * sigma)
         bound, found = _farley_bound(bins, alpha, m0, *mixed, deadline)
         if bound > proven:

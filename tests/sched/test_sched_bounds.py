@@ -189,3 +189,6 @@ def test_configuration_bound_prices_whole_iterations():
     assert configuration_bound(triple) == lower_bound(triple)
     unsound = ScheduleProblem.from_pairs((1.0, 2.0, 3.0), 1, [(0, 1, 1.5)])
     assert configuration_bound(unsound) == lower_bound(unsound)
+    # loads far below alpha (a case the brute-force test found) leave the program no usable scale
+    tiny = ScheduleProblem((0.0, 3.2e-28), 1, 1, allreduce_cost=0.1)
+    assert configuration_bound(tiny, time_limit=5) == lower_bound(tiny)
