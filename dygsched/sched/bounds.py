@@ -54,6 +54,16 @@ from dygsched.sched.problem import ScheduleProblem
 
 DP_MAX_BANDWIDTH = 6  # exact matching by DP over 2^bandwidth states
 NX_MAX_EDGES = 4_000  # exact matching with networkx (pure Python blossom) up to this many pairs
+NEGLIGIBLE_LOAD = 1e-9  # group times below this share of alpha are not priced by the expensive bounds
+
+
+def loads_negligible(problem: ScheduleProblem) -> bool:
+    """No group takes time worth pricing against the all-reduce (or any time at all).
+
+    The expensive bounds then return ``lower_bound``, which is within ``2 NEGLIGIBLE_LOAD alpha``
+    per iteration of the optimum, since their solvers cannot scale loads of, say, 1e-300 s
+    against 0.1 s."""
+    return max(problem.group_times) <= NEGLIGIBLE_LOAD * problem.allreduce_cost
 
 
 def min_iterations(problem: ScheduleProblem) -> int:

@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from dygsched.sched.bounds import lower_bound, min_iterations
+from dygsched.sched.bounds import loads_negligible, lower_bound, min_iterations
 from dygsched.sched.problem import ScheduleProblem
 
 MAX_GROUPS = 400  # the pricing holds every pair of groups: n^2 / 2 bins
@@ -70,7 +70,7 @@ class _Bins:
         pair_load = times[first] + times[second] - saving
         self.sound = bool(np.all(pair_load >= np.maximum(times[first], times[second]) - 1e-12))
         load = np.concatenate([times, pair_load])
-        self.unit = float(load.max()) if load.max() > 0 else 1.0
+        self.unit = float(load.max())
         self.times, self.load = times / self.unit, load / self.unit
         self.levels = np.unique(self.load)  # every largest load a configuration can have
 
@@ -218,12 +218,12 @@ def configuration_bound(problem: ScheduleProblem, time_limit: float = 60.0, *, p
     """
     base = lower_bound(problem)
     enough = np.inf if ceiling is None else ceiling
-    if problem.capacity > 2 or problem.num_groups > MAX_GROUPS or time_limit <= 0 or base >= enough:
+    if problem.capacity > 2 or problem.num_groups > MAX_GROUPS or time_limit <= 0 or base >= enough or loads_negligible(problem):
         return base
     start = time.perf_counter()
     deadline = start + time_limit
     bins = _Bins(problem)
-    if not bins.sound or bins.load.max() <= 0:
+    if not bins.sound:
         return base
     unit = bins.unit
     alpha = problem.allreduce_cost / unit

@@ -49,7 +49,7 @@ import time
 
 import numpy as np
 
-from dygsched.sched.bounds import lower_bound, min_iterations
+from dygsched.sched.bounds import loads_negligible, lower_bound, min_iterations
 from dygsched.sched.problem import ScheduleProblem
 
 SOLVER_GAP = 1e-3  # HiGHS stops a round within this relative gap; its proven bound is what counts
@@ -78,9 +78,7 @@ class _Relaxation:
             np.array([max(0.0, times[a] + times[b] - v) for a, b, v in pairs]),
             np.array([class_time[c] + class_time[d] for c, d in class_pairs]),
         ])
-        self.unit = float(loads.max())
-        if self.unit <= 0:  # every group takes no time: nothing to relax (the caller checks)
-            return
+        self.unit = float(loads.max())  # > 0: the caller checks loads_negligible
         self.loads = loads / self.unit  # solver tolerances behave with loads in [0, 1]
         self.alpha = problem.allreduce_cost / self.unit
         self.num_bins = len(loads)
@@ -208,12 +206,10 @@ def iteration_bound(
     Returns ``lower_bound(problem)`` for ``L > 2`` (not modelled) or when it proves nothing better.
     """
     base = lower_bound(problem)
-    if problem.capacity > 2 or time_limit <= 0 or (ceiling is not None and base >= ceiling):
+    if problem.capacity > 2 or time_limit <= 0 or (ceiling is not None and base >= ceiling) or loads_negligible(problem):
         return base
     start = time.perf_counter()
     relaxation = _Relaxation(problem, classes)
-    if relaxation.unit <= 0:  # every group takes no time: the all-reduces are all, and base counts them
-        return base
     marks = [] if focus is None else list(focus)
     if plans:
         cheapest = min(plans, key=lambda plan: plan.predicted_epoch_time)

@@ -157,6 +157,14 @@ def test_iteration_bound_at_ten_groups_per_gpu():
 
 
 @pytest.mark.parametrize("bound", [iteration_bound, configuration_bound])
+@pytest.mark.parametrize("times", [(0.0, 3.2e-28), (0.0, 5e-324), (0.0, 0.0)])
+def test_expensive_bounds_leave_negligible_loads_to_lower_bound(bound, times):
+    # loads far below alpha (cases the brute-force test found) give the solvers no usable scale
+    problem = ScheduleProblem(times, 1, 1, allreduce_cost=0.1)
+    assert bound(problem, time_limit=5) == lower_bound(problem)
+
+
+@pytest.mark.parametrize("bound", [iteration_bound, configuration_bound])
 def test_expensive_bounds_stop_at_a_ceiling(bound):
     # certifying a target: asked for 2% above lower_bound (both reach about 5-7% when let run),
     # each proves it and stops (the iteration bound at the ceiling, the configuration bound at the
@@ -189,6 +197,3 @@ def test_configuration_bound_prices_whole_iterations():
     assert configuration_bound(triple) == lower_bound(triple)
     unsound = ScheduleProblem.from_pairs((1.0, 2.0, 3.0), 1, [(0, 1, 1.5)])
     assert configuration_bound(unsound) == lower_bound(unsound)
-    # loads far below alpha (a case the brute-force test found) leave the program no usable scale
-    tiny = ScheduleProblem((0.0, 3.2e-28), 1, 1, allreduce_cost=0.1)
-    assert configuration_bound(tiny, time_limit=5) == lower_bound(tiny)
