@@ -95,7 +95,7 @@ def main(argv: list[str]) -> int:
         width = len(str(problem.num_groups - 1))
         for i, iteration in enumerate(plan.iterations):
             cells = ["+".join(str(k).rjust(width) for k in groups) or "-" for groups in iteration]
-            slowest = max(problem.load(g) for g in iteration)
+            slowest = problem.slowest_load(iteration)
             print(f"iter {i:>3} | {' | '.join(cells)} | {slowest:.6g}")
     print(
         f"solver={plan.solver} status={plan.solver_status.value} groups={problem.num_groups} gpus={problem.num_gpus} "

@@ -233,9 +233,7 @@ def configuration_bound(problem: ScheduleProblem, time_limit: float = 60.0, *, p
         master.add(bins.times[k] + alpha, [k])
     for plan in plans:
         for iteration in plan.iterations:
-            used = [b for b in iteration if b]
-            if used:
-                master.add(max(problem.load(tuple(b)) for b in used) / unit + alpha, [k for b in used for k in b])
+            master.add(problem.slowest_load(iteration) / unit + alpha, [k for b in iteration for k in b])
     best_saving = np.array([max(problem.partners(k).values(), default=0.0) for k in range(problem.num_groups)]) / unit
     center = (np.maximum(0.0, bins.times - best_saving / 2) / problem.num_gpus, alpha)  # about the work bound's duals
     proven, smoothing = 0.0, SMOOTHING

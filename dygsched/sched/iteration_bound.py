@@ -95,7 +95,9 @@ class _Relaxation:
         first = n + len(pairs)
         for i, (c, d) in enumerate(class_pairs):
             if c == d:
-                rows.append(n + c), cols.append(first + i), vals.append(-2.0)
+                rows.append(n + c)
+                cols.append(first + i)
+                vals.append(-2.0)
             else:
                 rows += [n + c, n + d]
                 cols += [first + i, first + i]
@@ -125,9 +127,13 @@ class _Relaxation:
         lower, upper = list(self.row_bounds), list(self.row_bounds)
         # cum_j = cum_{j+1} + (bins at level j): the bins at level >= j
         for j in range(K):
-            rows.append(r + j), cols.append(first_cum + j), vals.append(1.0)
+            rows.append(r + j)
+            cols.append(first_cum + j)
+            vals.append(1.0)
             if j + 1 < K:
-                rows.append(r + j), cols.append(first_cum + j + 1), vals.append(-1.0)
+                rows.append(r + j)
+                cols.append(first_cum + j + 1)
+                vals.append(-1.0)
         rows += (r + index).tolist()
         cols += list(range(self.num_bins))
         vals += [-1.0] * self.num_bins
@@ -138,13 +144,15 @@ class _Relaxation:
             rows += [r, r]
             cols += [first_cum + j, first_w + j]
             vals += [1.0, -float(self.num_gpus)]
-            lower.append(-np.inf), upper.append(0.0)
+            lower.append(-np.inf)
+            upper.append(0.0)
             r += 1
         for j in range(K - 1):  # w non-increasing
             rows += [r, r]
             cols += [first_w + j, first_w + j + 1]
             vals += [1.0, -1.0]
-            lower.append(0.0), upper.append(np.inf)
+            lower.append(0.0)
+            upper.append(np.inf)
             r += 1
         num_vars = first_cum + K
         values = grid[present]
@@ -155,7 +163,8 @@ class _Relaxation:
             rows += [r] * K
             cols += list(range(first_w, first_w + K))
             vals += cost[first_w : first_w + K].tolist()
-            lower.append(-np.inf), upper.append(ceiling / self.unit)
+            lower.append(-np.inf)
+            upper.append(ceiling / self.unit)
             r += 1
         matrix = sparse.csr_matrix((vals, (rows, cols)), shape=(r, num_vars))
         var_lower = np.zeros(num_vars)
@@ -213,7 +222,7 @@ def iteration_bound(
     marks = [] if focus is None else list(focus)
     if plans:
         cheapest = min(plans, key=lambda plan: plan.predicted_epoch_time)
-        marks += [max(problem.load(b) for b in iteration) for iteration in cheapest.iterations]
+        marks += [problem.slowest_load(iteration) for iteration in cheapest.iterations]
     grid = np.linspace(0.0, 1.0, levels + 1)
     if marks:
         grid = np.unique(np.concatenate([grid, np.clip(np.asarray(marks, dtype=float) / relaxation.unit, 0.0, 1.0)]))

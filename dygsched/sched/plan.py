@@ -120,4 +120,4 @@ class Plan:
 
 def predicted_epoch_time(problem: ScheduleProblem, iterations: Iterations) -> float:
     """Sum over iterations of the slowest GPU's load (net of reuse) plus one all-reduce."""
-    return sum(max(problem.load(groups) for groups in iteration) + problem.allreduce_cost for iteration in iterations)
+    return sum(problem.slowest_load(iteration) + problem.allreduce_cost for iteration in iterations)

@@ -114,3 +114,7 @@ class ScheduleProblem:
             for b in range(a + 1, len(groups)):
                 total -= self.saving(groups[a], groups[b])
         return total
+
+    def slowest_load(self, iteration) -> float:
+        """The largest GPU load of one iteration (its time before the all-reduce)."""
+        return max(self.load(tuple(groups)) for groups in iteration)
