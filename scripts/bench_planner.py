@@ -34,9 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
+from dygsched.certify.configuration_bound import configuration_bound
+from dygsched.certify.iteration_bound import SAFETY, iteration_bound
 from dygsched.sched import ScheduleProblem, solve
-from dygsched.sched.configuration_bound import configuration_bound
-from dygsched.sched.iteration_bound import SAFETY, iteration_bound
 from dygsched.sched.cost_model import CostModel, group_times_from_sizes
 from dygsched.sched.simulate import generate_snapshots, reuse_pairs, simulation_problem, with_gpus
 

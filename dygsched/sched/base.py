@@ -1,10 +1,18 @@
-"""The solver interface: every planner is a ``Solver`` registered by name in ``solve.py``."""
+"""The solver interface: every planner is a ``Solver`` that registers itself by name.
+
+A solver is one file: a ``Solver`` subclass decorated with ``@register_solver``. The built-in
+ones live in ``dygsched.sched.solvers`` (every module there is imported when the registry is
+first read); another package's solver registers when its module is imported, which naming it
+as ``package.module:Class`` (or through the ``dygsched.solvers`` entry point group) does.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import TypeVar
 
+from dygsched.errors import ScheduleError
 from dygsched.sched.plan import Iterations, SolverStatus
 from dygsched.sched.problem import ScheduleProblem
 
@@ -34,6 +42,26 @@ class Solver(ABC):
         """Plan ``problem``; ``options`` are solver-specific (unknown ones raise ``ScheduleError``)."""
 
 
+S = TypeVar("S", bound=type[Solver])
+_REGISTRY: dict[str, type[Solver]] = {}
+
+
+def register_solver(cls: S) -> S:
+    """Class decorator: make ``cls`` available to ``solve`` under ``cls.name``."""
+    if not cls.name:
+        raise ScheduleError(f"solver class {cls.__qualname__} has no name")
+    known = _REGISTRY.get(cls.name)
+    if known is not None and f"{known.__module__}.{known.__qualname__}" != f"{cls.__module__}.{cls.__qualname__}":
+        raise ScheduleError(f"two solvers are named {cls.name!r}: {known.__module__}.{known.__qualname__} and {cls.__module__}.{cls.__qualname__}")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registered_solvers() -> dict[str, type[Solver]]:
+    """Every solver registered so far, by name."""
+    return dict(_REGISTRY)
+
+
 def empty_iteration(num_gpus: int) -> list[tuple[int, ...]]:
     return [() for _ in range(num_gpus)]
 
@@ -50,8 +78,6 @@ def pack(bins: list[list[int]], num_gpus: int) -> Iterations:
 
 
 def check_options(name: str, options: dict, allowed: tuple[str, ...]) -> None:
-    from dygsched.errors import ScheduleError
-
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         valid = ", ".join(allowed) if allowed else "none"

@@ -58,7 +58,7 @@ class LocalSearch:
                             options = [(None, content + [a], without_a)] if len(content) < cap else []
                             options += [(b, content[:b_pos] + content[b_pos + 1 :] + [a], without_a + [b])
                                         for b_pos, b in enumerate(content)]
-                            for b, new_d, new_c in options:
+                            for _b, new_d, new_c in options:
                                 evaluations += 1
                                 lc = p.load(tuple(new_c))
                                 if lc >= peak:

@@ -1,11 +1,18 @@
-"""A plan: for each iteration, for each GPU (rank), the groups it trains."""
+"""A plan: for each iteration, for each GPU (rank), the units of work it trains.
+
+A solver plans the problem's units by index (``0 .. n-1``); a strategy may relabel the cells with
+its own units (``Plan.relabel``): a snapshot group's index, a ``(group, partition)`` pair, an
+event batch. Units are any hashable values that JSON can hold (ints, strings, tuples of them).
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from dygsched.errors import ScheduleError
 from dygsched.sched.problem import ScheduleProblem
@@ -18,7 +25,16 @@ class SolverStatus(str, Enum):
     FALLBACK = "fallback"  # the REAL policy fell back to the greedy plan
 
 
-Iterations = tuple[tuple[tuple[int, ...], ...], ...]
+Iterations = tuple[tuple[tuple[Hashable, ...], ...], ...]
+
+
+def _unit_from_json(value: Any) -> Hashable:
+    """A unit read back from JSON: lists become tuples (a ``(group, partition)`` pair was a tuple)."""
+    if isinstance(value, list):
+        return tuple(_unit_from_json(v) for v in value)
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        return value
+    raise TypeError(f"a plan unit must be an integer, a string or a list of them, got {value!r}")
 
 
 def iterations_from_bins(bins: list[tuple[int, ...]], gpus: int) -> Iterations:
@@ -36,7 +52,7 @@ def iterations_from_bins(bins: list[tuple[int, ...]], gpus: int) -> Iterations:
 
 @dataclass(frozen=True)
 class Plan:
-    """``iterations[i][rank]`` is the tuple of group indices rank ``rank`` trains in iteration ``i``."""
+    """``iterations[i][rank]`` is the tuple of units rank ``rank`` trains in iteration ``i``."""
 
     iterations: Iterations
     num_gpus: int
@@ -46,6 +62,10 @@ class Plan:
     solver: str
     solver_status: SolverStatus
     solve_time_s: float
+
+    def __post_init__(self) -> None:
+        for name in ("predicted_epoch_time", "lower_bound", "solve_time_s"):  # plain floats, never numpy scalars
+            object.__setattr__(self, name, float(getattr(self, name)))
 
     @property
     def gap(self) -> float:
@@ -65,9 +85,18 @@ class Plan:
         iterations = tuple(tuple(iteration[(r - shift) % g] for r in range(g)) for iteration in self.iterations)
         return replace(self, iterations=iterations)
 
-    def groups_of(self, rank: int) -> list[tuple[int, ...]]:
-        """The groups ``rank`` trains, one tuple per iteration (empty when idle)."""
+    def groups_of(self, rank: int) -> list[tuple[Hashable, ...]]:
+        """The units ``rank`` trains, one tuple per iteration (empty when idle)."""
         return [iteration[rank] for iteration in self.iterations]
+
+    def units(self) -> list[Hashable]:
+        """Every unit the plan trains, in iteration then rank order."""
+        return [unit for iteration in self.iterations for cell in iteration for unit in cell]
+
+    def relabel(self, units: Sequence[Hashable]) -> Plan:
+        """The same plan with each index ``k`` replaced by ``units[k]``."""
+        iterations = tuple(tuple(tuple(units[k] for k in cell) for cell in iteration) for iteration in self.iterations)
+        return replace(self, iterations=iterations)
 
     def validate(self, problem: ScheduleProblem) -> None:
         """Raise unless every group appears exactly once and capacity holds."""
@@ -85,7 +114,7 @@ class Plan:
     def to_dict(self) -> dict:
         data = asdict(self)
         data["solver_status"] = self.solver_status.value
-        data["iterations"] = [[list(groups) for groups in iteration] for iteration in self.iterations]
+        data["iterations"] = [[[_unit_to_json(u) for u in groups] for groups in iteration] for iteration in self.iterations]
         data["gap"] = self.gap
         return data
 
@@ -93,7 +122,7 @@ class Plan:
     def from_dict(cls, data: dict) -> Plan:
         try:
             return cls(
-                iterations=tuple(tuple(tuple(int(k) for k in groups) for groups in it) for it in data["iterations"]),
+                iterations=tuple(tuple(tuple(_unit_from_json(k) for k in groups) for groups in it) for it in data["iterations"]),
                 num_gpus=int(data["num_gpus"]),
                 capacity=int(data["capacity"]),
                 predicted_epoch_time=float(data["predicted_epoch_time"]),
@@ -116,6 +145,10 @@ class Plan:
             return cls.from_dict(json.loads(Path(path).read_text()))
         except (OSError, json.JSONDecodeError) as exc:
             raise ScheduleError(f"cannot read plan {path}: {exc}") from None
+
+
+def _unit_to_json(unit: Hashable) -> Any:
+    return [_unit_to_json(u) for u in unit] if isinstance(unit, tuple) else unit
 
 
 def predicted_epoch_time(problem: ScheduleProblem, iterations: Iterations) -> float:

@@ -2,34 +2,54 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import time
+from collections.abc import Mapping
+from importlib.metadata import entry_points
 
 from dygsched.errors import ScheduleError
-from dygsched.sched.base import Solver
-from dygsched.sched.blad import BLAD
+from dygsched.sched import solvers as builtin_solvers
+from dygsched.sched.base import Solver, registered_solvers
 from dygsched.sched.bounds import lower_bound
-from dygsched.sched.dygnex_g import DyGNeXG
-from dygsched.sched.greedy import RealGPlus
-from dygsched.sched.dygnex_l import DyGNeXL
-from dygsched.sched.ilp import RealL
 from dygsched.sched.plan import Plan, predicted_epoch_time
-from dygsched.sched.policy import RealPolicy
 from dygsched.sched.problem import ScheduleProblem
-from dygsched.sched.psg import PSG
-from dygsched.sched.real_g_paper import RealGPaper
 
-_SOLVER_CLASSES: tuple[type[Solver], ...] = (PSG, BLAD, DyGNeXG, RealGPaper, RealGPlus, RealL, DyGNeXL, RealPolicy)
-SOLVERS: dict[str, type[Solver]] = {cls.name: cls for cls in _SOLVER_CLASSES}
+ENTRY_POINT_GROUP = "dygsched.solvers"
+
+
+def discover() -> dict[str, type[Solver]]:
+    """Import every built-in solver module and every ``dygsched.solvers`` entry point; the registry, by name."""
+    for module in sorted(pkgutil.iter_modules(builtin_solvers.__path__), key=lambda m: m.name):
+        importlib.import_module(f"{builtin_solvers.__name__}.{module.name}")
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        entry.load()
+    return registered_solvers()
+
+
+SOLVERS: Mapping[str, type[Solver]] = discover()
 
 
 def get_solver(algo: str | Solver) -> Solver:
-    """A solver from its name (or the solver itself); unknown names list the valid choices."""
+    """A solver from its name, from ``package.module:Class`` (imported, so it registers), or the solver itself.
+
+    Unknown names list the valid choices.
+    """
     if isinstance(algo, Solver):
         return algo
-    try:
-        return SOLVERS[algo]()
-    except (KeyError, TypeError):
-        raise ScheduleError(f"unknown solver {algo!r}; valid choices: {', '.join(SOLVERS)}") from None
+    if isinstance(algo, str) and ":" in algo:
+        module, _, attribute = algo.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise ScheduleError(f"cannot import solver {algo!r}: {exc}") from None
+        if not (isinstance(cls, type) and issubclass(cls, Solver)):
+            raise ScheduleError(f"{algo!r} is not a dygsched Solver")
+        return cls()
+    found = registered_solvers().get(algo) if isinstance(algo, str) else None
+    if found is None:
+        raise ScheduleError(f"unknown solver {algo!r}; valid choices: {', '.join(registered_solvers())}")
+    return found()
 
 
 def solve(

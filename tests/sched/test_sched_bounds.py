@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dygsched.certify.configuration_bound import configuration_bound
+from dygsched.certify.iteration_bound import iteration_bound
 from dygsched.sched import ScheduleProblem, lower_bound, predicted_epoch_time, solve
 from dygsched.sched.bounds import _banded_matching, max_reuse_saving, max_total_saving
-from dygsched.sched.configuration_bound import configuration_bound
-from dygsched.sched.iteration_bound import iteration_bound
 
 
 def draw_savings(draw, times: list[float]) -> list[tuple[int, int, float]]:
@@ -145,6 +145,7 @@ def test_iteration_bound_sees_spread_loads():
     assert iteration_bound(triple) == lower_bound(triple)
 
 
+@pytest.mark.slow  # certification, not runtime: 20 s of HiGHS (`make test-slow`); the ceiling test covers it fast
 def test_iteration_bound_at_ten_groups_per_gpu():
     # 40 groups on 4 GPUs: the relaxation with aggregated pairs and a refined grid lifts the bound
     # above lower_bound and never above the best plan found.
@@ -180,6 +181,7 @@ def test_expensive_bounds_stop_at_a_ceiling(bound):
     assert bound(problem, time_limit=20, ceiling=lower_bound(problem) * 0.99) == lower_bound(problem)
 
 
+@pytest.mark.slow  # certification, not runtime: 20 s of column generation (`make test-slow`)
 def test_configuration_bound_prices_whole_iterations():
     # the spread-loads example above: the linear program over whole iterations reaches the optimum
     problem = ScheduleProblem.from_pairs((1.0, 1.5, 2.0, 2.5, 3.0), 2, [(k, k + 1, 0.6) for k in range(4)], allreduce_cost=0.1)

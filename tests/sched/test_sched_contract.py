@@ -6,7 +6,7 @@ import pytest
 
 from dygsched.errors import ScheduleError
 from dygsched.sched import SOLVERS, ScheduleProblem, lower_bound, predicted_epoch_time, solve
-from dygsched.sched.ilp import BACKENDS
+from dygsched.sched.solvers.ilp import BACKENDS
 
 FAST_ILP = {"ilp", "dygnex_l", "real"}
 

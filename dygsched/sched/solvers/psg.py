@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dygsched.sched.base import Solver, SolverResult, check_options
+from dygsched.sched.base import Solver, SolverResult, check_options, register_solver
 from dygsched.sched.plan import Iterations, SolverStatus
 from dygsched.sched.problem import ScheduleProblem
 
@@ -16,6 +16,7 @@ def psg_iterations(problem: ScheduleProblem) -> Iterations:
     return tuple(iterations)
 
 
+@register_solver
 class PSG(Solver):
     """Partition by snapshot group: every GPU trains one group per iteration, in snapshot order."""
 

@@ -6,9 +6,11 @@ DyGNeX linearizes the max with big-M indicators (eqs. 17-20); the epigraph form 
 
 from __future__ import annotations
 
-from dygsched.sched.ilp import RealL
+from dygsched.sched.base import register_solver
+from dygsched.sched.solvers.ilp import RealL
 
 
+@register_solver
 class DyGNeXL(RealL):
     name = "dygnex_l"
     description = "DyGNeX-L: the reuse-agnostic ILP (DyGNeX appendix C)"

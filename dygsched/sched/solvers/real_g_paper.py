@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dygsched.sched.dygnex_g import DyGNeXG
+from dygsched.sched.base import register_solver
+from dygsched.sched.solvers.dygnex_g import DyGNeXG
 
 
+@register_solver
 class RealGPaper(DyGNeXG):
     """REAL Algorithm 1: candidate targets ``t[i] + t[n] - R[i][n]``, two-pointer pairs on ``t + t - R``."""
 

@@ -40,7 +40,7 @@ import heapq
 import numpy as np
 
 from dygsched.errors import ScheduleError
-from dygsched.sched.base import Solver, SolverResult, check_options
+from dygsched.sched.base import Solver, SolverResult, check_options, register_solver
 from dygsched.sched.bounds import min_iterations
 from dygsched.sched.local_search import LocalSearch, improve_pairs
 from dygsched.sched.plan import Iterations, SolverStatus, iterations_from_bins, predicted_epoch_time
@@ -318,7 +318,7 @@ def balanced_iterations(
     assert best is not None
     if n <= PORTFOLIO_MAX_GROUPS and cap >= 2:
         # small problems: the published target pairing is cheap, so start from it when it is better
-        from dygsched.sched.dygnex_g import target_pairing_iterations
+        from dygsched.sched.solvers.dygnex_g import target_pairing_iterations
 
         for use_reuse in {False, problem.has_reuse}:
             paper = target_pairing_iterations(problem, use_reuse=use_reuse)
@@ -345,6 +345,7 @@ class _NoSaving:
         return np.zeros(np.shape(a), dtype=float)
 
 
+@register_solver
 class RealGPlus(Solver):
     """The improved REAL-G: whole-epoch balanced pairing with reuse, rebalancing and sorted cutting."""
 

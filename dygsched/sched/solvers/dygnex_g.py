@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from dygsched.errors import ScheduleError
-from dygsched.sched.base import Solver, SolverResult, check_options
+from dygsched.sched.base import Solver, SolverResult, check_options, register_solver
 from dygsched.sched.plan import Iterations, SolverStatus
 from dygsched.sched.problem import ScheduleProblem
 
@@ -156,6 +156,7 @@ def target_pairing_iterations(
     return tuple(iterations)
 
 
+@register_solver
 class DyGNeXG(Solver):
     """DyGNeX-G, DyGNeX Algorithm 2 as published (reuse-agnostic)."""
 

@@ -25,9 +25,8 @@ from __future__ import annotations
 import time
 
 from dygsched.errors import ScheduleError
-from dygsched.sched.base import Solver, SolverResult, check_options
+from dygsched.sched.base import Solver, SolverResult, check_options, register_solver
 from dygsched.sched.bounds import lower_bound
-from dygsched.sched.greedy import balanced_iterations
 from dygsched.sched.ilp_backend import IlpBackend
 from dygsched.sched.ilp_cpsat import CpSatBackend
 from dygsched.sched.ilp_model import IlpModel
@@ -35,6 +34,7 @@ from dygsched.sched.ilp_pulp import CbcBackend, HighsBackend
 from dygsched.sched.local_search import improve_pairs
 from dygsched.sched.plan import SolverStatus, predicted_epoch_time
 from dygsched.sched.problem import ScheduleProblem
+from dygsched.sched.solvers.greedy import balanced_iterations
 
 BACKENDS: dict[str, type[IlpBackend]] = {cls.name: cls for cls in (CpSatBackend, CbcBackend, HighsBackend)}
 DEFAULT_TIME_LIMIT = 30.0
@@ -64,6 +64,7 @@ def available_backends() -> list[str]:
     return [name for name, cls in BACKENDS.items() if cls.available()]
 
 
+@register_solver
 class RealL(Solver):
     """REAL-L: epigraph ILP with McCormick-linearized reuse (REAL eqs. 11-14)."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dygsched.sched.base import Solver, SolverResult, check_options
+from dygsched.sched.base import Solver, SolverResult, check_options, register_solver
 from dygsched.sched.plan import Iterations, SolverStatus
 from dygsched.sched.problem import ScheduleProblem
 
@@ -23,6 +23,7 @@ def blad_iterations(num_groups: int, num_gpus: int, per_gpu: int = 2) -> Iterati
     )
 
 
+@register_solver
 class BLAD(Solver):
     """Two consecutive groups per GPU per iteration (a two-stage pipeline runs them), round-robin."""
 

@@ -9,13 +9,14 @@ is used and the status is FALLBACK.
 from __future__ import annotations
 
 from dygsched.errors import ScheduleError
-from dygsched.sched.base import Solver, SolverResult, check_options
-from dygsched.sched.greedy import balanced_iterations
-from dygsched.sched.ilp import RealL
+from dygsched.sched.base import Solver, SolverResult, check_options, register_solver
 from dygsched.sched.plan import SolverStatus, predicted_epoch_time
 from dygsched.sched.problem import ScheduleProblem
+from dygsched.sched.solvers.greedy import balanced_iterations
+from dygsched.sched.solvers.ilp import RealL
 
 
+@register_solver
 class RealPolicy(Solver):
     name = "real"
     description = "REAL policy: ILP within 2x the estimated epoch time, else fall back to greedy"
