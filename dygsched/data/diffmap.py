@@ -396,3 +396,46 @@ def memory_report(graph: TemporalGraph, diffs: GraphDiffs) -> dict[str, float]:
         "diff_feature_bytes": _nbytes(graph.snapshots[0].x) + sum(d.feature_nbytes() for d in maps),
         "build_seconds": diffs.build_seconds,
     }
+
+def out_edge_positions(keys: torch.Tensor, nodes: torch.Tensor, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positions in the sorted ``keys`` of every edge whose source is in ``nodes``, and the index
+    into ``nodes`` of each one's source (edges of one source are contiguous: keys are
+    ``src * N + dst``)."""
+    starts = torch.searchsorted(keys, nodes * num_nodes)
+    ends = torch.searchsorted(keys, (nodes + 1) * num_nodes)
+    counts = ends - starts
+    owner = torch.repeat_interleave(torch.arange(nodes.numel(), device=keys.device), counts)
+    offsets = torch.arange(owner.numel(), device=keys.device) - torch.repeat_interleave(torch.cumsum(counts, 0) - counts, counts)
+    return starts[owner] + offsets, owner
+
+
+def diff_workload(first: EdgeSet, diff: DiffMap, kind: str = "gcn") -> tuple[int, int]:
+    """``(rows, messages)`` of one incremental step, estimated on the chain's first graph.
+
+    ``kind="gcn"`` (also for ``gcn_aggregate``): the added and removed edges, the out-edges of
+    every touched node (its degree, hence its normalisation, changes) and of every changed
+    feature row, and one self-loop term each. ``kind="gat"``: the added and removed edges, and
+    twice the out-edges of the changed feature rows.
+    """
+    n = first.num_nodes
+    changed = diff.changed_nodes.to(first.device)
+    if kind in ("gcn", "gcn_aggregate"):
+        sources = torch.unique(torch.cat([diff.touched_nodes.to(first.device), changed]))
+        repeat = 1
+    elif kind == "gat":
+        sources, repeat = changed, 2
+    else:
+        raise ValueError(f"unknown conv kind {kind!r} (choose from gcn, gcn_aggregate, gat)")
+    pos, _ = out_edge_positions(first.keys, sources, n)
+    targets = torch.cat(
+        [
+            torch.remainder(first.keys[pos], n),
+            torch.remainder(diff.added_keys.to(first.device), n),
+            torch.remainder(diff.removed_keys.to(first.device), n),
+            sources,
+        ]
+    )
+    hit = torch.zeros(n, dtype=torch.bool, device=first.device)
+    hit[targets] = True
+    messages = repeat * pos.numel() + diff.num_changed_edges + (sources.numel() if repeat == 1 else 0)
+    return int(hit.sum()), int(messages)

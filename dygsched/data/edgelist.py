@@ -5,6 +5,8 @@ time units. Repeated interactions inside one snapshot become one edge whose weig
 count. As in FlareDTDG section 4.1, a node's features at snapshot ``t`` are its in- and
 out-degree there (as ``log(1 + d)``) and its target is ``log(1 + degree)`` in snapshot ``t + 1``,
 so the last cut only provides targets. A node exists in a snapshot when it has an edge there.
+With ``kind="events"`` the rows become an ``EventStream`` instead (one event per row, in time
+order, ties in row order), for continuous-time models; validation is the same.
 Node ids are compacted to ``0..n-1`` in sorted order unless ``num_nodes`` is given, in which case
 they must already lie in ``[0, num_nodes)``.
 
@@ -28,8 +30,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dygsched.data.events import EventStream, events_from_arrays
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.errors import DataError
+
+KINDS = ("snapshots", "events")
 
 MAX_SNAPSHOTS = 100_000
 MAX_NODE_ID = 2**53  # ids read as floats are exact below this
@@ -55,6 +60,7 @@ class EdgeListSource:
     num_nodes: int | None = None
     directed: bool = True
     name: str = "edgelist"
+    kind: str = "snapshots"  # snapshots: a TemporalGraph; events: an EventStream
 
     def _read(self) -> pd.DataFrame:
         path = Path(self.path).expanduser()
@@ -115,8 +121,12 @@ class EdgeListSource:
         span = max(stop - start, 1e-12)
         return np.minimum(((times - start) / span * self.num_snapshots).astype(np.int64), self.num_snapshots - 1)
 
-    def load(self) -> TemporalGraph:
+    def load(self) -> TemporalGraph | EventStream:
+        if self.kind not in KINDS:
+            raise DataError(f"dataset '{self.name}': unknown kind '{self.kind}' (choose from {', '.join(KINDS)})")
         frame = self._read()
+        if self.kind == "events":
+            return self._events(frame)
         src = frame[self.src_col].to_numpy().astype(np.int64)
         dst = frame[self.dst_col].to_numpy().astype(np.int64)
         if self.num_nodes is None:
@@ -168,3 +178,15 @@ class EdgeListSource:
                 )
             )
         return TemporalGraph(self.name, tuple(snapshots), Task.REGRESSION)
+
+    def _events(self, frame: pd.DataFrame) -> EventStream:
+        """One event per row; ``directed=False`` keeps one event per row too (the models treat
+        an interaction as touching both ends)."""
+        src = frame[self.src_col].to_numpy().astype(np.int64)
+        dst = frame[self.dst_col].to_numpy().astype(np.int64)
+        if self.num_nodes is not None:
+            top = int(max(src.max(), dst.max()))
+            if top >= int(self.num_nodes):
+                raise DataError(f"dataset '{self.name}': node id {top} is out of range for num_nodes={self.num_nodes}")
+        weight = frame[self.weight_col].to_numpy(dtype=np.float32) if self.weight_col else None
+        return events_from_arrays(self.name, src, dst, frame[self.time_col].to_numpy(float), weight, self.num_nodes)

@@ -1,12 +1,15 @@
-"""Build a data source from its config (a ``_target_`` class with a ``load()``) and load the graph."""
+"""Build a data source from its config (a ``_target_`` class with a ``load()``) and load its data."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from dygsched.data.events import EventStream
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.errors import ConfigError, DygschedError
+
+DynamicData = TemporalGraph | EventStream  # what a source's load() returns
 
 
 def instantiate_component(cfg: Mapping[str, Any], what: str, **kwargs: Any) -> Any:
@@ -24,9 +27,18 @@ def instantiate_component(cfg: Mapping[str, Any], what: str, **kwargs: Any) -> A
         raise ConfigError(f"cannot build {what} '{cfg.get('_target_')}': {message}") from None
 
 
-def load_graph(dataset_cfg: Mapping[str, Any]) -> TemporalGraph:
+def load_data(dataset_cfg: Mapping[str, Any]) -> DynamicData:
+    """The configured source's data: snapshots (``TemporalGraph``) or events (``EventStream``)."""
     source = instantiate_component(dataset_cfg, "dataset")
-    graph = source.load()
-    if not isinstance(graph, TemporalGraph):
-        raise ConfigError(f"dataset source {type(source).__name__} did not return a TemporalGraph")
-    return graph
+    data = source.load()
+    if not isinstance(data, (TemporalGraph, EventStream)):
+        raise ConfigError(f"dataset source {type(source).__name__} returned neither a TemporalGraph nor an EventStream")
+    return data
+
+
+def load_graph(dataset_cfg: Mapping[str, Any]) -> TemporalGraph:
+    """The configured source's snapshots; an event stream is refused with one line."""
+    data = load_data(dataset_cfg)
+    if not isinstance(data, TemporalGraph):
+        raise ConfigError(f"dataset '{dataset_cfg.get('name')}' gives an event stream here, not snapshots (set dataset.kind=snapshots)")
+    return data

@@ -131,3 +131,7 @@ class TemporalGraph:
     def out_channels(self) -> int:
         """Width of the model's output head: 1 for regression, the class count otherwise."""
         return self.num_classes if self.task is Task.CLASSIFICATION else 1
+
+    def model_dims(self) -> dict[str, int]:
+        """What a snapshot model is built with from this data: input and output widths."""
+        return {"in_channels": self.num_features, "out_channels": self.out_channels}

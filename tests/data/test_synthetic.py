@@ -1,6 +1,5 @@
-import torch
-
 import pytest
+import torch
 
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.data.temporal_graph import Task

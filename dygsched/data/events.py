@@ -1,0 +1,111 @@
+"""The continuous-time value a data source can produce: a stream of timestamped events.
+
+Beside ``TemporalGraph`` (snapshots), an ``EventStream`` keeps every interaction ``(src, dst, t)``
+as one event, in time order, for memory-based continuous-time models. Node ids are compacted to
+``0 .. num_nodes-1`` (``node_ids`` maps them back); events with equal timestamps keep the order of
+their rows in the source (ties broken by event index), so a batch of consecutive events is well
+defined. Splits are chronological: train, then validation, then test, by event count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from dygsched.errors import ConfigError, DataError
+
+
+@dataclass(frozen=True)
+class EventSplit:
+    """Half-open event index ranges ``(start, stop)`` of the three chronological parts."""
+
+    train: tuple[int, int]
+    val: tuple[int, int]
+    test: tuple[int, int]
+
+    def phase(self, name: str) -> tuple[int, int]:
+        return {"train": self.train, "val": self.val, "test": self.test}[name]
+
+
+@dataclass(frozen=True)
+class EventStream:
+    """Events ``k = 0 .. E-1``: ``src[k] -> dst[k]`` at time ``t[k]`` (non-decreasing), with an
+    optional ``weight[k]``; ``node_ids[v]`` is the source's id of compacted node ``v``."""
+
+    name: str
+    src: torch.Tensor
+    dst: torch.Tensor
+    t: torch.Tensor
+    num_nodes: int
+    weight: torch.Tensor | None = None
+    node_ids: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        def fail(problem: str) -> None:
+            raise DataError(f"dataset '{self.name}': {problem}")
+
+        if self.src.dim() != 1 or self.src.numel() == 0:
+            fail("an event stream needs at least one event")
+        count = self.src.numel()
+        if self.dst.shape != (count,) or self.t.shape != (count,):
+            fail(f"src, dst and t must have one entry per event ({count})")
+        if self.src.dtype != torch.int64 or self.dst.dtype != torch.int64:
+            fail("event node ids must be int64")
+        if not self.t.is_floating_point() or not bool(torch.isfinite(self.t).all()):
+            fail("event timestamps must be finite numbers")
+        if count > 1 and bool((self.t[1:] < self.t[:-1]).any()):
+            fail("events must be in time order")
+        low = int(torch.minimum(self.src.min(), self.dst.min()))
+        high = int(torch.maximum(self.src.max(), self.dst.max()))
+        if low < 0 or high >= self.num_nodes:
+            fail(f"event node ids must lie in [0, {self.num_nodes}), got [{low}, {high}]")
+        if self.weight is not None and (self.weight.shape != (count,) or not bool(torch.isfinite(self.weight).all())):
+            fail("event weights must be one finite number per event")
+        if self.node_ids is not None and self.node_ids.shape != (self.num_nodes,):
+            fail(f"node_ids must map each of the {self.num_nodes} nodes to its source id")
+
+    @property
+    def num_events(self) -> int:
+        return int(self.src.numel())
+
+    def model_dims(self) -> dict[str, int]:
+        """What a continuous-time model is built with from this data: the node count and the
+        width of each event's features (its weight, when the source has one)."""
+        return {"num_nodes": self.num_nodes, "edge_dim": 0 if self.weight is None else 1}
+
+    def split(self, train: float, val: float) -> EventSplit:
+        """Chronological train / validation / test by event count (test gets the rest)."""
+        if not (0 < train < 1 and 0 < val < 1 and train + val < 1):
+            raise ConfigError(f"split fractions must be positive and sum below 1, got train={train} val={val}")
+        n = self.num_events
+        a, b = int(round(n * train)), int(round(n * (train + val)))
+        if a < 1 or b <= a or b >= n:
+            raise ConfigError(f"{n} events are too few for a train/validation/test split ({train}/{val}/rest)")
+        return EventSplit((0, a), (a, b), (b, n))
+
+    def batches(self, start: int, stop: int, size: int) -> list[tuple[int, int]]:
+        """Consecutive ``(start, stop)`` ranges of at most ``size`` events covering ``[start, stop)``."""
+        if size < 1:
+            raise ConfigError(f"the event batch size must be at least 1, got {size}")
+        return [(b, min(b + size, stop)) for b in range(start, stop, size)]
+
+
+def events_from_arrays(name: str, src, dst, times, weight=None, num_nodes: int | None = None) -> EventStream:
+    """An ``EventStream`` from raw id and time arrays (numpy or tensors) in any order.
+
+    Without ``num_nodes`` ids are compacted in sorted order of the source ids; with it they are
+    kept (and must lie below it). Events are sorted by time with ties kept in row order (a stable
+    sort).
+    """
+    src_t, dst_t = torch.as_tensor(src, dtype=torch.int64), torch.as_tensor(dst, dtype=torch.int64)
+    times_t = torch.as_tensor(times, dtype=torch.float64)
+    count = src_t.numel()
+    if num_nodes is None:
+        ids, inverse = torch.unique(torch.cat([src_t, dst_t]), return_inverse=True)
+        src_t, dst_t, num_nodes = inverse[:count], inverse[count:], int(ids.numel())
+    else:
+        ids = torch.arange(int(num_nodes))
+    order = torch.sort(times_t, stable=True).indices
+    weight_t = None if weight is None else torch.as_tensor(weight, dtype=torch.float32)[order]
+    return EventStream(name, src_t[order], dst_t[order], times_t[order], int(num_nodes), weight_t, ids)
