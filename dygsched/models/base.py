@@ -82,6 +82,59 @@ class DGNNLayer(nn.Module, ABC):
         """Temporal update: ``(output [N, out_channels], new state)``."""
 
 
+class LayerHooks:
+    """What an executor may do between a ``DGNN``'s layers; the defaults run each layer as it is.
+
+    ``DGNN.unroll`` is the one layer loop every executor, the profiler and BLAD's pipeline run:
+    for each snapshot ``t`` of a sequence and each layer ``depth``, it calls ``spatial`` on the
+    layer's input ``x`` and then ``temporal`` on the result. A hook may supply a precomputed
+    first-layer convolution (REAL's chains) or spatial output (BLAD's stage 1), fetch halo rows
+    before the aggregation (node-partitioned ranks), or time the two parts (profiling); it must
+    return what the layer itself would.
+    """
+
+    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State) -> Any:
+        return layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state)
+
+    def temporal(self, depth: int, t: int, layer: DGNNLayer, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
+        return layer.temporal(spatial_out, state)
+
+
+PLAIN = LayerHooks()
+
+
+class GivenFirstConv(LayerHooks):
+    """Layer 0 with its reusable convolution given per snapshot (``conv_outs[t]``, from
+    ``DGNNLayer.conv_chain``); everything else, layer 0's remaining spatial work included, runs."""
+
+    def __init__(self, conv_outs: Sequence[Any], inner: LayerHooks = PLAIN) -> None:
+        self.conv_outs, self.inner = conv_outs, inner
+
+    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State) -> Any:
+        if depth == 0:
+            return layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state, conv_out=self.conv_outs[t])
+        return self.inner.spatial(depth, t, layer, x, snapshot, state)
+
+    def temporal(self, depth: int, t: int, layer: DGNNLayer, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
+        return self.inner.temporal(depth, t, layer, spatial_out, state)
+
+
+class GivenFirstSpatial(LayerHooks):
+    """Layer 0's whole spatial output given per snapshot (``spatial_outs[t]``): BLAD's stage 1
+    computed it ahead, possibly in another thread."""
+
+    def __init__(self, spatial_outs: Sequence[Any], inner: LayerHooks = PLAIN) -> None:
+        self.spatial_outs, self.inner = spatial_outs, inner
+
+    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State) -> Any:
+        if depth == 0:
+            return self.spatial_outs[t]
+        return self.inner.spatial(depth, t, layer, x, snapshot, state)
+
+    def temporal(self, depth: int, t: int, layer: DGNNLayer, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
+        return self.inner.temporal(depth, t, layer, spatial_out, state)
+
+
 class DGNN(nn.Module):
     """A stack of ``DGNNLayer`` and a linear head on the last layer's output at the last snapshot."""
 
@@ -95,40 +148,50 @@ class DGNN(nn.Module):
     def initial_states(self, num_nodes: int, device: torch.device, dtype: torch.dtype = torch.float32) -> list[State]:
         return [layer.initial_state(num_nodes, device, dtype) for layer in self.layers]
 
-    def step(self, snapshot: Snapshot, states: list[State], conv_out: Any = None) -> tuple[torch.Tensor, list[State]]:
-        """Run one snapshot through every layer; return the top layer's output and the new states.
+    def unroll(
+        self, snapshots: Sequence[Snapshot], states: list[State] | None = None, hooks: LayerHooks = PLAIN
+    ) -> tuple[torch.Tensor, list[State]]:
+        """Run ``snapshots`` in order through every layer: the top layer's output at the last one, and
+        the states after it. ``states``: where to start (default ``initial_states``, i.e. a group's
+        start; ESDG passes the states another rank sent)."""
+        if not snapshots:
+            raise ValueError("unroll needs at least one snapshot")
+        if states is None:
+            first = snapshots[0]
+            states = self.initial_states(first.num_nodes, first.x.device, first.x.dtype)
+        h = snapshots[0].x
+        for t, snapshot in enumerate(snapshots):
+            x = snapshot.x
+            new_states = []
+            for depth, (layer, state) in enumerate(zip(self.layers, states, strict=True)):
+                spatial_out = hooks.spatial(depth, t, layer, x, snapshot, state)
+                x, state = hooks.temporal(depth, t, layer, spatial_out, state)
+                new_states.append(state)
+            h, states = x, new_states
+        return h, states
 
-        ``conv_out``: the first layer's precomputed reusable convolution for this snapshot.
-        """
-        x = snapshot.x
-        new_states = []
-        for depth, (layer, state) in enumerate(zip(self.layers, states, strict=True)):
-            if depth == 0 and conv_out is not None:
-                spatial_out = layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state, conv_out=conv_out)
-            else:
-                spatial_out = layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state)
-            x, state = layer.temporal(spatial_out, state)
-            new_states.append(state)
-        return x, new_states
+    def step(self, snapshot: Snapshot, states: list[State]) -> tuple[torch.Tensor, list[State]]:
+        """One snapshot through every layer (``unroll`` of one): the top layer's output and the new states."""
+        return self.unroll((snapshot,), states)
 
     def readout(self, h: torch.Tensor) -> torch.Tensor:
         """Predictions from the top layer's output: ``[N]`` for regression, ``[N, C]`` logits otherwise."""
         out = self.head(h)
         return out.squeeze(-1) if out.shape[-1] == 1 else out
 
-    def forward(self, snapshots: Sequence[Snapshot], first_conv_outs: Sequence[Any] | None = None) -> torch.Tensor:
+    def forward(
+        self, snapshots: Sequence[Snapshot], first_conv_outs: Sequence[Any] | None = None, hooks: LayerHooks = PLAIN
+    ) -> torch.Tensor:
         """Predict the targets of the last snapshot of a group from all of its snapshots.
 
         ``first_conv_outs``: one precomputed reusable convolution output of the first layer per
-        snapshot (``self.layers[0].conv_chain(...)``); without it every snapshot is computed in full.
+        snapshot (``self.layers[0].conv_chain(...)``), shorthand for ``hooks=GivenFirstConv(...)``.
         """
-        if first_conv_outs is not None and len(first_conv_outs) != len(snapshots):
-            raise ValueError(f"{len(first_conv_outs)} first-layer conv outputs for {len(snapshots)} snapshots")
-        first = snapshots[0]
-        states = self.initial_states(first.num_nodes, first.x.device, first.x.dtype)
-        h = first.x
-        for t, snapshot in enumerate(snapshots):
-            h, states = self.step(snapshot, states, None if first_conv_outs is None else first_conv_outs[t])
+        if first_conv_outs is not None:
+            if len(first_conv_outs) != len(snapshots):
+                raise ValueError(f"{len(first_conv_outs)} first-layer conv outputs for {len(snapshots)} snapshots")
+            hooks = GivenFirstConv(first_conv_outs, hooks)
+        h, _ = self.unroll(snapshots, hooks=hooks)
         return self.readout(h)
 
 

@@ -6,6 +6,11 @@ every ``gcn_aggregate`` call and EvolveGCN's projections (explicit calls), and w
 incremental chains of ``dygsched.models.incremental`` compute. Outside such a block nothing is
 counted and nothing costs anything beyond one empty-list check.
 
+Counting never synchronises a GPU with the host: a count that depends on tensor values (the
+self-loops GCN replaces, GAT's changed attention terms) is kept as a device tensor and summed
+when ``total`` or ``by_kind`` is read, which the engine does once per epoch, outside its timed
+regions. Counters may be fed from several threads (BLAD's stage-1 thread).
+
 Conventions (one multiply-add is 2 FLOPs; integer index work is free):
 
 * ``transform``: ``2 * rows * in * out`` per dense projection (a bias add is ``elementwise``).
@@ -20,6 +25,7 @@ Conventions (one multiply-add is 2 FLOPs; integer index work is free):
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -31,19 +37,38 @@ KINDS = ("transform", "aggregate", "normalize", "attention", "elementwise")
 
 
 class FlopCounter:
-    """Running totals: ``total`` and ``by_kind`` (one entry per kind in ``KINDS``)."""
+    """Running totals: ``total`` and ``by_kind`` (one entry per kind in ``KINDS``).
+
+    ``add`` takes an integer or a 0-dimensional integer tensor; tensors are summed only when the
+    totals are read (one host-device synchronisation then, none while counting).
+    """
 
     def __init__(self) -> None:
-        self.by_kind: dict[str, int] = dict.fromkeys(KINDS, 0)
+        self._counts: dict[str, int] = dict.fromkeys(KINDS, 0)
+        self._pending: dict[str, list[torch.Tensor]] = {kind: [] for kind in KINDS}
+        self._lock = threading.Lock()
+
+    @property
+    def by_kind(self) -> dict[str, int]:
+        with self._lock:
+            for kind, pending in self._pending.items():
+                for device in {t.device for t in pending}:
+                    self._counts[kind] += int(torch.stack([t for t in pending if t.device == device]).sum())
+                pending.clear()
+            return dict(self._counts)
 
     @property
     def total(self) -> int:
         return sum(self.by_kind.values())
 
-    def add(self, kind: str, flops: int) -> None:
-        if kind not in self.by_kind:
+    def add(self, kind: str, flops: int | torch.Tensor) -> None:
+        if kind not in self._counts:
             raise ValueError(f"unknown FLOP kind {kind!r} (choose from {', '.join(KINDS)})")
-        self.by_kind[kind] += int(flops)
+        with self._lock:
+            if isinstance(flops, torch.Tensor):
+                self._pending[kind].append(flops.detach().to(torch.int64))
+            else:
+                self._counts[kind] += int(flops)
 
     def __repr__(self) -> str:
         return f"FlopCounter(total={self.total}, by_kind={self.by_kind})"
@@ -57,14 +82,16 @@ def counting() -> bool:
     return bool(_ACTIVE)
 
 
-def add_flops(kind: str, flops: int) -> None:
+def add_flops(kind: str, flops: int | torch.Tensor) -> None:
     """Add ``flops`` of ``kind`` to every active counter (no-op when none is)."""
     for counter in _ACTIVE:
         counter.add(kind, flops)
 
 
-def _non_loop_edges(edge_index: torch.Tensor) -> int:
-    return int((edge_index[0] != edge_index[1]).sum())
+def _non_loop_edges(edge_index: torch.Tensor) -> int | torch.Tensor:
+    """Edges that are not self-loops: an integer on the CPU, a device tensor (no sync) on a GPU."""
+    count = (edge_index[0] != edge_index[1]).sum()
+    return count if count.is_cuda else int(count)
 
 
 def gcn_conv_flops(counter: FlopCounter, conv: nn.Module, x: torch.Tensor, edge_index: torch.Tensor) -> None:

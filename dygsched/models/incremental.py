@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn import GATConv, GCNConv
 
-from dygsched.data.diffmap import DiffMap, EdgeSet, apply_diff
+from dygsched.data.diffmap import DiffMap, EdgeSet, apply_diff, out_edge_positions
 from dygsched.models import flops
 from dygsched.models.flops import add_flops
 
@@ -62,17 +62,6 @@ def _check_chain(x: Tensor, first: EdgeSet, diffs: Sequence[DiffMap]) -> None:
         if diff.num_nodes != first.num_nodes:
             raise ValueError(f"diff map {t} is over {diff.num_nodes} nodes, the chain's first graph over {first.num_nodes}")
 
-
-def out_edge_positions(keys: Tensor, nodes: Tensor, num_nodes: int) -> tuple[Tensor, Tensor]:
-    """Positions in the sorted ``keys`` of every edge whose source is in ``nodes``, and the index
-    into ``nodes`` of each one's source (edges of one source are contiguous: keys are
-    ``src * N + dst``)."""
-    starts = torch.searchsorted(keys, nodes * num_nodes)
-    ends = torch.searchsorted(keys, (nodes + 1) * num_nodes)
-    counts = ends - starts
-    owner = torch.repeat_interleave(torch.arange(nodes.numel(), device=keys.device), counts)
-    offsets = torch.arange(owner.numel(), device=keys.device) - torch.repeat_interleave(torch.cumsum(counts, 0) - counts, counts)
-    return starts[owner] + offsets, owner
 
 
 def _inv_sqrt(deg: Tensor) -> Tensor:
@@ -514,8 +503,8 @@ def _gat_diff(
     out = state.out.index_copy(0, rows, _gat_finish(conv, num[rows], denom[rows], None if res is None else res[rows]))
     if flops.counting():
         width = heads * channels
-        terms = int(keep.sum()) + sum(t.numel() for t in t_dst[1:])
-        add_flops("attention", (5 * terms + 3 * int(negative.sum()) + 5 * recomputed) * heads)
+        terms = keep.sum() + sum(t.numel() for t in t_dst[1:])  # a tensor: summed when the counter is read
+        add_flops("attention", (5 * terms + 3 * negative.sum() + 5 * recomputed) * heads)
         add_flops("aggregate", 2 * (t_dst_all.numel() + recomputed) * width)
         add_flops("elementwise", grown.numel() * (width + heads))
     return _GATState(edges, z, a_src, a_dst, res, shift, denom, num, out)
