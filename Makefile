@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 RUN_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-slow test-gpu clean table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse
+.PHONY: help install run test lint test-slow test-gpu clean table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -30,6 +30,9 @@ run: $(STAMP) ## the main job: TGCN with PSG on the embedded synthetic graph, 2 
 
 test: $(STAMP) ## the fast test suite (no slow or GPU tests)
 	$(BIN)/python -m pytest -q
+
+lint: $(STAMP) ## ruff check (CI runs it before the tests)
+	$(BIN)/ruff check dygsched tests scripts
 
 test-slow: $(STAMP) ## the slow tests
 	$(BIN)/python -m pytest -q -m slow

@@ -1,4 +1,4 @@
-"""``dygsched run | plan | simulate``: a thin dispatcher; the work lives in the stages."""
+"""``dygsched run | plan | simulate | runs``: a thin dispatcher; the work lives in the stages."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ commands:
   run       train a DGNN across worker processes (Hydra overrides, e.g. model=tgcn sched=psg world_size=2)
   plan      plan group times onto GPUs and print the plan, its predicted time, bound and gap
   simulate  plan a simulated dynamic graph for 4 ... 1,024 GPUs and report parallel efficiency
+  runs      list the runs of a results folder (filters KEY=VALUE) or compare two (--compare A B)
 
 Run 'dygsched COMMAND --help' for a command's options."""
 
@@ -35,7 +36,13 @@ def _simulate(argv: list[str]) -> int:
     return simulate_main(argv)
 
 
-COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "plan": _plan, "simulate": _simulate}
+def _runs(argv: list[str]) -> int:
+    from dygsched.launch.runs_cli import main as runs_main
+
+    return runs_main(argv)
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "plan": _plan, "simulate": _simulate, "runs": _runs}
 
 
 def main(argv: list[str] | None = None) -> int:

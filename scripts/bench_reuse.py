@@ -7,7 +7,7 @@ FLOPs per epoch, and their ratios against the first strategy (PSG).
 
     python scripts/bench_reuse.py                       # psg vs real, TGCN with 1 layer
     python scripts/bench_reuse.py --layers 2 --extra device=cuda world_size=1 \
-        --scheds psg,real,real:sched.streams=false   # on a GPU: the triple-stream pipeline's gain too
+        --scheds psg,real,real:sched.executor.streams=false   # on a GPU: the triple-stream pipeline's gain too
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pandas as pd
 
 
 def run(spec: str, args: argparse.Namespace) -> dict:
-    """One run; ``spec`` is a sched name, optionally with its own overrides: ``real:sched.streams=false``."""
+    """One run; ``spec`` is a sched name, optionally with its own overrides: ``real:sched.executor.streams=false``."""
     sched, *own = spec.split(":")
     label = "-".join([sched, *(o.split("=")[0].split(".")[-1] + "_" + o.split("=")[-1] for o in own)])
     run_id = f"bench-reuse-{label}-{args.model}-{args.layers}l"
@@ -41,7 +41,7 @@ def run(spec: str, args: argparse.Namespace) -> dict:
         *own,
     ]
     if sched != "psg":
-        overrides.append(f"sched.profile_epochs={args.profile_epochs}")
+        overrides.append(f"sched.timeline.profile_epochs={args.profile_epochs}")
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "dygsched", "run", *overrides], capture_output=True, text=True)
     if done.returncode != 0:

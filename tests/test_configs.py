@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from dygsched.launch.hydra_app import compose_config
 from dygsched.errors import ConfigError
+from dygsched.launch.hydra_app import compose_config
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 

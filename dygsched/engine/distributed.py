@@ -87,9 +87,38 @@ def backend_for(device: torch.device) -> str:
     return "nccl" if local_ranks <= torch.cuda.device_count() else "gloo"
 
 
-def peak_memory_bytes(device: torch.device) -> int:
+def reset_peak_memory(device: torch.device) -> bool:
+    """Start a new peak-memory period (one per epoch); False where the counter cannot be reset.
+
+    GPU: the caching allocator's peak of allocated bytes. CPU: the process's peak resident set
+    size (``VmHWM``), which Linux resets when ``5`` is written to ``/proc/self/clear_refs``.
+    """
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+        return True
+    try:
+        with open("/proc/self/clear_refs", "w") as clear:
+            clear.write("5")
+        return _resident_peak() is not None
+    except OSError:
+        return False
+
+
+def _resident_peak() -> int | None:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except OSError:
+        return None
+    return None
+
+
+def peak_memory(device: torch.device) -> int:
+    """Peak bytes since the last ``reset_peak_memory``: GPU allocations, or the CPU process's resident set."""
     if device.type == "cuda":
         return int(torch.cuda.max_memory_allocated(device))
-    import resource
-
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux reports KiB
+    peak = _resident_peak()
+    assert peak is not None, "reset_peak_memory said the counter works"
+    return peak

@@ -9,6 +9,7 @@ it validates the same way, then trains its rank directly.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 from collections.abc import Mapping, Sequence
@@ -18,16 +19,31 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from dygsched.data.groups import Split
-from dygsched.data.loading import instantiate_component, load_graph
+from dygsched.data.loading import DynamicData, instantiate_component, load_data
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.checkpoint import find_resume, load_checkpoint, mark_failed
 from dygsched.engine.distributed import DistEnv
-from dygsched.engine.planning import load_plan_file, lr_factor
-from dygsched.engine.worker import build_model, build_split, failure_text, run_identity, train_rank
+from dygsched.engine.worker import (
+    build_model,
+    build_optimizer,
+    build_strategy,
+    failure_text,
+    run_identity,
+    run_settings,
+    train_rank,
+)
 from dygsched.errors import ConfigError, DygschedError
 from dygsched.launch.base import Launcher, LaunchFailed
+from dygsched.metrics.log import configure_logging
 from dygsched.metrics.run_folder import RunFolder, new_run_id
+
+log = logging.getLogger("dygsched")
+
+
+def describe_data(data: DynamicData) -> str:
+    if isinstance(data, TemporalGraph):
+        return f"{data.num_nodes} nodes, {data.num_snapshots} snapshots"
+    return f"{data.num_nodes} nodes, {data.num_events} events"
 
 
 class RunFailed(DygschedError):
@@ -48,44 +64,24 @@ def resolve_world_size(value: Any) -> int:
 
 def check_config(cfg: Mapping[str, Any]) -> None:
     """The checks that need no data: every one fails before anything starts."""
-    sched = cfg["sched"]
     if int(cfg["epochs"]) < 1:
         raise ConfigError(f"epochs must be at least 1, got {cfg['epochs']}")
     if not 0 <= int(cfg["seed"]) < 2**32:
         raise ConfigError(f"seed must be in [0, 2**32), got {cfg['seed']}")
-    if int(sched["capacity"]) < 1:
-        raise ConfigError(f"sched.capacity (groups per rank per iteration) must be at least 1, got {sched['capacity']}")
-    if sched.get("time_limit") is not None and not float(sched["time_limit"]) > 0:
-        raise ConfigError(f"sched.time_limit must be positive seconds (or null), got {sched['time_limit']}")
-    if int(sched.get("profile_epochs") or 0) < 0:
-        raise ConfigError(f"sched.profile_epochs must be 0 or more, got {sched['profile_epochs']}")
-    if float(sched.get("allreduce_cost") or 0.0) < 0:
-        raise ConfigError(f"sched.allreduce_cost must be non-negative, got {sched['allreduce_cost']}")
-    lr_factor(sched)  # an unknown sched.lr_scaling
-    if float(cfg["optim"]["lr"]) <= 0:
-        raise ConfigError(f"optim.lr must be positive, got {cfg['optim']['lr']}")
-    if float(cfg["optim"]["weight_decay"]) < 0:
-        raise ConfigError(f"optim.weight_decay must be non-negative, got {cfg['optim']['weight_decay']}")
+    optim = cfg["optim"]
+    if "lr" in optim and not float(optim["lr"]) > 0:
+        raise ConfigError(f"optim.lr must be positive, got {optim['lr']}")
+    if float(optim.get("weight_decay") or 0.0) < 0:
+        raise ConfigError(f"optim.weight_decay must be non-negative, got {optim['weight_decay']}")
     if not float(cfg["dist_timeout_s"]) > 0:
         raise ConfigError(f"dist_timeout_s must be positive seconds, got {cfg['dist_timeout_s']}")
+    bucket_mb = (cfg.get("grad_sync") or {}).get("bucket_mb", 25)
+    if not float(bucket_mb) > 0:
+        raise ConfigError(f"grad_sync.bucket_mb must be positive, got {bucket_mb}")
     resume = cfg.get("resume")
     if resume is not None and not isinstance(resume, (bool, str)):
         raise ConfigError(f"resume must be true, false or a run folder, got {resume!r}")
-
-
-def check_planner(sched: Mapping[str, Any], world_size: int) -> None:
-    """Plan a small stand-in problem with the configured solver, so an unknown solver, option or
-    backend fails now rather than on rank 0 after the profiling epochs."""
-    if sched.get("plan_file"):
-        return
-    from dygsched.errors import ScheduleError
-    from dygsched.sched import ScheduleProblem, solve
-
-    problem = ScheduleProblem(group_times=(1.0,) * (2 * world_size), num_gpus=world_size, capacity=int(sched["capacity"]))
-    try:
-        solve(problem, algo=str(sched["algo"]), time_limit=sched.get("time_limit"), **dict(sched.get("options") or {}))
-    except ScheduleError as exc:
-        raise ConfigError(f"sched={sched.get('name')}: {exc}") from None
+    build_strategy(cfg["sched"])  # an unknown solver, option name or value: one line now
 
 
 def build_launcher(cfg: Mapping[str, Any]) -> Launcher:
@@ -107,19 +103,13 @@ def static_checks(cfg: Mapping[str, Any]) -> tuple[Launcher, int]:
     return launcher, world_size
 
 
-def prepare(cfg: dict[str, Any], world_size: int) -> tuple[TemporalGraph, Split]:
+def prepare(cfg: dict[str, Any], world_size: int) -> DynamicData:
     """Load and validate the data and everything that depends on it, before any rank trains."""
-    graph = load_graph(cfg["dataset"])
-    split = build_split(cfg, graph)
-    build_model(cfg["model"], graph)  # a model that cannot be built fails here, before any worker starts
-    executor = instantiate_component(cfg["sched"]["executor"], "executor")
-    executor.check(int(cfg["window"]), world_size, int(cfg["sched"].get("profile_epochs") or 0))
-    if cfg["sched"].get("plan_file"):
-        load_plan_file(cfg["sched"]["plan_file"], len(split.train), world_size, int(cfg["sched"]["capacity"]))
-    if world_size > len(split.train):
-        raise ConfigError(f"world_size={world_size} is larger than the {len(split.train)} training groups: some ranks would never train")
-    check_planner(cfg["sched"], world_size)
-    return graph, split
+    data = load_data(cfg["dataset"])
+    build_strategy(cfg["sched"]).check(data, run_settings(cfg), world_size)
+    model = build_model(cfg["model"], data)  # a model that cannot be built fails here, before any worker starts
+    build_optimizer(cfg["optim"], model.parameters())
+    return data
 
 
 def under_torchrun() -> bool:
@@ -132,6 +122,7 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None) -> dict[str, An
         config: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
     except Exception as exc:  # an interpolation that cannot resolve
         raise ConfigError(f"invalid configuration: {str(exc).splitlines()[0]}") from None
+    configure_logging(bool(config.get("progress", True)))
     check_config(config)
     launcher = build_launcher(config)
     env = launcher.worker_env() or (DistEnv.from_environ() if under_torchrun() else None)
@@ -142,18 +133,16 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None) -> dict[str, An
     world_size = resolve_world_size(config["world_size"])
     launcher.check(world_size)
     config["world_size"] = world_size
-    graph, split = prepare(config, world_size)
+    data = prepare(config, world_size)
     folder = _run_folder(config)
-    if config.get("progress", True):
-        resumed = f", resuming after epoch {load_checkpoint(folder.path)['epoch'] + 1}" if config.get("resume") else ""
-        print(
-            f"dygsched run {folder.run_id}: {config['model']['name']} on {config['dataset']['name']} "
-            f"({graph.num_nodes} nodes, {graph.num_snapshots} snapshots, {len(split.train)} training groups), "
-            f"sched={config['sched']['name']}, {world_size} ranks, launcher={launcher.name}{resumed}",
-            flush=True,
-        )
+    resumed = f", resuming after epoch {load_checkpoint(folder.path)['epoch'] + 1}" if config.get("resume") else ""
+    log.info(
+        "dygsched run %s: %s on %s (%s), sched=%s, %d ranks, launcher=%s%s",
+        folder.run_id, config["model"]["name"], config["dataset"]["name"], describe_data(data), config["sched"]["name"], world_size,
+        launcher.name, resumed,
+    )  # fmt: skip
     try:
-        launcher.launch(config, graph, folder, world_size, overrides)
+        launcher.launch(config, data, folder, world_size, overrides)
     except LaunchFailed as exc:
         mark_failed(folder, run_identity(config, folder.run_id, world_size), exc.reason)
         raise RunFailed(f"run {folder.run_id} failed: {exc.reason} (details in {folder.path})") from None
@@ -172,8 +161,8 @@ def _run_folder(config: dict[str, Any]) -> RunFolder:
     if resume_dir is not None:
         config.update(results_dir=str(resume_dir.parent), run_id=resume_dir.name, resume=str(resume_dir))
     else:
-        if config.get("resume") is True and config.get("progress", True):
-            print("dygsched: nothing to resume for these settings; starting a new run", flush=True)
+        if config.get("resume") is True:
+            log.info("dygsched: nothing to resume for these settings; starting a new run")
         config["resume"] = None
         config["run_id"] = config.get("run_id") or new_run_id(config["dataset"]["name"], config["model"]["name"], config["sched"]["name"])
     return RunFolder(Path(config["results_dir"]), config["run_id"])
@@ -182,12 +171,12 @@ def _run_folder(config: dict[str, Any]) -> RunFolder:
 def run_rank(config: dict[str, Any], env: DistEnv) -> dict[str, Any]:
     """This process is one rank of a job started by torchrun or SLURM: validate, then train it."""
     config["world_size"] = env.world_size
-    graph, _ = prepare(config, env.world_size)
+    data = prepare(config, env.world_size)
     if under_torchrun() and env.rank == 0:
         # torchrun stops the surviving ranks with SIGTERM; rank 0 first marks the run failed.
         signal.signal(signal.SIGTERM, _stopped)
     try:
-        return train_rank(config, env, graph, mark_failure=True) or {}
+        return train_rank(config, env, data, mark_failure=True) or {}
     except DygschedError:
         raise
     except BaseException as exc:

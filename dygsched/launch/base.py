@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.data.loading import DynamicData
 from dygsched.engine.distributed import DistEnv
 from dygsched.metrics.run_folder import RunFolder
 
@@ -41,6 +41,6 @@ class Launcher(ABC):
 
     @abstractmethod
     def launch(
-        self, config: Mapping[str, Any], graph: TemporalGraph, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
+        self, config: Mapping[str, Any], data: DynamicData, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
     ) -> None:
         """Run every rank to completion; raise ``LaunchFailed`` if one fails."""

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from omegaconf import OmegaConf
+
 from dygsched.data.loading import load_graph
-from dygsched.engine.worker import build_split
+from dygsched.engine.snapshot_groups.strategy import build_split
+from dygsched.engine.worker import run_settings
 from dygsched.launch.hydra_app import compose_config
 from dygsched.sched.cost_model import CostModel, group_times_from_sizes
 
 
 def dataset_group_times(overrides: list[str], cost_model: CostModel) -> list[float]:
     """Compose the run config with ``overrides`` (``dataset=...``, ``window=...``) and price its training groups."""
-    cfg = compose_config(overrides)
-    graph = load_graph(cfg.dataset)
-    split = build_split(cfg, graph)
+    cfg = OmegaConf.to_container(compose_config(overrides), resolve=True)
+    graph = load_graph(cfg["dataset"])
+    split = build_split(graph, run_settings(cfg))
     sizes = [group.work(graph) for group in split.train]
     return group_times_from_sizes([n for n, _ in sizes], [e for _, e in sizes], cost_model)

@@ -16,6 +16,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from dygsched.data.paths import register_resolver
 from dygsched.errors import ConfigError, DygschedError
 from dygsched.launch.schema import register as register_schema
 from dygsched.launch.torchrun import SUPERVISED_ENV
@@ -25,6 +26,7 @@ CONFIG_NAME = "config"
 
 _failures: list[str] = []
 register_schema()
+register_resolver()
 
 
 def compose_config(overrides: list[str]) -> DictConfig:
@@ -53,7 +55,7 @@ def print_summary(summary: dict[str, Any], run_dir: str) -> None:
         ("final train loss", _fmt(summary.get("final_train_loss"))),
         (f"test {evaluation.get('metric', 'metric')}", _fmt(evaluation.get("value"))),
         ("all-reduce bytes / epoch", (summary.get("comm_bytes_per_epoch") or {}).get("allreduce")),
-        ("peak memory (MB)", _fmt((summary.get("peak_mem_bytes") or 0) / 2**20)),
+        ("peak memory (MB)", _fmt(summary["peak_mem_bytes"] / 2**20) if summary.get("peak_mem_bytes") is not None else "not measured"),
     ]
     if summary.get("switch_epoch") is not None:
         rows.append(("plan switch epoch / solve (s)", f"{summary['switch_epoch']} / {summary['plan_solve_time_s']:.4f}"))

@@ -1,6 +1,6 @@
 """Start ``world_size`` worker processes on this machine, as torchrun would, and wait for them.
 
-The parent loads the graph once (so bad input fails before any worker starts) and saves it into
+The parent loads the data once (so bad input fails before any worker starts) and saves it into
 the run folder; workers memory-map it, so one copy serves every rank. Each worker gets the
 standard ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``/``MASTER_ADDR``/``MASTER_PORT`` variables.
 
@@ -25,14 +25,14 @@ import torch
 import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException
 
-from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.data.loading import DynamicData
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.worker import failure_text, train_rank
 from dygsched.launch.base import Launcher, LaunchFailed
 from dygsched.metrics.atomic import write_with
 from dygsched.metrics.run_folder import RunFolder
 
-GRAPH_FILE = ".graph.pt"
+DATA_FILE = ".data.pt"
 PR_SET_PDEATHSIG = 1
 
 
@@ -68,12 +68,12 @@ def _worker(local_rank: int, cfg: Mapping[str, Any], world_size: int, port: int,
     )
     folder = RunFolder(Path(run_dir).parent, Path(run_dir).name)
     try:
-        graph = torch.load(Path(run_dir) / GRAPH_FILE, mmap=True, weights_only=False)
+        data = torch.load(Path(run_dir) / DATA_FILE, mmap=True, weights_only=False)
     except BaseException as exc:
         folder.write_failure(local_rank, failure_text(exc))
         os._exit(1)
     try:
-        train_rank(cfg, DistEnv.from_environ(), graph)  # writes its failure file itself
+        train_rank(cfg, DistEnv.from_environ(), data)  # writes its failure file itself
     except BaseException:
         # Exit now: a normal interpreter exit would tear the process group down collectively
         # and could wait on peers that are gone.
@@ -105,12 +105,12 @@ class LocalLauncher(Launcher):
         self.grace_period_s = float(grace_period_s)
 
     def launch(
-        self, config: Mapping[str, Any], graph: TemporalGraph, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
+        self, config: Mapping[str, Any], data: DynamicData, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
     ) -> None:
         run_dir = folder.path
         run_dir.mkdir(parents=True, exist_ok=True)
-        graph_path = run_dir / GRAPH_FILE
-        write_with(graph_path, lambda tmp: torch.save(graph, tmp))
+        data_path = run_dir / DATA_FILE
+        write_with(data_path, lambda tmp: torch.save(data, tmp))
         # torch logs a warning for every sibling it terminates after a failure; the failure itself is reported once, by us.
         logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)
         try:
@@ -128,4 +128,4 @@ class LocalLauncher(Launcher):
         except ProcessRaisedException as exc:
             raise LaunchFailed(death_reason(folder, exc.error_index, None, None)) from None
         finally:
-            graph_path.unlink(missing_ok=True)
+            data_path.unlink(missing_ok=True)

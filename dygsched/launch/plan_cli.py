@@ -10,7 +10,7 @@ from pathlib import Path
 from dygsched.errors import ScheduleError
 from dygsched.sched import SOLVERS, ScheduleProblem, solve
 from dygsched.sched.cost_model import CostModel
-from dygsched.sched.ilp import BACKENDS
+from dygsched.sched.solvers.ilp import BACKENDS
 
 
 def read_problem_file(path: str | Path) -> tuple[list[float], list[list[float]] | None]:

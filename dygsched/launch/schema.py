@@ -2,13 +2,14 @@
 
 The values live in ``conf/config.yaml``; this only says what type each key has, so
 ``epochs=abc`` is one clear error before anything starts. The groups (dataset, model, sched,
-launcher) stay free-form: each names its own ``_target_`` and arguments.
+optim, launcher) stay free-form: each names its own ``_target_`` and arguments, typed by the
+class it builds (a strategy's ``PlannerConfig``, ``TimelineConfig`` and executor check theirs).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
@@ -20,9 +21,14 @@ class SplitSchema:
 
 
 @dataclass
-class OptimSchema:
-    lr: float = 0.01
-    weight_decay: float = 0.0
+class GradSyncSchema:
+    bucket_mb: float = 25.0
+    overlap: bool = False
+
+
+@dataclass
+class MetricsSchema:
+    count_flops: bool = True
 
 
 @dataclass
@@ -30,19 +36,21 @@ class RunSchema:
     dataset: Any = None
     model: Any = None
     sched: Any = None
+    optim: Any = None
     launcher: Any = None
     world_size: Any = 2  # an integer or "auto"
     epochs: int = 5
     seed: int = 0
     window: int = 4
     split: SplitSchema = field(default_factory=SplitSchema)
-    optim: OptimSchema = field(default_factory=OptimSchema)
+    grad_sync: GradSyncSchema = field(default_factory=GradSyncSchema)
+    metrics: MetricsSchema = field(default_factory=MetricsSchema)
     device: str = "auto"
     dist_timeout_s: float = 300.0
     checkpoint: bool = True
     resume: Any = None  # null, true/false, or a run folder
     results_dir: str = "results"
-    run_id: Optional[str] = None
+    run_id: str | None = None
     progress: bool = True
 
 

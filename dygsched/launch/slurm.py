@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.data.loading import DynamicData
 from dygsched.engine.distributed import DistEnv
 from dygsched.errors import ConfigError
 from dygsched.launch.base import Launcher
@@ -65,6 +65,6 @@ class SlurmLauncher(Launcher):
         )
 
     def launch(
-        self, config: Mapping[str, Any], graph: TemporalGraph, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
+        self, config: Mapping[str, Any], data: DynamicData, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
     ) -> None:
         self.check_here()

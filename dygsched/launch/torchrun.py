@@ -24,7 +24,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.data.loading import DynamicData
 from dygsched.errors import ConfigError
 from dygsched.launch.base import Launcher, LaunchFailed
 from dygsched.metrics.run_folder import RunFolder
@@ -140,7 +140,7 @@ class TorchrunLauncher(Launcher):
         return [*cmd, *self.extra_args, "-m", "dygsched", "run", *rank_args]
 
     def launch(
-        self, config: Mapping[str, Any], graph: TemporalGraph, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
+        self, config: Mapping[str, Any], data: DynamicData, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
     ) -> None:
         if overrides is None:
             raise ConfigError("launcher=torchrun passes the command line's overrides to its ranks: start it with `dygsched run`")

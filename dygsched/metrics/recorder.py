@@ -1,4 +1,8 @@
-"""Tidy metric rows: ``run_id, epoch, iteration, rank, phase, metric, value``."""
+"""Tidy metric rows: ``run_id, epoch, iteration, rank, phase, metric, value``.
+
+A metric a strategy did not measure is a row whose value is NaN, and its reason is kept in
+``missing`` (it reaches the summary): never a 0 that reads as a measurement.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +21,15 @@ class MetricRecorder:
     run_id: str
     rank: int
     rows: list[tuple] = field(default_factory=list)
+    missing: dict[str, str] = field(default_factory=dict)  # metric -> why it was not measured
 
     def add(self, epoch: int, phase: str, metric: str, value: float, iteration: int = EPOCH_LEVEL) -> None:
         self.rows.append((self.run_id, epoch, iteration, self.rank, phase, metric, float(value)))
+
+    def add_missing(self, epoch: int, phase: str, metric: str, reason: str, iteration: int = EPOCH_LEVEL) -> None:
+        """A metric that was not measured: a NaN row, and ``reason`` in ``missing``."""
+        self.rows.append((self.run_id, epoch, iteration, self.rank, phase, metric, float("nan")))
+        self.missing[metric] = reason
 
     def take(self) -> list[tuple]:
         """The rows recorded since the last ``take`` (rank 0 collects them at every epoch's end)."""

@@ -1,4 +1,10 @@
-"""The headline figures of a run, computed from its tidy metric table."""
+"""The headline figures of a run, computed from its tidy metric table.
+
+A figure whose rows are missing (NaN: the strategy did not measure it, see ``run_info["missing"]``)
+is ``None``, never 0. Bytes are the exception that proves the rule: every byte a strategy moves
+between ranks or to a device goes through a counted path, so a kind a strategy never moves (PSG's
+hidden states) is a measured 0.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,10 @@ def _steady(frame: pd.DataFrame, first_steady_epoch: int = 1) -> pd.DataFrame:
     """Epochs from ``first_steady_epoch`` on (after warm-up and profiling), or all when none are."""
     later = frame[frame["epoch"] >= first_steady_epoch]
     return later if not later.empty else frame
+
+
+def _measured(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[rows["value"].notna()]
 
 
 def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
@@ -41,9 +51,9 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
         if not rows.empty:
             comm[kind] = int(_steady(rows, steady_from).groupby("epoch")["value"].sum().median())
 
-    peak = epoch_metric("train", "peak_mem_bytes")
-    flops = epoch_metric("train", "conv_flops")
-    preprocess = epoch_metric("train", "reuse_preprocess_s")
+    peak = _measured(epoch_metric("train", "peak_mem_bytes"))
+    flops = _measured(epoch_metric("train", "conv_flops"))
+    preprocess = _measured(epoch_metric("train", "reuse_preprocess_s"))
 
     return {
         **run_info,

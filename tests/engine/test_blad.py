@@ -1,22 +1,14 @@
 """BLAD-like pipelining is exact: the same steps as single-process training on the same groups."""
 
-import gc
-import os
 import threading
-import time
 
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from dygsched.data.groups import sliding_groups
 from dygsched.data.synthetic import SyntheticSource
-from dygsched.engine.blad import BLADExecutor, first_layer_spatial, forward_with_first_layer
-from dygsched.sched.blad import blad_iterations
-from dygsched.engine.executor import EpochRun, wrap_ddp
-from dygsched.engine.objective import GroupObjective
-from dygsched.launch.local import free_port
+from dygsched.engine.snapshot_groups.blad import BLADExecutor, first_layer_spatial, forward_with_first_layer
+from dygsched.engine.snapshot_groups.objective import GroupObjective
 from dygsched.models.evolvegcn_h import EvolveGCNH
 from dygsched.models.evolvegcn_o import EvolveGCNO
 from dygsched.models.gat_lstm import GATLSTM
@@ -25,6 +17,8 @@ from dygsched.models.tgcn import TGCN
 from dygsched.models.wdgcn import WDGCN
 from dygsched.sched.plan import Plan, SolverStatus
 from dygsched.sched.problem import ScheduleProblem
+from dygsched.sched.solvers.blad import blad_iterations
+from tests.harness import run_ranks, train_epoch
 
 NUM_SNAPSHOTS, WINDOW = 10, 4  # 7 groups on 2 ranks: iteration 1 gives rank 0 a pair and rank 1 one group
 
@@ -40,12 +34,6 @@ def blad_plan(num_groups):
     return Plan(blad_iterations(num_groups, 2), 2, 2, 0.0, 0.0, "blad", SolverStatus.HEURISTIC, 0.0)
 
 
-def _rank(rank, port, out):
-    _train(rank, port, out)  # its locals (the DDP wrapper) are gone when it returns
-    gc.collect()  # a reducer outliving the process group would destroy it holding the GIL (teardown deadlock)
-    dist.destroy_process_group()
-
-
 class RecordingBLADExecutor(BLADExecutor):
     """Records which thread ran each group's stage 1."""
 
@@ -57,34 +45,17 @@ class RecordingBLADExecutor(BLADExecutor):
         return super().stage_one(model, graph, group, device, stream)
 
 
-def _train(rank, port, out):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=2)
+def _rank(rank, out):
     graph, groups, objective = setup()
-    cpu = torch.device("cpu")
-    ddp = wrap_ddp(objective, cpu)
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
-    seen = []
+    optimizer = torch.optim.SGD(objective.parameters(), lr=0.1)
     executor = RecordingBLADExecutor()
-    executor.run_epoch(EpochRun(ddp, optimizer, graph, groups, blad_plan(len(groups)), rank, cpu, seen.append))
+    seen = train_epoch(executor, objective, graph, groups, blad_plan(len(groups)).iterations, optimizer)
     torch.save({"params": objective.state_dict(), "stats": seen, "threads": executor.stage_one_threads}, f"{out}-{rank}.pt")
-
-
-def run_ranks(fn, args, timeout_s=300.0):
-    """Two spawned ranks running ``fn(rank, *args)``; a failure or a hang fails the test instead of blocking it."""
-    context = mp.start_processes(fn, args=args, nprocs=2, start_method="spawn", join=False)
-    deadline = time.monotonic() + timeout_s
-    while not context.join(timeout=1.0):
-        if time.monotonic() > deadline:
-            for process in context.processes:
-                process.kill()
-            pytest.fail(f"the ranks did not finish within {timeout_s:.0f} s")
 
 
 def test_an_epoch_steps_like_single_process_training(tmp_path):
     out = tmp_path / "blad"
-    run_ranks(_rank, (free_port(), str(out)))
+    run_ranks(_rank, (str(out),))
 
     graph, groups, reference = setup()
     plan = blad_plan(len(groups))
@@ -104,7 +75,7 @@ def test_an_epoch_steps_like_single_process_training(tmp_path):
         for name, value in reference.state_dict().items():
             assert torch.allclose(result["params"][name], value, atol=1e-5), (rank, name)
         stats = result["stats"]
-        assert [s.groups for s in stats] == [len(it[rank]) for it in plan.iterations] == ([2, 2] if rank == 0 else [2, 1])
+        assert [s.units for s in stats] == [len(it[rank]) for it in plan.iterations] == ([2, 2] if rank == 0 else [2, 1])
         assert [s.loss_sum for s in stats] == pytest.approx(loss_sums[rank], abs=1e-5)
         assert all(s.busy_s > 0 and s.wait_s >= 0 and s.bytes["allreduce"] > 0 for s in stats)
         # The first group of each pair is prepared on the main thread, the second on the stage-1 thread.

@@ -20,11 +20,13 @@ from dygsched.engine.checkpoint import (
     restore_rng,
     save_checkpoint,
 )
-from dygsched.engine.timeline import Timeline
+from dygsched.engine.snapshot_groups.timeline import Timeline, TimelineConfig
+from dygsched.engine.strategy import Artifacts
 from dygsched.errors import ConfigError
 from dygsched.metrics.recorder import MetricRecorder
 from dygsched.metrics.run_folder import RunFolder
 from dygsched.sched import ScheduleProblem, solve
+from dygsched.sched.planner import PlannerConfig
 
 CPU = torch.device("cpu")
 
@@ -164,8 +166,10 @@ def test_mark_failed_keeps_the_checkpointed_epochs(tmp_path):
 def timeline(tmp_path, profile_epochs, world_size=2):
     graph = SyntheticSource(num_nodes=40, num_snapshots=10, feature_dim=4).load()
     groups = sliding_groups(graph.num_snapshots, 3)
-    sched = {"name": "greedy", "algo": "greedy", "capacity": 2, "profile_epochs": profile_epochs}
-    return Timeline(sched, graph, groups, world_size, 0, RunFolder(tmp_path, "run"))
+    return Timeline(
+        PlannerConfig(solver="greedy", capacity=2), TimelineConfig(profile_epochs=profile_epochs),
+        [(g.start, g.stop) for g in groups], [g.work(graph) for g in groups], world_size, 0, Artifacts(RunFolder(tmp_path, "run"), True),
+    )  # fmt: skip
 
 
 def test_timeline_state_restores_the_plan_and_the_switch(tmp_path):
@@ -176,7 +180,7 @@ def test_timeline_state_restores_the_plan_and_the_switch(tmp_path):
     assert line.restore(after) == plan
     assert line.profiler_for(2) is None  # past the profiling epochs: no profiling again
     assert line.restore(during) == plan and line.profiler_for(1) is not None  # the last profiling epoch still to come
-    with pytest.raises(ConfigError, match="another sched.profile_epochs"):
+    with pytest.raises(ConfigError, match="another sched.timeline.profile_epochs"):
         timeline(tmp_path, profile_epochs=5).restore(after)
     with pytest.raises(ConfigError, match="for 2 ranks, this run has 3"):
         timeline(tmp_path, profile_epochs=2, world_size=3).restore(after)

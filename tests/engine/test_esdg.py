@@ -1,25 +1,17 @@
 """ESDG's hidden-state passing across ranks gives the gradients and steps of single-process training."""
 
-import gc
-import os
-import time
-
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from dygsched.data.groups import sliding_groups
 from dygsched.data.synthetic import SyntheticSource
-from dygsched.engine.esdg import ESDGExecutor, check_esdg, snapshot_block
-from dygsched.engine.executor import EpochRun, wrap_ddp
-from dygsched.engine.objective import GroupObjective
+from dygsched.engine.snapshot_groups.esdg import ESDGExecutor, check_esdg, snapshot_block
+from dygsched.engine.snapshot_groups.objective import GroupObjective
 from dygsched.errors import ConfigError
-from dygsched.launch.local import free_port
 from dygsched.models.evolvegcn_o import EvolveGCNO
 from dygsched.models.tgcn import TGCN
 from dygsched.models.wdgcn import WDGCN
-from dygsched.sched.plan import Plan, SolverStatus
+from tests.harness import RecordingSGD, reference_steps, run_ranks, train_epoch
 
 MODELS = {
     "tgcn": lambda: TGCN(4, 1, hidden_channels=8, num_layers=2),
@@ -39,59 +31,25 @@ def setup(name, window):
     return graph, groups, GroupObjective(MODELS[name](), graph.task)
 
 
-def _rank(rank, port, out_dir):
-    _train(rank, port, out_dir)  # its locals (the DDP wrappers) are gone when it returns
-    release_and_destroy()
-
-
-def _train(rank, port, out_dir):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=2)
-    cpu = torch.device("cpu")
-
-    # One group, learning rate 0: the gradients left after the step are the all-reduced ones.
+def _rank(rank, out_dir):
+    # One group: the gradients the step used are the synchronised ones.
     for name, window, k in GRADIENT_CASES:
         graph, groups, objective = setup(name, window)
-        ddp = wrap_ddp(objective, cpu)
-        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.0)
-        plan = Plan((((), (k,)),), 2, 1, 0.0, 0.0, "test", SolverStatus.HEURISTIC, 0.0)
-        seen = []
-        ESDGExecutor().run_epoch(EpochRun(ddp, optimizer, graph, groups, plan, rank, cpu, seen.append))
-        grads = {n: p.grad.clone() for n, p in objective.named_parameters()}
+        optimizer = RecordingSGD(objective.parameters(), lr=0.0)
+        seen = train_epoch(ESDGExecutor(), objective, graph, groups, (((), (k,)),), optimizer)
+        grads = dict(zip([n for n, _ in objective.named_parameters()], optimizer.last_grads, strict=True))
         torch.save({"grads": grads, "stats": seen}, f"{out_dir}/grad-{name}-{window}-{rank}.pt")
 
     graph, groups, objective = setup("tgcn", 4)
-    ddp = wrap_ddp(objective, cpu)
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
-    plan = Plan(ITERATIONS, 2, 2, 0.0, 0.0, "test", SolverStatus.HEURISTIC, 0.0)
-    seen = []
-    ESDGExecutor().run_epoch(EpochRun(ddp, optimizer, graph, groups, plan, rank, cpu, seen.append))
+    optimizer = torch.optim.SGD(objective.parameters(), lr=0.1)
+    seen = train_epoch(ESDGExecutor(), objective, graph, groups, ITERATIONS, optimizer)
     torch.save({"params": objective.state_dict(), "stats": seen}, f"{out_dir}/epoch-{rank}.pt")
-
-
-def run_ranks(fn, args, timeout_s=300.0):
-    """Two spawned ranks running ``fn(rank, *args)``; a failure or a hang fails the test instead of blocking it."""
-    context = mp.start_processes(fn, args=args, nprocs=2, start_method="spawn", join=False)
-    deadline = time.monotonic() + timeout_s
-    while not context.join(timeout=1.0):
-        if time.monotonic() > deadline:
-            for process in context.processes:
-                process.kill()
-            pytest.fail(f"the ranks did not finish within {timeout_s:.0f} s")
-
-
-def release_and_destroy():
-    """Free every DDP before the process group goes: a reducer that outlives the group destroys it
-    itself, holding the GIL while gloo's worker threads may need it (a rare teardown deadlock)."""
-    gc.collect()
-    dist.destroy_process_group()
 
 
 @pytest.fixture(scope="module")
 def distributed(tmp_path_factory):
     out = tmp_path_factory.mktemp("esdg")
-    run_ranks(_rank, (free_port(), str(out)))
+    run_ranks(_rank, (str(out),))
     return out
 
 
@@ -107,28 +65,20 @@ def test_one_group_gives_the_single_process_gradients(distributed, name, window,
         (stats,) = result["stats"]
         assert stats.bytes["hidden_state"] > 0 and stats.bytes["allreduce"] > 0
         # Only the last rank reports the group and its loss, so the worker's sums give the mean.
-        assert stats.groups == (1 if rank == 1 else 0)
+        assert stats.units == (1 if rank == 1 else 0)
         assert stats.loss_sum == (pytest.approx(float(loss.detach()), abs=1e-6) if rank == 1 else 0.0)
 
 
 def test_an_epoch_steps_like_single_process_training(distributed):
     graph, groups, reference = setup("tgcn", 4)
-    optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
-    loss_sums = []
-    for iteration in ITERATIONS:
-        optimizer.zero_grad()
-        members = [k for ranks in iteration for k in ranks]
-        losses = [reference(groups[k].snapshots(graph)) for k in members]
-        loss_sums.append(sum(float(loss.detach()) for loss in losses))
-        (sum(losses) / len(members)).backward()
-        optimizer.step()
+    loss_sums = reference_steps(reference, graph, groups, ITERATIONS, lr=0.1)
 
     results = [torch.load(distributed / f"epoch-{rank}.pt", weights_only=False) for rank in range(2)]
     for result in results:
         for name, value in reference.state_dict().items():
             assert torch.allclose(result["params"][name], value, atol=1e-5), name
     first, last = (r["stats"] for r in results)
-    assert [s.iteration for s in last] == [0, 1] and [s.groups for s in last] == [2, 3] and [s.groups for s in first] == [0, 0]
+    assert [s.iteration for s in last] == [0, 1] and [s.units for s in last] == [2, 3] and [s.units for s in first] == [0, 0]
     assert [s.loss_sum for s in last] == pytest.approx(loss_sums, abs=1e-5)
     for s in first + last:
         assert s.bytes["hidden_state"] > 0 and s.busy_s > 0 and s.wait_s >= 0 and s.comm_s > 0

@@ -28,7 +28,7 @@ def run(results_dir, overrides):
 def test_strategies_run_on_cuda(tmp_path, sched):
     overrides = [*TINY_SYNTHETIC, "device=cuda", "world_size=2", f"sched={sched}", "epochs=3"]
     if sched == "greedy":
-        overrides.append("sched.profile_epochs=1")
+        overrides.append("sched.timeline.profile_epochs=1")
     summary = run(tmp_path, overrides)
     assert summary["status"] == "ok"
     assert summary["comm_bytes_per_epoch"]["host_to_device"] > 0  # snapshots are copied to the GPU per group
@@ -39,9 +39,9 @@ def test_strategies_run_on_cuda(tmp_path, sched):
 def test_reuse_on_cuda_keeps_losses_and_moves_fewer_bytes(tmp_path, model):
     """Diff maps cross to the GPU, graphs are rebuilt there, three streams: same training as without."""
     common = [*TINY_SYNTHETIC, "model.num_layers=2", f"model={model}", "device=cuda", "world_size=2", "sched=greedy",
-              "sched.profile_epochs=0", "epochs=2"]
+              "sched.timeline.profile_epochs=0", "epochs=2"]
     summaries = {}
-    for name, extra in (("on", []), ("serial", ["sched.streams=false"]), ("off", ["sched.reuse=false"])):
+    for name, extra in (("on", []), ("serial", ["sched.executor.streams=false"]), ("off", ["sched.executor.reuse=false"])):
         (tmp_path / name).mkdir()
         summaries[name] = run(tmp_path / name, [*common, *extra])
     for name in ("on", "serial"):

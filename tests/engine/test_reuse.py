@@ -1,35 +1,30 @@
 """REAL's reuse engine in training: the same parameters and losses as plain execution, less work."""
 
 import dataclasses
-import gc
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from dygsched.data.diffmap import build_diff_maps
-from dygsched.data.groups import SnapshotGroup, sliding_groups
+from dygsched.data.groups import sliding_groups
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.engine.executor import EpochRun, GroupExecutor, wrap_ddp
-from dygsched.engine.objective import GroupObjective
-from dygsched.engine.planning import reuse_pairs
 from dygsched.engine.profiler import Profiler
-from dygsched.engine.reuse import Chain, ReuseExecutor, plan_chains
+from dygsched.engine.snapshot_groups import GroupObjective, SequentialExecutor
+from dygsched.engine.snapshot_groups.reuse import Chain, ReuseExecutor, plan_chains
 from dygsched.errors import ConfigError
-from dygsched.launch.local import free_port
 from dygsched.models.evolvegcn_o import EvolveGCNO
+from dygsched.models.flops import count_conv_flops
 from dygsched.models.gat_lstm import GATLSTM
 from dygsched.models.mpnn_lstm import MPNNLSTM
 from dygsched.models.tgcn import TGCN
 from dygsched.models.wdgcn import WDGCN
-from dygsched.sched.plan import Plan, SolverStatus
 from tests.conftest import TINY_SYNTHETIC
+from tests.harness import run_ranks, train_epoch
 
 # Overlapping groups share a rank in iterations 0 and 2 (type II); iteration 1 leaves rank 1 idle.
 ITERATIONS = (((0, 1), (2,)), ((3,), ()), ((4, 6), (5, 7)))
@@ -63,43 +58,36 @@ def graphs():
     return {"static": graph, "changing": changing_features(graph)}
 
 
-def train_once(executor, make_model, graph, rank, profiler=None, iterations=ITERATIONS, capacity=2):
+def train_once(executor, make_model, graph, profiler=None, iterations=ITERATIONS):
     groups = sliding_groups(graph.num_snapshots, 4)
     torch.manual_seed(0)
     objective = GroupObjective(make_model(), graph.task)
-    ddp = wrap_ddp(objective, torch.device("cpu"))
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
-    plan = Plan(iterations, 2, capacity, 0.0, 0.0, "test", SolverStatus.HEURISTIC, 0.0)
-    seen = []
-    executor.run_epoch(EpochRun(ddp, optimizer, graph, groups, plan, rank, torch.device("cpu"), seen.append, profiler))
+    optimizer = torch.optim.SGD(objective.parameters(), lr=0.1)
+    with count_conv_flops(objective) as flops:
+        seen = train_epoch(executor, objective, graph, groups, iterations, optimizer, profiler)
     params = {k: v.detach().clone() for k, v in objective.state_dict().items()}
-    del ddp
-    gc.collect()
-    return params, seen
+    return params, seen, flops.total
 
 
-def _rank(rank, port, out):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=2)
-    torch.set_num_threads(1)
+def _rank(rank, out):
     results = {}
     for graph_name, graph in graphs().items():
         for name, make_model in MODELS.items():
-            plain, plain_stats = train_once(GroupExecutor(), make_model, graph, rank)
+            plain, plain_stats, plain_flops = train_once(SequentialExecutor(), make_model, graph)
             for path in ("diff", "full", "adaptive"):
-                reused, stats = train_once(ReuseExecutor(reuse=True, reuse_path=path), make_model, graph, rank)
+                reused, stats, flops = train_once(ReuseExecutor(reuse=True, reuse_path=path), make_model, graph)
                 worst = max(float((reused[k] - v).abs().max() / v.abs().max().clamp(min=1e-6)) for k, v in plain.items())
                 loss_gap = max(abs(a.loss_sum - b.loss_sum) / max(abs(a.loss_sum), 1e-6) for a, b in zip(plain_stats, stats))
                 results[f"{graph_name}/{name}/{path}"] = {
                     "param_rel_err": worst,
                     "loss_rel_err": loss_gap,
-                    "flops_plain": sum(s.conv_flops for s in plain_stats),
-                    "flops_reuse": sum(s.conv_flops for s in stats),
+                    "flops_plain": plain_flops,
+                    "flops_reuse": flops,
                 }
     # a profiling epoch (PSG plan) with reuse records each group's reusable seconds
     profiler = Profiler()
     psg = tuple(((2 * i,), (2 * i + 1,)) for i in range(4))
-    train_once(ReuseExecutor(reuse=True), MODELS["tgcn"], graphs()["static"], rank, profiler, psg, capacity=1)
+    train_once(ReuseExecutor(reuse=True), MODELS["tgcn"], graphs()["static"], profiler, psg)
     results["profiled_groups"] = sorted(profiler.reusable)
     results["reusable_positive"] = all(v > 0 for runs in profiler.reusable.values() for v in runs)
     gathered = [None, None]
@@ -108,13 +96,12 @@ def _rank(rank, port, out):
     if rank == 0:
         with open(out, "w") as out_file:
             json.dump(results, out_file)
-    dist.destroy_process_group()
 
 
 @pytest.fixture(scope="module")
 def distributed_results(tmp_path_factory):
     out = tmp_path_factory.mktemp("reuse") / "results.json"
-    mp.start_processes(_rank, args=(free_port(), str(out)), nprocs=2, start_method="spawn")
+    run_ranks(_rank, (str(out),))
     return json.loads(out.read_text())
 
 
@@ -151,14 +138,6 @@ def test_chains_merge_overlapping_groups_only_with_type_two():
     assert plan_chains([groups[k] for k in mine], mine, share=False) == [Chain(0, 4, (0,)), Chain(1, 5, (1,)), Chain(5, 9, (5,))]
 
 
-def test_reuse_pairs_follow_real_eq_17():
-    groups = sliding_groups(7, 4)  # 4 groups, each overlapping the next 3 by 3, 2 and 1 snapshots
-    pairs = reuse_pairs(groups, {0: 4.0, 1: 4.0, 2: 8.0, 3: 4.0})
-    assert (0, 1, 3.0) in pairs and (0, 2, 4.0) in pairs and (0, 3, 1.0) in pairs and (1, 2, 6.0) in pairs
-    assert all(i < j and j - i < 4 for i, j, _ in pairs)
-    assert reuse_pairs((SnapshotGroup(0, 0, 2), SnapshotGroup(1, 2, 4)), {0: 1.0, 1: 1.0}) == []
-
-
 def test_unknown_reuse_path_is_a_config_error():
     with pytest.raises(ConfigError, match="reuse_path"):
         ReuseExecutor(reuse=True, reuse_path="sometimes")
@@ -181,9 +160,9 @@ def assert_same_training(on, off):
 
 @pytest.mark.slow  # two full runs (the distributed test above checks every model in the fast suite)
 def test_reuse_switch_keeps_losses_on_synthetic(tmp_path):
-    common = [*TINY_SYNTHETIC, "model.num_layers=2", "sched=greedy", "sched.profile_epochs=0", "epochs=2", "world_size=2"]
+    common = [*TINY_SYNTHETIC, "model.num_layers=2", "sched=greedy", "sched.timeline.profile_epochs=0", "epochs=2", "world_size=2"]
     on = run_cli(tmp_path, "on", *common)
-    off = run_cli(tmp_path, "off", *common, "sched.reuse=false")
+    off = run_cli(tmp_path, "off", *common, "sched.executor.reuse=false")
     assert_same_training(on, off)
 
 
@@ -191,16 +170,16 @@ def test_reuse_switch_keeps_losses_on_synthetic(tmp_path):
 def test_reuse_switch_keeps_losses_on_twitter_tennis(tmp_path, shared_data):
     common = [
         "dataset=twitter_tennis", f"dataset.path={shared_data / 'twitter_tennis_rg17.json'}", "model=gat_lstm",
-        "model.hidden_channels=16", "model.num_layers=1", "sched=greedy", "sched.profile_epochs=0", "epochs=2",
+        "model.hidden_channels=16", "model.num_layers=1", "sched=greedy", "sched.timeline.profile_epochs=0", "epochs=2",
         "world_size=2", "progress=false",
     ]
     on = run_cli(tmp_path, "on", *common)
-    off = run_cli(tmp_path, "off", *common, "sched.reuse=false")
+    off = run_cli(tmp_path, "off", *common, "sched.executor.reuse=false")
     assert_same_training(on, off)
 
 
 def test_pinning_a_diff_map_pins_its_kept_full_graph_too(monkeypatch):
-    from dygsched.engine.reuse import _pinned
+    from dygsched.engine.snapshot_groups.reuse import _pinned
 
     pinned = []
     monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: pinned.append(self) or self.clone())

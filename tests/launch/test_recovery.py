@@ -26,7 +26,7 @@ from dygsched.launch.local import free_port
 from tests.conftest import ROOT, TINY_SYNTHETIC
 
 EPOCHS = 30
-RECOVERY = [*TINY_SYNTHETIC, "model=mpnn_lstm", "sched=greedy", "sched.profile_epochs=0", "seed=7"]
+RECOVERY = [*TINY_SYNTHETIC, "model=mpnn_lstm", "sched=greedy", "sched.timeline.profile_epochs=0", "seed=7"]
 
 
 def train(results: Path, *overrides: str) -> dict:
@@ -130,7 +130,7 @@ def test_resume_restores_the_timeline(tmp_path):
     """Stopped during profiling, a run profiles on and switches on schedule; stopped after the
     switch, it keeps the solved plan and profiles no more."""
     results = tmp_path / "results"
-    base = [*TINY_SYNTHETIC, f"results_dir={results}", "sched=greedy", "sched.profile_epochs=2", "run_id=timeline"]
+    base = [*TINY_SYNTHETIC, f"results_dir={results}", "sched=greedy", "sched.timeline.profile_epochs=2", "run_id=timeline"]
     run(compose_config([*base, "epochs=1"]))
     folder = results / "timeline"
     assert (folder / "plan_profiling.json").exists() and not (folder / "plan.json").exists()
@@ -145,9 +145,9 @@ def test_resume_restores_the_timeline(tmp_path):
     assert (plan.read_bytes(), plan.stat().st_mtime_ns, profile.stat().st_mtime_ns) == before
     metrics = pd.read_parquet(folder / "metrics.parquet")
     assert (metrics.metric == "switch_epoch").sum() == 1
-    groups = metrics[(metrics.metric == "groups") & (metrics.phase == "train")].groupby("epoch")["value"].sum()
+    groups = metrics[(metrics.metric == "units") & (metrics.phase == "train")].groupby("epoch")["value"].sum()
     assert groups.tolist() == [6.0] * 4
-    per_rank = metrics[(metrics.metric == "groups") & (metrics.epoch == 3)].groupby("iteration")["value"].max()
+    per_rank = metrics[(metrics.metric == "units") & (metrics.epoch == 3)].groupby("iteration")["value"].max()
     assert per_rank.max() == 2  # epoch 4 trained the solved cross-group plan, not PSG
 
 

@@ -30,3 +30,15 @@ def test_summary_figures():
     assert summary["eval"] == {"split": "test", "metric": "mse", "value": pytest.approx(0.27)}
     assert summary["comm_bytes_per_epoch"] == {"allreduce": 200, "hidden_state": 0, "features": 0, "host_to_device": 0}
     assert summary["peak_mem_bytes"] == 1001
+
+
+def test_a_metric_not_measured_is_missing_with_its_reason_never_zero():
+    rec = MetricRecorder("r", 0)
+    for epoch in range(2):
+        rec.add(epoch, "train", "epoch_time_s", 1.0)
+        rec.add_missing(epoch, "train", "conv_flops", "metrics.count_flops=false")
+        rec.add_missing(epoch, "train", "peak_mem_bytes", "cannot reset")
+    assert rec.missing == {"conv_flops": "metrics.count_flops=false", "peak_mem_bytes": "cannot reset"}
+    summary = summarize(MetricRecorder.frame(rec.rows), {"run_id": "r", "missing": rec.missing})
+    assert summary["conv_flops_per_epoch"] is None and summary["peak_mem_bytes"] is None
+    assert summary["missing"]["conv_flops"] == "metrics.count_flops=false"

@@ -18,9 +18,10 @@ does not read the recurrent state, which holds for every model in ``dygsched.mod
 BLAD setting: message passing on inputs and graph only); the stage-1 thread passes ``None`` as the
 state, so a layer that did read it fails loudly instead of training on a wrong state.
 
-Loss scaling, ``no_sync`` accumulation and the end-of-iteration wait + DDP sync are those of
-``GroupExecutor``; ``busy_s`` is the wall time of the rank's pipelined work (the overlapped
-stage-1 work included once), ``bytes["host_to_device"]`` what its loads moved.
+Loss scaling and the end-of-iteration step are those of every snapshot-group executor; ``busy_s``
+is the wall time of the rank's pipelined work (the overlapped stage-1 work included once),
+``bytes["host_to_device"]`` what its loads moved. Both stages run the model's own layer loop
+(``DGNN.unroll``): stage 2 with layer 0's spatial outputs given (``GivenFirstSpatial``).
 
 Threads: ``torch.set_num_threads`` (set per rank by the worker) sizes one intra-op pool per
 process; the stage-1 thread shares it with the main thread.
@@ -38,39 +39,26 @@ import torch
 
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
-from dygsched.engine.executor import EpochRun, GroupExecutor, IterationStats, refuse_profiling
-from dygsched.engine.objective import GroupObjective
+from dygsched.engine.snapshot_groups.executor import EpochRun, Iteration, SequentialExecutor, fetch, loss_scale
+from dygsched.engine.strategy import IterationStats
 from dygsched.engine.streams import record_stream
-from dygsched.models.base import DGNN
-
-
-def forward_with_first_layer(model: DGNN, snapshots: Sequence[Snapshot], first_layer_spatial: Sequence[Any]) -> torch.Tensor:
-    """``model(snapshots)`` (``DGNN.forward``) with layer 0's spatial outputs given, one per snapshot.
-
-    The same computation as ``DGNN.forward`` (and ``DGNN.step``), except that layer 0's
-    ``spatial`` is not run: ``first_layer_spatial[t]`` stands for
-    ``model.layers[0].spatial(snapshots[t].x, ...)``.
-    """
-    if len(first_layer_spatial) != len(snapshots):
-        raise ValueError(f"{len(first_layer_spatial)} first-layer spatial outputs for {len(snapshots)} snapshots")
-    first = snapshots[0]
-    states = model.initial_states(first.num_nodes, first.x.device, first.x.dtype)
-    h = first.x
-    for snapshot, spatial_0 in zip(snapshots, first_layer_spatial, strict=True):
-        x = snapshot.x
-        new_states = []
-        for depth, (layer, state) in enumerate(zip(model.layers, states, strict=True)):
-            spatial_out = spatial_0 if depth == 0 else layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state)
-            x, state = layer.temporal(spatial_out, state)
-            new_states.append(state)
-        h, states = x, new_states
-    return model.readout(h)
+from dygsched.models.base import DGNN, GivenFirstSpatial
 
 
 def first_layer_spatial(model: DGNN, snapshots: Sequence[Snapshot]) -> list[Any]:
-    """Layer 0's spatial output for every snapshot (message passing on inputs and graph only)."""
+    """Layer 0's spatial output for every snapshot (message passing on inputs and graph only).
+
+    The state passed is ``None``: a layer whose spatial part read it would fail loudly here
+    instead of training on a wrong state."""
     layer = model.layers[0]
     return [layer.spatial(s.x, s.edge_index, s.edge_weight, None) for s in snapshots]  # type: ignore[arg-type]
+
+
+def forward_with_first_layer(model: DGNN, snapshots: Sequence[Snapshot], spatial_outs: Sequence[Any]) -> torch.Tensor:
+    """``model(snapshots)`` with layer 0's spatial outputs given, one per snapshot."""
+    if len(spatial_outs) != len(snapshots):
+        raise ValueError(f"{len(spatial_outs)} first-layer spatial outputs for {len(snapshots)} snapshots")
+    return model(snapshots, hooks=GivenFirstSpatial(spatial_outs))
 
 
 @dataclass
@@ -82,43 +70,44 @@ class StageOne:
     moved: int
 
 
-class BLADExecutor(GroupExecutor):
-    """Runs ``plan`` on ``rank``, each group's load and first-layer aggregation one group ahead.
+class BLADExecutor(SequentialExecutor):
+    """Runs a plan with each group's load and first-layer aggregation one group ahead.
 
     With the ``blad`` plan (two consecutive groups per rank per iteration) this is BLAD's two-stage
     pipeline; with any plan, each group's stage 1 overlaps the previous group's stage 2 within the
-    iteration (not across iterations: the optimizer step in between changes the weights). The
-    iteration loop, loss scaling, synchronisation and accounting are ``GroupExecutor``'s.
+    iteration (not across iterations: the optimizer step in between changes the weights). BLAD
+    does not profile (its plan ignores group times).
     """
 
-    def check(self, window: int, world_size: int, profile_epochs: int) -> None:
-        if profile_epochs:
-            refuse_profiling(True, "blad")
+    profiles = False
 
     @contextmanager
-    def epoch_scope(self, epoch: EpochRun) -> Iterator[None]:
-        refuse_profiling(epoch.profiler, "blad")
-        self.side_stream = torch.cuda.Stream(epoch.device) if epoch.device.type == "cuda" else None
+    def epoch_scope(self, run: EpochRun) -> Iterator[None]:
+        self.side_stream = torch.cuda.Stream(run.device) if run.device.type == "cuda" else None
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="blad-stage1") as self.stage_one_thread:
             yield
 
-    def train_local_groups(self, epoch: EpochRun, mine: tuple[int, ...], scale: float, stats: IterationStats) -> None:
+    def train_iteration(self, run: EpochRun, iteration: Iteration, stats: IterationStats) -> None:
         """Stage 2 (dense work, loss, backward) of each group while stage 1 of the next runs aside."""
-        objective: GroupObjective = epoch.ddp.module
-        graph, train_groups, device = epoch.graph, epoch.train_groups, epoch.device
-        stats.bytes["host_to_device"] = 0
+        mine = iteration[run.rank]
+        scale = loss_scale(iteration)
+        stats.units = len(mine)
+        objective = run.objective
+        graph, train_groups, device = run.graph, run.train_groups, run.device
+        stats.add_bytes("host_to_device", 0)
         ahead = self.stage_one(objective.model, graph, train_groups[mine[0]], device, None) if mine else None
         for j in range(len(mine)):
             current = ahead
+            assert current is not None
             pending = None
             if j + 1 < len(mine):
                 group = train_groups[mine[j + 1]]
                 pending = self.stage_one_thread.submit(self.stage_one, objective.model, graph, group, device, self.side_stream)
-            stats.bytes["host_to_device"] += current.moved
+            stats.add_bytes("host_to_device", current.moved)
             loss = objective.loss_from_predictions(
                 forward_with_first_layer(objective.model, current.snapshots, current.spatial), current.snapshots[-1], scale
             )
-            loss.backward()
+            run.backward(loss, final=j == len(mine) - 1)
             stats.loss_sum += float(loss.detach()) / scale
             if pending is not None:
                 ahead = pending.result()
@@ -137,5 +126,5 @@ class BLADExecutor(GroupExecutor):
             if stream is not None:
                 stack.enter_context(torch.cuda.device(device))
                 stack.enter_context(torch.cuda.stream(stream))
-            snapshots, moved = GroupExecutor.fetch(graph, group, device)
+            snapshots, moved = fetch(graph, group, device)
             return StageOne(snapshots, first_layer_spatial(model, snapshots), moved)

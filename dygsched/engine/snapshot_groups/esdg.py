@@ -19,11 +19,11 @@ out from the output of its own last snapshot.
 
 The plan is an ordinary PSG plan; ESDG ignores which rank it names and uses it only for the order
 of the groups and the iteration boundaries. Scaling: the last rank's loss of each group is scaled
-by ``world_size / groups_in_iteration`` (as in ``GroupExecutor``); each rank's parameter gradients
-are its part of the group's gradient, so over the iteration the ranks' accumulated gradients sum to
-``world_size / m`` times the sum of the ``m`` groups' gradients, and DDP's average (the sum over
-ranks divided by ``world_size``) is their mean: the step single-process training takes on the same
-groups.
+by ``1 / m`` for the ``m`` groups of the iteration (as every executor does); each rank's parameter
+gradients are its part of the group's gradient, so over the iteration the ranks' accumulated
+gradients sum to the mean of the ``m`` groups' gradients: the step single-process training takes
+on the same groups. Every rank runs the model's own layer loop (``DGNN.unroll``) from the states
+it received.
 """
 
 from __future__ import annotations
@@ -36,17 +36,9 @@ import torch
 import torch.distributed as dist
 
 from dygsched.data.groups import SnapshotGroup
-from dygsched.data.temporal_graph import Snapshot, TemporalGraph
-from dygsched.engine.executor import (
-    EpochRun,
-    GroupExecutor,
-    IterationStats,
-    gradient_bytes,
-    refuse_profiling,
-    sync_step,
-    synchronize,
-)
-from dygsched.engine.objective import GroupObjective
+from dygsched.data.temporal_graph import Snapshot
+from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor, Iteration, fetch, loss_scale
+from dygsched.engine.strategy import IterationStats, synchronize
 from dygsched.errors import ConfigError
 from dygsched.models.base import DGNN, State
 
@@ -99,108 +91,78 @@ class StateLayout:
         return states
 
 
-class ESDGExecutor:
-    """Runs every group of ``plan`` on all ranks, each rank a contiguous block of its snapshots.
+class ESDGExecutor(GroupExecutor):
+    """Trains every group of an iteration on all ranks, each rank a contiguous block of its snapshots.
 
-    ``IterationStats`` per plan iteration: ``busy_s`` is this rank's compute (fetch, forward and
-    backward of its snapshots; the readout and loss on the last rank); ``wait_s`` the time blocked
-    receiving states (forward) and gradients (backward), plus the end-of-iteration sync scalar;
-    ``comm_s`` the time sending them plus DDP's gradient all-reduce; ``bytes["hidden_state"]`` the
-    bytes of states and state gradients this rank sent. Every rank takes part in every group, but
-    only the last rank has the losses, so it reports ``groups`` = the iteration's group count and
+    Per iteration: ``wait_s`` is the time blocked receiving states (forward) and gradients
+    (backward); ``comm_s`` the time sending them; ``busy_s`` the rest (fetch, forward and backward
+    of this rank's snapshots, and the readout and loss on the last rank); ``bytes["hidden_state"]``
+    the bytes of states and state gradients this rank sent. Every rank takes part in every group,
+    but only the last rank has the losses, so it reports ``units`` = the iteration's group count and
     ``loss_sum`` = the sum of their (unscaled) losses, and the other ranks report 0 and 0: summed
-    over ranks, as the worker does, ``loss_sum / groups`` is the mean loss over the groups.
+    over ranks, as the worker does, ``loss_sum / units`` is the mean loss over the groups. ESDG
+    does not profile: it never runs a group whole on one rank.
     """
+
+    profiles = False
 
     def check(self, window: int, world_size: int, profile_epochs: int) -> None:
         check_esdg(window, world_size)
-        if profile_epochs:
-            refuse_profiling(True, "esdg")
+        super().check(window, world_size, profile_epochs)
 
-    def run_epoch(self, epoch: EpochRun) -> None:
-        ddp, optimizer, graph, train_groups = epoch.ddp, epoch.optimizer, epoch.graph, epoch.train_groups
-        rank, device = epoch.rank, epoch.device
-        refuse_profiling(epoch.profiler, "esdg")
-        world_size = dist.get_world_size()
-        objective: GroupObjective = ddp.module
-        grad_bytes = gradient_bytes(ddp)
-        ready = torch.zeros(1, device=device)
-        last_rank = rank == world_size - 1
-        for i, iteration in enumerate(epoch.plan.iterations):
-            order = [k for groups in iteration for k in groups]  # the plan's ranks do not matter here
-            stats = IterationStats(iteration=i, groups=len(order) if last_rank else 0)
-            stats.bytes["hidden_state"] = 0
-            stats.bytes["host_to_device"] = 0
-            scale = world_size / max(1, len(order))
-            optimizer.zero_grad(set_to_none=False)
-            with ddp.no_sync():
-                for k in order:
-                    loss = self.train_group(objective, graph, train_groups[k], scale, rank, world_size, device, stats)
-                    if loss is not None:
-                        stats.loss_sum += loss / scale
-            sync_step(ddp, optimizer, device, ready, grad_bytes, stats)
-            epoch.on_iteration(stats)
+    def train_iteration(self, run: EpochRun, iteration: Iteration, stats: IterationStats) -> None:
+        order = [k for groups in iteration for k in groups]  # the plan's ranks do not matter here
+        last_rank = run.rank == run.world_size - 1
+        stats.units = len(order) if last_rank else 0
+        stats.add_bytes("hidden_state", 0)
+        stats.add_bytes("host_to_device", 0)
+        scale = loss_scale(iteration)
+        for k in order:
+            loss = self.train_group(run, run.train_groups[k], scale, stats)
+            if loss is not None:
+                stats.loss_sum += loss / scale
 
-    def train_group(
-        self,
-        objective: GroupObjective,
-        graph: TemporalGraph,
-        group: SnapshotGroup,
-        scale: float,
-        rank: int,
-        world_size: int,
-        device: torch.device,
-        stats: IterationStats,
-    ) -> float | None:
+    def train_group(self, run: EpochRun, group: SnapshotGroup, scale: float, stats: IterationStats) -> float | None:
         """Forward and backward of this rank's block of ``group``; the scaled loss on the last rank.
 
         Parameter gradients accumulate into ``.grad`` (this rank's part of the group's gradient).
         """
+        rank, world_size, device = run.rank, run.world_size, run.device
         check_esdg(group.size, world_size)
-        model = objective.model
+        model = run.objective.model
         first, last_rank = rank == 0, rank == world_size - 1
 
-        start = time.perf_counter()
         lo, hi = snapshot_block(group.size, world_size, rank)
         block = SnapshotGroup(group.index, group.start + lo, group.start + hi)
-        snapshots, moved = GroupExecutor.fetch(graph, block, device)
-        stats.bytes["host_to_device"] += moved
+        snapshots, moved = fetch(run.graph, block, device)
+        stats.add_bytes("host_to_device", moved)
         layout = StateLayout.of(model, snapshots[0])
-        stats.busy_s += time.perf_counter() - start
 
         received = None
         if first:
-            start = time.perf_counter()
             states = model.initial_states(snapshots[0].num_nodes, device, snapshots[0].x.dtype)
         else:
             received = self._recv(layout.empty(device), rank - 1, device, stats)
-            start = time.perf_counter()
             received.requires_grad_(True)
             states = layout.unflatten(received)
-        for snapshot in snapshots:
-            h, states = model.step(snapshot, states)
+        h, states = model.unroll(snapshots, states)
 
         loss_value = None
         if last_rank:
-            loss = objective.loss_from_predictions(model.readout(h), snapshots[-1], scale)
+            loss = run.objective.loss_from_predictions(model.readout(h), snapshots[-1], scale)
             loss.backward()
             loss_value = float(loss.detach())
-            synchronize(device)
-            stats.busy_s += time.perf_counter() - start
         else:
             sent = layout.flatten(states)
             synchronize(device)
-            stats.busy_s += time.perf_counter() - start
             self._send(sent.detach(), rank + 1, device, stats)
             grad = self._recv(layout.empty(device), rank + 1, device, stats)
-            start = time.perf_counter()
             if sent.requires_grad:
                 torch.autograd.backward(sent, grad)
-            synchronize(device)
-            stats.busy_s += time.perf_counter() - start
 
         if received is not None:
             # The gradient with respect to the state this rank started from continues the backward on rank - 1.
+            synchronize(device)
             self._send(received.grad if received.grad is not None else torch.zeros_like(received), rank - 1, device, stats)
         return loss_value
 
@@ -210,7 +172,7 @@ class ESDGExecutor:
         dist.send(_for_backend(tensor.contiguous()), dst)
         synchronize(device)
         stats.comm_s += time.perf_counter() - start
-        stats.bytes["hidden_state"] += tensor.numel() * tensor.element_size()
+        stats.add_bytes("hidden_state", tensor.numel() * tensor.element_size())
 
     @staticmethod
     def _recv(buffer: torch.Tensor, src: int, device: torch.device, stats: IterationStats) -> torch.Tensor:

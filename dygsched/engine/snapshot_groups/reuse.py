@@ -1,7 +1,7 @@
 """REAL's reuse engine in training (sections 4.1-4.3): group-sequential execution minus redundant work.
 
-``ReuseExecutor`` runs any plan exactly like ``GroupExecutor`` (same iterations, loss scaling,
-synchronisation and accounting) and, with ``reuse=True``, removes the work REAL removes:
+``ReuseExecutor`` runs any plan exactly like ``SequentialExecutor`` (same iterations, loss scaling
+and accounting) and, with ``reuse=True``, removes the work REAL removes:
 
 * **Type I, snapshot-level.** The groups a rank trains are cut into *chains* of consecutive
   snapshots. For each chain, layer 0's reusable convolution (GCN, GCN aggregation or GAT, see
@@ -21,15 +21,15 @@ synchronisation and accounting) and, with ``reuse=True``, removes the work REAL 
   backward of the chain before; events order them (``dygsched.engine.streams``). On CPU the same
   code runs in order.
 
-``reuse=False`` is ``GroupExecutor`` unchanged, whatever the other options say. During profiling
+``reuse=False`` is ``SequentialExecutor`` unchanged, whatever the other options say. During profiling
 epochs each group's time is recorded as usual, plus the seconds of its reusable part (transfer and
-first-layer convolutions), from which the planner's reuse table is built (``planning.reuse_pairs``).
+first-layer convolutions), from which the planner's reuse table is built (``sched.reuse_table``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -40,13 +40,14 @@ import torch.distributed as dist
 from dygsched.data.diffmap import DiffMap, EdgeSet, GraphDiffs, apply_diff, build_diff_maps, coalesce
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
-from dygsched.engine.executor import EpochRun, GroupExecutor, IterationStats
-from dygsched.engine.objective import GroupObjective
 from dygsched.engine.profiler import PhaseTimer
+from dygsched.engine.snapshot_groups.aggregation_timing import choose_paths, fit_conv_cost_curve
+from dygsched.engine.snapshot_groups.executor import EpochRun, Iteration, SequentialExecutor, loss_scale
+from dygsched.engine.strategy import IterationStats, MetricValue, Missing
 from dygsched.engine.streams import Streams
 from dygsched.errors import ConfigError
-from dygsched.models.conv_cost import ConvCostCurve, choose_paths, fit_conv_cost_curve
-from dygsched.models.flops import count_conv_flops
+from dygsched.models.base import PLAIN, GivenFirstConv, LayerHooks
+from dygsched.sched.aggregation_cost import ConvCostCurve
 
 REUSE_PATHS = ("adaptive", "diff", "full")
 
@@ -143,8 +144,8 @@ def _pinned(value: Any) -> Any:
     return type(value)(**{k: pin(v) for k, v in fields.items()})
 
 
-class ReuseExecutor(GroupExecutor):
-    """``GroupExecutor`` with REAL's type I and type II reuse (see the module docstring).
+class ReuseExecutor(SequentialExecutor):
+    """``SequentialExecutor`` with REAL's type I and type II reuse (see the module docstring).
 
     ``reuse``: master switch (False: plain group-sequential execution). ``reuse_group``: merge
     overlapping groups of a rank's iteration (type II). ``reuse_path``: ``adaptive`` (REAL's cost
@@ -165,13 +166,17 @@ class ReuseExecutor(GroupExecutor):
         self.queue: list[Chain] = []  # this rank's chains still to train this epoch, in order
         self.ahead: LoadedChain | None = None  # the next chain, already on its way to the device
 
+    @property
+    def merges_pairs(self) -> bool:
+        return self.reuse and self.reuse_group
+
     @contextmanager
-    def epoch_scope(self, epoch: EpochRun) -> Iterator[None]:
-        if self.reuse and (self.cache is None or self.cache.graph is not epoch.graph):
-            self.prepare(epoch.ddp.module.model, epoch.graph, epoch.device)
+    def epoch_scope(self, run: EpochRun) -> Iterator[None]:
+        if self.reuse and (self.cache is None or self.cache.graph is not run.graph):
+            self.prepare(run.objective.model, run.graph, run.device)
         if self.reuse:  # this rank's chains for the whole epoch, so transfers can run an iteration ahead
-            rank, groups = epoch.rank, epoch.train_groups
-            self.queue = [c for it in epoch.plan.iterations for c in plan_chains([groups[k] for k in it[rank]], it[rank], self.reuse_group)]
+            rank, groups = run.rank, run.train_groups
+            self.queue = [c for it in run.iterations for c in plan_chains([groups[k] for k in it[rank]], it[rank], self.reuse_group)]
             self.ahead = None
         yield
 
@@ -183,29 +188,34 @@ class ReuseExecutor(GroupExecutor):
         curve = None
         if self.reuse_path == "adaptive":
             box = [fit_conv_cost_curve(device) if dist.get_rank() == 0 else None]
-            dist.broadcast_object_list(box, src=0)
+            if dist.get_world_size() > 1:
+                dist.broadcast_object_list(box, src=0)
             curve = box[0]
         self.cache = HostCache(graph, device, layer.reuse, self.reuse_path, curve)
         self.streams = Streams.create(device, self.use_streams)
 
-    @property
-    def preprocess_seconds(self) -> float:
-        return self.cache.preprocess_s if self.cache is not None else 0.0
+    def epoch_metrics(self) -> Mapping[str, MetricValue]:
+        """``reuse_preprocess_s``: the diff maps' build time (once per run), only when reuse runs."""
+        if self.cache is None:
+            return {"reuse_preprocess_s": Missing("no reuse engine ran (sched.executor.reuse=false)")}
+        return {"reuse_preprocess_s": self.cache.preprocess_s}
 
-    def train_local_groups(self, epoch: EpochRun, mine: tuple[int, ...], scale: float, stats: IterationStats) -> None:
+    def train_iteration(self, run: EpochRun, iteration: Iteration, stats: IterationStats) -> None:
         if not self.reuse:
-            return super().train_local_groups(epoch, mine, scale, stats)
+            return super().train_iteration(run, iteration, stats)
         assert self.cache is not None and self.streams is not None
-        objective: GroupObjective = epoch.ddp.module
-        graph, train_groups, device, profiler = epoch.graph, epoch.train_groups, epoch.device, epoch.profiler
-        stats.bytes["host_to_device"] = 0
+        mine = iteration[run.rank]
+        scale = loss_scale(iteration)
+        stats.units = len(mine)
+        train_groups, device, profiler = run.train_groups, run.device, run.profiler
+        stats.add_bytes("host_to_device", 0)
         chains = plan_chains([train_groups[k] for k in mine], mine, self.reuse_group)
         if self.streams.conv is not None:  # the weights changed at the last step: conv work starts after it
             self.streams.conv.wait_stream(torch.cuda.current_stream(device))
         # Transfers run one chain ahead, across iterations too (data does not depend on the weights);
         # profiling times each chain's transfer in its own phase, so nothing is loaded ahead then.
         prefetch = profiler is None
-        for chain in chains:
+        for position, chain in enumerate(chains):
             timer = PhaseTimer(device) if profiler is not None else None
             assert self.queue and self.queue[0] == chain
             self.queue.pop(0)
@@ -218,8 +228,8 @@ class ReuseExecutor(GroupExecutor):
             assert loaded is not None
             self.streams.handoff(loaded, self.streams.copy, self.streams.conv)
             self.streams.handoff(loaded, self.streams.copy)
-            stats.bytes["host_to_device"] += loaded.moved
-            losses = self.train_chain(objective, graph, train_groups, loaded, scale, device, stats, timer)
+            stats.add_bytes("host_to_device", loaded.moved)
+            losses = self.train_chain(run, loaded, scale, timer, final=position == len(chains) - 1)
             if profiler is not None and timer is not None:
                 if len(chain.groups) == 1:
                     profiler.record(chain.groups[0], timer, reusable=timer.seconds["host_to_device"] + timer.seconds["spatial"])
@@ -250,42 +260,35 @@ class ReuseExecutor(GroupExecutor):
                 moved,
             )
 
-    def train_chain(
-        self,
-        objective: GroupObjective,
-        graph: TemporalGraph,
-        train_groups: tuple[SnapshotGroup, ...],
-        loaded: LoadedChain,
-        scale: float,
-        device: torch.device,
-        stats: IterationStats,
-        timer: PhaseTimer | None,
-    ) -> list[float]:
-        """Forward every group of the chain on shared first-layer outputs, one backward; unscaled losses."""
+    def train_chain(self, run: EpochRun, loaded: LoadedChain, scale: float, timer: PhaseTimer | None, final: bool) -> list[float]:
+        """Forward every group of the chain on shared first-layer outputs, one backward; unscaled losses.
+
+        Profiling times the first layer's shared convolutions as ``spatial`` and the groups'
+        forward (higher layers' spatial work included) as ``temporal``, as before the reuse engine
+        existed; the shared part is what another group of the chain does not redo.
+        """
         assert self.cache is not None and self.streams is not None
-        model, chain = objective.model, loaded.chain
-        layer = model.layers[0]
+        objective, chain = run.objective, loaded.chain
+        model = objective.model
         streams = self.streams
-        with count_conv_flops(model) as flops:
-            paths = self.cache.paths(chain)  # chosen once per chain and kept: preprocessing, not training
-            with timer.phase("spatial") if timer else nullcontext(), streams.on(streams.conv):
-                conv_outs = layer.conv_chain(loaded.x, loaded.first, loaded.diffs, paths)
-                snapshots = self.chain_snapshots(graph, loaded, device)
-            streams.handoff([conv_outs, snapshots], streams.conv)
-            total: torch.Tensor | None = None
-            losses = []
-            with timer.phase("temporal") if timer else nullcontext():
-                for k in chain.groups:
-                    group = train_groups[k]
-                    lo, hi = group.start - chain.start, group.stop - chain.start
-                    predictions = model(snapshots[lo:hi], first_conv_outs=conv_outs[lo:hi])
-                    loss = objective.loss_from_predictions(predictions, snapshots[hi - 1], scale)
-                    losses.append(float(loss.detach()) / scale)
-                    total = loss if total is None else total + loss
-        stats.conv_flops += flops.total
+        paths = self.cache.paths(chain)  # chosen once per chain and kept: preprocessing, not training
+        with timer.phase("spatial") if timer else nullcontext(), streams.on(streams.conv):
+            conv_outs = model.layers[0].conv_chain(loaded.x, loaded.first, loaded.diffs, paths)
+            snapshots = self.chain_snapshots(run.graph, loaded, run.device)
+        streams.handoff([conv_outs, snapshots], streams.conv)
+        total: torch.Tensor | None = None
+        losses = []
+        with timer.phase("temporal") if timer else nullcontext():
+            for k in chain.groups:
+                group = run.train_groups[k]
+                lo, hi = group.start - chain.start, group.stop - chain.start
+                hooks: LayerHooks = GivenFirstConv(conv_outs[lo:hi], PLAIN)
+                loss = objective.loss_from_predictions(model(snapshots[lo:hi], hooks=hooks), snapshots[hi - 1], scale)
+                losses.append(float(loss.detach()) / scale)
+                total = loss if total is None else total + loss
         with timer.phase("backward") if timer else nullcontext():
             assert total is not None
-            total.backward()
+            run.backward(total, final)
         return losses
 
     def chain_snapshots(self, graph: TemporalGraph, loaded: LoadedChain, device: torch.device) -> list[Snapshot]:

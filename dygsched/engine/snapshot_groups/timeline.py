@@ -1,73 +1,129 @@
-"""REAL's three-phase timeline (section 3.3): train with PSG at once while profiling, then switch.
+"""When a snapshot-group strategy plans: at once from the cost model, or REAL's three phases.
 
-For ``sched.profile_epochs = P > 0`` the first ``P`` epochs train with the PSG plan (its ranks
-rotated each epoch) and time every group (with measured type II reuse, every other one trains
-merged neighbour pairs and times them instead: ``planning.profiles_pairs``); at the end of epoch ``P-1`` rank 0 merges the ranks' profiles, fits the cost model, solves
-the configured plan on the measured group times and broadcasts it; epochs ``P`` onwards train with
-it. Nothing restarts: the model and optimizer carry on. The switch epoch, the solve time and the
-profile (``profile.json``, with ``cost_model.json`` for ``dygsched plan``/``simulate``) are recorded.
+For ``profile_epochs = P > 0`` (REAL section 3.3) the first ``P`` epochs train with the PSG plan
+(its ranks rotated each epoch) and time every group (with ``profile_pairs`` and a reuse engine
+that merges groups, every other one trains merged neighbour pairs and times them instead); at the
+end of epoch ``P-1`` rank 0 merges the ranks' profiles, fits the cost model, solves the configured
+plan on the measured group times and broadcasts it; epochs ``P`` onwards train with it. Nothing
+restarts: the model and optimizer carry on. The switch epoch, the solve time and the profile
+(``profile.json``, with ``cost_model.json`` for ``dygsched plan``/``simulate``) are recorded.
+With ``P = 0`` the plan is solved once, on cost-model times, before the first epoch.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch.distributed as dist
 
-from dygsched.data.groups import SnapshotGroup
-from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.engine.planning import lr_factor, make_plan, pair_profiling_plan, profiles_pairs, profiling_config, reusable_from_pairs
-from dygsched.engine.profiler import Profiler, build_profile, merge
+from dygsched.engine.profiler import Profiler
+from dygsched.engine.strategy import Artifacts, broadcast_from_rank0
 from dygsched.errors import ConfigError
-from dygsched.metrics.atomic import write_json
-from dygsched.metrics.recorder import MetricRecorder
-from dygsched.metrics.run_folder import RunFolder
 from dygsched.sched.plan import Plan
+from dygsched.sched.planner import PlannerConfig, load_plan_file, plan_units, unit_times_from_sizes
+from dygsched.sched.profile import build_profile, merge
+from dygsched.sched.reuse_table import Span, capped_reuse_pairs, pair_profiling_plan, reusable_from_pairs
+
+LR_SCALINGS = ("none", "linear", "sqrt")
 
 
-def broadcast_from_rank0(value: Any) -> Any:
-    box = [value]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
+@dataclass(frozen=True)
+class TimelineConfig:
+    """``profile_epochs``: PSG epochs that time every group before the plan is solved (0: solve at
+    once from the cost model). ``profile_pairs``: with a reuse engine that merges groups and the
+    reuse table on, every other profiling epoch times merged neighbour pairs (at least two
+    profiling epochs). ``lr_scaling``: ``none``, ``linear`` or ``sqrt`` in the planned capacity,
+    applied from the plan switch on (more groups per step make a larger batch)."""
+
+    profile_epochs: int = 0
+    profile_pairs: bool = False
+    lr_scaling: str = "none"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.profile_epochs, bool) or not isinstance(self.profile_epochs, int) or self.profile_epochs < 0:
+            raise ConfigError(f"sched.timeline.profile_epochs must be 0 or more, got {self.profile_epochs!r}")
+        if self.lr_scaling not in LR_SCALINGS:
+            raise ConfigError(f"unknown sched.timeline.lr_scaling '{self.lr_scaling}' (choose from {', '.join(LR_SCALINGS)})")
+
+    def lr_factor(self, capacity: int) -> float:
+        return {"none": 1.0, "linear": float(capacity), "sqrt": float(capacity) ** 0.5}[self.lr_scaling]
 
 
-@dataclass
 class Timeline:
-    sched_cfg: Mapping[str, Any]
-    graph: TemporalGraph
-    train_groups: tuple[SnapshotGroup, ...]
-    world_size: int
-    rank: int
-    folder: RunFolder
-    _profiler: Profiler | None = field(default=None, init=False, repr=False)
+    """Plans a strategy's groups and decides, epoch by epoch, which plan trains and whether to profile.
+
+    ``spans``: each training group's ``(start, stop)`` snapshots; ``sizes``: its (nodes, edges), the
+    cost model's inputs; ``merges_pairs``: whether the executor trains overlapping groups of a rank
+    as one chain (then pair profiling can measure REAL eq. 17's table).
+    """
+
+    def __init__(
+        self,
+        planner: PlannerConfig,
+        config: TimelineConfig,
+        spans: Sequence[Span],
+        sizes: Sequence[tuple[int, int]],
+        world_size: int,
+        rank: int,
+        artifacts: Artifacts,
+        merges_pairs: bool = False,
+    ) -> None:
+        self.planner, self.config = planner, config
+        self.spans, self.sizes = list(spans), list(sizes)
+        self.world_size, self.rank, self.artifacts = world_size, rank, artifacts
+        self.merges_pairs = merges_pairs
+        self._profiler: Profiler | None = None
 
     @property
     def profile_epochs(self) -> int:
-        return max(0, int(self.sched_cfg.get("profile_epochs", 0) or 0))
+        return self.config.profile_epochs
 
     @property
-    def is_main(self) -> bool:
-        return self.rank == 0
+    def profiles_pairs(self) -> bool:
+        """Whether profiling also times merged neighbour pairs (opt-in ``profile_pairs``): it needs the
+        reuse table, an engine that merges overlapping groups, capacity 2 and two profiling epochs. A
+        pair's saving is the difference of two measured times, so it is only as good as the machine is quiet."""
+        return (
+            self.config.profile_pairs
+            and self.planner.reuse_table
+            and self.merges_pairs
+            and self.planner.capacity >= 2
+            and self.profile_epochs >= 2
+        )
 
     def initial_plan(self) -> Plan:
-        cfg = profiling_config(self.sched_cfg) if self.profile_epochs else self.sched_cfg
-        plan = broadcast_from_rank0(make_plan(cfg, self.graph, self.train_groups, self.world_size) if self.is_main else None)
-        if self.is_main:  # the profiling plan is kept beside the plan that replaces it
-            self.folder.write_plan(plan.to_dict(), "plan_profiling.json" if self.profile_epochs else "plan.json")
+        """The first plan (rank 0 solves, every rank receives it): the profiling PSG plan, a plan file, or the solved plan."""
+        planner = self.planner.for_profiling() if self.profile_epochs else self.planner
+        plan = broadcast_from_rank0(self._solve(planner) if self.rank == 0 else None)
+        self.artifacts.write_plan(plan, "plan_profiling.json" if self.profile_epochs else "plan.json")
         return plan
+
+    def _solve(
+        self,
+        planner: PlannerConfig,
+        times: Sequence[float] | None = None,
+        allreduce: float | None = None,
+        reusable: Mapping[int, float] | None = None,
+    ) -> Plan:
+        if planner.plan_file:
+            return load_plan_file(planner.plan_file, list(range(len(self.spans))), self.world_size, planner.capacity)
+        if times is None:
+            times = unit_times_from_sizes(planner, self.sizes)
+        pairs = capped_reuse_pairs(self.spans, times, reusable, planner.costs.reuse_ratio) if planner.reuse_table else None
+        return plan_units(planner, times, self.world_size, allreduce, pairs)
 
     def plan_for(self, epoch: int, plan: Plan) -> Plan:
         """During profiling, rotate the PSG plan's ranks every epoch so each group is timed on
         several ranks: a rank that runs slower (a busier core, a hotter GPU) then does not pass
-        for slower groups. When the plan will use measured type II reuse (``profiles_pairs``),
-        every other profiling epoch trains merged neighbour pairs instead, to time them."""
+        for slower groups. With pair profiling, every other profiling epoch trains merged
+        neighbour pairs instead, to time them."""
         if epoch >= self.profile_epochs:
             return plan
-        if profiles_pairs(self.sched_cfg) and epoch % 2 == 1:
-            return pair_profiling_plan(len(self.train_groups), self.world_size, (epoch // 2) % 2).rotated(epoch)
+        if self.profiles_pairs and epoch % 2 == 1:
+            return pair_profiling_plan(len(self.spans), self.world_size, (epoch // 2) % 2).rotated(epoch)
         return plan.rotated(epoch)
 
     def profiler_for(self, epoch: int) -> Profiler | None:
@@ -82,7 +138,7 @@ class Timeline:
         return self._profiler
 
     def lr_multiplier(self, epoch: int) -> float:
-        return lr_factor(self.sched_cfg) if epoch >= self.profile_epochs else 1.0
+        return self.config.lr_factor(self.planner.capacity) if epoch >= self.profile_epochs else 1.0
 
     def state(self, epoch: int, plan: Plan) -> dict[str, Any]:
         """What a checkpoint after ``epoch`` keeps: the plan in use and whether it already replaced the profiling plan."""
@@ -99,33 +155,37 @@ class Timeline:
         if plan.num_gpus != self.world_size:
             raise ConfigError(f"cannot resume: the checkpoint's plan is for {plan.num_gpus} ranks, this run has {self.world_size}")
         if bool(state["switched"]) != (0 < self.profile_epochs <= int(state["epoch"]) + 1):
-            raise ConfigError("cannot resume: the checkpoint was written with another sched.profile_epochs")
+            raise ConfigError("cannot resume: the checkpoint was written with another sched.timeline.profile_epochs")
         return plan
 
-    def after_epoch(self, epoch: int, profiler: Profiler | None, comm_seconds: list[float], recorder: MetricRecorder) -> Plan | None:
+    def after_epoch(
+        self, epoch: int, profiler: Profiler | None, comm_seconds: list[float], record: Callable[[str, str, float], None]
+    ) -> Plan | None:
         """At the end of the last profiling epoch: the new plan (every rank), else None."""
         if profiler is None or epoch != self.profile_epochs - 1:
             return None
-        gathered: list[Any] = [None] * self.world_size if self.is_main else []
-        measured = {"samples": dict(profiler.samples), "reusable": dict(profiler.reusable), "pairs": dict(profiler.pairs)}
-        dist.gather_object(measured, gathered if self.is_main else None, dst=0)
+        gathered: list[Any] = [None] * self.world_size if self.rank == 0 else []
+        if self.world_size > 1:
+            dist.gather_object(profiler.measurements(), gathered if self.rank == 0 else None, dst=0)
+        else:
+            gathered = [profiler.measurements()]
         plan = None
-        if self.is_main:
-            sizes = {k: group.work(self.graph) for k, group in enumerate(self.train_groups)}
+        if self.rank == 0:
+            sizes = dict(enumerate(self.sizes))
             profile = build_profile(
                 merge([g["samples"] for g in gathered]), sizes, merge([g["reusable"] for g in gathered]), merge([g["pairs"] for g in gathered])
             )
             if profile.pair_seconds:  # what merging really saved, rather than the first layer's forward alone
-                measured_reusable = reusable_from_pairs(profile.group_seconds, profile.pair_seconds, self.train_groups)
+                measured_reusable = reusable_from_pairs(profile.group_seconds, profile.pair_seconds, self.spans)
                 profile = replace(profile, reusable_seconds=measured_reusable or profile.reusable_seconds)
-            write_json(self.folder.path / "profile.json", profile.to_dict())
-            write_json(self.folder.path / "cost_model.json", profile.to_dict()["cost_model"])
-            times = [profile.group_seconds[k] for k in range(len(self.train_groups))]
+            self.artifacts.write_json("profile.json", profile.to_dict())
+            self.artifacts.write_json("cost_model.json", profile.to_dict()["cost_model"])
+            times = [profile.group_seconds[k] for k in range(len(self.spans))]
             alpha = statistics.median(comm_seconds) if comm_seconds else None
-            plan = make_plan(self.sched_cfg, self.graph, self.train_groups, self.world_size, times, alpha, profile.reusable_seconds)
-            self.folder.write_plan(plan.to_dict())
-            recorder.add(epoch, "plan", "switch_epoch", epoch + 1)
-            recorder.add(epoch, "plan", "solve_time_s", plan.solve_time_s)
-            recorder.add(epoch, "plan", "predicted_epoch_time_s", plan.predicted_epoch_time)
-            recorder.add(epoch, "plan", "profile_fit_r2", profile.r2)
+            plan = self._solve(self.planner, times, alpha, profile.reusable_seconds or None)
+            self.artifacts.write_plan(plan)
+            record("plan", "switch_epoch", epoch + 1)
+            record("plan", "solve_time_s", plan.solve_time_s)
+            record("plan", "predicted_epoch_time_s", plan.predicted_epoch_time)
+            record("plan", "profile_fit_r2", profile.r2)
         return broadcast_from_rank0(plan)

@@ -1,0 +1,166 @@
+"""Snapshot-group strategies: PSG, ESDG, BLAD, DyGNeX and REAL are this one strategy, configured.
+
+Units of work are sliding groups of ``window`` consecutive snapshots, split by time into train,
+validation and test; a training sample is a group predicting its last snapshot's targets. The
+strategies differ in
+
+* ``planner`` (``PlannerConfig``): which groups a rank trains in which iteration (PSG: one per
+  rank in time order; BLAD: consecutive pairs round-robin; DyGNeX and REAL: balanced cross-group
+  plans, REAL with its reuse table);
+* ``timeline`` (``TimelineConfig``): planning at once from the cost model, or REAL's profile-then-
+  switch phases;
+* ``executor`` (a ``GroupExecutor``): how a rank trains its groups of an iteration (one after
+  another, REAL's reuse engine, BLAD's two-stage pipeline, ESDG's snapshots split over ranks).
+
+The loop here is shared: per plan iteration the executor trains, the time it took less what it
+spent waiting on and talking to other ranks is ``busy_s``, and ``Epoch.finish_iteration`` takes the
+optimizer step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from dygsched.data.groups import Split, sliding_groups, split_by_time
+from dygsched.data.loading import DynamicData
+from dygsched.data.temporal_graph import Task, TemporalGraph
+from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor, fetch
+from dygsched.engine.snapshot_groups.objective import GroupObjective
+from dygsched.engine.snapshot_groups.timeline import Timeline, TimelineConfig
+from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy, synchronize
+from dygsched.errors import ConfigError, ScheduleError
+from dygsched.sched.plan import Plan
+from dygsched.sched.planner import PlannerConfig, load_plan_file
+
+
+def build_split(graph: TemporalGraph, settings: RunSettings) -> Split:
+    """The sliding groups of ``settings.window`` snapshots, split by time."""
+    groups = sliding_groups(graph.num_snapshots, settings.window)
+    return split_by_time(groups, settings.train_fraction, settings.val_fraction)
+
+
+def metric_name(task: Task) -> str:
+    return "accuracy" if task is Task.CLASSIFICATION else "mse"
+
+
+class SnapshotGroupStrategy(Strategy):
+    """Sliding snapshot groups, planned onto ranks and iterations, trained by an executor."""
+
+    data_kind = TemporalGraph
+
+    def __init__(self, name: str, planner: PlannerConfig, executor: GroupExecutor, timeline: TimelineConfig | None = None) -> None:
+        if not isinstance(planner, PlannerConfig) or not isinstance(executor, GroupExecutor):
+            raise ConfigError(f"sched={name}: planner must be a PlannerConfig and executor a GroupExecutor")
+        self.name = name
+        self.planner = planner
+        self.executor = executor
+        self.timeline_config = timeline or TimelineConfig()
+        self.exact = executor.exact
+        self.plan: Plan | None = None
+        self._last_epoch = -1
+
+    def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
+        super().check(data, settings, world_size)
+        assert isinstance(data, TemporalGraph)
+        split = build_split(data, settings)
+        self.executor.check(settings.window, world_size, self.timeline_config.profile_epochs)
+        try:
+            if self.planner.plan_file:
+                load_plan_file(self.planner.plan_file, list(range(len(split.train))), world_size, self.planner.capacity)
+            self.planner.check(world_size)
+        except ScheduleError as exc:
+            raise ConfigError(f"sched={self.name}: {exc}") from None
+        if world_size > len(split.train):
+            raise ConfigError(f"world_size={world_size} is larger than the {len(split.train)} training groups: some ranks would never train")
+
+    def setup(self, run: RunContext) -> None:
+        assert isinstance(run.data, TemporalGraph)
+        self.graph = run.data
+        self.split = build_split(self.graph, run.settings)
+        self.rank, self.world_size, self.device = run.rank, run.world_size, run.device
+        groups = self.split.train
+        self.timeline = Timeline(
+            self.planner,
+            self.timeline_config,
+            [(g.start, g.stop) for g in groups],
+            [g.work(self.graph) for g in groups],
+            run.world_size,
+            run.rank,
+            run.artifacts,
+            merges_pairs=self.executor.merges_pairs,
+        )
+
+    def objective(self, model: nn.Module) -> nn.Module:
+        self._objective = GroupObjective(model, self.graph.task)  # type: ignore[arg-type]
+        return self._objective
+
+    def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
+        if self.plan is None:
+            self.plan = self.timeline.initial_plan()
+        plan = self.timeline.plan_for(epoch.index, self.plan)
+        profiler = self.timeline.profiler_for(epoch.index)
+        run = EpochRun(
+            self._objective, self.graph, self.split.train, plan.iterations, self.rank, self.world_size, self.device, epoch, profiler
+        )
+        comm_seconds = []
+        with self.executor.epoch_scope(run):
+            for i, iteration in enumerate(plan.iterations):
+                stats = IterationStats(iteration=i)
+                start = time.perf_counter()
+                self.executor.train_iteration(run, iteration, stats)
+                synchronize(self.device)
+                stats.busy_s = time.perf_counter() - start - stats.wait_s - stats.comm_s
+                epoch.finish_iteration(stats)
+                comm_seconds.append(stats.comm_s)
+        self.plan = self.timeline.after_epoch(epoch.index, profiler, comm_seconds, epoch.record) or self.plan
+        self._last_epoch = epoch.index
+        return self.executor.epoch_metrics()
+
+    def evaluate(self, phase: str) -> dict[str, float]:
+        """Mean loss and the task's metric over every node of every group of ``phase``, sharded over ranks."""
+        groups = self.split.phase(phase)
+        objective = self._objective
+        objective.eval()
+        sums = torch.zeros(3, dtype=torch.float64)
+        for group in groups[self.rank :: self.world_size]:
+            snapshots, _ = fetch(self.graph, group, self.device)
+            result = objective.evaluate(snapshots)
+            sums += torch.tensor([result.loss_sum, result.correct, result.count], dtype=torch.float64)
+        objective.train()
+        sums = sums.to(self.device)
+        if self.world_size > 1:
+            dist.all_reduce(sums)
+        loss_sum, correct, count = sums.tolist()
+        count = max(count, 1.0)
+        loss = loss_sum / count
+        metric = correct / count if self.graph.task is Task.CLASSIFICATION else loss
+        return {"loss": loss, metric_name(self.graph.task): metric}
+
+    def lr_multiplier(self, epoch: int) -> float:
+        return self.timeline.lr_multiplier(epoch)
+
+    def describe(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {
+            "num_snapshots": self.graph.num_snapshots,
+            "num_nodes": self.graph.num_nodes,
+            "training_units": len(self.split.train),
+        }
+        if self.plan is not None:
+            facts.update(plan_iterations=self.plan.num_iterations, plan_predicted_epoch_time=self.plan.predicted_epoch_time)
+        return facts
+
+    def state_dict(self) -> dict[str, Any]:
+        if self.plan is None:
+            return {}
+        return self.timeline.state(self._last_epoch, self.plan)
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if state:
+            self.plan = self.timeline.restore(state)
+            self._last_epoch = int(state["epoch"])

@@ -1,0 +1,262 @@
+"""The one interface every training strategy implements, and what the worker hands it.
+
+A strategy is named by ``conf/sched/<name>.yaml`` (``_target_`` plus its typed blocks, e.g.
+``planner:`` and ``executor:``). It owns everything that differs between the published methods:
+
+* its units of work, built from the data (sliding snapshot groups; group x node-partition blocks;
+  event batches) and its planning, including any profiling or re-planning timeline;
+* its objective (``objective(model)``: the module the optimizer trains) and its evaluation;
+* ``run_epoch``: every optimizer step of one epoch, each ended by ``Epoch.finish_iteration``;
+* its checkpoint state (``state_dict`` / ``load_state_dict``).
+
+The worker (``dygsched.engine.worker``) owns only what every strategy shares: the process group,
+the model and optimizer, gradient synchronisation (inside ``finish_iteration``), metrics,
+checkpoint files and failure handling. It imports no strategy.
+
+Metrics are honest: a strategy returns, per epoch, the metrics it measured, and ``Missing(reason)``
+for one it does not measure; the worker records those as NaN with the reason, never as 0.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from dygsched.data.loading import DynamicData
+from dygsched.engine.gradient_sync import GradientSync
+from dygsched.errors import ConfigError
+from dygsched.metrics.atomic import write_json
+from dygsched.metrics.run_folder import RunFolder
+from dygsched.models.flops import FlopCounter
+from dygsched.sched.plan import Plan
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A metric a strategy does not measure, and why (recorded as NaN with this reason)."""
+
+    reason: str
+
+
+MetricValue = float | int | Missing
+
+
+@dataclass
+class IterationStats:
+    """One rank's share of one optimizer step.
+
+    ``units``: units of work whose losses this rank reports (0 when it only helped, e.g. ESDG's
+    earlier ranks); ``loss_sum``: the sum of their unscaled losses; ``busy_s``: compute time;
+    ``wait_s``: time blocked on other ranks; ``comm_s``: time moving data; ``bytes[kind]``: bytes
+    this rank moved of each kind (``allreduce``, ``hidden_state``, ``host_to_device``, ...).
+    """
+
+    iteration: int
+    units: int = 0
+    loss_sum: float = 0.0
+    busy_s: float = 0.0
+    wait_s: float = 0.0
+    comm_s: float = 0.0
+    bytes: dict[str, int] = field(default_factory=dict)
+
+    def add_bytes(self, kind: str, count: int) -> None:
+        self.bytes[kind] = self.bytes.get(kind, 0) + int(count)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The run-level settings a strategy may read: ``window`` (snapshots per group), the split
+    fractions by time, the seed and the number of epochs."""
+
+    window: int
+    train_fraction: float
+    val_fraction: float
+    seed: int
+    epochs: int
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    """Where rank 0 writes a strategy's files (plans, profiles) in the run folder; other ranks write nothing."""
+
+    folder: RunFolder | None
+    is_main: bool
+
+    def write_json(self, name: str, data: Any) -> None:
+        if self.is_main and self.folder is not None:
+            write_json(self.folder.path / name, data)
+
+    def write_plan(self, plan: Plan, name: str = "plan.json") -> None:
+        if self.is_main and self.folder is not None:
+            self.folder.write_plan(plan.to_dict(), name)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a strategy gets once per run, on every rank, before the model exists."""
+
+    data: DynamicData
+    settings: RunSettings
+    rank: int
+    world_size: int
+    device: torch.device
+    artifacts: Artifacts
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def broadcast_from_rank0(value: Any) -> Any:
+    """Rank 0's ``value`` on every rank (the plan: rank 0 plans, no rank re-plans on its own)."""
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return value
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device (a no-op on CPU), so wall-clock time covers the work queued on it."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class Epoch:
+    """One epoch as a strategy runs it: the trained module, the optimizer step, and the sinks.
+
+    ``finish_iteration(stats)`` ends every optimizer step on every rank: it waits for the slowest
+    rank (``wait_s``), sums the ranks' gradients (``comm_s``, ``bytes["allreduce"]``), steps the
+    optimizer, clears the gradients and records the iteration. With the all-reduce overlapping
+    the backward there is no separate wait: waiting for the slowest rank is part of ``comm_s``. ``backward(loss, final=True)``
+    marks the last backward of this rank's step, which the gradient synchronisation may overlap.
+    ``record`` adds an epoch-level row (e.g. a plan switch).
+    """
+
+    def __init__(
+        self,
+        index: int,
+        module: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        sync: GradientSync,
+        device: torch.device,
+        rank: int,
+        world_size: int,
+        on_iteration: Callable[[IterationStats], None],
+        record: Callable[[str, str, float], None],
+        flops: FlopCounter | None = None,
+    ) -> None:
+        self.index = index
+        self.module = module
+        self.optimizer = optimizer
+        self.sync = sync
+        self.device = device
+        self.rank = rank
+        self.world_size = world_size
+        self._on_iteration = on_iteration
+        self._record = record
+        self.flops = flops
+        self._ready = torch.zeros(1, device=device)
+
+    def backward(self, loss: torch.Tensor, final: bool = False) -> None:
+        if final:
+            with self.sync.final_backward():
+                loss.backward()
+        else:
+            loss.backward()
+
+    @contextmanager
+    def final_backward(self) -> Iterator[None]:
+        with self.sync.final_backward():
+            yield
+
+    @property
+    def measures_wait(self) -> bool:
+        """Whether ``wait_s`` is measured apart from ``comm_s``: not when the gradient all-reduce
+        overlaps the backward, whose first buckets leave before a rank could say it is ready."""
+        return not self.sync.overlap
+
+    def finish_iteration(self, stats: IterationStats) -> None:
+        if self.world_size > 1 and self.measures_wait:
+            start = time.perf_counter()
+            dist.all_reduce(self._ready)  # every rank, busy or idle: the time until the slowest is ready
+            stats.wait_s += time.perf_counter() - start
+        start = time.perf_counter()
+        moved = self.sync.synchronize()
+        synchronize(self.device)
+        stats.comm_s += time.perf_counter() - start
+        stats.bytes["allreduce"] = moved
+        self.optimizer.step()
+        self.sync.zero_grad()
+        self._on_iteration(stats)
+
+    def record(self, phase: str, metric: str, value: float) -> None:
+        self._record(phase, metric, value)
+
+
+class Strategy(ABC):
+    """A way of splitting DGNN training over ranks (see the module docstring).
+
+    ``data_kind``: the data type it trains on (``TemporalGraph`` or ``EventStream``). ``exact``:
+    whether its parameters after any number of steps equal single-process training on the same
+    units, step for step (the contract tests hold it to that).
+    """
+
+    name: str
+    data_kind: ClassVar[type] = object
+    exact: ClassVar[bool] = True
+
+    def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
+        """Raise ``ConfigError`` if this strategy cannot run on ``data`` with ``world_size`` ranks;
+        runs in the launching process, before any rank starts."""
+        if not isinstance(data, self.data_kind):
+            raise ConfigError(
+                f"sched={self.name} trains on {self.data_kind.__name__} data, but the dataset gives {type(data).__name__} "
+                "(for an edge list, set dataset.kind)"
+            )
+
+    @abstractmethod
+    def setup(self, run: RunContext) -> None:
+        """On every rank, once per run: build the units of work (planning may wait for the first epoch)."""
+
+    @abstractmethod
+    def objective(self, model: nn.Module) -> nn.Module:
+        """The module the optimizer trains and checkpoints hold: the model inside the strategy's loss."""
+
+    @abstractmethod
+    def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
+        """Train one epoch, ending every optimizer step with ``epoch.finish_iteration``; returns
+        this rank's epoch-level metrics (measured values, or ``Missing`` with the reason)."""
+
+    @abstractmethod
+    def evaluate(self, phase: str) -> dict[str, float]:
+        """Loss and the task's metric over the ``val`` or ``test`` part, the same on every rank."""
+
+    def lr_multiplier(self, epoch: int) -> float:
+        """Factor on the configured learning rate in ``epoch`` (e.g. for more units per step)."""
+        return 1.0
+
+    def describe(self) -> dict[str, Any]:
+        """Run-level facts for the summary (units, plan size, predicted epoch time)."""
+        return {}
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint after the last finished epoch keeps (plain containers and tensors)."""
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from ``state_dict()``'s output (called after ``setup``)."""
+
+
+def metric_value(value: MetricValue) -> float:
+    """The number a tidy row holds: NaN for ``Missing``."""
+    return math.nan if isinstance(value, Missing) else float(value)

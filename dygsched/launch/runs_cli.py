@@ -1,0 +1,113 @@
+"""``dygsched runs``: browse ``results/runs.parquet`` without writing pandas.
+
+    dygsched runs                              every run, newest last, the headline columns
+    dygsched runs sched=greedy model=tgcn      only the runs whose columns have those values
+    dygsched runs --compare RUN_A RUN_B        two runs side by side (ids or unique prefixes)
+    dygsched runs --columns run_id,epoch_time_s --results results/table_epoch_time
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dygsched.errors import ConfigError
+from dygsched.metrics.runs_table import RUNS_TABLE, read_runs
+
+HEADLINE = (
+    "run_id", "status", "dataset", "model", "sched", "world_size", "epochs_completed", "epoch_time_s", "imbalance_ratio",
+    "final_train_loss", "eval.metric", "eval.value",
+)  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dygsched runs", description="List and compare the runs in a results folder.")
+    parser.add_argument("filters", nargs="*", metavar="KEY=VALUE", help="keep runs whose column KEY equals VALUE (e.g. sched=greedy)")
+    parser.add_argument("--results", default="results", help="the results folder holding runs.parquet (default: results)")
+    parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="show two runs side by side, every column (ids or unique prefixes)")
+    parser.add_argument("--columns", default=None, help="comma-separated columns to show (default: the headline figures)")
+    return parser
+
+
+def parse_filters(filters: list[str], columns: pd.Index) -> list[tuple[str, str]]:
+    parsed = []
+    for item in filters:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"a filter is KEY=VALUE, got {item!r}")
+        if key not in columns:
+            raise ConfigError(f"unknown column {key!r} (the runs table has: {', '.join(columns)})")
+        parsed.append((key, value))
+    return parsed
+
+
+def matches(value: Any, wanted: str) -> bool:
+    """A cell equals ``wanted`` as text, or as a number (``world_size=2`` matches 2 and 2.0)."""
+    if isinstance(value, float) and math.isnan(value):
+        return wanted.lower() in ("nan", "none", "null")
+    if str(value) == wanted:
+        return True
+    try:
+        return float(value) == float(wanted)
+    except (TypeError, ValueError):
+        return False
+
+
+def select(runs: pd.DataFrame, filters: list[tuple[str, str]]) -> pd.DataFrame:
+    keep = pd.Series(True, index=runs.index)
+    for key, wanted in filters:
+        keep &= runs[key].map(lambda v, w=wanted: matches(v, w))
+    return runs[keep]
+
+
+def find_run(runs: pd.DataFrame, key: str) -> pd.Series:
+    exact = runs[runs["run_id"] == key]
+    found = exact if not exact.empty else runs[runs["run_id"].astype(str).str.startswith(key)]
+    if found.empty:
+        raise ConfigError(f"no run {key!r} in the runs table")
+    if len(found) > 1:
+        raise ConfigError(f"{key!r} matches {len(found)} runs: {', '.join(found['run_id'].astype(str).head(5))}")
+    return found.iloc[0]
+
+
+def compare(runs: pd.DataFrame, first: str, second: str) -> pd.DataFrame:
+    """Every column of the two runs, one row per column; ``differs`` marks the columns that differ."""
+    a, b = find_run(runs, first), find_run(runs, second)
+    table = pd.DataFrame({str(a["run_id"]): a, str(b["run_id"]): b})
+    table["differs"] = ["" if _same(x, y) else "*" for x, y in zip(a, b, strict=True)]
+    return table
+
+
+def _same(x: Any, y: Any) -> bool:
+    missing = [isinstance(v, float) and math.isnan(v) or v is None for v in (x, y)]
+    return all(missing) or (not any(missing) and x == y)
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    path = Path(args.results) / RUNS_TABLE
+    if not path.is_file():
+        raise ConfigError(f"no runs table at {path} (train something with `dygsched run`, or pass --results)")
+    runs = read_runs(Path(args.results))
+    if args.compare:
+        print(compare(runs, *args.compare).to_string())
+        return 0
+    runs = select(runs, parse_filters(args.filters, runs.columns))
+    if args.columns:
+        columns = [c.strip() for c in args.columns.split(",") if c.strip()]
+        unknown = [c for c in columns if c not in runs.columns]
+        if unknown:
+            raise ConfigError(f"unknown column(s) {', '.join(unknown)} (the runs table has: {', '.join(runs.columns)})")
+    else:
+        columns = [c for c in HEADLINE if c in runs.columns]
+    if runs.empty:
+        print("no run matches")
+        return 0
+    with pd.option_context("display.width", 200, "display.max_columns", None, "display.max_colwidth", 60):
+        print(runs[columns].to_string(index=False))
+    print(f"{len(runs)} run(s); folders under {Path(args.results)}/<run_id>")
+    return 0

@@ -1,0 +1,78 @@
+"""A toy strategy that exists only in the tests: every rank trains every group, on its own nodes.
+
+It shows what adding a strategy takes: this module, one config file
+(``tests/conf/sched/node_shard.yaml``) and the contract tests, nothing else. Its units are
+``(group, shard)`` pairs, planned as one group per iteration with shard ``r`` on rank ``r``; rank
+``r`` owns the nodes whose id is ``r`` modulo the number of ranks and scores only those, divided by
+every existing node, so the ranks' losses add up to the group's and the step is single-process
+training's, one group per step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.engine.snapshot_groups import GroupObjective, build_split
+from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, Strategy
+from dygsched.sched.plan import Plan, SolverStatus
+
+
+class NodeShardStrategy(Strategy):
+    data_kind = TemporalGraph
+
+    def __init__(self, name: str = "node_shard") -> None:
+        self.name = name
+        self.done = -1
+
+    def setup(self, run: RunContext) -> None:
+        assert isinstance(run.data, TemporalGraph)
+        self.graph, self.rank, self.world_size = run.data, run.rank, run.world_size
+        self.split = build_split(self.graph, run.settings)
+        cells = [tuple(((k, r),) for r in range(run.world_size)) for k in range(len(self.split.train))]
+        self.plan = Plan(tuple(cells), run.world_size, 1, 0.0, 0.0, self.name, SolverStatus.HEURISTIC, 0.0)
+        self.owned = torch.arange(self.graph.num_nodes) % run.world_size == run.rank
+        run.artifacts.write_plan(self.plan)
+
+    def objective(self, model: nn.Module) -> nn.Module:
+        self.loss = GroupObjective(model, self.graph.task)  # type: ignore[arg-type]
+        return self.loss
+
+    def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
+        for i, iteration in enumerate(self.plan.iterations):
+            ((group, shard),) = iteration[self.rank]
+            assert shard == self.rank
+            stats = IterationStats(iteration=i, units=1 if self.rank == 0 else 0)
+            start = time.perf_counter()
+            loss = self.loss(self.split.train[group].snapshots(self.graph), owned=self.owned)
+            epoch.backward(loss, final=True)
+            stats.loss_sum = float(loss.detach())  # the ranks' partial losses add up to the group's
+            stats.busy_s = time.perf_counter() - start
+            epoch.finish_iteration(stats)
+        self.done = epoch.index
+        return {}
+
+    def evaluate(self, phase: str) -> dict[str, float]:
+        sums = torch.zeros(2, dtype=torch.float64)
+        for group in self.split.phase(phase)[self.rank :: self.world_size]:
+            result = self.loss.evaluate(group.snapshots(self.graph))
+            sums += torch.tensor([result.loss_sum, result.count], dtype=torch.float64)
+        if self.world_size > 1:
+            dist.all_reduce(sums)
+        loss = float(sums[0] / sums[1].clamp(min=1))
+        return {"loss": loss, "mse": loss}
+
+    def describe(self) -> dict[str, Any]:
+        return {"training_units": sum(len(cell) for it in self.plan.iterations for cell in it)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"epoch": self.done}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.done = int(state["epoch"])

@@ -1,0 +1,80 @@
+"""The one gradient synchronisation: a bucketed sum over ranks, idle ranks included, overlap or not."""
+
+import torch
+from torch import nn
+
+from dygsched.engine.gradient_sync import GradientSync
+from tests.harness import run_ranks
+
+BUCKETS = (25 * 2**20, 1)  # one bucket, or one per parameter
+
+
+def inputs(rank, step):
+    return torch.randn(5, 3, generator=torch.Generator().manual_seed(10 * step + rank))
+
+
+def model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+
+
+def _rank(rank, out):
+    for overlap in (False, True):
+        for bucket_bytes in BUCKETS:
+            _steps(rank, f"{out}-{overlap}-{bucket_bytes}", overlap, bucket_bytes)
+
+
+def _steps(rank, out, overlap, bucket_bytes):
+    net = model()
+    sync = GradientSync(net, 2, bucket_bytes=bucket_bytes, overlap=overlap)
+    assert len(sync.buckets) == (1 if bucket_bytes > 10**6 else len([p for p in net.parameters()]))
+    results = []
+    for step in range(3):
+        if rank == 0 or step == 1:  # rank 1 idles in steps 0 and 2; its parameters get zero gradients
+            with sync.final_backward():
+                net(inputs(rank, step)).pow(2).sum().backward()
+        moved = sync.synchronize()
+        results.append(({n: p.grad.clone() for n, p in net.named_parameters()}, net[1].running_mean.clone(), moved))
+        sync.zero_grad()
+    sync.close()
+    torch.save(results, f"{out}-{rank}.pt")
+
+
+def expected_steps():
+    net = model()
+    steps = []
+    for step in range(3):
+        grads = {n: torch.zeros_like(p) for n, p in net.named_parameters()}
+        for rank in (0, 1):
+            if rank == 0 or step == 1:
+                net.zero_grad()
+                net(inputs(rank, step)).pow(2).sum().backward()
+                for n, p in net.named_parameters():
+                    grads[n] += p.grad
+        steps.append(grads)
+    return steps
+
+
+def test_gradients_are_summed_over_ranks_with_idle_ranks_and_any_bucketing(tmp_path):
+    expected = expected_steps()
+    run_ranks(_rank, (str(tmp_path / "sync"),))
+    for overlap in (False, True):
+        for bucket_bytes in BUCKETS:
+            out = tmp_path / f"sync-{overlap}-{bucket_bytes}"
+            for rank in (0, 1):
+                results = torch.load(f"{out}-{rank}.pt")
+                for step, (grads, _, moved) in enumerate(results):
+                    assert moved > 0
+                    for name, value in expected[step].items():
+                        assert torch.allclose(grads[name], value, atol=1e-5), (overlap, bucket_bytes, rank, step, name)
+            # batch-norm statistics are averaged, so both ranks hold the same
+            (a, b) = (torch.load(f"{out}-{r}.pt")[-1][1] for r in (0, 1))
+            assert torch.equal(a, b)
+
+
+def test_one_rank_moves_nothing_and_fills_unused_gradients_with_zeros():
+    net = model()
+    sync = GradientSync(net, 1)
+    net[0](torch.ones(2, 3)).sum().backward()  # the other layers get no gradient
+    assert sync.synchronize() == 0
+    assert all(p.grad is not None for p in net.parameters()) and torch.count_nonzero(net[2].weight.grad) == 0

@@ -1,0 +1,195 @@
+"""The strategy contract: every strategy in ``conf/sched`` (and a toy one that lives only in the
+tests), on 1 and 2 gloo ranks, through the worker's own code path.
+
+For each: the run finishes; where the strategy claims exactness, its parameters after every step of
+two epochs equal single-process SGD on the same iterations' groups; every metric is measured or
+declared missing with a reason (never a 0 for "not measured"); and a run checkpointed after one
+epoch and resumed trains exactly the same losses as the uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+import torch.distributed as dist
+from omegaconf import OmegaConf
+
+from dygsched.data.loading import load_data
+from dygsched.engine.checkpoint import load_checkpoint
+from dygsched.engine.distributed import DistEnv
+from dygsched.engine.snapshot_groups import GroupObjective, build_split
+from dygsched.engine.worker import _RunPlace, build_model, build_strategy, run_settings, seed_everything, train_in_group
+from dygsched.launch.hydra_app import compose_config
+from tests.conftest import ROOT, TINY_SYNTHETIC
+from tests.harness import run_ranks
+
+TEST_CONF = ROOT / "tests" / "conf"
+STRATEGIES = sorted(p.stem for p in (ROOT / "conf" / "sched").glob("*.yaml")) + ["node_shard"]
+EPOCHS = 2
+LR = 0.05
+# Every strategy's settings for a quick run; the planners still solve, the timeline still switches.
+SHRINK = {
+    "dygnex_g": ["sched.timeline.profile_epochs=1"],
+    "dygnex_l": ["sched.timeline.profile_epochs=1", "sched.planner.time_limit=5"],
+    "greedy": ["sched.timeline.profile_epochs=1", "sched.executor.reuse_path=diff"],
+    "ilp": ["sched.timeline.profile_epochs=1", "sched.executor.reuse_path=diff", "sched.planner.time_limit=5"],
+    "real": ["sched.timeline.profile_epochs=1", "sched.executor.reuse_path=diff", "sched.planner.time_limit=5"],
+    "real_g_paper": ["sched.timeline.profile_epochs=1", "sched.executor.reuse_path=diff"],
+}
+
+
+def config(name: str, results: Path, *extra: str) -> dict:
+    overrides = [
+        *TINY_SYNTHETIC, f"hydra.searchpath=[file://{TEST_CONF}]", f"sched={name}", "optim=sgd", f"optim.lr={LR}",
+        "device=cpu", f"results_dir={results}", *SHRINK.get(name, []), *extra,
+    ]  # fmt: skip
+    return OmegaConf.to_container(compose_config(overrides), resolve=True)  # type: ignore[return-value]
+
+
+def _rank(rank: int, world_size: int, results: str) -> None:
+    env = DistEnv(rank, world_size, 0)
+    cpu = torch.device("cpu")
+    data = None
+    for name in STRATEGIES:
+        root = Path(results) / name
+        full = config(name, root, f"epochs={EPOCHS}", "run_id=full")
+        data = data or load_data(full["dataset"])
+        train_in_group(full, env, cpu, data, _RunPlace(None))
+        train_in_group(config(name, root, "epochs=1", "run_id=resumed"), env, cpu, data, _RunPlace(None))
+        resumed = config(name, root, f"epochs={EPOCHS}", "run_id=resumed", f"resume={root / 'resumed'}")
+        train_in_group(resumed, env, cpu, data, _RunPlace(None))
+        dist.barrier()
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["1rank", "2ranks"])
+def contract_runs(request, tmp_path_factory) -> Path:
+    results = tmp_path_factory.mktemp(f"contract{request.param}")
+    run_ranks(_rank, (request.param, str(results)), nprocs=request.param, timeout_s=600)
+    return results
+
+
+def epoch_groups(folder: Path) -> list[list[list[int]]]:
+    """The groups each iteration of each epoch trained, over all ranks (from the run's plan files)."""
+    summary = json.loads((folder / "summary.json").read_text())
+    switch = summary.get("switch_epoch")
+    plan = json.loads((folder / "plan.json").read_text())
+    profiling = json.loads((folder / "plan_profiling.json").read_text()) if (folder / "plan_profiling.json").exists() else None
+    epochs = []
+    for epoch in range(EPOCHS):
+        used = profiling if switch is not None and epoch < switch else plan
+        epochs.append([[unit if isinstance(unit, int) else unit[0] for cell in it for unit in cell] for it in used["iterations"]])
+    return [[sorted(set(groups)) for groups in epoch] for epoch in epochs]
+
+
+def reference_parameters(name: str, folder: Path) -> dict[str, torch.Tensor]:
+    """Single-process SGD on each iteration's mean group loss, from the worker's own initial model."""
+    cfg = config(name, folder.parent)
+    graph = load_data(cfg["dataset"])
+    split = build_split(graph, run_settings(cfg))
+    seed_everything(int(cfg["seed"]))
+    objective = GroupObjective(build_model(cfg["model"], graph), graph.task)
+    optimizer = torch.optim.SGD(objective.parameters(), lr=LR)
+    for epoch in epoch_groups(folder):
+        for members in epoch:
+            optimizer.zero_grad()
+            loss = sum(objective(split.train[k].snapshots(graph)) for k in members) / len(members)
+            loss.backward()
+            optimizer.step()
+    return objective.state_dict()
+
+
+def loss_rows(folder: Path) -> list[tuple]:
+    metrics = pd.read_parquet(folder / "metrics.parquet")
+    rows = metrics[metrics.metric.isin(["loss", "mse", "accuracy"])].sort_values(["epoch", "iteration", "rank", "phase", "metric"])
+    return list(rows[["epoch", "iteration", "rank", "phase", "metric", "value"]].itertuples(index=False, name=None))
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_the_run_finishes_and_every_metric_is_measured_or_declared_missing(contract_runs, name):
+    folder = contract_runs / name / "full"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "ok" and summary["epochs_completed"] == EPOCHS
+    metrics = pd.read_parquet(folder / "metrics.parquet")
+    missing = summary["missing"]
+    unexplained = set(metrics[metrics.value.isna()].metric) - set(missing)
+    assert not unexplained, f"metrics recorded as NaN without a reason: {unexplained}"
+    epoch_level = metrics[(metrics.iteration == -1) & (metrics.phase == "train")]
+    for metric in ("epoch_time_s", "busy_s", "conv_flops", "peak_mem_bytes"):
+        values = epoch_level[epoch_level.metric == metric].value
+        assert len(values) and (values > 0).all(), f"{metric} must be measured (> 0): {values.tolist()}"
+    assert summary["conv_flops_per_epoch"] > 0 and summary["peak_mem_bytes"] > 0
+    world_size = summary["world_size"]
+    assert set(metrics["rank"]) == set(range(world_size))
+    if world_size > 1:
+        assert summary["comm_bytes_per_epoch"]["allreduce"] > 0
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_every_epoch_trains_every_unit_and_the_plan_files_say_how(contract_runs, name):
+    folder = contract_runs / name / "full"
+    summary = json.loads((folder / "summary.json").read_text())
+    metrics = pd.read_parquet(folder / "metrics.parquet")
+    units = metrics[(metrics.metric == "units") & (metrics.phase == "train")].groupby("epoch")["value"].sum()
+    assert units.tolist() == [summary["training_units"] / (summary["world_size"] if name == "node_shard" else 1)] * EPOCHS
+    hidden = summary["comm_bytes_per_epoch"]["hidden_state"]
+    assert (hidden > 0) == (name == "esdg" and summary["world_size"] > 1)  # only ESDG ships hidden states
+    if summary.get("switch_epoch") is None:
+        return
+    assert summary["switch_epoch"] == 1 and summary["plan_solve_time_s"] >= 0
+    profiling = json.loads((folder / "plan_profiling.json").read_text())
+    plan = json.loads((folder / "plan.json").read_text())
+    assert profiling["solver"] == "psg" and profiling["capacity"] == 1
+    assert plan["solver"].startswith(config(name, contract_runs)["sched"]["planner"]["solver"]) and plan["capacity"] == 2
+    profile = json.loads((folder / "profile.json").read_text())
+    assert len(profile["group_times"]) == summary["training_units"] and set(profile["cost_model"]) == {"a1", "a2", "a3"}
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_parameters_equal_single_process_training(contract_runs, name):
+    strategy = build_strategy(config(name, contract_runs)["sched"])
+    if not strategy.exact:
+        pytest.skip(f"sched={name} does not claim exactness")
+    folder = contract_runs / name / "full"
+    trained = load_checkpoint(folder)["model"]
+    for key, value in reference_parameters(name, folder).items():
+        assert torch.allclose(trained[key], value, atol=1e-5), (name, key, float((trained[key] - value).abs().max()))
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_checkpoint_then_resume_trains_the_same_losses(contract_runs, name):
+    """Resumed after epoch 0, a run trains what the uninterrupted one did. A plan solved on measured
+    times may differ between the two runs (timing noise); then the first epoch still matches, and
+    the resumed run kept its own plan and trained exactly by it."""
+    full, resumed = contract_runs / name / "full", contract_runs / name / "resumed"
+    assert json.loads((resumed / "summary.json").read_text())["epochs_completed"] == EPOCHS
+    if (full / "plan.json").read_text() == (resumed / "plan.json").read_text():
+        assert loss_rows(resumed) == loss_rows(full)
+        return
+    assert [row for row in loss_rows(resumed) if row[0] == 0] == [row for row in loss_rows(full) if row[0] == 0]
+    trained = load_checkpoint(resumed)["model"]
+    for key, value in reference_parameters(name, resumed).items():
+        assert torch.allclose(trained[key], value, atol=1e-5), (name, key)
+
+
+def test_the_worker_knows_no_strategy():
+    """``worker.py`` imports the strategy interface only: no strategy module, no planner."""
+    tree = ast.parse((ROOT / "dygsched" / "engine" / "worker.py").read_text())
+    modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    modules |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert "dygsched.engine.strategy" in modules
+    forbidden = [m for m in modules if m.startswith(("dygsched.engine.snapshot_groups", "dygsched.sched"))]
+    assert not forbidden, forbidden
+
+
+def test_a_strategy_that_cannot_train_on_the_data_is_one_line(tmp_path):
+    from dygsched.errors import ConfigError
+
+    cfg = OmegaConf.to_container(compose_config(["sched=psg", "dataset=edgelist", "dataset.kind=events"]), resolve=True)
+    data = load_data(cfg["dataset"])
+    with pytest.raises(ConfigError, match="trains on TemporalGraph data, but the dataset gives EventStream"):
+        build_strategy(cfg["sched"]).check(data, run_settings(cfg), 1)
