@@ -1,1 +1,1 @@
-"""Engine stage: what each rank does with its part of the plan."""
+"""Engine stage: the Strategy interface, the worker that drives one, and the strategies themselves."""

@@ -2,8 +2,9 @@
 
 At the end of every epoch rank 0 writes ``checkpoint.pt`` into the run folder, atomically (a
 temporary name, then a rename): the model and optimizer states (identical on every rank after
-DDP's all-reduce, so rank 0's copy serves all), the last completed epoch, the timeline state (the
-plan being trained and whether it already replaced the profiling plan), every rank's random
+the gradient all-reduce, so rank 0's copy serves all), the last completed epoch, the strategy's
+state (``Strategy.state_dict``: for snapshot groups, the plan being trained and whether it already
+replaced the profiling plan), the metrics not measured and why, every rank's random
 number generator states (torch, numpy, random and, on GPU, CUDA; gathered to rank 0) and the metric
 rows so far. Only plain containers and tensors are stored, so it loads with ``weights_only=True``.
 
@@ -29,7 +30,7 @@ from dygsched.metrics.run_folder import RunFolder
 
 CHECKPOINT_FILE = "checkpoint.pt"
 CONFIG_FILE = "config.yaml"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the strategy's own state under "strategy" (1 held the snapshot-group timeline)
 
 # Settings a resumed run may change: they do not alter what is trained or how.
 RESUMABLE_CHANGES = (
@@ -42,6 +43,8 @@ RESUMABLE_CHANGES = (
     "launcher",
     "checkpoint",
     "device",
+    "metrics",  # what is counted, not what is trained
+    "grad_sync",  # bucket sizes and overlap: the same sums, element by element
 )
 
 

@@ -15,9 +15,10 @@ import signal
 import socket
 import time
 import traceback
-from collections.abc import Mapping
-from contextlib import ExitStack
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -222,146 +223,156 @@ def _record(recorder: MetricRecorder, epoch: int, phase: str, metric: str, value
 def train_in_group(
     cfg: Mapping[str, Any], env: DistEnv, device: torch.device, data: DynamicData | None, where: _RunPlace
 ) -> dict[str, Any] | None:
-    """The run, in a process group this rank already joined."""
-    rank, world_size, is_main = env.rank, env.world_size, env.rank == 0
-    configure_logging(bool(cfg.get("progress", True)) and is_main)
-    start = _start(cfg, world_size) if is_main else None
-    resumed_rows: list[tuple] = list(start[2].pop("rows")) if start and start[2] else []  # rank 0 keeps every rank's rows
-    results_dir, run_id, resumed = broadcast_from_rank0(start)
-    folder = where.folder = RunFolder(results_dir, run_id)
-    if is_main:
-        folder.create(OmegaConf.to_yaml(OmegaConf.create(dict(cfg, run_id=run_id, results_dir=results_dir))))
-        if resumed:  # what a killed writer of the interrupted run may have left
-            remove_stale_temporaries(folder.path)
-    _record_ranks(folder, rank, world_size, device)
-    if data is None:
-        data = load_data(cfg["dataset"])
-    recorder = MetricRecorder(run_id, rank)
-    if resumed:
-        recorder.missing.update(resumed.get("missing", {}))
+    """The run, in a process group this rank already joined; rank 0 returns the summary."""
+    run = _RankRun(cfg, env, device, data, where)
+    for epoch in range(run.first_epoch, run.settings.epochs):
+        run.train_epoch(epoch)
+        run.end_epoch(epoch)
+    return run.finish()
 
-    settings = run_settings(cfg)
-    strategy = build_strategy(cfg["sched"])
-    strategy.setup(RunContext(data, settings, rank, world_size, device, Artifacts(folder, is_main)))
-    if resumed:
-        strategy.load_state_dict(resumed["strategy"])
-    first_epoch = int(resumed["epoch"]) + 1 if resumed else 0
 
-    seed_everything(settings.seed)
-    module = strategy.objective(build_model(cfg["model"], data))
-    if resumed:
-        module.load_state_dict(resumed["model"])
-    module = module.to(device)
-    optimizer = build_optimizer(cfg["optim"], module.parameters())
-    sync_cfg = cfg.get("grad_sync") or {}
-    sync = GradientSync(
-        module, world_size, int(float(sync_cfg.get("bucket_mb", DEFAULT_BUCKET_BYTES / 2**20)) * 2**20), bool(sync_cfg.get("overlap", False))
-    )
-    if resumed:
-        optimizer.load_state_dict(resumed["optimizer"])
-        restore_rng(resumed["rng"][rank], device)  # last: the generators continue where the checkpoint left them
-    base_lrs = [group["lr"] for group in optimizer.param_groups]
-    checkpointing = bool(cfg.get("checkpoint", True))
-    count_flops = bool((cfg.get("metrics") or {}).get("count_flops", True))
-    show = bool(cfg.get("progress", True)) and is_main
+class _RankRun:
+    """One rank's run: set up (folder, strategy, model, optimizer, resume), then epoch by epoch."""
 
-    epochs = settings.epochs
-    for epoch in range(first_epoch, epochs):
-        for group, base in zip(optimizer.param_groups, base_lrs, strict=True):
-            group["lr"] = base * strategy.lr_multiplier(epoch)
+    def __init__(self, cfg: Mapping[str, Any], env: DistEnv, device: torch.device, data: DynamicData | None, where: _RunPlace) -> None:
+        self.cfg, self.device = cfg, device
+        self.rank, self.world_size, self.is_main = env.rank, env.world_size, env.rank == 0
+        configure_logging(bool(cfg.get("progress", True)) and self.is_main)
+        start = _start(cfg, self.world_size) if self.is_main else None
+        self.rows: list[tuple] = list(start[2].pop("rows")) if start and start[2] else []  # rank 0 keeps every rank's rows
+        results_dir, self.run_id, resumed = broadcast_from_rank0(start)
+        self.folder = where.folder = RunFolder(results_dir, self.run_id)
+        if self.is_main:
+            self.folder.create(OmegaConf.to_yaml(OmegaConf.create(dict(cfg, run_id=self.run_id, results_dir=results_dir))))
+            if resumed:  # what a killed writer of the interrupted run may have left
+                remove_stale_temporaries(self.folder.path)
+        _record_ranks(self.folder, self.rank, self.world_size, device)
+        data = data if data is not None else load_data(cfg["dataset"])
+        self.recorder = MetricRecorder(self.run_id, self.rank)
+
+        self.settings = run_settings(cfg)
+        self.strategy = build_strategy(cfg["sched"])
+        self.strategy.setup(RunContext(data, self.settings, self.rank, self.world_size, device, Artifacts(self.folder, self.is_main)))
+        seed_everything(self.settings.seed)
+        self.module = self.strategy.objective(build_model(cfg["model"], data))
+        if resumed:
+            self.strategy.load_state_dict(resumed["strategy"])
+            self.module.load_state_dict(resumed["model"])
+            self.recorder.missing.update(resumed.get("missing", {}))
+        self.module = self.module.to(device)
+        self.optimizer = build_optimizer(cfg["optim"], self.module.parameters())
+        sync_cfg = cfg.get("grad_sync") or {}
+        bucket_bytes = int(float(sync_cfg.get("bucket_mb", DEFAULT_BUCKET_BYTES / 2**20)) * 2**20)
+        self.sync = GradientSync(self.module, self.world_size, bucket_bytes, bool(sync_cfg.get("overlap", False)))
+        if resumed:
+            self.optimizer.load_state_dict(resumed["optimizer"])
+            restore_rng(resumed["rng"][self.rank], device)  # last: the generators continue where the checkpoint left them
+        self.first_epoch = int(resumed["epoch"]) + 1 if resumed else 0
+        self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
+        self.checkpointing = bool(cfg.get("checkpoint", True))
+        self.count_flops = bool((cfg.get("metrics") or {}).get("count_flops", True))
+        self.show_progress = bool(cfg.get("progress", True)) and self.is_main
+
+    def train_epoch(self, epoch: int) -> None:
+        """The strategy's epoch, timed, then the epoch's metrics and evaluation."""
+        for group, base in zip(self.optimizer.param_groups, self.base_lrs, strict=True):
+            group["lr"] = base * self.strategy.lr_multiplier(epoch)
+        record = partial(_record, self.recorder, epoch)
         with ExitStack() as stack:
-            bar = stack.enter_context(_progress_bar(epoch, epochs)) if show else None
-            totals = _EpochTotals(recorder, epoch, not sync.overlap, bar)
-            peak_resettable = reset_peak_memory(device)
-            flops = stack.enter_context(count_conv_flops(module)) if count_flops else None
-            record = lambda phase, metric, value, e=epoch: _record(recorder, e, phase, metric, value)  # noqa: E731
-            run = Epoch(epoch, module, optimizer, sync, device, rank, world_size, totals, record, flops)
+            bar = stack.enter_context(progress_bar(epoch, self.settings.epochs)) if self.show_progress else None
+            totals = _EpochTotals(self.recorder, epoch, not self.sync.overlap, bar)
+            peak_resettable = reset_peak_memory(self.device)
+            flops = stack.enter_context(count_conv_flops(self.module)) if self.count_flops else None
+            run = Epoch(epoch, self.module, self.optimizer, self.sync, self.device, self.rank, self.world_size, totals, record, flops)
             start_time = time.perf_counter()
-            measured = strategy.run_epoch(run)
+            measured = self.strategy.run_epoch(run)
             epoch_time = time.perf_counter() - start_time
+        # Read after the timed region: counting never waits for the device inside it.
         conv_flops: MetricValue = flops.total if flops is not None else Missing("metrics.count_flops=false")
-        peak: MetricValue = peak_memory(device) if peak_resettable else Missing("this system cannot reset the peak memory counter per epoch")
-
-        loss_sum = torch.tensor([totals.loss_sum, float(totals.units)], dtype=torch.float64, device=device)
-        if world_size > 1:
-            dist.all_reduce(loss_sum)
-        train_loss = float(loss_sum[0] / loss_sum[1].clamp(min=1))
+        peak: MetricValue = peak_memory(self.device) if peak_resettable else Missing("this system cannot reset the peak memory counter per epoch")
         for metric, value in (
             ("epoch_time_s", epoch_time),
             ("busy_s", totals.busy),
-            ("wait_s", totals.wait if not sync.overlap else Missing(WAIT_IN_COMM)),
+            ("wait_s", totals.wait if not self.sync.overlap else Missing(WAIT_IN_COMM)),
             ("comm_s", totals.comm),
             ("peak_mem_bytes", peak),
             ("conv_flops", conv_flops),
             *((f"bytes_{kind}", count) for kind, count in totals.bytes.items()),
             *measured.items(),
         ):
-            _record(recorder, epoch, "train", metric, value)
-        val = strategy.evaluate("val")
-        test = strategy.evaluate("test")
-        if is_main:
-            recorder.add(epoch, "train", "loss", train_loss)
+            record("train", metric, value)
+
+        loss_sum = torch.tensor([totals.loss_sum, float(totals.units)], dtype=torch.float64, device=self.device)
+        if self.world_size > 1:
+            dist.all_reduce(loss_sum)
+        train_loss = float(loss_sum[0] / loss_sum[1].clamp(min=1))
+        val, test = self.strategy.evaluate("val"), self.strategy.evaluate("test")
+        if self.is_main:
+            record("train", "loss", train_loss)
             for phase, results in (("val", val), ("test", test)):
                 for metric, value in results.items():
-                    recorder.add(epoch, phase, metric, value)
+                    record(phase, metric, value)
             shown = "  ".join(f"val_{k} {v:.4f}" for k, v in val.items() if k != "loss" or len(val) == 1)
-            log.info("epoch %d/%d  train_loss %.4f  %s  time %.2fs", epoch + 1, epochs, train_loss, shown, epoch_time)
+            log.info("epoch %d/%d  train_loss %.4f  %s  time %.2fs", epoch + 1, self.settings.epochs, train_loss, shown, epoch_time)
 
-        # End of the epoch: rank 0 collects every rank's new rows (and RNG states), then checkpoints.
-        save_start = time.perf_counter()
-        gathered = _gather_to_rank0((recorder.take(), recorder.missing, capture_rng(device) if checkpointing else None), world_size, is_main)
-        if is_main:
-            resumed_rows.extend(row for part, _, _ in gathered for row in part)
+    def _collect(self, with_rng: bool) -> list[Any]:
+        """Rank 0 collects every rank's new rows and missing-metric reasons (and RNG states)."""
+        rng = capture_rng(self.device) if with_rng else None
+        gathered = _gather_to_rank0((self.recorder.take(), self.recorder.missing, rng), self.world_size, self.is_main)
+        if self.is_main:
+            self.rows.extend(row for part, _, _ in gathered for row in part)
             for _, missing, _ in gathered:
-                recorder.missing.update(missing)
-            if checkpointing:
-                state = {
-                    "epoch": epoch,
-                    "world_size": world_size,
-                    "run_id": run_id,
-                    "model": module.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "strategy": strategy.state_dict(),
-                    "rng": [rng for _, _, rng in gathered],
-                    "rows": resumed_rows,
-                    "missing": dict(recorder.missing),
-                }
-                size = save_checkpoint(folder.path, state)
-                recorder.add(epoch, "train", "checkpoint_s", time.perf_counter() - save_start)
-                recorder.add(epoch, "train", "checkpoint_bytes", size)
+                self.recorder.missing.update(missing)
+        return [rng for _, _, rng in gathered]
 
-    sync.close()
-    gathered = _gather_to_rank0((recorder.take(), recorder.missing, None), world_size, is_main)
-    if not is_main:
-        return None
-    resumed_rows.extend(row for part, _, _ in gathered for row in part)
-    for _, missing, _ in gathered:
-        recorder.missing.update(missing)
-    info = {
-        **run_identity(cfg, run_id, world_size),
-        "status": "ok",
-        "window": settings.window,
-        **strategy.describe(),
-        "missing": dict(sorted(recorder.missing.items())),
-    }
-    return folder.finish(MetricRecorder.frame(resumed_rows), info)
+    def end_epoch(self, epoch: int) -> None:
+        """Collect the epoch's rows on rank 0 and write the checkpoint."""
+        save_start = time.perf_counter()
+        rngs = self._collect(self.checkpointing)
+        if not (self.is_main and self.checkpointing):
+            return
+        state = {
+            "epoch": epoch,
+            "world_size": self.world_size,
+            "run_id": self.run_id,
+            "model": self.module.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "strategy": self.strategy.state_dict(),
+            "rng": rngs,
+            "rows": self.rows,
+            "missing": dict(self.recorder.missing),
+        }
+        size = save_checkpoint(self.folder.path, state)
+        self.recorder.add(epoch, "train", "checkpoint_s", time.perf_counter() - save_start)
+        self.recorder.add(epoch, "train", "checkpoint_bytes", size)
+
+    def finish(self) -> dict[str, Any] | None:
+        """Rank 0 writes the metrics and the summary and returns the summary; other ranks return None."""
+        self.sync.close()
+        self._collect(with_rng=False)
+        if not self.is_main:
+            return None
+        info = {
+            **run_identity(self.cfg, self.run_id, self.world_size),
+            "status": "ok",
+            "window": self.settings.window,
+            **self.strategy.describe(),
+            "missing": dict(sorted(self.recorder.missing.items())),
+        }
+        return self.folder.finish(MetricRecorder.frame(self.rows), info)
 
 
-class _progress_bar:
+@contextmanager
+def progress_bar(epoch: int, epochs: int) -> Iterator[Any]:
     """A progress bar over an epoch's optimizer steps on rank 0's terminal (shown only in a
-    terminal, and only once an epoch has run for two seconds)."""
+    terminal, and only once the epoch has run for two seconds)."""
+    from tqdm import tqdm
 
-    def __init__(self, epoch: int, epochs: int) -> None:
-        self.epoch, self.epochs = epoch, epochs
-
-    def __enter__(self) -> Any:
-        from tqdm import tqdm
-
-        self.bar = tqdm(desc=f"epoch {self.epoch + 1}/{self.epochs}", unit="step", delay=2.0, leave=False, disable=None)
-        return self.bar
-
-    def __exit__(self, *exc: Any) -> None:
-        self.bar.close()
+    bar = tqdm(desc=f"epoch {epoch + 1}/{epochs}", unit="step", delay=2.0, leave=False, disable=None)
+    try:
+        yield bar
+    finally:
+        bar.close()
 
 
 def _gather_to_rank0(value: Any, world_size: int, is_main: bool) -> list[Any]:

@@ -1,1 +1,1 @@
-"""Launch stage: the Hydra app, local worker processes, torchrun, and the plan/simulate commands."""
+"""Launch stage: the Hydra app, local worker processes, torchrun, SLURM, and the plan/simulate/runs commands."""

@@ -25,3 +25,18 @@ def test_plan_with_a_profiled_cost_model(tmp_path, capsys):
 def test_plan_needs_exactly_one_source():
     with pytest.raises(ScheduleError, match="either"):
         main([])
+
+
+def test_dataset_files_resolve_from_the_checkout_in_any_directory(tmp_path, monkeypatch, shared_data):
+    """``${dygsched_data:NAME}`` follows the repository (or DYGSCHED_DATA), not the working directory."""
+    from omegaconf import OmegaConf
+
+    from dygsched.launch.hydra_app import compose_config
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DYGSCHED_DATA", raising=False)
+    path = OmegaConf.to_container(compose_config(["dataset=twitter_tennis"]), resolve=True)["dataset"]["path"]
+    assert path == str((shared_data / "twitter_tennis_rg17.json").resolve())
+    monkeypatch.setenv("DYGSCHED_DATA", str(tmp_path / "mine"))
+    path = OmegaConf.to_container(compose_config(["dataset=edgelist"]), resolve=True)["dataset"]["path"]
+    assert path == str(tmp_path / "mine" / "enron_edges.csv")
