@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 RUN_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint test-slow test-gpu clean table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse
+.PHONY: help install run test lint test-slow test-gpu clean table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -75,6 +75,9 @@ bench-planner: $(STAMP) ## planner targets: greedy/ILP gaps to the lower bound a
 
 bench-planner-certify: $(STAMP) ## the same, gaps against the iteration and configuration bounds where lower_bound does not show the targets (about 35 min)
 	$(BIN)/python scripts/bench_planner.py --quick --certify 300 --certify-configurations 240 --out results/bench_planner_certified.csv
+
+bench-flop-counting: $(STAMP) ## what counting graph-convolution FLOPs costs: epoch time with and without it, side by side
+	$(BIN)/python scripts/bench_flop_counting.py
 
 table-solve-time: $(STAMP) ## solve time by number of snapshots and ILP time by gap (DyGNeX tables 5 and 6)
 	$(BIN)/python scripts/bench_solve_time.py --quick
