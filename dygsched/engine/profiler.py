@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from dygsched.data.temporal_graph import Snapshot
-from dygsched.models.base import PLAIN, DGNNLayer, LayerHooks, State
+from dygsched.models.base import PLAIN, DelegatingHooks, DGNNLayer, LayerHooks, State
 
 PHASES = ("host_to_device", "spatial", "temporal", "backward")
 
@@ -44,11 +44,12 @@ class PhaseTimer:
         self.seconds[name] += time.perf_counter() - start
 
 
-class TimedHooks(LayerHooks):
+class TimedHooks(DelegatingHooks):
     """``inner``'s layer hooks with their spatial and temporal parts timed into ``timer``."""
 
     def __init__(self, timer: PhaseTimer, inner: LayerHooks = PLAIN) -> None:
-        self.timer, self.inner = timer, inner
+        super().__init__(inner)
+        self.timer = timer
 
     def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State) -> Any:
         with self.timer.phase("spatial"):

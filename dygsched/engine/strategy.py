@@ -25,6 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -98,6 +99,12 @@ class Artifacts:
     def write_plan(self, plan: Plan, name: str = "plan.json") -> None:
         if self.is_main and self.folder is not None:
             self.folder.write_plan(plan.to_dict(), name)
+
+    @property
+    def cache_dir(self) -> Path | None:
+        """A folder shared by the runs of one results folder, for what is worth computing once
+        (a graph's METIS partition): ``<results_dir>/.cache``."""
+        return Path(self.folder.results_dir) / ".cache" if self.folder is not None else None
 
 
 @dataclass(frozen=True)
@@ -223,6 +230,9 @@ class Strategy(ABC):
                 f"sched={self.name} trains on {self.data_kind.__name__} data, but the dataset gives {type(data).__name__} "
                 "(for an edge list, set dataset.kind)"
             )
+
+    def check_model(self, model: nn.Module) -> None:
+        """Raise ``ConfigError`` if this strategy cannot train ``model`` (before any rank starts)."""
 
     @abstractmethod
     def setup(self, run: RunContext) -> None:

@@ -106,8 +106,10 @@ def static_checks(cfg: Mapping[str, Any]) -> tuple[Launcher, int]:
 def prepare(cfg: dict[str, Any], world_size: int) -> DynamicData:
     """Load and validate the data and everything that depends on it, before any rank trains."""
     data = load_data(cfg["dataset"])
-    build_strategy(cfg["sched"]).check(data, run_settings(cfg), world_size)
+    strategy = build_strategy(cfg["sched"])
+    strategy.check(data, run_settings(cfg), world_size)
     model = build_model(cfg["model"], data)  # a model that cannot be built fails here, before any worker starts
+    strategy.check_model(model)
     build_optimizer(cfg["optim"], model.parameters())
     return data
 

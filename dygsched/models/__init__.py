@@ -1,6 +1,16 @@
 """Dynamic GNN models: each a stack of (spatial aggregation, temporal update) layers and a linear head."""
 
-from dygsched.models.base import DGNN, PLAIN, DGNNLayer, GivenFirstConv, GivenFirstSpatial, LayerHooks, State
+from dygsched.models.base import (
+    DGNN,
+    PLAIN,
+    DelegatingHooks,
+    DGNNLayer,
+    GivenFirstConv,
+    GivenFirstSpatial,
+    LayerHooks,
+    PartitionOps,
+    State,
+)
 from dygsched.models.evolvegcn_h import EvolveGCNH, EvolveGCNHLayer
 from dygsched.models.evolvegcn_o import EvolveGCNO, EvolveGCNOLayer
 from dygsched.models.gat_lstm import GATLSTM, GATLSTMLayer
@@ -11,6 +21,8 @@ from dygsched.models.wdgcn import WDGCN, WDGCNLayer
 __all__ = [
     "DGNN",
     "DGNNLayer",
+    "DelegatingHooks",
+    "PartitionOps",
     "GivenFirstConv",
     "GivenFirstSpatial",
     "LayerHooks",

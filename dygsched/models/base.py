@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import torch
 from torch import nn
@@ -43,9 +43,16 @@ class DGNNLayer(nn.Module, ABC):
     Reuse across snapshots only holds for the first layer, whose input features do not depend on
     the recurrent state (REAL 4.3); ``conv_chain`` on a higher layer is only correct if given that
     layer's actual inputs.
+
+    ``spatial_partitioned`` is ``spatial`` on a node-partitioned snapshot (a rank holds its owned
+    rows; the engine's ``PartitionOps`` fetches the halo rows a convolution reads and keeps the
+    owned rows of its output). ``partitionable`` says whether the layer's spatial part can run that
+    way exactly; a layer that pools over every node of a snapshot cannot without more collectives.
     """
 
     reuse: ClassVar[str | None] = None
+    partitionable: ClassVar[bool] = True
+    node_state: ClassVar[bool] = True  # the state's rows are the nodes (RNNs); False: one state per graph (EvolveGCN's weight)
 
     def __init__(self, in_channels: int, out_channels: int) -> None:
         super().__init__()
@@ -81,6 +88,47 @@ class DGNNLayer(nn.Module, ABC):
     def temporal(self, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
         """Temporal update: ``(output [N, out_channels], new state)``."""
 
+    def spatial_partitioned(self, x: torch.Tensor, snapshot: Snapshot, state: State, ops: PartitionOps) -> Any:
+        """``spatial`` on this rank's owned rows ``x`` of a node-partitioned snapshot: every
+        convolution reads the halo rows too (``ops.with_halo``), its output keeps the owned rows.
+        ``snapshot``'s edges refer to owned + halo rows. Layers with more than one convolution or
+        with statistics over all nodes override this."""
+        return ops.owned(self.spatial(ops.with_halo(x), snapshot.edge_index, snapshot.edge_weight, state))
+
+
+class PartitionOps(Protocol):
+    """What a node-partitioned rank offers a layer's ``spatial_partitioned`` (the engine implements it)."""
+
+    def with_halo(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` (owned rows) followed by the halo rows, fetched from their owners."""
+
+    def owned(self, out: Any) -> Any:
+        """The owned rows of a tensor over owned + halo rows (or of each tensor of a tuple)."""
+
+    def sum_over_ranks(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` summed over every rank, differentiably."""
+
+
+def synced_batch_norm(norm: torch.nn.BatchNorm1d, x: torch.Tensor, ops: PartitionOps) -> torch.Tensor:
+    """``norm(x)`` as if every rank's rows were one batch: in training mode the batch statistics are
+    summed over ranks (and the running statistics updated with them, as ``BatchNorm1d`` does); in
+    eval mode the running statistics apply as usual."""
+    if not norm.training:
+        return norm(x)
+    count = ops.sum_over_ranks(x.new_tensor([float(x.shape[0])]))
+    mean = ops.sum_over_ranks(x.sum(dim=0)) / count
+    centred = x - mean
+    var = ops.sum_over_ranks((centred * centred).sum(dim=0)) / count
+    if norm.track_running_stats and norm.running_mean is not None and norm.running_var is not None:
+        with torch.no_grad():
+            momentum = norm.momentum if norm.momentum is not None else 1.0 / float(norm.num_batches_tracked + 1)
+            unbiased = var * count / (count - 1).clamp(min=1)
+            norm.running_mean.mul_(1 - momentum).add_(momentum * mean)
+            norm.running_var.mul_(1 - momentum).add_(momentum * unbiased)
+            norm.num_batches_tracked.add_(1)
+    out = centred / torch.sqrt(var + norm.eps)
+    return out * norm.weight + norm.bias if norm.affine else out
+
 
 class LayerHooks:
     """What an executor may do between a ``DGNN``'s layers; the defaults run each layer as it is.
@@ -99,40 +147,62 @@ class LayerHooks:
     def temporal(self, depth: int, t: int, layer: DGNNLayer, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
         return layer.temporal(spatial_out, state)
 
+    def states_in(self, t: int, snapshot: Snapshot, states: list[State]) -> list[State]:
+        """The states snapshot ``t`` starts from (default: those the previous snapshot left)."""
+        return states
+
+    def states_out(self, t: int, states: list[State]) -> None:
+        """The states snapshot ``t`` left (default: nothing kept)."""
+
 
 PLAIN = LayerHooks()
 
 
-class GivenFirstConv(LayerHooks):
+class DelegatingHooks(LayerHooks):
+    """Hooks that change some steps and leave every other one to ``inner`` (so hooks compose)."""
+
+    def __init__(self, inner: LayerHooks = PLAIN) -> None:
+        self.inner = inner
+
+    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State) -> Any:
+        return self.inner.spatial(depth, t, layer, x, snapshot, state)
+
+    def temporal(self, depth: int, t: int, layer: DGNNLayer, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
+        return self.inner.temporal(depth, t, layer, spatial_out, state)
+
+    def states_in(self, t: int, snapshot: Snapshot, states: list[State]) -> list[State]:
+        return self.inner.states_in(t, snapshot, states)
+
+    def states_out(self, t: int, states: list[State]) -> None:
+        self.inner.states_out(t, states)
+
+
+class GivenFirstConv(DelegatingHooks):
     """Layer 0 with its reusable convolution given per snapshot (``conv_outs[t]``, from
     ``DGNNLayer.conv_chain``); everything else, layer 0's remaining spatial work included, runs."""
 
     def __init__(self, conv_outs: Sequence[Any], inner: LayerHooks = PLAIN) -> None:
-        self.conv_outs, self.inner = conv_outs, inner
+        super().__init__(inner)
+        self.conv_outs = conv_outs
 
     def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State) -> Any:
         if depth == 0:
             return layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state, conv_out=self.conv_outs[t])
         return self.inner.spatial(depth, t, layer, x, snapshot, state)
 
-    def temporal(self, depth: int, t: int, layer: DGNNLayer, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
-        return self.inner.temporal(depth, t, layer, spatial_out, state)
 
-
-class GivenFirstSpatial(LayerHooks):
+class GivenFirstSpatial(DelegatingHooks):
     """Layer 0's whole spatial output given per snapshot (``spatial_outs[t]``): BLAD's stage 1
     computed it ahead, possibly in another thread."""
 
     def __init__(self, spatial_outs: Sequence[Any], inner: LayerHooks = PLAIN) -> None:
-        self.spatial_outs, self.inner = spatial_outs, inner
+        super().__init__(inner)
+        self.spatial_outs = spatial_outs
 
     def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State) -> Any:
         if depth == 0:
             return self.spatial_outs[t]
         return self.inner.spatial(depth, t, layer, x, snapshot, state)
-
-    def temporal(self, depth: int, t: int, layer: DGNNLayer, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
-        return self.inner.temporal(depth, t, layer, spatial_out, state)
 
 
 class DGNN(nn.Module):
@@ -163,10 +233,11 @@ class DGNN(nn.Module):
         for t, snapshot in enumerate(snapshots):
             x = snapshot.x
             new_states = []
-            for depth, (layer, state) in enumerate(zip(self.layers, states, strict=True)):
+            for depth, (layer, state) in enumerate(zip(self.layers, hooks.states_in(t, snapshot, states), strict=True)):
                 spatial_out = hooks.spatial(depth, t, layer, x, snapshot, state)
                 x, state = hooks.temporal(depth, t, layer, spatial_out, state)
                 new_states.append(state)
+            hooks.states_out(t, new_states)
             h, states = x, new_states
         return h, states
 

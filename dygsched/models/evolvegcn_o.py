@@ -40,6 +40,7 @@ class EvolveGCNOLayer(DGNNLayer):
     """
 
     reuse = "gcn_aggregate"
+    node_state = False  # the state is the evolving weight, one per graph
 
     def __init__(self, in_channels: int, out_channels: int, improved: bool = False, add_self_loops: bool = True) -> None:
         super().__init__(in_channels, out_channels)

@@ -11,7 +11,8 @@ from torch import nn
 from torch_geometric.nn import GCNConv
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
-from dygsched.models.base import DGNN, DGNNLayer, State, stack_layers
+from dygsched.data.temporal_graph import Snapshot
+from dygsched.models.base import DGNN, DGNNLayer, PartitionOps, State, stack_layers, synced_batch_norm
 from dygsched.models.incremental import gcn_conv_chain
 
 
@@ -73,6 +74,15 @@ class MPNNLSTMLayer(DGNNLayer):
         s1 = F.dropout(self.batch_norm_1(s1), p=self.dropout, training=self.training)
         s2 = F.relu(self.conv_2(s1, edge_index, edge_weight))
         s2 = F.dropout(self.batch_norm_2(s2), p=self.dropout, training=self.training)
+        return torch.cat([s1, s2], dim=-1), x
+
+    def spatial_partitioned(self, x: torch.Tensor, snapshot: Snapshot, state: State, ops: PartitionOps) -> Any:
+        """Both convolutions read halo rows (``S1``'s come by a second exchange) and both batch norms
+        take their statistics over every rank's owned rows: the whole snapshot's, as in ``spatial``."""
+        s1 = F.relu(ops.owned(self.conv_1(ops.with_halo(x), snapshot.edge_index, snapshot.edge_weight)))
+        s1 = F.dropout(synced_batch_norm(self.batch_norm_1, s1, ops), p=self.dropout, training=self.training)
+        s2 = F.relu(ops.owned(self.conv_2(ops.with_halo(s1), snapshot.edge_index, snapshot.edge_weight)))
+        s2 = F.dropout(synced_batch_norm(self.batch_norm_2, s2, ops), p=self.dropout, training=self.training)
         return torch.cat([s1, s2], dim=-1), x
 
     def conv_chain(

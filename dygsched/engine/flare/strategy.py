@@ -1,0 +1,297 @@
+"""FlareDTDG (Huang et al., PVLDB 19(7), 2026): node-partitioned training on hybrid batches.
+
+Every rank owns one part of the nodes (``dygsched.data.partition``: METIS, hash or range, cut into
+``chunks`` chunks per part) in every snapshot. A training step is a window of ``W`` snapshots (the
+run's ``window``) ending at ``t``: the ``K = full`` most recent in full (each layer's halo rows
+exchanged with their owners) and ``m = W - K`` older ones decayed, block ``j`` keeping only the
+rank's nodes in the first ``N_j`` of its chunks (``decay.decay_counts``) and the edges among them,
+with no communication. One optimizer step per window.
+
+Per epoch each rank draws a survival order of its chunks and renumbers its nodes once so the
+nodes of the first ``c`` chunks are the row prefix ``[0, ends[c])`` (shrinking, section 3.3); a
+decayed block is then a slice. ``shrink=false`` is the baseline the paper measures against: the
+same renumbering done again at every step. Hidden states are inherited from window to window
+(``window.InheritedStates``) and reset at each epoch's start and at its random split point: the
+training snapshots are cut at a random point, the part after it trained first, and no window
+crosses the cut (Algorithm 1, section 3.2). The loss is on the last block's nodes (``loss_on=last``)
+or the mean over blocks (``all``); each rank's loss is its nodes' share of the whole mean, so the
+ranks' gradients add up to the one-process step. Evaluation runs every validation and test window
+in full, from zero states: the same windows and the same metric as every other strategy.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from dygsched.data.groups import SnapshotGroup
+from dygsched.data.loading import DynamicData
+from dygsched.data.partition import PARTITIONERS, NodePartition, partition_nodes
+from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
+from dygsched.engine.flare.decay import decay_counts
+from dygsched.engine.flare.window import InheritedStates
+from dygsched.engine.node_partition.exchange import HaloAccounting
+from dygsched.engine.node_partition.hooks import PartitionHooks
+from dygsched.engine.node_partition.layout import GCNNorm, PartitionedSnapshot, RankLayout
+from dygsched.engine.snapshot_groups.objective import GroupObjective
+from dygsched.engine.snapshot_groups.strategy import build_split, metric_name
+from dygsched.engine.strategy import (
+    Epoch,
+    IterationStats,
+    MetricValue,
+    RunContext,
+    RunSettings,
+    Strategy,
+    broadcast_from_rank0,
+    synchronize,
+)
+from dygsched.errors import ConfigError
+from dygsched.models.base import DGNN
+
+LOSS_ON = ("last", "all")
+OVERLAP = ("none",)
+
+
+def model_norm(model: nn.Module) -> GCNNorm:
+    """The GCN normalisation every convolution of ``model`` uses (one setting for the whole model)."""
+    from torch_geometric.nn import GCNConv
+
+    settings = {(m.add_self_loops, m.improved) for m in model.modules() if isinstance(m, GCNConv)}
+    settings |= {(m.add_self_loops, m.improved) for m in model.modules() if hasattr(m, "add_self_loops") and hasattr(m, "improved") and not isinstance(m, GCNConv)}
+    if len(settings) > 1:
+        raise ConfigError("node partitions need one GCN normalisation for the whole model (add_self_loops, improved)")
+    add_self_loops, improved = settings.pop() if settings else (True, False)
+    return GCNNorm(bool(add_self_loops), bool(improved))
+
+
+class FlareStrategy(Strategy):
+    """FlareDTDG's hybrid batching over node partitions (see the module docstring)."""
+
+    data_kind = TemporalGraph
+    exact = False  # decayed blocks depend on the partition; with full blocks only, P ranks equal one process (tests)
+
+    def __init__(
+        self,
+        name: str = "flare",
+        partition: str = "metis",
+        chunks: int = 16,
+        full: int = 2,
+        alpha: float = 0.1,
+        schedule: str | list[int] = "paper",
+        inherit: bool = True,
+        loss_on: str = "last",
+        random_split: bool = True,
+        shrink: bool = True,
+        overlap: str = "none",
+    ) -> None:
+        if partition not in PARTITIONERS:
+            raise ConfigError(f"unknown sched.partition '{partition}' (choose from {', '.join(PARTITIONERS)})")
+        if loss_on not in LOSS_ON:
+            raise ConfigError(f"unknown sched.loss_on '{loss_on}' (choose from {', '.join(LOSS_ON)})")
+        if overlap not in OVERLAP:
+            raise ConfigError(f"unknown sched.overlap '{overlap}' (choose from {', '.join(OVERLAP)})")
+        if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+            raise ConfigError(f"sched.chunks (chunks per rank) must be a positive integer, got {chunks!r}")
+        if isinstance(full, bool) or not isinstance(full, int) or full < 1:
+            raise ConfigError(f"sched.full (K, full snapshots per window) must be a positive integer, got {full!r}")
+        if not isinstance(alpha, (int, float)) or not 0.0 <= float(alpha) <= 1.0:
+            raise ConfigError(f"sched.alpha must lie in [0, 1], got {alpha!r}")
+        self.name, self.partitioner, self.chunks, self.full, self.alpha = name, partition, chunks, full, float(alpha)
+        self.schedule = schedule if isinstance(schedule, str) else [int(c) for c in schedule]
+        self.inherit, self.loss_on, self.random_split, self.shrink, self.overlap = inherit, loss_on, random_split, shrink, overlap
+        self._last_epoch = -1
+        self._partition_reported = False
+
+    # ---- before any rank starts -------------------------------------------------------------------
+    def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
+        super().check(data, settings, world_size)
+        assert isinstance(data, TemporalGraph)
+        if self.full > settings.window:
+            raise ConfigError(f"sched.full (K={self.full}) must be at most the window (W={settings.window})")
+        build_split(data, settings)
+        decay_counts(self.schedule, self.chunks, settings.window - self.full, self.alpha)
+        if world_size * self.chunks > data.num_nodes:
+            raise ConfigError(f"{world_size} ranks x {self.chunks} chunks are more chunks than the graph's {data.num_nodes} nodes")
+
+    def check_model(self, model: nn.Module) -> None:
+        layers = getattr(model, "layers", [])
+        refused = [type(layer).__name__ for layer in layers if not getattr(layer, "partitionable", False)]
+        if refused or not isinstance(model, DGNN):
+            what = refused[0] if refused else type(model).__name__
+            raise ConfigError(
+                f"sched={self.name} splits every snapshot's nodes over the ranks, and {what} cannot run on a part of them "
+                "(EvolveGCN-H's top-k ranks every node of a snapshot); use another model"
+            )
+        model_norm(model)
+
+    # ---- on every rank ------------------------------------------------------------------------------
+    def setup(self, run: RunContext) -> None:
+        assert isinstance(run.data, TemporalGraph)
+        self.graph, self.settings = run.data, run.settings
+        self.rank, self.world_size, self.device = run.rank, run.world_size, run.device
+        self.split = build_split(self.graph, run.settings)
+        self.window = run.settings.window
+        self.counts = decay_counts(self.schedule, self.chunks, self.window - self.full, self.alpha)
+        train_stop = self.split.train[-1].stop
+        start = time.perf_counter()
+        partition = (
+            partition_nodes(self.graph, range(train_stop), self.world_size, self.chunks, self.partitioner, run.settings.seed, run.artifacts.cache_dir)
+            if run.is_main
+            else None
+        )
+        self.partition: NodePartition = broadcast_from_rank0(partition)
+        self.partition_s = time.perf_counter() - start
+        run.artifacts.write_json("partition.json", {**self.partition.describe(), "seconds": self.partition_s})
+
+    def objective(self, model: nn.Module) -> nn.Module:
+        self.check_model(model)
+        self.model: DGNN = model  # type: ignore[assignment]
+        self.layout = RankLayout(self.graph, self.partition, self.rank, model_norm(model))
+        self.loss = GroupObjective(self.model, self.graph.task)
+        return self.loss
+
+    # ---- one epoch ----------------------------------------------------------------------------------
+    def chunk_order(self, epoch: int) -> tuple[np.ndarray, np.ndarray]:
+        """This rank's node order for ``epoch`` (owned rows sorted by their chunk's survival rank,
+        then by id) and ``ends[c]``: how many of its nodes lie in the first ``c`` chunks."""
+        survival = np.random.default_rng([self.settings.seed, epoch, self.rank, 17]).permutation(self.chunks)
+        rank_of_chunk = np.empty(self.chunks, dtype=np.int64)
+        rank_of_chunk[survival] = np.arange(self.chunks)
+        owned_rank = rank_of_chunk[self.partition.chunk[self.layout.owned]]
+        order = np.lexsort((np.arange(owned_rank.size), owned_rank))
+        ends = np.concatenate([[0], np.cumsum(np.bincount(owned_rank, minlength=self.chunks))])
+        return order, ends
+
+    def epoch_windows(self, epoch: int) -> list[list[SnapshotGroup]]:
+        """The training windows of ``epoch`` in order, as segments between which states reset: after
+        a random cut of the training snapshots, the later part first; no window crosses the cut."""
+        groups = list(self.split.train)
+        stop = groups[-1].stop
+        cut = int(np.random.default_rng([self.settings.seed, epoch, 29]).integers(0, stop)) if self.random_split else 0
+        later = [g for g in groups if g.start >= cut]
+        earlier = [g for g in groups if g.stop <= cut]
+        return [segment for segment in (later, earlier) if segment]
+
+    def start_epoch(self, index: int) -> float:
+        """Draw the epoch's chunk order and, with shrinking, renumber the nodes by it; the seconds it took."""
+        start = time.perf_counter()
+        self.order, self.ends = self.chunk_order(index)
+        if self.shrink:
+            self.layout.reorder(self.order)
+        return time.perf_counter() - start
+
+    def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
+        remap_s = self.start_epoch(epoch.index)
+        accounting = HaloAccounting()
+        iteration = 0
+        for segment in self.epoch_windows(epoch.index):
+            saved: dict[int, Any] | None = {} if self.inherit else None  # states reset at each segment's start
+            for group in segment:
+                stats = IterationStats(iteration=iteration, units=1 if self.rank == 0 else 0)
+                before_comm, before_bytes = accounting.seconds, accounting.total_bytes
+                began = time.perf_counter()
+                remap_s += self._step(group, saved, accounting, epoch, stats)
+                synchronize(self.device)
+                stats.comm_s += accounting.seconds - before_comm
+                stats.add_bytes("halo", accounting.total_bytes - before_bytes)
+                stats.busy_s = time.perf_counter() - began - stats.comm_s - stats.wait_s
+                epoch.finish_iteration(stats)
+                iteration += 1
+        self._last_epoch = epoch.index
+        metrics: dict[str, MetricValue] = {"remap_s": remap_s, "halo_s": accounting.seconds}
+        for layer in range(len(self.model.layers)):
+            metrics[f"halo_bytes_layer{layer}_forward"] = accounting.forward_bytes.get(layer, 0)
+            metrics[f"halo_bytes_layer{layer}_backward"] = accounting.backward_bytes.get(layer, 0)
+        if not self._partition_reported and self.rank == 0:  # rank 0 partitions, once per run
+            metrics["partition_s"] = self.partition_s
+            self._partition_reported = True
+        return metrics
+
+    def blocks(self, group: SnapshotGroup, full_only: bool = False) -> tuple[list[Snapshot], list[PartitionedSnapshot | None], list[int]]:
+        """The window's blocks, oldest first: the model's snapshots, the partitioned snapshot of each
+        full block (``None`` for a decayed one), and the snapshot indices. Empty blocks are left out."""
+        snapshots, partitioned, ids = [], [], []
+        decayed = 0 if full_only else self.window - self.full
+        for position, t in enumerate(range(group.start, group.stop)):
+            held = self.layout.snapshot(t) if self.shrink else self.layout.localise(t, self.order)
+            if position < decayed:
+                rows = int(self.ends[self.counts[decayed - position - 1]])
+                if rows == 0:
+                    continue
+                snapshots.append(held.prefix(rows))
+                partitioned.append(None)
+            else:
+                snapshots.append(held.full())
+                partitioned.append(held)
+            ids.append(t)
+        return snapshots, partitioned, ids
+
+    def _step(self, group: SnapshotGroup, saved: dict[int, Any] | None, accounting: HaloAccounting, epoch: Epoch, stats: IterationStats) -> float:
+        """One window: forward, loss and backward; returns the seconds spent renumbering."""
+        loss, remap_s = self.window_loss(group, saved, accounting)
+        epoch.backward(loss, final=True)
+        stats.loss_sum = float(loss.detach())
+        return remap_s
+
+    def window_loss(self, group: SnapshotGroup, saved: dict[int, Any] | None, accounting: HaloAccounting | None = None) -> tuple[torch.Tensor, float]:
+        """This rank's share of the window's loss (the ranks' shares add up to it), and the seconds
+        spent renumbering nodes for it (0 with shrinking: that happened once, for the epoch)."""
+        start = time.perf_counter()
+        snapshots, partitioned, ids = self.blocks(group)
+        remap_s = time.perf_counter() - start if not self.shrink else 0.0
+        hooks = InheritedStates(self.model, ids, saved, PartitionHooks(partitioned, accounting))
+        h, _ = self.model.unroll([s.to(self.device) for s in snapshots], hooks=hooks)
+        if self.loss_on == "last":
+            last = partitioned[-1]
+            assert last is not None, "the last block of a window is always full"
+            return self._partial_loss(h, snapshots[-1], last.active_nodes), remap_s
+        counts = torch.tensor([float(s.node_mask.sum()) for s in snapshots], dtype=torch.float64)
+        if self.world_size > 1:
+            dist.all_reduce(counts)
+        terms = [self._partial_loss(out, s, float(c)) for out, s, c in zip(hooks.outputs, snapshots, counts.tolist()) if c > 0]
+        return (torch.stack(terms).mean() if terms else h.sum() * 0.0), remap_s
+
+    def _partial_loss(self, h: torch.Tensor, snapshot: Snapshot, count: float) -> torch.Tensor:
+        """This rank's nodes' share of the mean loss over the ``count`` existing nodes of the block (all ranks)."""
+        losses, _ = self.loss.node_losses(self.model.readout(h), snapshot.to(self.device))
+        return losses.sum() / count if count > 0 else losses.sum()
+
+    # ---- evaluation ---------------------------------------------------------------------------------
+    def evaluate(self, phase: str) -> dict[str, float]:
+        """Every window of ``phase`` in full from zero states, on every rank's own nodes; summed over ranks."""
+        self.loss.eval()
+        sums = torch.zeros(3, dtype=torch.float64)
+        with torch.no_grad():
+            for group in self.split.phase(phase):
+                snapshots, partitioned, _ = self.blocks(group, full_only=True)
+                h, _ = self.model.unroll([s.to(self.device) for s in snapshots], hooks=PartitionHooks(partitioned))
+                losses, correct = self.loss.node_losses(self.model.readout(h), snapshots[-1].to(self.device))
+                sums += torch.tensor([float(losses.sum()), float(correct.sum()), float(losses.numel())], dtype=torch.float64)
+        self.loss.train()
+        if self.world_size > 1:
+            dist.all_reduce(sums)
+        loss_sum, correct, count = sums.tolist()
+        count = max(count, 1.0)
+        loss = loss_sum / count
+        return {"loss": loss, metric_name(self.graph.task): correct / count if self.graph.task is Task.CLASSIFICATION else loss}
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "num_snapshots": self.graph.num_snapshots,
+            "num_nodes": self.graph.num_nodes,
+            "training_units": len(self.split.train),
+            "partition_edge_cut": self.partition.edge_cut,
+            "partition_balance": self.partition.balance,
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"epoch": self._last_epoch}  # chunk orders and cuts follow from the seed and the epoch
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self._last_epoch = int(state.get("epoch", -1))

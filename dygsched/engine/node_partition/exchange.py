@@ -1,0 +1,155 @@
+"""The halo exchange: each rank's halo rows from their owners, and their gradients back.
+
+``exchange_halo(x, snapshot, accounting)`` sends every peer the rows of ``x`` (this rank's owned
+rows) that the peer's halo needs and receives this rank's halo rows, with one
+``torch.distributed.all_to_all_single`` (uneven and zero splits: it works on gloo). It is an
+autograd function: in the backward, the halo rows' gradients travel back by the reverse exchange
+and are added into the owned rows that were sent. Every rank must exchange the same layers of the
+same snapshots in the same order (they do: every rank runs the same model on the same window).
+
+``PartitionedOps`` is what a model's ``spatial_partitioned`` calls (``dygsched.models.base``): the
+exchange, the owned rows of a layer's output, and a differentiable sum over ranks (batch norm's
+statistics).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from dygsched.engine.node_partition.layout import PartitionedSnapshot
+
+
+@dataclass
+class HaloAccounting:
+    """Halo bytes by layer and direction, and the seconds spent in exchanges."""
+
+    forward_bytes: dict[int, int] = field(default_factory=dict)
+    backward_bytes: dict[int, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def add(self, layer: int, direction: str, count: int) -> None:
+        book = self.forward_bytes if direction == "forward" else self.backward_bytes
+        book[layer] = book.get(layer, 0) + int(count)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.forward_bytes.values()) + sum(self.backward_bytes.values())
+
+
+def _all_to_all(send: torch.Tensor, send_counts: tuple[int, ...], recv_counts: tuple[int, ...]) -> torch.Tensor:
+    width = send.shape[1:]
+    recv = send.new_empty((sum(recv_counts), *width))
+    staged_send = send.cpu() if send.is_cuda and dist.get_backend() == "gloo" else send
+    staged_recv = recv.cpu() if recv.is_cuda and dist.get_backend() == "gloo" else recv
+    dist.all_to_all_single(staged_recv, staged_send.contiguous(), output_split_sizes=list(recv_counts), input_split_sizes=list(send_counts))
+    if staged_recv is not recv:
+        recv.copy_(staged_recv)
+    return recv
+
+
+class _HaloExchange(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int, accounting: HaloAccounting | None) -> torch.Tensor:
+        ctx.snapshot, ctx.layer, ctx.accounting, ctx.rows = snapshot, layer, accounting, x.shape[0]
+        start = time.perf_counter()
+        send = x.index_select(0, snapshot.send_index.to(x.device))
+        halo = _all_to_all(send, snapshot.send_counts, snapshot.recv_counts)
+        if accounting is not None:
+            accounting.seconds += time.perf_counter() - start
+            accounting.add(layer, "forward", send.numel() * send.element_size())
+        return halo
+
+    @staticmethod
+    def backward(ctx: Any, grad_halo: torch.Tensor) -> tuple[Any, ...]:
+        snapshot, accounting = ctx.snapshot, ctx.accounting
+        start = time.perf_counter()
+        grad_sent = _all_to_all(grad_halo.contiguous(), snapshot.recv_counts, snapshot.send_counts)
+        grad_x = grad_halo.new_zeros((ctx.rows, *grad_halo.shape[1:]))
+        grad_x.index_add_(0, snapshot.send_index.to(grad_halo.device), grad_sent)
+        if accounting is not None:
+            accounting.seconds += time.perf_counter() - start
+            accounting.add(ctx.layer, "backward", grad_halo.numel() * grad_halo.element_size())
+        return grad_x, None, None, None
+
+
+def exchange_halo(x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int = 0, accounting: HaloAccounting | None = None) -> torch.Tensor:
+    """``x``'s owned rows followed by this rank's halo rows (``owned + halo`` rows in all)."""
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return x
+    return torch.cat([x, _HaloExchange.apply(x, snapshot, layer, accounting)])
+
+
+class _SumOverRanks(torch.autograd.Function):
+    """``y = sum_r x_r`` on every rank; every rank's loss reads ``y``, so ``dL/dx_r`` is the sum of
+    every rank's ``dL/dy``: the backward is the same all-reduce."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        total = x.clone()
+        dist.all_reduce(total)
+        return total
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        total = grad.clone()
+        dist.all_reduce(total)
+        return total
+
+
+def sum_over_ranks(x: torch.Tensor) -> torch.Tensor:
+    """``x`` summed over ranks, differentiably (the backward sums the gradients the same way)."""
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return x
+    return _SumOverRanks.apply(x)
+
+
+class LocalOps:
+    """The same operations for a block of this rank's own nodes only: no halo, no collective."""
+
+    def with_halo(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    def owned(self, out: Any) -> Any:
+        return out
+
+    def sum_over_ranks(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+LOCAL = LocalOps()
+
+
+@dataclass
+class PartitionedOps:
+    """The partition operations a model layer's ``spatial_partitioned`` uses on one snapshot.
+
+    ``features``: the snapshot's input features as the model holds them; their halo rows are held
+    locally (``PartitionedSnapshot.halo_x``), so only what layers compute is exchanged.
+    """
+
+    snapshot: PartitionedSnapshot
+    layer: int
+    accounting: HaloAccounting | None = None
+    features: torch.Tensor | None = None
+    exchange: Callable[..., torch.Tensor] = exchange_halo
+
+    def with_halo(self, x: torch.Tensor) -> torch.Tensor:
+        if x is self.features:
+            return torch.cat([x, self.snapshot.halo_x.to(x.device)])
+        return self.exchange(x, self.snapshot, self.layer, self.accounting)
+
+    def owned(self, out: Any) -> Any:
+        """The owned rows of a layer output (a tensor over ``owned + halo`` rows, or a tuple of them)."""
+        n = self.snapshot.num_owned
+        if isinstance(out, tuple):
+            return tuple(self.owned(part) for part in out)
+        return out[:n]
+
+    def sum_over_ranks(self, x: torch.Tensor) -> torch.Tensor:
+        return sum_over_ranks(x)
