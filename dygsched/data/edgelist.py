@@ -5,7 +5,10 @@ time units. Repeated interactions inside one snapshot become one edge whose weig
 count. As in FlareDTDG section 4.1, a node's features at snapshot ``t`` are its in- and
 out-degree there (as ``log(1 + d)``) and its target is ``log(1 + degree)`` in snapshot ``t + 1``,
 so the last cut only provides targets. A node exists in a snapshot when it has an edge there.
-With ``kind="events"`` the rows become an ``EventStream`` instead (one event per row, in time
+With ``features="flare"`` (the FlareDTDG authors' code) the features are the raw weighted in- and
+out-degrees and the target is ``log(1 + weighted in-degree)`` in snapshot ``t + 1``; with
+``lags = L`` every snapshot holds the edges of ``L + 1`` consecutive intervals, so neighbouring
+snapshots overlap. With ``kind="events"`` the rows become an ``EventStream`` instead (one event per row, in time
 order, ties in row order), for continuous-time models; validation is the same.
 Node ids are compacted to ``0..n-1`` in sorted order unless ``num_nodes`` is given, in which case
 they must already lie in ``[0, num_nodes)``.
@@ -35,6 +38,7 @@ from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.errors import DataError
 
 KINDS = ("snapshots", "events")
+FEATURES = ("log_degree", "flare")
 
 MAX_SNAPSHOTS = 100_000
 MAX_NODE_ID = 2**53  # ids read as floats are exact below this
@@ -61,6 +65,8 @@ class EdgeListSource:
     directed: bool = True
     name: str = "edgelist"
     kind: str = "snapshots"  # snapshots: a TemporalGraph; events: an EventStream
+    features: str = "log_degree"  # log_degree | flare (FlareDTDG's code: raw weighted degrees, see the module docstring)
+    lags: int = 0  # each snapshot holds the edges of lags + 1 consecutive intervals (they overlap)
 
     def _read(self) -> pd.DataFrame:
         path = Path(self.path).expanduser()
@@ -124,6 +130,10 @@ class EdgeListSource:
     def load(self) -> TemporalGraph | EventStream:
         if self.kind not in KINDS:
             raise DataError(f"dataset '{self.name}': unknown kind '{self.kind}' (choose from {', '.join(KINDS)})")
+        if self.features not in FEATURES:
+            raise DataError(f"dataset '{self.name}': unknown features '{self.features}' (choose from {', '.join(FEATURES)})")
+        if isinstance(self.lags, bool) or not isinstance(self.lags, int) or self.lags < 0:
+            raise DataError(f"dataset '{self.name}': lags must be a whole number of intervals, 0 or more, got {self.lags!r}")
         frame = self._read()
         if self.kind == "events":
             return self._events(frame)
@@ -155,25 +165,33 @@ class EdgeListSource:
                 f"more than this machine's memory (num_nodes too large?)"
             )
 
+        if count - self.lags < 2:
+            raise DataError(f"dataset '{self.name}': {count} intervals with lags={self.lags} leave fewer than 2 snapshots")
         graphs = []
-        for t in range(count):
-            sel = cut == t
+        for t in range(count - self.lags):  # snapshot t holds the edges of intervals t .. t + lags
+            sel = (cut >= t) & (cut <= t + self.lags)
             keys, inverse = np.unique(src[sel] * n + dst[sel], return_inverse=True)
             w = np.bincount(inverse, weights=weight[sel], minlength=keys.size).astype(np.float32)
             s, d = keys // n, keys % n
-            graphs.append((np.stack([s, d]), w, np.bincount(s, minlength=n), np.bincount(d, minlength=n)))
+            degrees = (np.bincount(s, minlength=n), np.bincount(d, minlength=n), np.bincount(s, w, n), np.bincount(d, w, n))
+            graphs.append((np.stack([s, d]), w, *degrees))
 
         snapshots = []
-        for t in range(count - 1):
-            edge_index, w, out_deg, in_deg = graphs[t]
-            _, _, next_out, next_in = graphs[t + 1]
-            features = np.log1p(np.stack([in_deg, out_deg], axis=1)).astype(np.float32)
+        for t in range(len(graphs) - 1):
+            edge_index, w, out_deg, in_deg, out_weight, in_weight = graphs[t]
+            _, _, next_out, next_in, _, next_in_weight = graphs[t + 1]
+            if self.features == "flare":  # FlareDTDG's code: raw weighted degrees, log weighted in-degree next
+                features = np.stack([in_weight, out_weight], axis=1).astype(np.float32)
+                target = np.log1p(next_in_weight).astype(np.float32)
+            else:
+                features = np.log1p(np.stack([in_deg, out_deg], axis=1)).astype(np.float32)
+                target = np.log1p(next_in + next_out).astype(np.float32)
             snapshots.append(
                 Snapshot(
                     edge_index=torch.from_numpy(edge_index),
                     edge_weight=torch.from_numpy(w),
                     x=torch.from_numpy(features),
-                    y=torch.from_numpy(np.log1p(next_in + next_out).astype(np.float32)),
+                    y=torch.from_numpy(target),
                     node_mask=torch.from_numpy((in_deg + out_deg) > 0),
                 )
             )

@@ -134,47 +134,64 @@ class LayerHooks:
     """What an executor may do between a ``DGNN``'s layers; the defaults run each layer as it is.
 
     ``DGNN.unroll`` is the one layer loop every executor, the profiler and BLAD's pipeline run:
-    for each snapshot ``t`` of a sequence and each layer ``depth``, it calls ``spatial`` on the
-    layer's input ``x`` and then ``temporal`` on the result. A hook may supply a precomputed
-    first-layer convolution (REAL's chains) or spatial output (BLAD's stage 1), fetch halo rows
-    before the aggregation (node-partitioned ranks), or time the two parts (profiling); it must
-    return what the layer itself would.
+    for each snapshot ``t`` of a sequence and each layer ``depth``, it takes the layer's state
+    (``state_in``), calls ``spatial`` on the layer's input ``x`` and ``temporal`` on the result, and
+    hands the new state on (``state_out``). A hook may supply a precomputed first-layer convolution
+    (REAL's chains) or spatial output (BLAD's stage 1), fetch halo rows before the aggregation
+    (node-partitioned ranks), time the two parts (profiling), or change the states between
+    snapshots (FlareDTDG's inheritance); it must return what the layer itself would.
+    ``spatial_layer`` runs one layer's spatial parts over every snapshot at once; ``unroll``
+    calls it when run layer by layer (``layer_major=True``), so a hook can interleave them
+    (overlapping halo exchanges with computation).
     """
 
-    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State) -> Any:
-        return layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state)
+    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State | None) -> Any:
+        return layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state)  # type: ignore[arg-type]
+
+    def spatial_layer(self, depth: int, layer: DGNNLayer, xs: Sequence[torch.Tensor], snapshots: Sequence[Snapshot]) -> list[Any]:
+        """Layer ``depth``'s spatial part of every snapshot (no model's spatial part reads the state)."""
+        return [self.spatial(depth, t, layer, x, snapshot, None) for t, (x, snapshot) in enumerate(zip(xs, snapshots, strict=True))]
 
     def temporal(self, depth: int, t: int, layer: DGNNLayer, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
         return layer.temporal(spatial_out, state)
 
-    def states_in(self, t: int, snapshot: Snapshot, states: list[State]) -> list[State]:
-        """The states snapshot ``t`` starts from (default: those the previous snapshot left)."""
-        return states
+    def state_in(self, depth: int, t: int, snapshot: Snapshot, state: State) -> State:
+        """The state layer ``depth`` starts snapshot ``t`` from (default: what the snapshot before left)."""
+        return state
 
-    def states_out(self, t: int, states: list[State]) -> None:
-        """The states snapshot ``t`` left (default: nothing kept)."""
+    def state_out(self, depth: int, t: int, state: State) -> None:
+        """The state layer ``depth`` left after snapshot ``t`` (default: nothing kept)."""
 
 
 PLAIN = LayerHooks()
 
 
 class DelegatingHooks(LayerHooks):
-    """Hooks that change some steps and leave every other one to ``inner`` (so hooks compose)."""
+    """Hooks that change some steps and leave every other one to ``inner`` (so hooks compose).
+
+    A subclass that does not change ``spatial`` leaves whole layers to ``inner.spatial_layer`` too
+    (which may interleave them); one that does runs its own ``spatial`` snapshot by snapshot.
+    """
 
     def __init__(self, inner: LayerHooks = PLAIN) -> None:
         self.inner = inner
 
-    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State) -> Any:
+    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State | None) -> Any:
         return self.inner.spatial(depth, t, layer, x, snapshot, state)
+
+    def spatial_layer(self, depth: int, layer: DGNNLayer, xs: Sequence[torch.Tensor], snapshots: Sequence[Snapshot]) -> list[Any]:
+        if type(self).spatial is DelegatingHooks.spatial:
+            return self.inner.spatial_layer(depth, layer, xs, snapshots)
+        return super().spatial_layer(depth, layer, xs, snapshots)
 
     def temporal(self, depth: int, t: int, layer: DGNNLayer, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
         return self.inner.temporal(depth, t, layer, spatial_out, state)
 
-    def states_in(self, t: int, snapshot: Snapshot, states: list[State]) -> list[State]:
-        return self.inner.states_in(t, snapshot, states)
+    def state_in(self, depth: int, t: int, snapshot: Snapshot, state: State) -> State:
+        return self.inner.state_in(depth, t, snapshot, state)
 
-    def states_out(self, t: int, states: list[State]) -> None:
-        self.inner.states_out(t, states)
+    def state_out(self, depth: int, t: int, state: State) -> None:
+        self.inner.state_out(depth, t, state)
 
 
 class GivenFirstConv(DelegatingHooks):
@@ -219,27 +236,47 @@ class DGNN(nn.Module):
         return [layer.initial_state(num_nodes, device, dtype) for layer in self.layers]
 
     def unroll(
-        self, snapshots: Sequence[Snapshot], states: list[State] | None = None, hooks: LayerHooks = PLAIN
+        self, snapshots: Sequence[Snapshot], states: list[State] | None = None, hooks: LayerHooks = PLAIN, layer_major: bool = False
     ) -> tuple[torch.Tensor, list[State]]:
         """Run ``snapshots`` in order through every layer: the top layer's output at the last one, and
         the states after it. ``states``: where to start (default ``initial_states``, i.e. a group's
-        start; ESDG passes the states another rank sent)."""
+        start; ESDG passes the states another rank sent).
+
+        ``layer_major``: the same computation one layer at a time (every snapshot's spatial part,
+        through ``hooks.spatial_layer``, then the temporal updates in time order), so the spatial
+        parts of a layer can be interleaved; the result is the same.
+        """
         if not snapshots:
             raise ValueError("unroll needs at least one snapshot")
         if states is None:
             first = snapshots[0]
             states = self.initial_states(first.num_nodes, first.x.device, first.x.dtype)
+        if layer_major:
+            return self._unroll_layers(snapshots, states, hooks)
         h = snapshots[0].x
         for t, snapshot in enumerate(snapshots):
             x = snapshot.x
             new_states = []
-            for depth, (layer, state) in enumerate(zip(self.layers, hooks.states_in(t, snapshot, states), strict=True)):
+            for depth, (layer, state) in enumerate(zip(self.layers, states, strict=True)):
+                state = hooks.state_in(depth, t, snapshot, state)
                 spatial_out = hooks.spatial(depth, t, layer, x, snapshot, state)
                 x, state = hooks.temporal(depth, t, layer, spatial_out, state)
+                hooks.state_out(depth, t, state)
                 new_states.append(state)
-            hooks.states_out(t, new_states)
             h, states = x, new_states
         return h, states
+
+    def _unroll_layers(self, snapshots: Sequence[Snapshot], states: list[State], hooks: LayerHooks) -> tuple[torch.Tensor, list[State]]:
+        xs = [snapshot.x for snapshot in snapshots]
+        final = []
+        for depth, (layer, state) in enumerate(zip(self.layers, states, strict=True)):
+            spatial_outs = hooks.spatial_layer(depth, layer, xs, snapshots)
+            for t, snapshot in enumerate(snapshots):
+                state = hooks.state_in(depth, t, snapshot, state)
+                xs[t], state = hooks.temporal(depth, t, layer, spatial_outs[t], state)
+                hooks.state_out(depth, t, state)
+            final.append(state)
+        return xs[-1], final
 
     def step(self, snapshot: Snapshot, states: list[State]) -> tuple[torch.Tensor, list[State]]:
         """One snapshot through every layer (``unroll`` of one): the top layer's output and the new states."""

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -72,3 +73,19 @@ def test_malformed_csv(tmp_path):
     path.write_bytes(b"src,dst,t\n0,1,2\n\"unterminated,3,4\n")
     with pytest.raises(DataError):
         EdgeListSource(path=str(path)).load()
+
+
+def test_flare_features_and_overlapping_lags(tmp_path):
+    from dygsched.data.edgelist import EdgeListSource
+
+    path = tmp_path / "edges.csv"
+    path.write_text("src,dst,t,w\n0,1,0,2.0\n0,1,0,1.0\n1,2,1,4.0\n2,0,2,1.5\n0,2,3,1.0\n")
+    graph = EdgeListSource(str(path), weight_col="w", num_snapshots=4, features="flare").load()
+    first = graph.snapshots[0]
+    assert first.x.tolist() == [[0.0, 3.0], [3.0, 0.0], [0.0, 0.0]]  # weighted [in, out] degree, raw
+    assert first.y.tolist() == pytest.approx([0.0, 0.0, float(np.log1p(4.0))])  # log(1 + weighted in-degree) next
+    lagged = EdgeListSource(str(path), weight_col="w", num_snapshots=4, lags=1).load()
+    assert lagged.num_snapshots == 2  # 4 intervals, windows of 2: 3 snapshots, the last giving targets
+    assert sorted(map(tuple, lagged.snapshots[0].edge_index.t().tolist())) == [(0, 1), (1, 2)]  # intervals 0 and 1
+    with pytest.raises(DataError, match="unknown features"):
+        EdgeListSource(str(path), features="raw").load()

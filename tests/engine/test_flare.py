@@ -19,6 +19,7 @@ from dygsched.data.synthetic import SyntheticSource
 from dygsched.engine.flare import FlareStrategy, decay_counts
 from dygsched.engine.flare.window import InheritedStates
 from dygsched.engine.node_partition import HaloAccounting, PartitionHooks, RankLayout
+from dygsched.engine.node_partition.overlap import OverlapSchedule
 from dygsched.engine.snapshot_groups import GroupObjective
 from dygsched.engine.strategy import Artifacts, RunContext, RunSettings
 from dygsched.errors import ConfigError
@@ -106,13 +107,13 @@ def test_inheritance_takes_the_flowing_rows_first_and_saved_rows_after():
     model = TGCN(4, 1, hidden_channels=3, num_layers=1)
     saved = {5: [(torch.full((6, 3), 7.0),)]}
     hooks = InheritedStates(model, [5, 6], saved)
-    first = hooks.states_in(0, _rows(4), [(torch.zeros(4, 3),)])
-    assert torch.equal(first[0][0], torch.full((4, 3), 7.0))  # the oldest block: the saved state, cut to its rows
-    hooks.states_out(0, [(torch.ones(4, 3),)])
+    first = hooks.state_in(0, 0, _rows(4), (torch.zeros(4, 3),))
+    assert torch.equal(first[0], torch.full((4, 3), 7.0))  # the oldest block: the saved state, cut to its rows
+    hooks.state_out(0, 0, (torch.ones(4, 3),))
     assert torch.equal(saved[6][0][0], torch.ones(4, 3))
     saved[6] = [(torch.full((2, 3), 5.0),)]
     flowing = torch.full((4, 3), 2.0, requires_grad=True)
-    second = hooks.states_in(1, _rows(8), [(flowing,)])[0][0]
+    second = hooks.state_in(0, 1, _rows(8), (flowing,))[0]
     assert torch.equal(second[:4], flowing) and second.grad_fn is not None  # the gradient flows through the first rows
     assert torch.equal(second[4:], torch.zeros(4, 3))  # the saved state is too short: zeros
 
@@ -136,7 +137,7 @@ def test_full_window_without_inheritance_is_the_plain_group_for_any_chunk_order(
             torch.manual_seed(0)
             objective = flare.objective(make())
             flare.start_epoch(epoch)
-            loss, _ = flare.window_loss(group, None)
+            loss = flare.window_loss(group, None)
             loss.backward()
             assert torch.allclose(loss, expected, atol=1e-5), name
             for (key, p), q in zip(objective.named_parameters(), reference.parameters()):
@@ -157,7 +158,7 @@ def _ranks(rank: int, world_size: int, out: str) -> None:
         torch.manual_seed(0)
         objective = flare.objective(make())
         flare.start_epoch(1)
-        loss, _ = flare.window_loss(group, None)
+        loss = flare.window_loss(group, None)
         loss.backward()
         total = loss.detach().clone()
         dist.all_reduce(total)
@@ -177,16 +178,48 @@ def _ranks(rank: int, world_size: int, out: str) -> None:
     flare.objective(MODELS["tgcn"]())
     flare.start_epoch(0)
     window, last = HaloAccounting(), HaloAccounting()
-    flare.window_loss(group, None, window)[0].backward()
+    flare.window_loss(group, None, window).backward()
     alone = strategy(world_size, rank, full=1, inherit=False, random_split=False)
     alone.window = 1
     alone.counts = []
     alone.objective(MODELS["tgcn"]())
     alone.start_epoch(0)
-    alone.window_loss(SnapshotGroup(0, group.stop - 1, group.stop), None, last)[0].backward()
+    alone.window_loss(SnapshotGroup(0, group.stop - 1, group.stop), None, last).backward()
     results["bytes"] = (window.forward_bytes, window.backward_bytes, last.forward_bytes, last.backward_bytes)
+    # any interleaving of the overlapped spatial passes gives the same window
+    interleaved = {}
+    for mode, name in ((m, n) for n in ("tgcn", "mpnn_lstm") for m in ("none", "rr", "mlp", "shuffled")):
+        flare = strategy(world_size, rank, full=2, inherit=False, random_split=False, overlap="rr" if mode == "shuffled" else mode)
+        if mode == "shuffled":
+            flare.overlap_schedule = Shuffled()
+        if mode == "mlp":  # a fitted predictor, so the order is its own
+            assert flare.overlap_schedule is not None
+            flare.overlap_schedule.log.add([1.0, 0.0, 4.0, 8.0, 5.0, 3.0], 0.01, 0.02)
+            flare.overlap_schedule.refit(seed=1)
+        torch.manual_seed(0)
+        objective = flare.objective(MODELS[name]())
+        flare.start_epoch(0)
+        accounting = HaloAccounting()
+        loss = flare.window_loss(group, None, accounting)
+        loss.backward()
+        interleaved[(mode, name)] = (float(loss), [p.grad.clone() for p in objective.parameters()], accounting.forward_bytes)
+    results["interleaved"] = interleaved
+    gathered = [None] * world_size
+    dist.all_gather_object(gathered, interleaved)
+    results["interleaved_all"] = gathered
     if rank == 0:
         torch.save(results, out)
+
+
+class Shuffled(OverlapSchedule):
+    """Full blocks in a shuffled order (the same on every rank): an interleaving of its own."""
+
+    def __init__(self):
+        super().__init__("rr")
+
+    def order(self, tasks):
+        ids = [t for t, _ in tasks]
+        return [ids[i] for i in torch.randperm(len(ids), generator=torch.Generator().manual_seed(len(ids))).tolist()]
 
 
 @pytest.fixture(scope="module", params=[2, 3], ids=["2ranks", "3ranks"])
@@ -214,7 +247,41 @@ def test_full_blocks_on_several_ranks_equal_one_process(partitioned, name):
         assert torch.allclose(predictions, full[rows], atol=1e-5), name
 
 
+def test_any_interleaving_of_the_overlapped_passes_gives_the_same_window(partitioned):
+    for interleaved in partitioned["interleaved_all"]:  # every rank's share
+        for name in ("tgcn", "mpnn_lstm"):
+            loss, grads, moved = interleaved[("none", name)]
+            assert sum(moved.values()) > 0
+            for mode in ("rr", "mlp", "shuffled"):
+                other_loss, other_grads, other_moved = interleaved[(mode, name)]
+                assert other_loss == pytest.approx(loss, abs=1e-6), (mode, name)
+                assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(grads, other_grads)), (mode, name)
+                assert other_moved == moved
+
+
 def test_decayed_blocks_move_no_halo_bytes(partitioned):
     window_forward, window_backward, last_forward, last_backward = partitioned["bytes"]
     assert window_forward == last_forward and window_backward == last_backward
     assert sum(last_forward.values()) > 0
+
+
+def test_autotuning_moves_to_a_better_neighbour_only_and_keeps_the_weights():
+    from dygsched.engine.gradient_sync import GradientSync
+    from dygsched.engine.strategy import Epoch
+
+    flare = strategy(1, 0, full=2, alpha=0.3, autotune_every=1, autotune_windows=2)
+    torch.manual_seed(0)
+    objective = flare.objective(MODELS["tgcn"]())
+    flare.start_epoch(0)
+    optimizer = torch.optim.Adam(objective.parameters(), lr=0.01)
+    epoch = Epoch(0, objective, optimizer, GradientSync(objective, 1), CPU, 0, 1, lambda stats: None, lambda *row: None)
+    before = {k: v.clone() for k, v in objective.state_dict().items()}
+    assert flare.neighbours() == [(2, 0.3), (1, 0.3), (3, 0.3), (2, 0.2), (2, 0.4)]
+    landscape = {(2, 0.3): 1.0, (1, 0.3): 1.5, (3, 0.3): 0.7, (2, 0.2): 0.9, (2, 0.4): 0.8}
+    flare.evaluate = lambda phase: {"loss": landscape[(flare.full, flare.alpha)]}
+    moved = flare.autotune(epoch)
+    assert (flare.full, flare.alpha) == (3, 0.3) and moved["autotune_moved"] == 1.0 and moved["autotune_val_loss"] == 0.7
+    assert flare.counts == decay_counts("paper", 3, WINDOW - 3, 0.3)
+    assert all(torch.equal(objective.state_dict()[k], v) for k, v in before.items())  # the trials started from a copy
+    landscape.update({(3, 0.3): 0.5, (2, 0.3): 0.9, (4, 0.3): 0.6, (3, 0.2): 0.55, (3, 0.4): 0.51})
+    assert flare.autotune(epoch)["autotune_moved"] == 0.0 and (flare.full, flare.alpha) == (3, 0.3)  # nothing better: stay

@@ -150,6 +150,12 @@ def run_main(tmp_path, capsys, *args):
         (["launcher=slurm"], "dygsched run -m launcher=slurm"),
         (["resume=/nonexistent/run"], "no run folder"),
         (["dataset.num_nodes=1"], "num_nodes must be at least 2"),
+        (["sched=flare", "sched.partition=spectral"], "unknown sched.partition 'spectral'"),
+        (["sched=flare", "sched.full=9"], "must be at most the window (W=4)"),
+        (["sched=flare", "sched.alpha=1.5"], "sched.alpha must lie in [0, 1]"),
+        (["sched=flare", "sched.chunks=100"], "more chunks than the graph's 120 nodes"),
+        (["sched=flare", "model=evolvegcn_h"], "EvolveGCNHLayer cannot run on a part of them"),
+        (["sched=flare", "sched.schedule=[3,5]"], "non-increasing"),
     ],
 )
 def test_impossible_configurations_fail_before_any_worker(tmp_path, capsys, overrides, message):

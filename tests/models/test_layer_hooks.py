@@ -44,3 +44,18 @@ def test_unroll_continues_from_given_states_like_one_long_sequence():
     assert torch.allclose(rest, whole)
     spatial = [model.layers[0].spatial(s.x, s.edge_index, s.edge_weight, None) for s in graph.snapshots]
     assert torch.allclose(model(graph.snapshots, hooks=GivenFirstSpatial(spatial)), model(graph.snapshots))
+
+
+@pytest.mark.parametrize("make", [lambda: TGCN(4, 1, 8, 3), lambda: MPNNLSTM(4, 1, 8, 2, dropout=0.0), lambda: GATLSTM(4, 1, 8, 2, heads=2)])
+def test_one_layer_at_a_time_is_the_same_computation(make):
+    graph = SyntheticSource(num_nodes=30, num_snapshots=4, feature_dim=4).load()
+    torch.manual_seed(0)
+    model = make()
+    model.eval()  # batch norm's running statistics would otherwise be updated in another order
+    by_snapshot, states = model.unroll(graph.snapshots)
+    by_layer, layer_states = model.unroll(graph.snapshots, layer_major=True)
+    assert torch.allclose(by_layer, by_snapshot, atol=1e-6)
+    assert all(torch.allclose(a, b, atol=1e-6) for s, r in zip(states, layer_states) for a, b in zip(s, r))
+    timer = PhaseTimer(torch.device("cpu"))
+    assert torch.allclose(model.unroll(graph.snapshots, hooks=TimedHooks(timer), layer_major=True)[0], by_snapshot, atol=1e-6)
+    assert timer.seconds["spatial"] > 0

@@ -21,8 +21,10 @@ in full, from zero states: the same windows and the same metric as every other s
 
 from __future__ import annotations
 
+import copy
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -36,9 +38,11 @@ from dygsched.data.partition import PARTITIONERS, NodePartition, partition_nodes
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.engine.flare.decay import decay_counts
 from dygsched.engine.flare.window import InheritedStates
+from dygsched.engine.memory import SavedTensors, tensor_bytes
 from dygsched.engine.node_partition.exchange import HaloAccounting
 from dygsched.engine.node_partition.hooks import PartitionHooks
 from dygsched.engine.node_partition.layout import GCNNorm, PartitionedSnapshot, RankLayout
+from dygsched.engine.node_partition.overlap import OVERLAPS, OverlapSchedule
 from dygsched.engine.snapshot_groups.objective import GroupObjective
 from dygsched.engine.snapshot_groups.strategy import build_split, metric_name
 from dygsched.engine.strategy import (
@@ -55,7 +59,26 @@ from dygsched.errors import ConfigError
 from dygsched.models.base import DGNN
 
 LOSS_ON = ("last", "all")
-OVERLAP = ("none",)
+
+
+class Breakdown:
+    """Seconds per phase of an epoch (FlareDTDG table 12): shuffle, remap, load, forward, backward."""
+
+    PHASES = ("shuffle", "remap", "load", "forward", "backward")
+
+    def __init__(self, device: torch.device | None = None) -> None:
+        self.device = device
+        self.seconds = dict.fromkeys(self.PHASES, 0.0)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            if self.device is not None:
+                synchronize(self.device)
+            self.seconds[name] += time.perf_counter() - start
 
 
 def model_norm(model: nn.Module) -> GCNNorm:
@@ -89,13 +112,15 @@ class FlareStrategy(Strategy):
         random_split: bool = True,
         shrink: bool = True,
         overlap: str = "none",
+        autotune_every: int = 0,
+        autotune_windows: int = 4,
     ) -> None:
         if partition not in PARTITIONERS:
             raise ConfigError(f"unknown sched.partition '{partition}' (choose from {', '.join(PARTITIONERS)})")
         if loss_on not in LOSS_ON:
             raise ConfigError(f"unknown sched.loss_on '{loss_on}' (choose from {', '.join(LOSS_ON)})")
-        if overlap not in OVERLAP:
-            raise ConfigError(f"unknown sched.overlap '{overlap}' (choose from {', '.join(OVERLAP)})")
+        if overlap not in OVERLAPS:
+            raise ConfigError(f"unknown sched.overlap '{overlap}' (choose from {', '.join(OVERLAPS)})")
         if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
             raise ConfigError(f"sched.chunks (chunks per rank) must be a positive integer, got {chunks!r}")
         if isinstance(full, bool) or not isinstance(full, int) or full < 1:
@@ -105,6 +130,11 @@ class FlareStrategy(Strategy):
         self.name, self.partitioner, self.chunks, self.full, self.alpha = name, partition, chunks, full, float(alpha)
         self.schedule = schedule if isinstance(schedule, str) else [int(c) for c in schedule]
         self.inherit, self.loss_on, self.random_split, self.shrink, self.overlap = inherit, loss_on, random_split, shrink, overlap
+        self.overlap_schedule = OverlapSchedule(overlap) if overlap != "none" else None
+        if autotune_every < 0 or autotune_windows < 1:
+            raise ConfigError("sched.autotune_every must be 0 (off) or more, and sched.autotune_windows at least 1")
+        self.autotune_every, self.autotune_windows = int(autotune_every), int(autotune_windows)
+        self._state_bytes = 0
         self._last_epoch = -1
         self._partition_reported = False
 
@@ -118,6 +148,8 @@ class FlareStrategy(Strategy):
         decay_counts(self.schedule, self.chunks, settings.window - self.full, self.alpha)
         if world_size * self.chunks > data.num_nodes:
             raise ConfigError(f"{world_size} ranks x {self.chunks} chunks are more chunks than the graph's {data.num_nodes} nodes")
+        # a graph the partitioner cannot cut (a part left without nodes) fails here, not on rank 0 later
+        partition_nodes(data, range(build_split(data, settings).train[-1].stop), world_size, self.chunks, self.partitioner, settings.seed)
 
     def check_model(self, model: nn.Module) -> None:
         layers = getattr(model, "layers", [])
@@ -178,17 +210,22 @@ class FlareStrategy(Strategy):
         earlier = [g for g in groups if g.stop <= cut]
         return [segment for segment in (later, earlier) if segment]
 
-    def start_epoch(self, index: int) -> float:
-        """Draw the epoch's chunk order and, with shrinking, renumber the nodes by it; the seconds it took."""
-        start = time.perf_counter()
-        self.order, self.ends = self.chunk_order(index)
+    def start_epoch(self, index: int, clock: Breakdown | None = None) -> None:
+        """Draw the epoch's chunk order and, with shrinking, renumber the nodes by it."""
+        clock = clock or Breakdown()
+        with clock.phase("shuffle"):
+            self.order, self.ends = self.chunk_order(index)
         if self.shrink:
-            self.layout.reorder(self.order)
-        return time.perf_counter() - start
+            with clock.phase("remap"):
+                self.layout.reorder(self.order)
 
     def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
-        remap_s = self.start_epoch(epoch.index)
+        schedule = self.overlap_schedule
+        fit_error = schedule.refit(self.settings.seed + epoch.index) if schedule is not None else None
+        clock = Breakdown(self.device)
+        self.start_epoch(epoch.index, clock)
         accounting = HaloAccounting()
+        largest_saved = 0
         iteration = 0
         for segment in self.epoch_windows(epoch.index):
             saved: dict[int, Any] | None = {} if self.inherit else None  # states reset at each segment's start
@@ -196,7 +233,7 @@ class FlareStrategy(Strategy):
                 stats = IterationStats(iteration=iteration, units=1 if self.rank == 0 else 0)
                 before_comm, before_bytes = accounting.seconds, accounting.total_bytes
                 began = time.perf_counter()
-                remap_s += self._step(group, saved, accounting, epoch, stats)
+                largest_saved = max(largest_saved, self._step(group, saved, accounting, epoch, stats, clock))
                 synchronize(self.device)
                 stats.comm_s += accounting.seconds - before_comm
                 stats.add_bytes("halo", accounting.total_bytes - before_bytes)
@@ -204,10 +241,23 @@ class FlareStrategy(Strategy):
                 epoch.finish_iteration(stats)
                 iteration += 1
         self._last_epoch = epoch.index
-        metrics: dict[str, MetricValue] = {"remap_s": remap_s, "halo_s": accounting.seconds}
+        metrics: dict[str, MetricValue] = {
+            "shuffle_s": clock.seconds["shuffle"],
+            "remap_s": clock.seconds["remap"],
+            "load_s": clock.seconds["load"],
+            "forward_s": clock.seconds["forward"] - (accounting.seconds - accounting.backward_seconds),
+            "backward_s": clock.seconds["backward"] - accounting.backward_seconds,
+            "halo_s": accounting.seconds,
+            # what a window keeps for its backward (the largest), the parameters and the inherited states
+            "train_memory_bytes": largest_saved + tensor_bytes(list(self.model.parameters())) + self._state_bytes,
+        }
         for layer in range(len(self.model.layers)):
             metrics[f"halo_bytes_layer{layer}_forward"] = accounting.forward_bytes.get(layer, 0)
             metrics[f"halo_bytes_layer{layer}_backward"] = accounting.backward_bytes.get(layer, 0)
+        if fit_error is not None:
+            metrics["overlap_fit_mse"] = fit_error
+        if self.autotune_every and (epoch.index + 1) % self.autotune_every == 0:
+            metrics.update(self.autotune(epoch))
         if not self._partition_reported and self.rank == 0:  # rank 0 partitions, once per run
             metrics["partition_s"] = self.partition_s
             self._partition_reported = True
@@ -232,30 +282,83 @@ class FlareStrategy(Strategy):
             ids.append(t)
         return snapshots, partitioned, ids
 
-    def _step(self, group: SnapshotGroup, saved: dict[int, Any] | None, accounting: HaloAccounting, epoch: Epoch, stats: IterationStats) -> float:
-        """One window: forward, loss and backward; returns the seconds spent renumbering."""
-        loss, remap_s = self.window_loss(group, saved, accounting)
-        epoch.backward(loss, final=True)
+    def _step(
+        self, group: SnapshotGroup, saved: dict[int, Any] | None, accounting: HaloAccounting, epoch: Epoch, stats: IterationStats, clock: Breakdown
+    ) -> int:
+        """One window: forward, loss and backward; returns the bytes its forward saved for the backward."""
+        with SavedTensors() as kept:
+            loss = self.window_loss(group, saved, accounting, clock)
+        with clock.phase("backward"):
+            epoch.backward(loss, final=True)
         stats.loss_sum = float(loss.detach())
-        return remap_s
+        if saved is not None:
+            self._state_bytes = tensor_bytes(saved)
+        return kept.bytes
 
-    def window_loss(self, group: SnapshotGroup, saved: dict[int, Any] | None, accounting: HaloAccounting | None = None) -> tuple[torch.Tensor, float]:
-        """This rank's share of the window's loss (the ranks' shares add up to it), and the seconds
-        spent renumbering nodes for it (0 with shrinking: that happened once, for the epoch)."""
-        start = time.perf_counter()
-        snapshots, partitioned, ids = self.blocks(group)
-        remap_s = time.perf_counter() - start if not self.shrink else 0.0
-        hooks = InheritedStates(self.model, ids, saved, PartitionHooks(partitioned, accounting))
-        h, _ = self.model.unroll([s.to(self.device) for s in snapshots], hooks=hooks)
-        if self.loss_on == "last":
-            last = partitioned[-1]
-            assert last is not None, "the last block of a window is always full"
-            return self._partial_loss(h, snapshots[-1], last.active_nodes), remap_s
-        counts = torch.tensor([float(s.node_mask.sum()) for s in snapshots], dtype=torch.float64)
-        if self.world_size > 1:
-            dist.all_reduce(counts)
-        terms = [self._partial_loss(out, s, float(c)) for out, s, c in zip(hooks.outputs, snapshots, counts.tolist()) if c > 0]
-        return (torch.stack(terms).mean() if terms else h.sum() * 0.0), remap_s
+    def window_loss(
+        self, group: SnapshotGroup, saved: dict[int, Any] | None, accounting: HaloAccounting | None = None, clock: Breakdown | None = None
+    ) -> torch.Tensor:
+        """This rank's share of the window's loss (the ranks' shares add up to it)."""
+        clock = clock or Breakdown()
+        with clock.phase("remap" if not self.shrink else "load"):
+            snapshots, partitioned, ids = self.blocks(group)  # without shrinking, renumbered here, at every step
+        with clock.phase("load"):
+            snapshots = [s.to(self.device) for s in snapshots]
+        with clock.phase("forward"):
+            hooks = InheritedStates(self.model, ids, saved, PartitionHooks(partitioned, accounting, schedule=self.overlap_schedule))
+            h, _ = self.model.unroll(snapshots, hooks=hooks, layer_major=self.overlap_schedule is not None)
+            if self.loss_on == "last":
+                last = partitioned[-1]
+                assert last is not None, "the last block of a window is always full"
+                return self._partial_loss(h, snapshots[-1], last.active_nodes)
+            counts = torch.tensor([float(s.node_mask.sum()) for s in snapshots], dtype=torch.float64)
+            if self.world_size > 1:
+                dist.all_reduce(counts)
+            terms = [self._partial_loss(out, s, float(c)) for out, s, c in zip(hooks.outputs, snapshots, counts.tolist()) if c > 0]
+            return torch.stack(terms).mean() if terms else h.sum() * 0.0
+
+    # ---- auto-tuning (section 3.5) ------------------------------------------------------------------
+    def neighbours(self) -> list[tuple[int, float]]:
+        """The current (K, alpha) and its neighbours K +- 1, alpha +- 0.1 inside [1, W] x [0, 1]."""
+        options = [(self.full, self.alpha)]
+        for full, alpha in ((self.full - 1, self.alpha), (self.full + 1, self.alpha), (self.full, self.alpha - 0.1), (self.full, self.alpha + 0.1)):
+            alpha = round(alpha, 10)
+            if 1 <= full <= self.window and 0.0 <= alpha <= 1.0:
+                options.append((full, alpha))
+        return options
+
+    def set_decay(self, full: int, alpha: float) -> None:
+        self.full, self.alpha = full, alpha
+        self.counts = decay_counts(self.schedule, self.chunks, self.window - full, alpha)
+
+    def autotune(self, epoch: Epoch) -> dict[str, MetricValue]:
+        """Try each neighbouring (K, alpha) for ``autotune_windows`` windows from a copy of the weights,
+        compare validation losses, and move to the best only if it beats staying (every rank agrees:
+        the losses are summed over ranks)."""
+        weights = {k: v.detach().clone() for k, v in self.loss.state_dict().items()}
+        optimizer = copy.deepcopy(epoch.optimizer.state_dict())
+        windows = [g for segment in self.epoch_windows(epoch.index + 1) for g in segment][: self.autotune_windows]
+        current = (self.full, self.alpha)
+        results = {}
+        for full, alpha in self.neighbours():
+            self.set_decay(full, alpha)
+            for group in windows:
+                loss = self.window_loss(group, None)
+                loss.backward()
+                epoch.sync.synchronize()
+                epoch.optimizer.step()
+                epoch.sync.zero_grad()
+            results[(full, alpha)] = self.evaluate("val")["loss"]
+            self.loss.load_state_dict(weights)
+            epoch.optimizer.load_state_dict(copy.deepcopy(optimizer))
+        best = min(results, key=lambda option: (results[option], option != current))
+        self.set_decay(*(best if results[best] < results[current] else current))
+        return {
+            "autotune_full": float(self.full),
+            "autotune_alpha": self.alpha,
+            "autotune_moved": float((self.full, self.alpha) != current),
+            "autotune_val_loss": results[(self.full, self.alpha)],
+        }
 
     def _partial_loss(self, h: torch.Tensor, snapshot: Snapshot, count: float) -> torch.Tensor:
         """This rank's nodes' share of the mean loss over the ``count`` existing nodes of the block (all ranks)."""

@@ -47,31 +47,26 @@ class InheritedStates(DelegatingHooks):
         self.ids, self.saved = list(snapshot_ids), saved
         self.outputs: list[torch.Tensor] = []  # the top layer's output of each block
 
-    def states_in(self, t: int, snapshot: Snapshot, states: list[State]) -> list[State]:
-        states = self.inner.states_in(t, snapshot, states)
+    def state_in(self, depth: int, t: int, snapshot: Snapshot, state: State) -> State:
+        state = self.inner.state_in(depth, t, snapshot, state)
         stored = self.saved.get(self.ids[t]) if self.saved is not None else None
+        kept = stored[depth] if stored is not None else None
+        if not self.layers[depth].node_state:
+            return kept if t == 0 and kept is not None else state
         rows = snapshot.x.shape[0]
-        out: list[State] = []
-        for depth, (layer, state) in enumerate(zip(self.layers, states, strict=True)):
-            kept = stored[depth] if stored is not None else None
-            if not layer.node_state:
-                out.append(kept if t == 0 and kept is not None else state)
-                continue
-            parts = []
-            for i, tensor in enumerate(state):
-                flowing = 0 if t == 0 else tensor.shape[0]
-                if flowing > rows:
-                    raise ValueError(f"block {t} has {rows} rows, fewer than the {flowing} of the block before it")
-                head = tensor[:flowing]
-                tail = _rows(kept[i] if kept is not None else None, tensor, flowing, rows)
-                parts.append(torch.cat([head, tail]) if flowing else tail)
-            out.append(tuple(parts))
-        return out
+        parts = []
+        for i, tensor in enumerate(state):
+            flowing = 0 if t == 0 else tensor.shape[0]
+            if flowing > rows:
+                raise ValueError(f"block {t} has {rows} rows, fewer than the {flowing} of the block before it")
+            tail = _rows(kept[i] if kept is not None else None, tensor, flowing, rows)
+            parts.append(torch.cat([tensor[:flowing], tail]) if flowing else tail)
+        return tuple(parts)
 
-    def states_out(self, t: int, states: list[State]) -> None:
-        self.inner.states_out(t, states)
+    def state_out(self, depth: int, t: int, state: State) -> None:
+        self.inner.state_out(depth, t, state)
         if self.saved is not None:
-            self.saved[self.ids[t] + 1] = [tuple(tensor.detach() for tensor in state) for state in states]
+            self.saved.setdefault(self.ids[t] + 1, [None] * len(self.layers))[depth] = tuple(tensor.detach() for tensor in state)
 
     def temporal(self, depth: int, t: int, layer: DGNNLayer, spatial_out, state: State):  # type: ignore[no-untyped-def]
         out, new_state = self.inner.temporal(depth, t, layer, spatial_out, state)

@@ -27,11 +27,13 @@ from dygsched.engine.node_partition.layout import PartitionedSnapshot
 
 @dataclass
 class HaloAccounting:
-    """Halo bytes by layer and direction, and the seconds spent in exchanges."""
+    """Halo bytes by layer and direction, and the seconds spent in exchanges (those of the
+    backward's reverse exchanges among them)."""
 
     forward_bytes: dict[int, int] = field(default_factory=dict)
     backward_bytes: dict[int, int] = field(default_factory=dict)
     seconds: float = 0.0
+    backward_seconds: float = 0.0
 
     def add(self, layer: int, direction: str, count: int) -> None:
         book = self.forward_bytes if direction == "forward" else self.backward_bytes
@@ -56,7 +58,7 @@ def _all_to_all(send: torch.Tensor, send_counts: tuple[int, ...], recv_counts: t
 class _HaloExchange(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int, accounting: HaloAccounting | None) -> torch.Tensor:
-        ctx.snapshot, ctx.layer, ctx.accounting, ctx.rows = snapshot, layer, accounting, x.shape[0]
+        ctx.snapshot, ctx.layer, ctx.accounting, ctx.rows, ctx.device = snapshot, layer, accounting, x.shape[0], x.device
         start = time.perf_counter()
         send = x.index_select(0, snapshot.send_index.to(x.device))
         halo = _all_to_all(send, snapshot.send_counts, snapshot.recv_counts)
@@ -73,9 +75,63 @@ class _HaloExchange(torch.autograd.Function):
         grad_x = grad_halo.new_zeros((ctx.rows, *grad_halo.shape[1:]))
         grad_x.index_add_(0, snapshot.send_index.to(grad_halo.device), grad_sent)
         if accounting is not None:
-            accounting.seconds += time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+            accounting.seconds += elapsed
+            accounting.backward_seconds += elapsed
             accounting.add(ctx.layer, "backward", grad_halo.numel() * grad_halo.element_size())
-        return grad_x, None, None, None
+        return grad_x.to(ctx.device), None, None, None
+
+
+@dataclass
+class PendingHalo:
+    """A halo exchange posted and not yet waited for: ``wait()`` gives ``x``'s rows followed by the halo rows."""
+
+    x: torch.Tensor
+    received: torch.Tensor
+    work: Any
+    accounting: HaloAccounting | None
+
+    def wait(self) -> torch.Tensor:
+        start = time.perf_counter()
+        if self.work is not None:
+            self.work.wait()
+        if self.accounting is not None:
+            self.accounting.seconds += time.perf_counter() - start
+        return torch.cat([self.x, self.received.to(self.x.device)])
+
+
+class _HaloPost(torch.autograd.Function):
+    """The forward exchange posted asynchronously (``PendingHalo.wait`` before reading it); the
+    backward is the same reverse exchange as ``_HaloExchange``'s."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int, accounting: HaloAccounting | None, box: list) -> torch.Tensor:
+        ctx.snapshot, ctx.layer, ctx.accounting, ctx.rows, ctx.device = snapshot, layer, accounting, x.shape[0], x.device
+        start = time.perf_counter()
+        send = x.index_select(0, snapshot.send_index.to(x.device))
+        staged = send.cpu() if send.is_cuda and dist.get_backend() == "gloo" else send
+        received = staged.new_empty((sum(snapshot.recv_counts), *send.shape[1:]))
+        work = dist.all_to_all_single(
+            received, staged.contiguous(), output_split_sizes=list(snapshot.recv_counts), input_split_sizes=list(snapshot.send_counts), async_op=True
+        )
+        box.extend([work, staged])  # the work to wait for, and the buffer it reads, kept alive
+        if accounting is not None:
+            accounting.seconds += time.perf_counter() - start
+            accounting.add(layer, "forward", send.numel() * send.element_size())
+        return received
+
+    @staticmethod
+    def backward(ctx: Any, grad_halo: torch.Tensor) -> tuple[Any, ...]:
+        return _HaloExchange.backward(ctx, grad_halo)[0], None, None, None, None
+
+
+def post_halo(x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int = 0, accounting: HaloAccounting | None = None) -> PendingHalo:
+    """Start ``exchange_halo`` without waiting for it (every rank must post its exchanges in the same order)."""
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return PendingHalo(x, x.new_zeros((0, *x.shape[1:])), None, accounting)
+    box: list = []
+    received = _HaloPost.apply(x, snapshot, layer, accounting, box)
+    return PendingHalo(x, received, box[0], accounting)
 
 
 def exchange_halo(x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int = 0, accounting: HaloAccounting | None = None) -> torch.Tensor:
@@ -153,3 +209,19 @@ class PartitionedOps:
 
     def sum_over_ranks(self, x: torch.Tensor) -> torch.Tensor:
         return sum_over_ranks(x)
+
+
+@dataclass
+class PrefetchedOps(PartitionedOps):
+    """``PartitionedOps`` whose first exchange, of the layer's input, was posted ahead (``pending``)."""
+
+    pending: PendingHalo | None = None
+    waited_s: float = 0.0
+
+    def with_halo(self, x: torch.Tensor) -> torch.Tensor:
+        if self.pending is not None and x is self.pending.x:
+            start = time.perf_counter()
+            rows, self.pending = self.pending.wait(), None
+            self.waited_s += time.perf_counter() - start
+            return rows
+        return super().with_halo(x)

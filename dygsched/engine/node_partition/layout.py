@@ -74,6 +74,7 @@ class _GlobalSnapshot:
     send_nodes: np.ndarray  # owned node ids to send, peers in rank order, sorted within
     send_counts: list[int]
     active_nodes: int
+    all_halo_rows: int  # halo rows over every rank: what one exchange of the snapshot moves, in rows
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,9 @@ class PartitionedSnapshot:
     send_counts: tuple[int, ...]
     recv_counts: tuple[int, ...]
     active_nodes: int
+    all_nodes: int = 0  # the whole snapshot's nodes, edges and halo rows over every rank:
+    all_edges: int = 0  # the same on every rank (an overlap schedule's task features)
+    all_halo_rows: int = 0
 
     @property
     def num_owned(self) -> int:
@@ -158,6 +162,8 @@ class RankLayout:
         # What each peer's halo needs from this rank: owned sources of edges into the peer's nodes.
         from_mine = (part[src] == self.rank) & (part[dst] != self.rank)
         pairs = np.unique(np.stack([part[dst[from_mine]], src[from_mine]]), axis=1) if from_mine.any() else np.zeros((2, 0), np.int64)
+        crossing = part[src] != part[dst]
+        all_halo = int(np.unique(part[dst[crossing]] * snapshot.num_nodes + src[crossing]).size) if crossing.any() else 0
         send_counts = np.bincount(pairs[0], minlength=self.world_size).tolist() if pairs.size else [0] * self.world_size
         return _GlobalSnapshot(
             inner=np.stack([src_in[local_src], dst_in[local_src]]).astype(np.int64),
@@ -171,6 +177,7 @@ class RankLayout:
             send_nodes=pairs[1].astype(np.int64),
             send_counts=send_counts,
             active_nodes=int(snapshot.node_mask.sum()),
+            all_halo_rows=all_halo,
         )
 
     def reorder(self, order: Sequence[int] | np.ndarray) -> None:
@@ -217,6 +224,9 @@ class RankLayout:
             send_counts=tuple(share.send_counts),
             recv_counts=tuple(share.recv_counts),
             active_nodes=share.active_nodes,
+            all_nodes=snapshot.num_nodes,
+            all_edges=snapshot.num_edges,
+            all_halo_rows=share.all_halo_rows,
         )
 
     def snapshot(self, t: int) -> PartitionedSnapshot:

@@ -1,0 +1,145 @@
+"""Overlapping halo exchanges with computation (FlareDTDG section 3.4).
+
+Run one layer at a time (``DGNN.unroll(layer_major=True)``), a window's spatial passes are
+independent tasks: a full block's pass needs its halo rows (a communication task, then a
+computation task), a decayed block's needs nothing from other ranks. ``OverlapSchedule`` posts
+every full block's exchange asynchronously, in an order all ranks share, computes the decayed
+blocks while they travel, then waits for and aggregates each full block in that order:
+
+* ``rr``: full blocks in time order (round-robin, the authors' code);
+* ``mlp``: the paper's "early-ready, short-comm": tasks sorted by (predicted ready time,
+  predicted communication time), predicted by a small MLP on task features (task type, log rows,
+  width, log edges, log halo bytes) fitted at each epoch's start on the timings of the epoch
+  before (round-robin in the first epoch). Within one layer every input is ready at once, so the
+  order is by predicted communication time. The features describe the whole snapshot, the same on
+  every rank, and rank 0 fits the MLP and sends it to all, so every rank posts in the same order.
+
+Communication time recorded with overlap is what is *not* overlapped: posting and waiting.
+On a GPU the exchange's copies run on their own stream (the collective's).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+OVERLAPS = ("none", "rr", "mlp")
+FEATURES = 6  # full one-hot, decayed one-hot, log rows, width, log edges, log halo bytes
+
+
+def task_features(full: bool, rows: int, width: int, edges: int, halo_bytes: int) -> list[float]:
+    return [1.0 if full else 0.0, 0.0 if full else 1.0, math.log1p(rows), float(width), math.log1p(edges), math.log1p(halo_bytes)]
+
+
+class TaskTimePredictor(nn.Module):
+    """A small MLP from task features to (communication, computation) seconds, fitted by least squares on log-time."""
+
+    def __init__(self, hidden: int = 16) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(FEATURES, hidden), nn.ReLU(), nn.Linear(hidden, 2))
+        self.register_buffer("scale", torch.ones(FEATURES))
+        self.fitted = False
+
+    def fit(self, features: torch.Tensor, seconds: torch.Tensor, steps: int = 300, seed: int = 0) -> float:
+        """Fit on ``features [n, FEATURES]`` and ``seconds [n, 2]``; returns the final mean squared error (log-seconds)."""
+        generator = torch.Generator().manual_seed(seed)
+        for module in self.net:
+            if isinstance(module, nn.Linear):
+                bound = 1.0 / math.sqrt(module.in_features)
+                with torch.no_grad():
+                    module.weight.uniform_(-bound, bound, generator=generator)
+                    module.bias.uniform_(-bound, bound, generator=generator)
+        self.scale = features.abs().amax(dim=0).clamp(min=1e-6)
+        target = torch.log(seconds.clamp(min=1e-7))
+        optimizer = torch.optim.Adam(self.net.parameters(), lr=0.02)
+        loss = torch.tensor(0.0)
+        with torch.enable_grad():
+            for _ in range(steps):
+                optimizer.zero_grad()
+                loss = ((self.net(features / self.scale) - target) ** 2).mean()
+                loss.backward()
+                optimizer.step()
+        self.fitted = True
+        return float(loss.detach())
+
+    @torch.no_grad()
+    def predict(self, features: torch.Tensor) -> torch.Tensor:
+        return torch.exp(self.net(features / self.scale))
+
+
+@dataclass
+class TaskLog:
+    """What a rank measured of its tasks in one epoch: features, communication and computation seconds."""
+
+    features: list[list[float]] = field(default_factory=list)
+    seconds: list[list[float]] = field(default_factory=list)
+
+    def add(self, features: list[float], comm_s: float, compute_s: float) -> None:
+        self.features.append(features)
+        self.seconds.append([comm_s, compute_s])
+
+
+class OverlapSchedule:
+    """Which order a layer's full blocks exchange and aggregate in (see the module docstring)."""
+
+    def __init__(self, mode: str) -> None:
+        if mode not in OVERLAPS or mode == "none":
+            raise ValueError(f"an overlap schedule is rr or mlp, got {mode!r}")
+        self.mode = mode
+        self.predictor = TaskTimePredictor()
+        self.log = TaskLog()
+
+    def order(self, tasks: list[tuple[int, list[float]]]) -> list[int]:
+        """The full blocks' positions ``t`` (with their features) in the order to post and aggregate."""
+        if self.mode == "rr" or not self.predictor.fitted or not tasks:
+            return [t for t, _ in tasks]
+        predicted = self.predictor.predict(torch.tensor([f for _, f in tasks], dtype=torch.float32))
+        ready = [0.0] * len(tasks)  # within one layer every input is ready when the layer starts
+        keys = sorted(range(len(tasks)), key=lambda i: (ready[i], float(predicted[i, 0]), tasks[i][0]))
+        return [tasks[i][0] for i in keys]
+
+    def refit(self, seed: int) -> float | None:
+        """At an epoch's start: rank 0 fits the predictor on every rank's timings of the epoch before and
+        sends it to every rank. Returns the fit's error on rank 0 (``None`` before any timing)."""
+        gathered: list[Any] = [None] * dist.get_world_size() if dist.is_initialized() else [None]
+        if dist.is_initialized() and dist.get_world_size() > 1:
+            dist.all_gather_object(gathered, (self.log.features, self.log.seconds))
+        else:
+            gathered = [(self.log.features, self.log.seconds)]
+        self.log = TaskLog()
+        features = [f for part, _ in gathered for f in part]
+        seconds = [s for _, part in gathered for s in part]
+        error = None
+        if self.mode == "mlp" and features:
+            if not dist.is_initialized() or dist.get_rank() == 0:
+                error = self.predictor.fit(torch.tensor(features), torch.tensor(seconds), seed=seed)
+            if dist.is_initialized() and dist.get_world_size() > 1:
+                box = [self.predictor.state_dict() if dist.get_rank() == 0 else None]
+                dist.broadcast_object_list(box, src=0)
+                self.predictor.load_state_dict(box[0])
+                self.predictor.fitted = True
+        return error
+
+
+class Timer:
+    """Wall-clock seconds of a block of work, waiting for the device first and last."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+
+    def __enter__(self) -> Timer:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.seconds = time.perf_counter() - self.start
