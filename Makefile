@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 RUN_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint test-slow test-gpu clean table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting
+.PHONY: help install run test lint test-slow test-gpu clean table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting table-flare-accuracy table-flare-memory table-flare-time table-flare-breakdown fig-flare-heatmap fig-flare-scaling
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -78,6 +78,36 @@ bench-planner-certify: $(STAMP) ## the same, gaps against the iteration and conf
 
 bench-flop-counting: $(STAMP) ## what counting graph-convolution FLOPs costs: epoch time with and without it, side by side
 	$(BIN)/python scripts/bench_flop_counting.py
+
+FLARE_DIR ?= results/flare
+FLARE_MODELS ?= tgcn,mpnn_lstm,evolvegcn_o
+FLARE_ARGS ?=
+$(FLARE_DIR)/variants/runs.parquet: | $(STAMP)
+	$(BIN)/dygsched run -m +experiment=flare +flare_variant=full_history,recent_only,flare,artifact model=$(FLARE_MODELS) results_dir=$(FLARE_DIR)/variants progress=false $(FLARE_ARGS)
+$(FLARE_DIR)/time/runs.parquet: | $(STAMP)
+	$(BIN)/dygsched run -m +experiment=flare +flare_variant=flare,no_shrink,overlap_rr,overlap_mlp model=tgcn,mpnn_lstm results_dir=$(FLARE_DIR)/time progress=false $(FLARE_ARGS)
+$(FLARE_DIR)/heatmap/runs.parquet: | $(STAMP)
+	$(BIN)/dygsched run -m +experiment=flare_small sched.full=1,2,4,6,8 sched.alpha=0.0,0.1,0.3,0.6,1.0 results_dir=$(FLARE_DIR)/heatmap progress=false $(FLARE_ARGS)
+$(FLARE_DIR)/scaling/runs.parquet: | $(STAMP)
+	$(BIN)/dygsched run -m +experiment=flare +flare_variant=flare model=tgcn world_size=1,2 results_dir=$(FLARE_DIR)/scaling progress=false $(FLARE_ARGS)
+
+table-flare-accuracy: $(FLARE_DIR)/variants/runs.parquet ## FlareDTDG table 6: test MSE, Full-History / Recent-Only / FlareDTDG, per model (about 40 min; rm -r results/flare to redo)
+	$(BIN)/python scripts/flare_tables.py accuracy $(FLARE_DIR)/variants
+
+table-flare-memory: $(FLARE_DIR)/variants/runs.parquet ## FlareDTDG tables 5/7: memory per rank, Full-History vs FlareDTDG (the same runs as table 6)
+	$(BIN)/python scripts/flare_tables.py memory $(FLARE_DIR)/variants
+
+table-flare-time: $(FLARE_DIR)/time/runs.parquet ## FlareDTDG tables 8-11: epoch time, shrinking on/off, overlap none/rr/mlp (about 20 min)
+	$(BIN)/python scripts/flare_tables.py time $(FLARE_DIR)/time
+
+table-flare-breakdown: $(FLARE_DIR)/variants/runs.parquet ## FlareDTDG table 12: chunking, shuffle, remap, forward, backward, communication, load
+	$(BIN)/python scripts/flare_tables.py breakdown $(FLARE_DIR)/variants
+
+fig-flare-heatmap: $(FLARE_DIR)/heatmap/runs.parquet ## FlareDTDG figure 8: MSE, memory and time over K x alpha, as a PNG (about 15 min)
+	$(BIN)/python scripts/flare_tables.py heatmap $(FLARE_DIR)/heatmap
+
+fig-flare-scaling: $(FLARE_DIR)/scaling/runs.parquet ## FlareDTDG figure 7: 1 and 2 ranks
+	$(BIN)/python scripts/flare_tables.py scaling $(FLARE_DIR)/scaling
 
 table-solve-time: $(STAMP) ## solve time by number of snapshots and ILP time by gap (DyGNeX tables 5 and 6)
 	$(BIN)/python scripts/bench_solve_time.py --quick

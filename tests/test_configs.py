@@ -42,3 +42,19 @@ def test_unknown_name_is_one_clear_line():
 def test_default_is_the_embedded_synthetic_dataset():
     cfg = compose_config([])
     assert cfg.dataset.name == "synthetic" and cfg.model.name == "tgcn" and cfg.sched.name == "psg"
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [[f"+experiment={name}"] for name in options("experiment")]
+    + [["+experiment=flare", f"+flare_variant={name}"] for name in options("flare_variant")]
+    + [["+experiment=ablation", f"+ablation={name}"] for name in options("ablation")],
+    ids=lambda overrides: " ".join(overrides),
+)
+def test_every_experiment_and_variant_composes_into_a_strategy(overrides):
+    from omegaconf import OmegaConf
+
+    from dygsched.engine.worker import build_strategy
+
+    cfg = OmegaConf.to_container(compose_config(overrides), resolve=True)
+    assert build_strategy(cfg["sched"]).name == cfg["sched"]["name"]
