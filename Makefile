@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 RUN_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint test-slow test-gpu clean table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting table-flare-accuracy table-flare-memory table-flare-time table-flare-breakdown fig-flare-heatmap fig-flare-scaling
+.PHONY: help install run test lint test-slow test-gpu clean table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting table-flare-accuracy table-flare-memory table-flare-time table-flare-breakdown fig-flare-heatmap fig-flare-scaling table-distdy-storage table-distdy-partition table-distdy-traffic table-distdy-time fig-distdy-params
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -108,6 +108,28 @@ fig-flare-heatmap: $(FLARE_DIR)/heatmap/runs.parquet ## FlareDTDG figure 8: MSE,
 
 fig-flare-scaling: $(FLARE_DIR)/scaling/runs.parquet ## FlareDTDG figure 7: 1 and 2 ranks
 	$(BIN)/python scripts/flare_tables.py scaling $(FLARE_DIR)/scaling
+
+DISTDY_DIR ?= results/distdy
+DISTDY_ARGS ?=
+$(DISTDY_DIR)/traffic/runs.parquet: | $(STAMP)
+	$(BIN)/dygsched run -m +experiment=distdy sched.partition=distdy,metis,hash,greedy,metis_layer results_dir=$(DISTDY_DIR)/traffic progress=false $(DISTDY_ARGS)
+$(DISTDY_DIR)/time/runs.parquet: | $(STAMP)
+	$(BIN)/dygsched run -m +experiment=distdy window=4,8,12 sched.partition=distdy,metis,hash,greedy,metis_layer results_dir=$(DISTDY_DIR)/time progress=false $(DISTDY_ARGS)
+
+table-distdy-storage: $(STAMP) ## DistDy figures 7-9: whole snapshots vs additive features, edges, both; by density and change ratio
+	$(BIN)/python scripts/distdy_tables.py storage --out $(DISTDY_DIR)
+
+table-distdy-partition: $(STAMP) ## DistDy table 3: time to partition and store every snapshot, cut and balance, per partitioner
+	$(BIN)/python scripts/distdy_tables.py partition --out $(DISTDY_DIR)
+
+table-distdy-traffic: $(DISTDY_DIR)/traffic/runs.parquet ## DistDy figure 3: feature-fetch bytes in and out per rank, 2 ranks measured, 4 and 8 counted
+	$(BIN)/python scripts/distdy_tables.py traffic $(DISTDY_DIR)/traffic
+
+table-distdy-time: $(DISTDY_DIR)/time/runs.parquet ## DistDy figures 4, 5, 10: epoch time for windows 4, 8, 12 on 2 ranks; simulated K = 4-16 at 1-100 Gbps
+	$(BIN)/python scripts/distdy_tables.py time $(DISTDY_DIR)/time
+
+fig-distdy-params: $(STAMP) ## DistDy figure 11: simulated speedup over METIS against the budget M and eta (K = 8, 1 Gbps)
+	$(BIN)/python scripts/distdy_tables.py params --out $(DISTDY_DIR)
 
 table-solve-time: $(STAMP) ## solve time by number of snapshots and ILP time by gap (DyGNeX tables 5 and 6)
 	$(BIN)/python scripts/bench_solve_time.py --quick

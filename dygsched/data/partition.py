@@ -144,6 +144,36 @@ def _metis(union: UnionGraph, nodes: np.ndarray, pieces: int, seed: int) -> np.n
     return np.asarray(membership, dtype=np.int64)
 
 
+def metis_parts(
+    num_nodes: int, edges: np.ndarray, parts: int, seed: int = 0, edge_weights: np.ndarray | None = None
+) -> np.ndarray:
+    """METIS k-way (through pymetis) of an undirected graph given as edges ``[2, E]`` (each once or
+    both ways), optionally with integer edge weights; vertex weight = degree + 1. A part per node."""
+    if parts == 1 or num_nodes <= 1:
+        return np.zeros(num_nodes, dtype=np.int64)
+    import pymetis
+
+    src, dst = edges
+    keep = src != dst
+    weights = (
+        np.ones(int(keep.sum()), dtype=np.int64) if edge_weights is None else np.asarray(edge_weights)[keep].astype(np.int64)
+    )
+    rows, cols = np.concatenate([src[keep], dst[keep]]), np.concatenate([dst[keep], src[keep]])
+    w = np.concatenate([weights, weights])
+    keys = np.unique(rows * num_nodes + cols)
+    summed = np.bincount(np.searchsorted(keys, rows * num_nodes + cols), weights=w, minlength=keys.size).astype(np.int64)
+    rows, cols = keys // num_nodes, keys % num_nodes
+    xadj = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.add.at(xadj, rows + 1, 1)
+    xadj = np.cumsum(xadj)
+    vweights = (np.diff(xadj) + 1).astype(np.int64)
+    options = pymetis.Options(seed=int(seed))
+    _, membership = pymetis.part_graph(
+        int(parts), xadj=xadj, adjncy=cols, vweights=vweights, eweights=np.maximum(summed, 1), recursive=False, options=options
+    )
+    return np.asarray(membership, dtype=np.int64)
+
+
 def partition_nodes(
     graph: TemporalGraph,
     snapshots: Sequence[int],

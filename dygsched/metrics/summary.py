@@ -14,7 +14,7 @@ import pandas as pd
 
 from dygsched.metrics.recorder import EPOCH_LEVEL
 
-BYTE_KINDS = ("allreduce", "hidden_state", "features", "host_to_device", "halo")
+BYTE_KINDS = ("allreduce", "hidden_state", "features", "host_to_device", "halo", "feature_fetch", "embedding")
 
 
 def _steady(frame: pd.DataFrame, first_steady_epoch: int = 1) -> pd.DataFrame:

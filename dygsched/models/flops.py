@@ -1,7 +1,7 @@
 """Counting the floating-point work of graph convolutions (REAL figure 20: GraphConv FLOPs).
 
-``with count_conv_flops(model) as counter: model(snapshots)`` counts every ``GCNConv`` and
-``GATConv`` call inside ``model`` (forward hooks, registered for the duration of the block only),
+``with count_conv_flops(model) as counter: model(snapshots)`` counts every ``GCNConv``,
+``GATConv`` and ``SAGEConv`` call inside ``model`` (forward hooks, registered for the duration of the block only),
 every ``gcn_aggregate`` call and EvolveGCN's projections (explicit calls), and what the
 incremental chains of ``dygsched.models.incremental`` compute. Outside such a block nothing is
 counted and nothing costs anything beyond one empty-list check.
@@ -14,7 +14,8 @@ regions. Counters may be fed from several threads (BLAD's stage-1 thread).
 Conventions (one multiply-add is 2 FLOPs; integer index work is free):
 
 * ``transform``: ``2 * rows * in * out`` per dense projection (a bias add is ``elementwise``).
-* ``aggregate``: ``2 * messages * width``: each message scaled by its coefficient and summed.
+* ``aggregate``: ``2 * messages * width``: each message scaled by its coefficient and summed
+  (SAGE's mean: ``messages * width`` sums and ``rows * width`` divisions).
 * ``normalize``: scalar GCN normalisation: ``messages`` degree sums, ``rows`` inverse square
   roots, 2 multiplies per message coefficient (``3 * messages + rows`` for a full ``gcn_norm``).
 * ``attention``: GAT scores: ``4 * rows * heads * channels`` for the source and target logits,
@@ -126,8 +127,25 @@ def gat_conv_flops(counter: FlopCounter, conv: nn.Module, x: torch.Tensor, edge_
         counter.add("elementwise", n * out_width)
 
 
+def sage_conv_flops(counter: FlopCounter, conv: nn.Module, x: Any, edge_index: torch.Tensor) -> None:
+    """What ``SAGEConv.forward`` computes (mean aggregation of the sources, on the destinations the
+    root weight, both linear maps): ``x`` is a tensor or a (sources, destinations) pair."""
+    sources, targets = x if isinstance(x, tuple) else (x, x)
+    n_dst = targets.size(0) if targets is not None else sources.size(0)
+    width_in = sources.size(1)
+    if conv.project:
+        counter.add("transform", 2 * sources.size(0) * width_in * width_in)
+    counter.add("aggregate", edge_index.size(1) * width_in + n_dst * width_in)  # sums, then the mean's division
+    counter.add("transform", 2 * n_dst * width_in * conv.out_channels)
+    if conv.root_weight and targets is not None:
+        counter.add("transform", 2 * n_dst * targets.size(1) * conv.out_channels)
+        counter.add("elementwise", n_dst * conv.out_channels)
+    if conv.lin_l.bias is not None:
+        counter.add("elementwise", n_dst * conv.out_channels)
+
+
 def _hook(counter: FlopCounter, module: nn.Module) -> Any:
-    from torch_geometric.nn import GATConv, GCNConv
+    from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
     def count(mod: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
         x = args[0] if args else kwargs["x"]
@@ -136,8 +154,10 @@ def _hook(counter: FlopCounter, module: nn.Module) -> Any:
             gcn_conv_flops(counter, mod, x, edge_index)
         elif isinstance(mod, GATConv):
             gat_conv_flops(counter, mod, x, edge_index)
+        elif isinstance(mod, SAGEConv):
+            sage_conv_flops(counter, mod, x, edge_index)
 
-    if isinstance(module, (GCNConv, GATConv)):
+    if isinstance(module, (GCNConv, GATConv, SAGEConv)):
         return module.register_forward_hook(count, with_kwargs=True)
     return None
 

@@ -41,6 +41,7 @@ SHRINK = {
     "real": ["sched.timeline.profile_epochs=1", "sched.executor.reuse_path=diff", "sched.planner.time_limit=5"],
     "real_g_paper": ["sched.timeline.profile_epochs=1", "sched.executor.reuse_path=diff"],
     "flare": ["sched.chunks=4"],
+    "distdy": ["model=sage_temporal", "sched.fanouts=[3]", "sched.batch=32"],
 }
 
 

@@ -13,6 +13,8 @@ from dygsched.launch.torchrun import TorchrunLauncher, quote_override, root_caus
 from dygsched.metrics.run_folder import RunFolder
 from tests.conftest import TINY_SYNTHETIC
 
+DISTDY = ["sched=distdy", "model=sage_temporal", "sched.fanouts=[3]"]
+
 
 def test_torchrun_command_c10d_and_static():
     launcher = TorchrunLauncher(nnodes=2, rdzv_endpoint="node0:29500")
@@ -156,6 +158,14 @@ def run_main(tmp_path, capsys, *args):
         (["sched=flare", "sched.chunks=100"], "more chunks than the graph's 120 nodes"),
         (["sched=flare", "model=evolvegcn_h"], "EvolveGCNHLayer cannot run on a part of them"),
         (["sched=flare", "sched.schedule=[3,5]"], "non-increasing"),
+        ([*DISTDY, "sched.partition=spectral"], "unknown sched.partition 'spectral'"),
+        ([*DISTDY, "sched.capacity_factor=0.5"], "must hold a window of full snapshots"),
+        ([*DISTDY, "sched.segments=0"], "sched.segments (feature segments, S) must be at least 1"),
+        ([*DISTDY, "world_size=121"], "121 stores are more than the graph's 120 nodes"),
+        ([*DISTDY, "window=13"], "window (13) is larger than the number of snapshots (12)"),
+        ([*DISTDY, "model=tgcn"], "use model=sage_temporal"),
+        ([*DISTDY, "sched.fanouts=[3,3]"], "sched.fanouts has 2 entries for a model of 1 layers"),
+        ([*DISTDY, "sched.loop=online"], "set epochs=9"),
     ],
 )
 def test_impossible_configurations_fail_before_any_worker(tmp_path, capsys, overrides, message):

@@ -28,7 +28,7 @@ def test_summary_figures():
     assert summary["imbalance_ratio"] == pytest.approx(2.0)  # median of 2.0, 1.25, 2.0
     assert summary["final_train_loss"] == 0.25
     assert summary["eval"] == {"split": "test", "metric": "mse", "value": pytest.approx(0.27)}
-    assert summary["comm_bytes_per_epoch"] == {"allreduce": 200, "hidden_state": 0, "features": 0, "host_to_device": 0, "halo": 0}
+    assert summary["comm_bytes_per_epoch"] == {"allreduce": 200, "hidden_state": 0, "features": 0, "host_to_device": 0, "halo": 0, "feature_fetch": 0, "embedding": 0}
     assert summary["peak_mem_bytes"] == 1001
 
 

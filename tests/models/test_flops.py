@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 import torch
-from torch_geometric.nn import GATConv, GCNConv
+from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
 from dygsched.data.diffmap import coalesce, diff_snapshots
 from dygsched.data.synthetic import SyntheticSource
@@ -57,6 +57,22 @@ def test_gcnconv_gatconv_and_gcn_aggregate_count_their_formulas() -> None:
         gcn_aggregate(x, CYCLE)
     assert counter.by_kind["normalize"] == 3 * 6 + 3 and counter.by_kind["aggregate"] == 2 * 6 * 2
     assert counter.total == 21 + 24
+
+
+def test_sageconv_on_a_sampled_block_counts_its_formula() -> None:
+    """A bipartite block: 5 sources (the 2 destinations first), 4 messages, widths 3 -> 4."""
+    sage = SAGEConv(3, 4, aggr="mean")
+    sources = torch.randn(5, 3)
+    block = torch.tensor([[2, 3, 4, 1], [0, 0, 1, 1]])
+    with count_conv_flops(sage) as counter:
+        sage((sources, sources[:2]), block, size=(5, 2))
+    assert counter.by_kind == {
+        "transform": 2 * 2 * 3 * 4 * 2,  # the neighbours' mean and the root, each 2 x 3 -> 4
+        "normalize": 0,
+        "aggregate": 4 * 3 + 2 * 3,
+        "attention": 0,
+        "elementwise": 2 * 4 * 2,  # the sum of both maps and the bias
+    }
 
 
 def test_nothing_is_counted_or_hooked_outside_the_block() -> None:

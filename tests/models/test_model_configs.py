@@ -9,6 +9,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from dygsched.models import DGNN, GATLSTM, MPNNLSTM, TGCN, WDGCN, EvolveGCNH, EvolveGCNO
+from dygsched.models.sage_temporal import SAGETemporal
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
 EXPECTED = {
@@ -22,7 +23,14 @@ EXPECTED = {
 
 
 def test_there_is_one_config_per_model() -> None:
-    assert sorted(path.stem for path in CONF.glob("*.yaml")) == sorted(EXPECTED)
+    assert sorted(path.stem for path in CONF.glob("*.yaml")) == sorted([*EXPECTED, "sage_temporal"])
+
+
+def test_distdy_model_config_instantiates_a_sampled_encoder_reading_the_run_window() -> None:
+    cfg = OmegaConf.merge({"window": 6}, {"model": OmegaConf.load(CONF / "sage_temporal.yaml")})
+    params = {key: value for key, value in OmegaConf.to_container(cfg, resolve=True)["model"].items() if key != "name"}
+    model = instantiate(params, in_channels=5, out_channels=1)
+    assert type(model) is SAGETemporal and model.window == 6 and len(model.convs) == cfg.model.num_layers
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -15,7 +15,7 @@ statistics).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -225,3 +225,34 @@ class PrefetchedOps(PartitionedOps):
             self.waited_s += time.perf_counter() - start
             return rows
         return super().with_halo(x)
+
+
+class _RowExchange(torch.autograd.Function):
+    """Rows to peers by ``all_to_all_single``; the backward sends their gradients back the same way."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, send_counts: tuple[int, ...], recv_counts: tuple[int, ...]) -> torch.Tensor:
+        ctx.send_counts, ctx.recv_counts, ctx.device = send_counts, recv_counts, x.device
+        return _all_to_all(x.contiguous(), send_counts, recv_counts).to(x.device)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
+        return _all_to_all(grad.contiguous(), ctx.recv_counts, ctx.send_counts).to(ctx.device), None, None
+
+
+def exchange_rows(x: torch.Tensor, send_counts: Sequence[int], recv_counts: Sequence[int]) -> torch.Tensor:
+    """Send ``x``'s rows to the peers (``send_counts[q]`` rows to rank ``q``, in rank order) and receive
+    ``recv_counts[q]`` rows from each; differentiable. With one rank the rows stay."""
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return x
+    return _RowExchange.apply(x, tuple(int(c) for c in send_counts), tuple(int(c) for c in recv_counts))
+
+
+def exchange_counts(send_counts: Sequence[int]) -> list[int]:
+    """How many rows each peer will send here, given how many this rank sends each (one all-to-all of counts)."""
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return list(send_counts)
+    send = torch.tensor(list(send_counts), dtype=torch.int64)
+    recv = torch.empty_like(send)
+    dist.all_to_all_single(recv, send)
+    return recv.tolist()

@@ -1,0 +1,200 @@
+"""A simulated DistDy cluster: ``K`` stores on a network of a given bandwidth, priced from counts.
+
+Two CPU ranks train here; the paper's clusters have 4-16 servers on 1-100 Gbps links. What a
+partition changes is how many feature rows cross the network and how the sampled work spreads
+over the servers. Both are counts: ``step_counts`` computes them exactly as the strategy does (the
+same targets, the same keyed samples, the same placements) for any ``K``, without training; a test
+checks them against what two training ranks measure.
+
+``simulate_step`` prices one mini-batch, bulk-synchronously (each phase lasts as long as its
+slowest rank, as the strategy's collectives make it):
+
+* feature fetch: the largest of any rank's bytes in or out, over the bandwidth;
+* structural encoders, forward and backward: ``ComputeCost`` (seconds per sampled message, per
+  layer output row, per target; ``calibrate`` measures them on this machine with the real model);
+* embeddings to the targets' ranks and their gradients back: bytes over the bandwidth, twice;
+* the temporal model and loss on each rank's targets;
+* the gradient all-reduce: a ring moves ``2 (K - 1) / K`` of the parameters' bytes per rank.
+
+Every message also pays ``latency_s``. The model leaves out what the strategy does not scale with
+``K`` (sampling on the host, Python) and overlaps nothing; it is a yardstick for comparing
+partitions, not a prediction of a real cluster's seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
+from dygsched.sched.online_partition import SnapshotPartition
+
+
+@dataclass(frozen=True)
+class StepCounts:
+    """What one mini-batch does on each of ``K`` ranks."""
+
+    fetch_rows: np.ndarray  # [K, K]: feature rows rank k reads from store q (the diagonal: its own)
+    embedding_rows: np.ndarray  # [K, K]: structural embeddings rank k sends to rank q (the diagonal: kept)
+    messages: np.ndarray  # [K]: sampled messages rank k's encoders compute, all layers
+    layer_rows: np.ndarray  # [K]: output rows of rank k's encoder layers, all layers
+    targets: np.ndarray  # [K]: targets whose temporal model and loss rank k runs
+
+    def remote_fetch_rows(self) -> np.ndarray:
+        return self.fetch_rows - np.diag(np.diag(self.fetch_rows))
+
+
+def step_counts(
+    neighbours: Sequence[InNeighbours],
+    placements: Sequence[SnapshotPartition],
+    stores: int,
+    targets: np.ndarray,
+    window: Sequence[int],
+    fanouts: Sequence[int],
+    key: Callable[[int], int],
+) -> StepCounts:
+    """The counts of one mini-batch on snapshots ``window`` (oldest first): in snapshot ``t`` the rank
+    holding a target samples its neighbourhood (``key(t)``) and reads every node of it from the store
+    holding it; the embeddings go to the rank holding the target in the newest snapshot."""  # fmt: skip
+    fetch = np.zeros((stores, stores), dtype=np.int64)
+    embedding = np.zeros((stores, stores), dtype=np.int64)
+    messages, rows = np.zeros(stores, dtype=np.int64), np.zeros(stores, dtype=np.int64)
+    home = placements[window[-1]].store[targets]
+    for t in window:
+        owner = placements[t].store
+        for k in range(stores):
+            mine = targets[owner[targets] == k]
+            hood = sample_neighbourhood(neighbours[t], mine, fanouts, key(t))
+            fetch[k] += np.bincount(owner[hood.nodes], minlength=stores)
+            messages[k] += sum(block.edge_index.shape[1] for block in hood.blocks)
+            rows[k] += sum(block.num_dst for block in hood.blocks)
+            embedding[k] += np.bincount(home[owner[targets] == k], minlength=stores)
+    return StepCounts(fetch, embedding, messages, rows, np.bincount(home, minlength=stores))
+
+
+def epoch_counts(
+    graph: TemporalGraph,
+    placements: Sequence[SnapshotPartition],
+    stores: int,
+    training: np.ndarray,
+    window: int,
+    batch: int,
+    batches_per_step: int,
+    fanouts: Sequence[int],
+    seed: int,
+    epoch: int = 0,
+) -> list[StepCounts]:
+    """``step_counts`` of every mini-batch of epoch ``epoch`` (``sched.loop=epochs``: every window in order),
+    with the strategy's targets and sampler keys."""  # fmt: skip
+    neighbours = [InNeighbours.of(s.edge_index.numpy(), graph.num_nodes) for s in graph.snapshots]
+    out = []
+    for tau in range(window - 1, graph.num_snapshots):
+        present = graph.snapshots[tau].node_mask.numpy()
+        for b in range(batches_per_step):
+            targets = step_targets(present, training, batch, seed, epoch, tau, b)
+            key = lambda t, tau=tau, b=b: sample_key(seed, epoch, tau, b, t)  # noqa: E731
+            out.append(step_counts(neighbours, placements, stores, targets, range(tau - window + 1, tau + 1), fanouts, key))
+    return out
+
+
+@dataclass(frozen=True)
+class ComputeCost:
+    """Seconds of forward and backward work: per sampled message, per encoder output row, per target
+    (temporal model and loss), and per step and rank."""
+
+    per_message: float
+    per_row: float
+    per_target: float
+    per_step: float
+
+
+@dataclass(frozen=True)
+class Network:
+    gbps: float
+    latency_s: float = 0.0
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.gbps * 1e9 / 8
+
+
+def simulate_step(
+    counts: StepCounts, cost: ComputeCost, network: Network, row_bytes: int, embedding_bytes: int, parameter_bytes: int
+) -> dict[str, float]:
+    """Seconds of one simulated mini-batch, by phase (see the module docstring)."""
+    stores = counts.targets.size
+    remote = counts.remote_fetch_rows()
+    fetch_in, fetch_out = remote.sum(axis=1) * row_bytes, remote.sum(axis=0) * row_bytes
+    emb = counts.embedding_rows - np.diag(np.diag(counts.embedding_rows))
+    emb_in, emb_out = emb.sum(axis=0) * embedding_bytes, emb.sum(axis=1) * embedding_bytes
+    peers = stores - 1
+    latency = network.latency_s * peers
+    encode = cost.per_message * counts.messages + cost.per_row * counts.layer_rows
+    return {
+        "fetch_s": float(np.maximum(fetch_in, fetch_out).max() / network.bytes_per_s) + 2 * latency if peers else 0.0,
+        "encode_s": float(encode.max()),
+        "embedding_s": 2 * (float(np.maximum(emb_in, emb_out).max() / network.bytes_per_s) + latency) if peers else 0.0,
+        "temporal_s": float((cost.per_target * counts.targets).max()) + cost.per_step,
+        "allreduce_s": (2 * peers / stores * parameter_bytes / network.bytes_per_s + 2 * latency) if peers else 0.0,
+    }
+
+
+def simulate_epoch(
+    counts: Sequence[StepCounts], cost: ComputeCost, network: Network, row_bytes: int, embedding_bytes: int, parameter_bytes: int
+) -> dict[str, float]:
+    """Seconds of a simulated epoch by phase (the sum over its mini-batches) and in total (``epoch_s``)."""
+    phases: dict[str, float] = {}
+    for step in counts:
+        for phase, seconds in simulate_step(step, cost, network, row_bytes, embedding_bytes, parameter_bytes).items():
+            phases[phase] = phases.get(phase, 0.0) + seconds
+    phases["epoch_s"] = sum(phases.values())
+    return phases
+
+
+def calibrate(
+    model: torch.nn.Module,
+    neighbours: Sequence[InNeighbours],
+    x: torch.Tensor,
+    fanouts: Sequence[int],
+    window: int,
+    repeats: int = 3,
+) -> ComputeCost:
+    """``ComputeCost`` measured on this machine: the model's encoder, forward and backward, on sampled
+    neighbourhoods of 1/16 to all of 256 targets (least squares on messages and rows), and its
+    temporal model and loss on as many targets."""
+    rng = np.random.default_rng(0)
+    present = np.flatnonzero(np.diff(neighbours[0].indptr) > 0)
+    samples, seconds = [], []
+    for size in (16, 32, 64, 128, 256):
+        targets = rng.choice(present, size=min(size, present.size), replace=False)
+        hood = sample_neighbourhood(neighbours[0], targets, fanouts, size)
+        blocks = [(torch.from_numpy(b.edge_index), b.num_dst) for b in hood.blocks]
+        rows = x[torch.from_numpy(hood.nodes)]
+        times = []
+        for _ in range(repeats + 1):
+            model.zero_grad()
+            start = time.perf_counter()
+            model.encode(rows, blocks).sum().backward()
+            times.append(time.perf_counter() - start)
+        samples.append((sum(b.edge_index.shape[1] for b in hood.blocks), sum(b.num_dst for b in hood.blocks), 1.0))
+        seconds.append(float(np.median(times[1:])))
+    (per_message, per_row, _), *_ = np.linalg.lstsq(np.array(samples, dtype=float), np.array(seconds), rcond=None)
+    temporal = []
+    for size in (64, 512):
+        grid = torch.randn(size, window, model.hidden_channels)
+        times = []
+        for _ in range(repeats + 1):
+            model.zero_grad()
+            start = time.perf_counter()
+            model.predict(grid).pow(2).mean().backward()
+            times.append(time.perf_counter() - start)
+        temporal.append(float(np.median(times[1:])))
+    per_target = max((temporal[1] - temporal[0]) / (512 - 64), 0.0)
+    return ComputeCost(
+        max(float(per_message), 0.0), max(float(per_row), 0.0), per_target, max(temporal[0] - 64 * per_target, 0.0)
+    )

@@ -1,0 +1,40 @@
+"""From snapshots to what DistDy's partitioners see, and the stores that hold the result.
+
+``snapshot_graphs`` turns each snapshot into a ``SnapshotGraph``: its nodes, its undirected edges
+weighted by the expected feature-fetch cost of training on it, and each node's additive size (the
+bytes its changed feature segments and references would take if it stayed on its store).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dygsched.data.additive_store import additive_bytes, changed_segments, segment_bounds
+from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.sched.online_partition import SnapshotGraph, edge_weights
+
+
+def snapshot_graphs(
+    graph: TemporalGraph, training: np.ndarray, batch: int, fanouts: Sequence[int], segments: int
+) -> list[SnapshotGraph]:
+    width = graph.num_features
+    itemsize = graph.snapshots[0].x.element_size()
+    bounds = segment_bounds(width, segments)
+    full = width * itemsize
+    out = []
+    previous_x = None
+    for snapshot in graph.snapshots:
+        x = snapshot.x.numpy()
+        nodes = np.flatnonzero(snapshot.node_mask.numpy())
+        edges, weights = edge_weights(
+            graph.num_nodes, snapshot.edge_index.numpy(), np.intersect1d(training, nodes), batch, fanouts, full
+        )
+        if previous_x is None:
+            sizes = np.full(graph.num_nodes, float(full))
+        else:
+            sizes = additive_bytes(changed_segments(previous_x, x, bounds), bounds, itemsize).astype(float)
+        out.append(SnapshotGraph(nodes, edges, weights, sizes, full, graph.num_nodes))
+        previous_x = x
+    return out

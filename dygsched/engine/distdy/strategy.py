@@ -1,0 +1,443 @@
+"""DistDy (Zhang and Wu): online partitioning of a growing dynamic graph, additive stores, sampled training.
+
+Snapshots arrive one per step. At step ``tau`` rank 0 places snapshot ``tau``'s nodes on the ``K``
+stores (one per rank) with the configured partitioner (``dygsched.sched.online_partition``:
+DistDy's Algorithms 1-3, or a baseline) and every rank adds its share to its own additive store
+(``dygsched.data.additive_store``); then the window ``[tau - w + 1, tau]`` trains
+``batches_per_step`` mini-batches (section 3.1):
+
+* the targets are ``batch`` training nodes (a ``train`` share of all nodes) of snapshot ``tau``,
+  drawn from a generator seeded by the step, and the same nodes are targets in every snapshot of
+  the window;
+* in snapshot ``t`` the rank whose store holds target ``v`` samples its neighbourhood
+  (``sampler``: GraphSAGE fan-outs, keyed so a node's sample does not depend on which rank draws
+  it), fetches the features of the sampled nodes held elsewhere from their stores
+  (``bytes_feature_fetch``, per rank pair) and computes ``v``'s structural embedding;
+* the rank holding ``v`` at ``tau`` gathers its ``w`` embeddings (zeros where ``v`` is absent)
+  (``bytes_embedding``), runs the temporal model and the loss; every exchange is differentiable,
+  and the gradients are summed over ranks (the paper's parameter server becomes an all-reduce).
+
+What is trained does not depend on the partition: every partitioner gives the same losses (tested
+on 2 ranks). Two loops (``loop``): ``epochs`` replays every step in order each epoch, the
+placements of the first kept (the partitioner's decisions do not depend on training); ``online`` is
+the paper's: each window trains ``epochs_per_window`` epochs as its newest snapshot arrives, so
+the run's epochs walk the stream once. Placements and prices are in the checkpoint.
+Evaluation: the validation and test nodes of the newest snapshot trained on (the last one at the
+end of a run), with its window, summed over ranks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+from dygsched.data.additive_store import EDGE_BYTES, GraphStore
+from dygsched.data.loading import DynamicData
+from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.engine.distdy.placement import snapshot_graphs
+from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
+from dygsched.engine.node_partition.exchange import exchange_counts, exchange_rows
+from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy, broadcast_from_rank0
+from dygsched.errors import ConfigError
+from dygsched.sched.online_partition import (
+    PARTITIONERS,
+    OnlinePartitioner,
+    SnapshotPartition,
+    baseline_partitions,
+    store_capacity,
+)
+
+LOOPS = ("epochs", "online")
+
+
+def node_split(num_nodes: int, train: float, val: float, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Training, validation and test nodes: a seeded permutation cut by the run's split fractions."""
+    order = np.random.default_rng([seed, 41]).permutation(num_nodes)
+    a, b = int(round(num_nodes * train)), int(round(num_nodes * (train + val)))
+    return np.sort(order[:a]), np.sort(order[a:b]), np.sort(order[b:])
+
+
+class DistDyStrategy(Strategy):
+    """DistDy's online partitioning, additive stores and sampled training (see the module docstring)."""
+
+    data_kind = TemporalGraph
+    exact = False  # sampled mini-batches: not the group objective of the contract's reference
+
+    def __init__(
+        self,
+        name: str = "distdy",
+        partition: str = "distdy",
+        segments: int = 4,
+        capacity_factor: float = 1.5,
+        eta: float = 6.0,
+        budget: int = 300,
+        clip_rewards: bool = False,
+        fanouts: Sequence[int] = (5, 10),
+        batch: int = 1024,
+        batches_per_step: int = 1,
+        loop: str = "epochs",
+        epochs_per_window: int = 1,
+    ) -> None:
+        if partition not in PARTITIONERS:
+            raise ConfigError(f"unknown sched.partition '{partition}' (choose from {', '.join(PARTITIONERS)})")
+        if segments < 1:
+            raise ConfigError(f"sched.segments (feature segments, S) must be at least 1, got {segments}")
+        if not fanouts or any(int(f) < 1 for f in fanouts):
+            raise ConfigError(f"sched.fanouts must be positive neighbour counts, one per layer, got {list(fanouts)}")
+        if batch < 1 or batches_per_step < 1:
+            raise ConfigError("sched.batch and sched.batches_per_step must be at least 1")
+        if loop not in LOOPS:
+            raise ConfigError(f"unknown sched.loop '{loop}' (choose from {', '.join(LOOPS)})")
+        if epochs_per_window < 1:
+            raise ConfigError(f"sched.epochs_per_window must be at least 1, got {epochs_per_window}")
+        if capacity_factor <= 0:
+            raise ConfigError(f"sched.capacity_factor must be positive, got {capacity_factor}")
+        self.name, self.method, self.segments, self.capacity_factor = name, partition, int(segments), float(capacity_factor)
+        self.eta, self.budget, self.clip_rewards = float(eta), int(budget), bool(clip_rewards)
+        self.fanouts, self.batch, self.batches_per_step = [int(f) for f in fanouts], int(batch), int(batches_per_step)
+        self.loop, self.epochs_per_window = loop, int(epochs_per_window)
+        self.placements: list[SnapshotPartition] = []
+        self._store: GraphStore | None = None
+        self._baseline: list[SnapshotPartition] | None = None
+        self._last_held: dict[int, tuple[np.ndarray, np.ndarray]] | None = None  # the window trained last
+        self._held_step = -1
+        self._last_epoch = -1
+
+    # ---- before any rank starts -------------------------------------------------------------------
+    def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
+        super().check(data, settings, world_size)
+        assert isinstance(data, TemporalGraph)
+        if settings.window > data.num_snapshots:
+            raise ConfigError(f"window ({settings.window}) is larger than the number of snapshots ({data.num_snapshots})")
+        if world_size > data.num_nodes:
+            raise ConfigError(f"{world_size} stores are more than the graph's {data.num_nodes} nodes")
+        if self.segments > data.num_features:
+            raise ConfigError(f"sched.segments={self.segments} is more than the {data.num_features} feature columns")
+        if self.capacity_factor < 1.0:
+            raise ConfigError(
+                f"sched.capacity_factor={self.capacity_factor}: the stores together must hold a window of full snapshots "
+                "(the paper's assumption); use 1 or more"
+            )
+        self._window = settings.window
+        windows = data.num_snapshots - settings.window + 1
+        if self.loop == "online" and settings.epochs != windows * self.epochs_per_window:
+            raise ConfigError(
+                f"sched.loop=online trains {self.epochs_per_window} epoch(s) on each of the {windows} windows as their snapshots "
+                f"arrive: set epochs={windows * self.epochs_per_window} (or sched.epochs_per_window)"
+            )
+
+    def check_model(self, model: nn.Module) -> None:
+        if not (hasattr(model, "encode") and hasattr(model, "predict") and hasattr(model, "convs")):
+            raise ConfigError(
+                f"sched={self.name} trains a sampled GraphSAGE encoder with a temporal model: use model=sage_temporal"
+            )
+        if len(model.convs) != len(self.fanouts):
+            raise ConfigError(
+                f"sched.fanouts has {len(self.fanouts)} entries for a model of {len(model.convs)} layers: one per layer"
+            )
+        window = getattr(self, "_window", None)
+        if window is not None and model.window != window:
+            raise ConfigError(f"the model reads {model.window} snapshots, the run's window is {window}")
+
+    # ---- on every rank ------------------------------------------------------------------------------
+    def setup(self, run: RunContext) -> None:
+        assert isinstance(run.data, TemporalGraph)
+        graph = self.graph = run.data
+        self.settings, self.rank, self.world_size, self.device = run.settings, run.rank, run.world_size, run.device
+        self.window = run.settings.window
+        self.train_nodes, self.val_nodes, self.test_nodes = node_split(
+            graph.num_nodes, run.settings.train_fraction, run.settings.val_fraction, run.settings.seed
+        )
+        self.snapshots = snapshot_graphs(graph, self.train_nodes, self.batch, self.fanouts, self.segments)
+        self.neighbours = [InNeighbours.of(s.edge_index.numpy(), graph.num_nodes) for s in graph.snapshots]
+        self.capacity = store_capacity(self.snapshots, self.window, run.world_size, self.capacity_factor)
+        self.online = OnlinePartitioner(
+            run.world_size, self.capacity, self.window, self.eta, self.budget, clip_rewards=self.clip_rewards
+        )
+
+    def objective(self, model: nn.Module) -> nn.Module:
+        self.check_model(model)
+        self.model = model
+        return model
+
+    def _place(self, tau: int) -> tuple[SnapshotPartition, float]:
+        """Snapshot ``tau``'s placement: rank 0 partitions each snapshot as it arrives, in order, and every
+        rank receives it. Returns it and the seconds placing it took (0 when it was placed before)."""
+        seconds = 0.0
+        while len(self.placements) <= tau:
+            t = len(self.placements)
+            start = time.perf_counter()
+            placement = None
+            if self.rank == 0:
+                if self.method == "distdy":
+                    placement = self.online.partition(t, self.snapshots[t])
+                else:  # a baseline sees every snapshot at once (METIS on the aggregate graph needs them)
+                    if self._baseline is None:
+                        self._baseline = baseline_partitions(self.method, self.snapshots, self.world_size, self.settings.seed)
+                    placement = self._baseline[t]
+            self.placements.append(broadcast_from_rank0(placement))
+            seconds += time.perf_counter() - start
+        return self.placements[tau], seconds
+
+    # ---- one epoch ---------------------------------------------------------------------------------------
+    def windows(self, epoch_index: int) -> list[int]:
+        """The steps (each window's latest snapshot) epoch ``epoch_index`` trains, in order."""
+        first = self.window - 1
+        if self.loop == "epochs":
+            return list(range(first, self.graph.num_snapshots))
+        return [first + epoch_index // self.epochs_per_window]
+
+    def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
+        graph = self.graph
+        steps = self.windows(epoch.index)
+        if self.loop == "epochs" or self._store is None or self._store.snapshots[-1:] > steps[-1:]:
+            self._store = GraphStore(graph.num_features, self.window, self.segments, graph.snapshots[0].x.element_size())
+        store = self._store
+        clock = dict.fromkeys(("partition", "store", "reconstruct"), 0.0)
+        traffic = {"fetch_in": np.zeros(self.world_size), "fetch_out": np.zeros(self.world_size), "embedding": 0}
+        cut, iteration, held = [], 0, None
+        for tau in steps:
+            while not store.snapshots or store.snapshots[-1] < tau:  # the snapshots that arrived up to tau
+                t = store.snapshots[-1] + 1 if store.snapshots else 0
+                placement, seconds = self._place(t)
+                clock["partition"] += seconds
+                cut.append(placement.cut_edges)
+                start = time.perf_counter()
+                mine = np.flatnonzero(placement.store == self.rank)
+                store.add(t, mine, graph.snapshots[t].x.numpy(), graph.snapshots[t].edge_index.numpy())
+                clock["store"] += time.perf_counter() - start
+            start = time.perf_counter()
+            held = {t: store.features(t) for t in range(tau - self.window + 1, tau + 1)}  # what the training reads
+            clock["reconstruct"] += time.perf_counter() - start
+            for b in range(self.batches_per_step):
+                stats = IterationStats(iteration=iteration, units=1 if self.rank == 0 else 0)
+                began = time.perf_counter()
+                loss = self.batch_loss(epoch.index, tau, b, held, traffic, stats)
+                epoch.backward(loss, final=True)
+                stats.loss_sum = float(loss.detach())
+                stats.busy_s = time.perf_counter() - began - stats.comm_s - stats.wait_s
+                epoch.finish_iteration(stats)
+                iteration += 1
+        self._last_held, self._held_step = held, steps[-1]
+        self._last_epoch = epoch.index
+        held_bytes = store.nbytes()
+        full_bytes = sum(self._full_bytes(t) for t in store.snapshots)
+        metrics: dict[str, MetricValue] = {
+            "store_bytes": float(sum(held_bytes.values())),
+            "store_feature_bytes": float(held_bytes["features_full"] + held_bytes["features_additive"]),
+            "store_full_snapshot_bytes": float(full_bytes),
+            "store_s": clock["store"],
+            "reconstruct_s": clock["reconstruct"],
+            "feature_fetch_in_bytes": float(traffic["fetch_in"].sum()),
+            "feature_fetch_out_bytes": float(traffic["fetch_out"].sum()),
+            "window_end": float(steps[-1]),
+        }
+        if cut:
+            metrics["partition_cut_edges"] = float(np.mean(cut))
+        for q in range(self.world_size):
+            metrics[f"feature_fetch_from_rank{q}_bytes"] = float(traffic["fetch_in"][q])
+            metrics[f"feature_fetch_to_rank{q}_bytes"] = float(traffic["fetch_out"][q])
+        if self.rank == 0 and clock["partition"] > 0:
+            metrics["partition_s"] = clock["partition"]
+        return metrics
+
+    def _full_bytes(self, t: int) -> int:
+        """What this rank's share of snapshot ``t`` takes stored whole: its nodes' rows and incident edges."""
+        mine = np.flatnonzero(self.placements[t].store == self.rank)
+        edges = self.graph.snapshots[t].edge_index.numpy()
+        incident = int(np.count_nonzero(np.isin(edges, mine).any(axis=0)))
+        return mine.size * self.snapshots[t].full_bytes + incident * EDGE_BYTES
+
+    # ---- one mini-batch ------------------------------------------------------------------------------
+    def targets(self, epoch: int, tau: int, b: int, nodes: np.ndarray) -> np.ndarray:
+        return step_targets(self.graph.snapshots[tau].node_mask.numpy(), nodes, self.batch, self.settings.seed, epoch, tau, b)
+
+    def batch_loss(
+        self,
+        epoch_index: int,
+        tau: int,
+        b: int,
+        held: Mapping[int, tuple[np.ndarray, np.ndarray]],
+        traffic: dict,
+        stats: IterationStats,
+        targets: np.ndarray | None = None,
+    ) -> torch.Tensor:
+        """This rank's share of the mean loss over the batch's targets (the shares add up to it)."""
+        targets = self.targets(epoch_index, tau, b, self.train_nodes) if targets is None else targets
+        window = list(range(tau - self.window + 1, tau + 1))
+        # 1. each rank's targets per snapshot, their sampled neighbourhoods, the features they need
+        owners = np.stack([self.placements[t].store[targets] for t in window])  # [w, B]; -1: absent
+        hoods = {
+            t: sample_neighbourhood(
+                self.neighbours[t],
+                targets[owners[slot] == self.rank],
+                self.fanouts,
+                sample_key(self.settings.seed, epoch_index, tau, b, t),
+            )
+            for slot, t in enumerate(window)
+        }
+        x_rows = self._fetch_features(window, hoods, held, traffic, stats)
+        # 2. structural embeddings of this rank's targets in each snapshot (in batch order: a hood's targets come first)
+        embeddings = []
+        for t in window:
+            blocks = [(torch.from_numpy(block.edge_index).to(self.device), block.num_dst) for block in hoods[t].blocks]
+            embeddings.append(self.model.encode(x_rows[t].to(self.device), blocks))
+        flat = torch.cat(embeddings)
+        # 3. every embedding to the rank holding its target at tau, ordered by (destination, batch position, slot)
+        positions = np.arange(targets.size)
+        home = owners[-1]  # where each target lives at tau
+        slots, where = np.nonzero(owners == self.rank)  # this rank's (slot, position) pairs, slot-major: the rows of ``flat``
+        order = np.lexsort((slots, where, home[where]))
+        send_counts = np.bincount(home[where], minlength=self.world_size).tolist()
+        send = flat[torch.from_numpy(order)]
+        if torch.is_grad_enabled() and not send.requires_grad:  # every rank must run the exchange's backward too
+            send = send.detach().requires_grad_()
+        start = time.perf_counter()
+        recv_counts = exchange_counts(send_counts)
+        received = exchange_rows(send, send_counts, recv_counts)
+        stats.comm_s += time.perf_counter() - start
+        stats.add_bytes("embedding", send.numel() * send.element_size())
+        traffic["embedding"] += send.numel() * send.element_size()
+        # 4. this rank's targets at tau: their window of embeddings, the temporal model, the loss
+        mine_tau = positions[home == self.rank]
+        row_of = np.full(targets.size, -1)
+        row_of[mine_tau] = np.arange(mine_tau.size)
+        arriving_slot, arriving_position = np.nonzero((owners >= 0) & (home == self.rank)[None, :])
+        senders = owners[arriving_slot, arriving_position]
+        arrival = np.lexsort((arriving_slot, arriving_position, senders))  # what each sender sent here, in its order
+        grid = torch.zeros(mine_tau.size, self.window, self.model.hidden_channels, device=self.device)
+        if arrival.size:
+            index = (
+                torch.from_numpy(row_of[arriving_position[arrival]]).to(self.device),
+                torch.from_numpy(arriving_slot[arrival]).to(self.device),
+            )
+            grid = grid.index_put(index, received)
+        predictions = self.model.predict(grid)
+        y = self.graph.snapshots[tau].y[torch.from_numpy(targets[mine_tau])].to(self.device)
+        losses = (
+            F.mse_loss(predictions, y, reduction="none")
+            if predictions.dim() == 1
+            else F.cross_entropy(predictions, y, reduction="none")
+        )
+        # ``received`` joins the loss on every rank (a zero where it holds nothing), so every rank's
+        # backward runs the exchange's reverse all-to-all and the collectives pair up
+        return losses.sum() / max(len(targets), 1) + received.sum() * 0.0
+
+    def _fetch_features(
+        self,
+        window: list[int],
+        hoods: Mapping[int, Any],
+        held: Mapping[int, tuple[np.ndarray, np.ndarray]],
+        traffic: dict,
+        stats: IterationStats,
+    ) -> dict[int, torch.Tensor]:
+        """The features of every node of this rank's neighbourhoods: its own from its store, the others
+        from their stores (one exchange of requests, one of rows), ordered by (owner, slot, node)."""
+        width = self.graph.num_features
+        slot_of = np.concatenate([np.full(hoods[t].nodes.size, slot) for slot, t in enumerate(window)])
+        nodes = np.concatenate([hoods[t].nodes for t in window])
+        owner = np.concatenate([self.placements[t].store[hoods[t].nodes] for t in window])
+        remote = np.flatnonzero(owner != self.rank)
+        remote = remote[np.argsort(owner[remote], kind="stable")]
+        send_counts = np.bincount(owner[remote], minlength=self.world_size).tolist()
+        start = time.perf_counter()
+        recv_counts = exchange_counts(send_counts)
+        asked = torch.from_numpy(np.stack([slot_of[remote], nodes[remote]], axis=1).astype(np.int64))
+        incoming = exchange_rows(asked, send_counts, recv_counts).numpy() if self.world_size > 1 else asked.numpy()[:0]
+        answers = np.zeros((len(incoming), width), dtype=np.float32)  # the requests this rank received, from its store
+        for slot, t in enumerate(window):
+            ask = np.flatnonzero(incoming[:, 0] == slot)
+            if ask.size:
+                held_nodes, held_rows = held[t]
+                answers[ask] = held_rows[np.searchsorted(held_nodes, incoming[ask, 1])]
+        replies = (
+            exchange_rows(torch.from_numpy(answers), recv_counts, send_counts)
+            if self.world_size > 1
+            else torch.from_numpy(answers)
+        )
+        stats.comm_s += time.perf_counter() - start
+        row_bytes = width * 4
+        for q in range(self.world_size):
+            if q != self.rank:
+                traffic["fetch_out"][q] += recv_counts[q] * row_bytes
+                traffic["fetch_in"][q] += send_counts[q] * row_bytes
+        stats.add_bytes("feature_fetch", sum(recv_counts[q] for q in range(self.world_size) if q != self.rank) * row_bytes)
+        rows = np.zeros((nodes.size, width), dtype=np.float32)
+        rows[remote] = replies.numpy()
+        out, offset = {}, 0
+        for t in window:
+            count = hoods[t].nodes.size
+            local = offset + np.flatnonzero(owner[offset : offset + count] == self.rank)
+            if local.size:
+                held_nodes, held_rows = held[t]
+                rows[local] = held_rows[np.searchsorted(held_nodes, nodes[local])]
+            out[t] = torch.from_numpy(rows[offset : offset + count])
+            offset += count
+        return out
+
+    # ---- evaluation -----------------------------------------------------------------------------------
+    def evaluate(self, phase: str) -> dict[str, float]:
+        """The ``phase`` nodes of the latest snapshot trained on (the last one, once the run has seen
+        them all), with its window, in batches; summed over ranks."""
+        nodes = self.val_nodes if phase == "val" else self.test_nodes
+        if self._last_held is None:
+            self._held_step = self.graph.num_snapshots - 1
+            self._last_held = self._rebuild_window(self._held_step)
+        tau, held = self._held_step, self._last_held
+        present = nodes[self.graph.snapshots[tau].node_mask.numpy()[nodes]]
+        sums = torch.zeros(2, dtype=torch.float64)
+        with torch.no_grad():
+            for start in range(0, present.size, self.batch):
+                chunk = present[start : start + self.batch]
+                stats = IterationStats(iteration=-1)
+                traffic = {"fetch_in": np.zeros(self.world_size), "fetch_out": np.zeros(self.world_size), "embedding": 0}
+                loss = self.batch_loss(-1, tau, start, held, traffic, stats, targets=chunk)
+                sums += torch.tensor([float(loss) * len(chunk), float(len(chunk))], dtype=torch.float64)
+        if self.world_size > 1:
+            dist.all_reduce(sums)
+        mse = float(sums[0] / sums[1].clamp(min=1))
+        return {"loss": mse, "mse": mse}
+
+    def _rebuild_window(self, tau: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        store = GraphStore(self.graph.num_features, self.window, self.segments, self.graph.snapshots[0].x.element_size())
+        for t in range(tau + 1):  # from the first snapshot: a store's versions depend on where nodes were before
+            placement, _ = self._place(t)
+            store.add(
+                t,
+                np.flatnonzero(placement.store == self.rank),
+                self.graph.snapshots[t].x.numpy(),
+                self.graph.snapshots[t].edge_index.numpy(),
+            )
+        return {t: store.features(t) for t in range(tau - self.window + 1, tau + 1)}
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "num_snapshots": self.graph.num_snapshots,
+            "num_nodes": self.graph.num_nodes,
+            "training_units": len(self.train_nodes),
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "epoch": self._last_epoch,
+            "placements": [
+                (p.store.tolist(), p.additive.tolist(), p.stored_bytes.tolist(), p.utility, p.cut_edges, p.seconds)
+                for p in self.placements
+            ],
+            "partitioner": self.online.state_dict(),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self._last_epoch = int(state["epoch"])
+        self.placements = [
+            SnapshotPartition(np.asarray(s, np.int64), np.asarray(a, bool), np.asarray(b), float(u), int(c), float(sec))
+            for s, a, b, u, c, sec in state["placements"]
+        ]
+        self.online.load_state_dict(dict(state["partitioner"]))

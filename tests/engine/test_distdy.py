@@ -1,0 +1,148 @@
+"""DistDy on gloo ranks: what is trained does not depend on the partition; traffic adds up."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.distributed as dist
+from omegaconf import OmegaConf
+
+from dygsched.engine.checkpoint import load_checkpoint
+from dygsched.engine.distributed import DistEnv
+from dygsched.engine.worker import _RunPlace, train_in_group
+from dygsched.errors import ConfigError
+from dygsched.launch.hydra_app import compose_config
+from dygsched.sched.online_partition import PARTITIONERS
+from tests.harness import run_ranks
+
+SMALL = [
+    "sched=distdy", "model=sage_temporal", "dataset=uniform", "dataset.num_nodes=240", "dataset.num_snapshots=6",
+    "dataset.feature_dim=16", "model.hidden_channels=8", "window=3", "sched.batch=48", "sched.batches_per_step=2",
+    "optim=sgd", "optim.lr=0.1", "epochs=2", "device=cpu", "progress=false",
+]  # fmt: skip
+
+
+def config(results, *extra):
+    return OmegaConf.to_container(compose_config([*SMALL, f"results_dir={results}", *extra]), resolve=True)
+
+
+def _rank(rank, world_size, results):
+    env = DistEnv(rank, world_size, 0)
+    for method in PARTITIONERS:
+        train_in_group(
+            config(results, f"sched.partition={method}", f"run_id={method}-{world_size}"),
+            env,
+            torch.device("cpu"),
+            None,
+            _RunPlace(None),
+        )
+        dist.barrier()
+    online = config(results, "sched.loop=online", "epochs=4", f"run_id=online-{world_size}")  # 6 snapshots, windows of 3
+    train_in_group(online, env, torch.device("cpu"), None, _RunPlace(None))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    results = tmp_path_factory.mktemp("distdy")
+    run_ranks(_rank, (2, str(results)), nprocs=2)
+    run_ranks(_rank, (1, str(results)), nprocs=1)
+    return results
+
+
+def train_losses(folder):
+    metrics = pd.read_parquet(folder / "metrics.parquet")
+    return (
+        metrics[(metrics.metric == "loss") & (metrics.phase == "train") & (metrics.iteration == -1)]
+        .sort_values("epoch")["value"]
+        .tolist()
+    )
+
+
+def test_every_partitioner_trains_the_same_losses_and_parameters(runs):
+    reference = runs / "hash-1"
+    expected_params = load_checkpoint(reference)["model"]
+    for method in PARTITIONERS:
+        for world_size in (1, 2):
+            folder = runs / f"{method}-{world_size}"
+            assert train_losses(folder) == pytest.approx(train_losses(reference), abs=1e-5), (method, world_size)
+            params = load_checkpoint(folder)["model"]
+            for key, value in expected_params.items():
+                assert torch.allclose(params[key], value, atol=1e-5), (method, world_size, key)
+
+
+def test_bytes_sent_equal_bytes_received_and_distdy_fetches_least(runs):
+    fetched = {}
+    for method in PARTITIONERS:
+        metrics = pd.read_parquet(runs / f"{method}-2" / "metrics.parquet")
+        epoch = metrics[(metrics.epoch == 0) & (metrics.iteration == -1)]
+        value = lambda rank, metric, epoch=epoch: float(
+            epoch[(epoch["rank"] == rank) & (epoch.metric == metric)]["value"].iloc[0]
+        )  # noqa: E731
+        assert value(0, "feature_fetch_to_rank1_bytes") == value(1, "feature_fetch_from_rank0_bytes")
+        assert value(1, "feature_fetch_to_rank0_bytes") == value(0, "feature_fetch_from_rank1_bytes")
+        fetched[method] = value(0, "feature_fetch_in_bytes") + value(1, "feature_fetch_in_bytes")
+        assert value(0, "store_bytes") > 0 and value(0, "store_feature_bytes") <= value(0, "store_full_snapshot_bytes")
+    assert fetched["hash"] > 0 and fetched["distdy"] < fetched["hash"]
+
+
+def test_the_online_loop_walks_the_stream_once_placing_each_snapshot_when_it_arrives(runs):
+    """Epoch e trains the window ending at snapshot 2 + e; snapshot 3 + e is placed only after it."""
+    frames = {n: pd.read_parquet(runs / f"online-{n}" / "metrics.parquet") for n in (1, 2)}
+    for frame in frames.values():
+        epochs = frame[(frame.iteration == -1) & (frame.phase == "train")]
+        assert epochs[epochs.metric == "window_end"].groupby("epoch")["value"].first().tolist() == [2, 3, 4, 5]
+        placed = epochs[(epochs.metric == "partition_s") & (epochs["rank"] == 0)].sort_values("epoch")
+        assert placed.epoch.tolist() == [0, 1, 2, 3] and (placed.value > 0).all()
+    assert train_losses(runs / "online-2") == pytest.approx(train_losses(runs / "online-1"), abs=1e-5)
+    assert len(load_checkpoint(runs / "online-2")["strategy"]["placements"]) == 6
+
+
+def test_a_model_or_capacity_distdy_cannot_train_is_one_line(tmp_path):
+    from dygsched.data.loading import load_data
+    from dygsched.engine.worker import build_model, build_strategy, run_settings
+
+    cfg = config(tmp_path, "model=tgcn")
+    strategy = build_strategy(cfg["sched"])
+    data = load_data(cfg["dataset"])
+    strategy.check(data, run_settings(cfg), 2)
+    with pytest.raises(ConfigError, match="use model=sage_temporal"):
+        strategy.check_model(build_model(cfg["model"], data))
+    cfg = config(tmp_path, "sched.capacity_factor=0.5")
+    with pytest.raises(ConfigError, match="must hold a window of full snapshots"):
+        build_strategy(cfg["sched"]).check(data, run_settings(cfg), 2)
+
+
+def test_the_simulated_cluster_counts_what_two_ranks_measured(runs, tmp_path):
+    """``step_counts`` for K = 2, from the run's own placements, equals the bytes each rank fetched."""
+    from dygsched.data.loading import load_data
+    from dygsched.engine.distdy.cluster import epoch_counts
+    from dygsched.engine.distdy.strategy import node_split
+    from dygsched.sched.online_partition import SnapshotPartition
+
+    cfg = config(tmp_path)
+    graph = load_data(cfg["dataset"])
+    train, _, _ = node_split(graph.num_nodes, cfg["split"]["train"], cfg["split"]["val"], cfg["seed"])
+    row_bytes = graph.num_features * 4
+    for method in ("distdy", "hash"):
+        folder = runs / f"{method}-2"
+        state = load_checkpoint(folder)["strategy"]
+        placements = [SnapshotPartition(np.asarray(p[0]), None, None, 0.0, 0, 0.0) for p in state["placements"]]
+        counts = epoch_counts(
+            graph,
+            placements,
+            2,
+            train,
+            cfg["window"],
+            cfg["sched"]["batch"],
+            cfg["sched"]["batches_per_step"],
+            cfg["sched"]["fanouts"],
+            cfg["seed"],
+        )
+        remote = sum(step.remote_fetch_rows() for step in counts)
+        metrics = pd.read_parquet(folder / "metrics.parquet")
+        epoch = metrics[(metrics.epoch == 0) & (metrics.iteration == -1)]
+        for k, q in ((0, 1), (1, 0)):
+            measured = epoch[(epoch["rank"] == k) & (epoch.metric == f"feature_fetch_from_rank{q}_bytes")]["value"].iloc[0]
+            assert remote[k, q] * row_bytes == measured, (method, k, q)
