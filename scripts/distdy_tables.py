@@ -238,7 +238,7 @@ def traffic(args: argparse.Namespace) -> None:
                     }
                 )
     measured = pd.DataFrame(rows)
-    cfg = config()
+    cfg = config(*args.set)
     graph = graph_of(cfg)
     simulator = Simulator(cfg, graph)
     counted = []
@@ -301,7 +301,7 @@ def time_table(args: argparse.Namespace) -> None:
         "time_measured",
         "2 gloo ranks on one machine: feature fetches cross shared memory, so partitions differ little here",
     )
-    cfg = config()
+    cfg = config(*args.set)
     graph = graph_of(cfg)
     simulator = Simulator(cfg, graph)
     print(f"calibrated compute: {simulator.cost}", file=sys.stderr)
@@ -327,7 +327,7 @@ def time_table(args: argparse.Namespace) -> None:
 
 # ---- figure 11 ---------------------------------------------------------------------------------------------
 def params(args: argparse.Namespace) -> None:
-    cfg = config()
+    cfg = config(*args.set)
     graph = graph_of(cfg)
     simulator = Simulator(cfg, graph)
     parts, _, train, _, _ = placements_for(cfg, graph, args.stores, "metis")
@@ -375,6 +375,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--budgets", type=int, nargs="+", default=[1, 5, 20, 100, 300])
     p.add_argument("--etas", type=float, nargs="+", default=[1, 2, 4, 6, 8, 12])
     p.add_argument("--out", type=Path, default=Path("results/distdy"))
+    for name in ("traffic", "time", "params"):
+        sub.choices[name].add_argument("--set", nargs="*", default=[], help="config overrides for the counted and simulated part, e.g. sched.capacity_factor=1.0")
     args = parser.parse_args(argv)
     try:
         {"storage": storage, "partition": partition, "traffic": traffic, "time": time_table, "params": params}[args.table](args)
