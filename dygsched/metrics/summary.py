@@ -14,7 +14,7 @@ import pandas as pd
 
 from dygsched.metrics.recorder import EPOCH_LEVEL
 
-BYTE_KINDS = ("allreduce", "hidden_state", "features", "host_to_device", "halo", "feature_fetch", "embedding")
+BYTE_KINDS = ("allreduce", "hidden_state", "features", "host_to_device", "halo")  # always shown; a strategy's own `bytes_<kind>` joins them
 
 
 def _steady(frame: pd.DataFrame, first_steady_epoch: int = 1) -> pd.DataFrame:
@@ -46,7 +46,8 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
     test = epochs[(epochs["phase"] == "test") & (epochs["epoch"] == last_epoch) & (epochs["metric"] != "loss")]
 
     comm = dict.fromkeys(BYTE_KINDS, 0)  # every kind, so "PSG sends no hidden state" reads as 0
-    for kind in BYTE_KINDS:
+    recorded = epochs.loc[epochs["metric"].str.startswith("bytes_"), "metric"].unique() if not epochs.empty else []
+    for kind in [*BYTE_KINDS, *sorted(m.removeprefix("bytes_") for m in recorded if m.removeprefix("bytes_") not in BYTE_KINDS)]:
         rows = epoch_metric("train", f"bytes_{kind}")
         if not rows.empty:
             comm[kind] = int(_steady(rows, steady_from).groupby("epoch")["value"].sum().median())

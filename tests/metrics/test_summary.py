@@ -28,7 +28,7 @@ def test_summary_figures():
     assert summary["imbalance_ratio"] == pytest.approx(2.0)  # median of 2.0, 1.25, 2.0
     assert summary["final_train_loss"] == 0.25
     assert summary["eval"] == {"split": "test", "metric": "mse", "value": pytest.approx(0.27)}
-    assert summary["comm_bytes_per_epoch"] == {"allreduce": 200, "hidden_state": 0, "features": 0, "host_to_device": 0, "halo": 0, "feature_fetch": 0, "embedding": 0}
+    assert summary["comm_bytes_per_epoch"] == {"allreduce": 200, "hidden_state": 0, "features": 0, "host_to_device": 0, "halo": 0}
     assert summary["peak_mem_bytes"] == 1001
 
 
@@ -42,3 +42,13 @@ def test_a_metric_not_measured_is_missing_with_its_reason_never_zero():
     summary = summarize(MetricRecorder.frame(rec.rows), {"run_id": "r", "missing": rec.missing})
     assert summary["conv_flops_per_epoch"] is None and summary["peak_mem_bytes"] is None
     assert summary["missing"]["conv_flops"] == "metrics.count_flops=false"
+
+
+def test_a_strategys_own_byte_kind_joins_the_communication_figures():
+    rec = MetricRecorder("r", 0)
+    for epoch in range(2):
+        rec.add(epoch, "train", "epoch_time_s", 1.0)
+        rec.add(epoch, "train", "bytes_feature_fetch", 300)
+    summary = summarize(MetricRecorder.frame(rec.rows), {"run_id": "r", "status": "ok"})
+    assert summary["comm_bytes_per_epoch"]["feature_fetch"] == 300
+    assert summary["comm_bytes_per_epoch"]["hidden_state"] == 0
