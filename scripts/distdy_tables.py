@@ -51,53 +51,51 @@ def config(*overrides: str, experiment: bool = True) -> dict:
     return OmegaConf.to_container(compose_config([*(EXPERIMENT if experiment else []), *overrides]), resolve=True)
 
 
-def graph_of(cfg: dict):
-    return load_data(cfg["dataset"])
+class Stream:
+    """One experiment's graph and what every partitioner and count needs of it, computed once."""
 
+    def __init__(self, cfg: dict) -> None:
+        sched = cfg["sched"]
+        self.cfg, self.graph = cfg, load_data(cfg["dataset"])
+        self.train, _, _ = node_split(self.graph.num_nodes, cfg["split"]["train"], cfg["split"]["val"], cfg["seed"])
+        self.snapshot_graphs = snapshot_graphs(self.graph, self.train, sched["batch"], sched["fanouts"], sched["segments"])
+        self.neighbours = [InNeighbours.of(s.edge_index.numpy(), self.graph.num_nodes) for s in self.graph.snapshots]
 
-def placements_for(cfg: dict, graph, stores: int, method: str, budget: int | None = None, eta: float | None = None):
-    sched = cfg["sched"]
-    train, _, _ = node_split(graph.num_nodes, cfg["split"]["train"], cfg["split"]["val"], cfg["seed"])
-    graphs = snapshot_graphs(graph, train, sched["batch"], sched["fanouts"], sched["segments"])
-    capacity = store_capacity(graphs, cfg["window"], stores, sched["capacity_factor"])
-    start = time.perf_counter()
-    parts = partition_stream(
-        method, graphs, stores, capacity, cfg["window"], sched["eta"] if eta is None else eta,
-        sched["budget"] if budget is None else budget, sched["clip_rewards"], cfg["seed"],
-    )  # fmt: skip
-    return parts, time.perf_counter() - start, train, graphs, capacity
+    def place(self, stores: int, method: str, budget: int | None = None, eta: float | None = None):
+        """Every snapshot's placement on ``stores`` stores, the seconds partitioning took, the capacities."""
+        cfg, sched = self.cfg, self.cfg["sched"]
+        capacity = store_capacity(self.snapshot_graphs, cfg["window"], stores, sched["capacity_factor"])
+        start = time.perf_counter()
+        parts = partition_stream(
+            method, self.snapshot_graphs, stores, capacity, cfg["window"], sched["eta"] if eta is None else eta,
+            sched["budget"] if budget is None else budget, sched["clip_rewards"], cfg["seed"],
+        )  # fmt: skip
+        return parts, time.perf_counter() - start, capacity
+
+    def counts(self, placements, stores: int):
+        """The counts of one epoch's mini-batches on ``stores`` stores."""
+        cfg, sched = self.cfg, self.cfg["sched"]
+        return epoch_counts(
+            self.graph, placements, stores, self.train, cfg["window"], sched["batch"], sched["batches_per_step"],
+            sched["fanouts"], cfg["seed"], neighbours=self.neighbours,
+        )  # fmt: skip
 
 
 class Simulator:
     """Prices an epoch's counted traffic and work for K stores (see dygsched/engine/distdy/cluster.py)."""
 
-    def __init__(self, cfg: dict, graph) -> None:
+    def __init__(self, stream: Stream) -> None:
         import torch
 
         from dygsched.engine.worker import build_model
 
-        self.cfg, self.graph = cfg, graph
+        cfg, graph = stream.cfg, stream.graph
         torch.manual_seed(cfg["seed"])
         model = build_model(cfg["model"], graph)
-        neighbours = [InNeighbours.of(s.edge_index.numpy(), graph.num_nodes) for s in graph.snapshots[:1]]
-        self.cost = calibrate(model, neighbours, graph.snapshots[0].x, cfg["sched"]["fanouts"], cfg["window"])
+        self.cost = calibrate(model, stream.neighbours[:1], graph.snapshots[0].x, cfg["sched"]["fanouts"], cfg["window"])
         self.row_bytes = graph.num_features * graph.snapshots[0].x.element_size()
         self.embedding_bytes = model.hidden_channels * 4
         self.parameter_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-
-    def counts(self, placements, stores: int, train):
-        s = self.cfg["sched"]
-        return epoch_counts(
-            self.graph,
-            placements,
-            stores,
-            train,
-            self.cfg["window"],
-            s["batch"],
-            s["batches_per_step"],
-            s["fanouts"],
-            self.cfg["seed"],
-        )
 
     def epoch(self, counts, gbps: float) -> dict[str, float]:
         return simulate_epoch(
@@ -157,7 +155,7 @@ def storage(args: argparse.Namespace) -> None:
 
 
 def _storage_row(label: str, cfg: dict, segments: int) -> dict:
-    graph = graph_of(cfg)
+    graph = load_data(cfg["dataset"])
     segments = min(segments, graph.num_features)
     history = history_storage(
         [(s.x.numpy(), s.edge_index.numpy(), np.flatnonzero(s.node_mask.numpy())) for s in graph.snapshots], segments
@@ -181,9 +179,10 @@ def partition(args: argparse.Namespace) -> None:
             f"dataset.hot_fraction={hot}",
             f"window={args.window}",
         )
-        graph = graph_of(cfg)
+        stream = Stream(cfg)
+        graph = stream.graph
         for method in PARTITIONERS:
-            parts, seconds, _, graphs, capacity = placements_for(cfg, graph, args.stores, method)
+            parts, seconds, capacity = stream.place(args.stores, method)
             store_s, held = _store_all(graph, parts, args.stores, cfg)
             late = [tau for tau in range(len(parts)) if (held[tau] > capacity * (1 + 1e-12)).any()]
             rows.append({
@@ -239,13 +238,13 @@ def traffic(args: argparse.Namespace) -> None:
                 )
     measured = pd.DataFrame(rows)
     cfg = config(*args.set)
-    graph = graph_of(cfg)
-    simulator = Simulator(cfg, graph)
+    stream = Stream(cfg)
+    simulator = Simulator(stream)
     counted = []
     for stores in args.stores:
         for method in PARTITIONERS:
-            parts, _, train, _, _ = placements_for(cfg, graph, stores, method)
-            remote = sum(c.remote_fetch_rows() for c in simulator.counts(parts, stores, train)) * simulator.row_bytes
+            parts, _, _ = stream.place(stores, method)
+            remote = sum(c.remote_fetch_rows() for c in stream.counts(parts, stores)) * simulator.row_bytes
             for rank in range(stores):
                 counted.append(
                     {
@@ -302,15 +301,15 @@ def time_table(args: argparse.Namespace) -> None:
         "2 gloo ranks on one machine: feature fetches cross shared memory, so partitions differ little here",
     )
     cfg = config(*args.set)
-    graph = graph_of(cfg)
-    simulator = Simulator(cfg, graph)
+    stream = Stream(cfg)
+    simulator = Simulator(stream)
     print(f"calibrated compute: {simulator.cost}", file=sys.stderr)
     rows = []
     for stores in args.stores:
         counts = {}
         for method in PARTITIONERS:
-            parts, _, train, _, _ = placements_for(cfg, graph, stores, method)
-            counts[method] = simulator.counts(parts, stores, train)
+            parts, _, _ = stream.place(stores, method)
+            counts[method] = stream.counts(parts, stores)
         for gbps in args.gbps:
             for method in PARTITIONERS:
                 phases = simulator.epoch(counts[method], gbps)
@@ -328,17 +327,17 @@ def time_table(args: argparse.Namespace) -> None:
 # ---- figure 11 ---------------------------------------------------------------------------------------------
 def params(args: argparse.Namespace) -> None:
     cfg = config(*args.set)
-    graph = graph_of(cfg)
-    simulator = Simulator(cfg, graph)
-    parts, _, train, _, _ = placements_for(cfg, graph, args.stores, "metis")
-    metis = simulator.epoch(simulator.counts(parts, args.stores, train), args.gbps)["epoch_s"]
+    stream = Stream(cfg)
+    simulator = Simulator(stream)
+    parts, _, _ = stream.place(args.stores, "metis")
+    metis = simulator.epoch(stream.counts(parts, args.stores), args.gbps)["epoch_s"]
     rows = []
     grid = [("budget", m, m, cfg["sched"]["eta"]) for m in args.budgets] + [
         ("eta", e, cfg["sched"]["budget"], e) for e in args.etas
     ]
     for swept, value, budget, eta in grid:
-        parts, seconds, train, _, _ = placements_for(cfg, graph, args.stores, "distdy", budget=budget, eta=eta)
-        epoch = simulator.epoch(simulator.counts(parts, args.stores, train), args.gbps)["epoch_s"]
+        parts, seconds, _ = stream.place(args.stores, "distdy", budget=budget, eta=eta)
+        epoch = simulator.epoch(stream.counts(parts, args.stores), args.gbps)["epoch_s"]
         rows.append({"swept": swept, "value": value, "budget": budget, "eta": eta, "partition_s": seconds,
                      "cut_edges": float(np.mean([p.cut_edges for p in parts])), "epoch_s": epoch, "speedup_vs_metis": metis / epoch})  # fmt: skip
     show(

@@ -126,8 +126,6 @@ def _metis(union: UnionGraph, nodes: np.ndarray, pieces: int, seed: int) -> np.n
     """METIS k-way of the subgraph ``union`` induces on ``nodes``: a piece per node (of ``nodes``)."""
     if pieces == 1 or nodes.size <= 1:
         return np.zeros(nodes.size, dtype=np.int64)
-    import pymetis
-
     local = np.full(union.num_nodes, -1, dtype=np.int64)
     local[nodes] = np.arange(nodes.size)
     starts, stops = union.indptr[nodes], union.indptr[nodes + 1]
@@ -135,13 +133,7 @@ def _metis(union: UnionGraph, nodes: np.ndarray, pieces: int, seed: int) -> np.n
     owners = np.repeat(np.arange(nodes.size), stops - starts)
     inside = local[neighbours] >= 0
     neighbours, owners = local[neighbours[inside]], owners[inside]
-    xadj = np.zeros(nodes.size + 1, dtype=np.int64)
-    np.add.at(xadj, owners + 1, 1)
-    xadj = np.cumsum(xadj)
-    weights = (np.diff(xadj) + 1).astype(np.int64)
-    options = pymetis.Options(seed=int(seed))
-    _, membership = pymetis.part_graph(int(pieces), xadj=xadj, adjncy=neighbours, vweights=weights, recursive=False, options=options)
-    return np.asarray(membership, dtype=np.int64)
+    return _part_graph(nodes.size, owners, neighbours, pieces, seed)
 
 
 def metis_parts(
@@ -151,8 +143,6 @@ def metis_parts(
     both ways), optionally with integer edge weights; vertex weight = degree + 1. A part per node."""
     if parts == 1 or num_nodes <= 1:
         return np.zeros(num_nodes, dtype=np.int64)
-    import pymetis
-
     src, dst = edges
     keep = src != dst
     weights = (
@@ -163,13 +153,21 @@ def metis_parts(
     keys = np.unique(rows * num_nodes + cols)
     summed = np.bincount(np.searchsorted(keys, rows * num_nodes + cols), weights=w, minlength=keys.size).astype(np.int64)
     rows, cols = keys // num_nodes, keys % num_nodes
+    return _part_graph(num_nodes, rows, cols, parts, seed, np.maximum(summed, 1))
+
+
+def _part_graph(num_nodes: int, rows: np.ndarray, cols: np.ndarray, parts: int, seed: int, edge_weights: np.ndarray | None = None) -> np.ndarray:
+    """pymetis k-way of the symmetric graph whose adjacency is ``(rows, cols)`` sorted by row, vertex
+    weight = degree + 1, seeded: a part per node."""
+    import pymetis
+
     xadj = np.zeros(num_nodes + 1, dtype=np.int64)
     np.add.at(xadj, rows + 1, 1)
     xadj = np.cumsum(xadj)
     vweights = (np.diff(xadj) + 1).astype(np.int64)
     options = pymetis.Options(seed=int(seed))
     _, membership = pymetis.part_graph(
-        int(parts), xadj=xadj, adjncy=cols, vweights=vweights, eweights=np.maximum(summed, 1), recursive=False, options=options
+        int(parts), xadj=xadj, adjncy=cols, vweights=vweights, eweights=edge_weights, recursive=False, options=options
     )
     return np.asarray(membership, dtype=np.int64)
 

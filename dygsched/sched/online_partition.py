@@ -154,6 +154,10 @@ class OnlinePartitioner:
     def gamma(self) -> float:
         return math.log(2 * self.eta) - 1
 
+    def _held_before(self) -> np.ndarray:
+        """``[K]``: the bytes each store holds of the window's earlier snapshots (the last ``w - 1``)."""
+        return sum(self.history[-(self.window - 1) :] if self.window > 1 else [], np.zeros(self.stores))
+
     def _price_sum(self, tau: int) -> np.ndarray:
         return sum(
             (self.prices.get(t, np.full(self.stores, self.initial_price or 0.0)) for t in range(tau, tau + self.window)),
@@ -162,14 +166,14 @@ class OnlinePartitioner:
 
     def partition(self, tau: int, graph: SnapshotGraph) -> SnapshotPartition:
         start = time.perf_counter()
-        free = self.capacity - (sum(self.history[-(self.window - 1) :], np.zeros(self.stores)) if self.window > 1 else 0.0)
+        free = self.capacity - self._held_before()
         store = self._base(graph, free.copy())
         if self.initial_price is None:  # F from snapshot 1's base partition (causal)
             _, a = storage(store, self.previous, graph, self.stores)
             self.initial_price = utility(store, graph) / (2 * self.eta * max(float(a.sum()), 1e-12))
         store = self._refine(tau, graph, store, free)
         additive, a = storage(store, self.previous, graph, self.stores)
-        window_bytes = a + (sum(self.history[-(self.window - 1) :], np.zeros(self.stores)) if self.window > 1 else 0.0)
+        window_bytes = a + self._held_before()
         assert (window_bytes <= self.capacity * (1 + 1e-12)).all(), "a store's capacity was exceeded"
         total = utility(store, graph)
         for t in range(tau, tau + self.window):  # the slots this snapshot occupies
@@ -253,12 +257,12 @@ class OnlinePartitioner:
         """``[num_nodes, K]``: each node's payoff on each store given the others' places, up to a constant
         per node (``U/K``, the same on every store), with the prices and rewards in force for ``tau``:
         what Algorithm 2 maximises. Rows of absent nodes are meaningless."""
-        free = self.capacity - (sum(self.history[-(self.window - 1) :], np.zeros(self.stores)) if self.window > 1 else 0.0)
+        free = self.capacity - self._held_before()
         return _Payoff(self, tau, graph, store.copy(), free).scores(graph.nodes)
 
     def room(self, tau: int, graph: SnapshotGraph, store: np.ndarray) -> np.ndarray:
         """``[num_nodes, K]``: whether store ``m`` has room for node ``v`` (its size there) as placed."""
-        free = self.capacity - (sum(self.history[-(self.window - 1) :], np.zeros(self.stores)) if self.window > 1 else 0.0)
+        free = self.capacity - self._held_before()
         payoff = _Payoff(self, tau, graph, store.copy(), free)
         return payoff.room[None, :] >= payoff.sizes
 

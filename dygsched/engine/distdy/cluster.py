@@ -88,10 +88,13 @@ def epoch_counts(
     fanouts: Sequence[int],
     seed: int,
     epoch: int = 0,
+    neighbours: Sequence[InNeighbours] | None = None,
 ) -> list[StepCounts]:
     """``step_counts`` of every mini-batch of epoch ``epoch`` (``sched.loop=epochs``: every window in order),
-    with the strategy's targets and sampler keys."""  # fmt: skip
-    neighbours = [InNeighbours.of(s.edge_index.numpy(), graph.num_nodes) for s in graph.snapshots]
+    with the strategy's targets and sampler keys. ``neighbours``: the snapshots' ``InNeighbours``, when
+    the caller counts several placements of one graph (built here otherwise)."""  # fmt: skip
+    if neighbours is None:
+        neighbours = [InNeighbours.of(s.edge_index.numpy(), graph.num_nodes) for s in graph.snapshots]
     out = []
     for tau in range(window - 1, graph.num_snapshots):
         present = graph.snapshots[tau].node_mask.numpy()

@@ -195,13 +195,12 @@ class DistDyStrategy(Strategy):
         return [first + epoch_index // self.epochs_per_window]
 
     def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
-        graph = self.graph
         steps = self.windows(epoch.index)
         if self.loop == "epochs" or self._store is None or self._store.snapshots[-1:] > steps[-1:]:
-            self._store = GraphStore(graph.num_features, self.window, self.segments, graph.snapshots[0].x.element_size())
+            self._store = self._new_store()
         store = self._store
         clock = dict.fromkeys(("partition", "store", "reconstruct"), 0.0)
-        traffic = {"fetch_in": np.zeros(self.world_size), "fetch_out": np.zeros(self.world_size), "embedding": 0}
+        traffic = self._no_traffic()
         cut, iteration, held = [], 0, None
         for tau in steps:
             while not store.snapshots or store.snapshots[-1] < tau:  # the snapshots that arrived up to tau
@@ -210,8 +209,7 @@ class DistDyStrategy(Strategy):
                 clock["partition"] += seconds
                 cut.append(placement.cut_edges)
                 start = time.perf_counter()
-                mine = np.flatnonzero(placement.store == self.rank)
-                store.add(t, mine, graph.snapshots[t].x.numpy(), graph.snapshots[t].edge_index.numpy())
+                self._add_snapshot(store, t, placement)
                 clock["store"] += time.perf_counter() - start
             start = time.perf_counter()
             held = {t: store.features(t) for t in range(tau - self.window + 1, tau + 1)}  # what the training reads
@@ -304,7 +302,6 @@ class DistDyStrategy(Strategy):
         received = exchange_rows(send, send_counts, recv_counts)
         stats.comm_s += time.perf_counter() - start
         stats.add_bytes("embedding", send.numel() * send.element_size())
-        traffic["embedding"] += send.numel() * send.element_size()
         # 4. this rank's targets at tau: their window of embeddings, the temporal model, the loss
         mine_tau = positions[home == self.rank]
         row_of = np.full(targets.size, -1)
@@ -363,7 +360,7 @@ class DistDyStrategy(Strategy):
             else torch.from_numpy(answers)
         )
         stats.comm_s += time.perf_counter() - start
-        row_bytes = width * 4
+        row_bytes = width * answers.itemsize
         for q in range(self.world_size):
             if q != self.rank:
                 traffic["fetch_out"][q] += recv_counts[q] * row_bytes
@@ -397,7 +394,7 @@ class DistDyStrategy(Strategy):
             for start in range(0, present.size, self.batch):
                 chunk = present[start : start + self.batch]
                 stats = IterationStats(iteration=-1)
-                traffic = {"fetch_in": np.zeros(self.world_size), "fetch_out": np.zeros(self.world_size), "embedding": 0}
+                traffic = self._no_traffic()
                 loss = self.batch_loss(-1, tau, start, held, traffic, stats, targets=chunk)
                 sums += torch.tensor([float(loss) * len(chunk), float(len(chunk))], dtype=torch.float64)
         if self.world_size > 1:
@@ -406,16 +403,22 @@ class DistDyStrategy(Strategy):
         return {"loss": mse, "mse": mse}
 
     def _rebuild_window(self, tau: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        store = GraphStore(self.graph.num_features, self.window, self.segments, self.graph.snapshots[0].x.element_size())
+        store = self._new_store()
         for t in range(tau + 1):  # from the first snapshot: a store's versions depend on where nodes were before
-            placement, _ = self._place(t)
-            store.add(
-                t,
-                np.flatnonzero(placement.store == self.rank),
-                self.graph.snapshots[t].x.numpy(),
-                self.graph.snapshots[t].edge_index.numpy(),
-            )
+            self._add_snapshot(store, t, self._place(t)[0])
         return {t: store.features(t) for t in range(tau - self.window + 1, tau + 1)}
+
+    def _new_store(self) -> GraphStore:
+        return GraphStore(self.graph.num_features, self.window, self.segments, self.graph.snapshots[0].x.element_size())
+
+    def _add_snapshot(self, store: GraphStore, t: int, placement: SnapshotPartition) -> None:
+        """This rank's share of snapshot ``t`` into ``store``."""
+        snapshot = self.graph.snapshots[t]
+        store.add(t, np.flatnonzero(placement.store == self.rank), snapshot.x.numpy(), snapshot.edge_index.numpy())
+
+    def _no_traffic(self) -> dict[str, np.ndarray]:
+        """Feature-fetch bytes per peer, in and out, to be counted."""
+        return {"fetch_in": np.zeros(self.world_size), "fetch_out": np.zeros(self.world_size)}
 
     def describe(self) -> dict[str, Any]:
         return {
