@@ -12,6 +12,12 @@ last backward (``final_backward``) are all-reduced asynchronously while that bac
 (as DistributedDataParallel does); buckets are always launched in bucket order, so ranks that
 ran no backward, or another one, still pair their collectives up. ``synchronize`` launches what
 is left and waits. With one rank nothing is communicated.
+
+With ``staleness=1`` (Sven's asynchronous all-reduce) step ``t`` applies the summed gradients of
+step ``t - 1``: ``synchronize`` launches this step's all-reduce without waiting and puts the one
+launched at the step before into the gradients (zeros at the first step), so the all-reduce
+overlaps the next step's work. The pending sum does not outlive the ``GradientSync`` (a resumed
+run starts again from zeros).
 """
 
 from __future__ import annotations
@@ -44,9 +50,15 @@ class _Bucket:
 class GradientSync:
     """Sums the ranks' accumulated gradients of ``module``'s trainable parameters (see the module docstring)."""
 
-    def __init__(self, module: nn.Module, world_size: int, bucket_bytes: int = DEFAULT_BUCKET_BYTES, overlap: bool = False) -> None:
+    def __init__(
+        self, module: nn.Module, world_size: int, bucket_bytes: int = DEFAULT_BUCKET_BYTES, overlap: bool = False, staleness: int = 0
+    ) -> None:
         if bucket_bytes < 1:
             raise ValueError(f"bucket_bytes must be positive, got {bucket_bytes}")
+        if staleness not in (0, 1):
+            raise ValueError(f"gradient staleness must be 0 or 1, got {staleness}")
+        self.staleness = staleness
+        self._stale: list[tuple[torch.Tensor, Any]] | None = None  # the previous step's launched sums
         self.module = module
         self.world_size = world_size
         self.overlap = overlap and world_size > 1
@@ -108,6 +120,8 @@ class GradientSync:
 
     def synchronize(self) -> int:
         """Sum the gradients over ranks (and average the buffers); the bytes all-reduced."""
+        if self.staleness:
+            return self._synchronize_stale()
         if self.world_size == 1:
             for bucket in self.buckets:
                 for param in bucket.params:
@@ -133,16 +147,48 @@ class GradientSync:
             bucket.flat, bucket.work = None, None
             bucket.ready.clear()
         self._next_launch = 0
-        if self.buffers:
-            flat = torch.cat([b.reshape(-1) for b in self.buffers])
-            dist.all_reduce(flat)
-            flat.div_(self.world_size)
+        return moved + self._average_buffers()
+
+    def _synchronize_stale(self) -> int:
+        """Launch this step's sums, then apply the previous step's (zeros at the first)."""
+        launched = []
+        for bucket in self.buckets:
+            self._launch(bucket)
+            launched.append((bucket.flat, bucket.work))
+            bucket.flat, bucket.work = None, None
+            bucket.ready.clear()
+        self._next_launch = 0
+        previous, self._stale = self._stale, launched
+        moved = 0
+        for b, bucket in enumerate(self.buckets):
+            flat = None
+            if previous is not None:
+                flat, work = previous[b]
+                if work is not None:
+                    work.wait()
+                    moved += bucket.nbytes
             offset = 0
-            for buffer in self.buffers:
-                buffer.copy_(flat[offset : offset + buffer.numel()].view_as(buffer))
-                offset += buffer.numel()
-            moved += flat.numel() * flat.element_size()
-        return moved
+            for param in bucket.params:
+                chunk = flat[offset : offset + param.numel()].view_as(param) if flat is not None else torch.zeros_like(param)
+                if param.grad is None:
+                    param.grad = chunk.clone()
+                else:
+                    param.grad.copy_(chunk)
+                offset += param.numel()
+        return moved + (self._average_buffers() if self.world_size > 1 else 0)
+
+    def _average_buffers(self) -> int:
+        """Average the floating-point buffers over ranks; the bytes all-reduced."""
+        if not self.buffers:
+            return 0
+        flat = torch.cat([b.reshape(-1) for b in self.buffers])
+        dist.all_reduce(flat)
+        flat.div_(self.world_size)
+        offset = 0
+        for buffer in self.buffers:
+            buffer.copy_(flat[offset : offset + buffer.numel()].view_as(buffer))
+            offset += buffer.numel()
+        return flat.numel() * flat.element_size()
 
     def close(self) -> None:
         for handle in self._handles:

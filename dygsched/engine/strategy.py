@@ -215,12 +215,15 @@ class Strategy(ABC):
 
     ``data_kind``: the data type it trains on (``TemporalGraph`` or ``EventStream``). ``exact``:
     whether its parameters after any number of steps equal single-process training on the same
-    units, step for step (the contract tests hold it to that).
+    units, step for step (the contract tests hold it to that). ``gradient_staleness``: 1 when each
+    step applies the previous step's summed gradients (``GradientSync``), so the all-reduce
+    overlaps the next step; 0 (the default) for fresh gradients.
     """
 
     name: str
     data_kind: ClassVar[type] = object
     exact: ClassVar[bool] = True
+    gradient_staleness: int = 0
 
     def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
         """Raise ``ConfigError`` if this strategy cannot run on ``data`` with ``world_size`` ranks;

@@ -263,7 +263,9 @@ class _RankRun:
         self.optimizer = build_optimizer(cfg["optim"], self.module.parameters())
         sync_cfg = cfg.get("grad_sync") or {}
         bucket_bytes = int(float(sync_cfg.get("bucket_mb", DEFAULT_BUCKET_BYTES / 2**20)) * 2**20)
-        self.sync = GradientSync(self.module, self.world_size, bucket_bytes, bool(sync_cfg.get("overlap", False)))
+        self.sync = GradientSync(
+            self.module, self.world_size, bucket_bytes, bool(sync_cfg.get("overlap", False)), self.strategy.gradient_staleness
+        )
         if resumed:
             self.optimizer.load_state_dict(resumed["optimizer"])
             restore_rng(resumed["rng"][self.rank], device)  # last: the generators continue where the checkpoint left them
@@ -289,6 +291,8 @@ class _RankRun:
             epoch_time = time.perf_counter() - start_time
         # Read after the timed region: counting never waits for the device inside it.
         conv_flops: MetricValue = flops.total if flops is not None else Missing("metrics.count_flops=false")
+        if any(getattr(module, "graph_convolutions", True) is False for module in self.module.modules()):
+            conv_flops = Missing("the model has no graph convolutions (a memory-based continuous-time model)")
         peak: MetricValue = peak_memory(self.device) if peak_resettable else Missing("this system cannot reset the peak memory counter per epoch")
         for metric, value in (
             ("epoch_time_s", epoch_time),

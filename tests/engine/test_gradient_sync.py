@@ -1,5 +1,7 @@
-"""The one gradient synchronisation: a bucketed sum over ranks, idle ranks included, overlap or not."""
+"""The one gradient synchronisation: a bucketed sum over ranks, idle ranks included, overlap or not,
+fresh or one step stale."""
 
+import pytest
 import torch
 from torch import nn
 
@@ -22,11 +24,13 @@ def _rank(rank, out):
     for overlap in (False, True):
         for bucket_bytes in BUCKETS:
             _steps(rank, f"{out}-{overlap}-{bucket_bytes}", overlap, bucket_bytes)
+    for bucket_bytes in BUCKETS:
+        _steps(rank, f"{out}-stale-{bucket_bytes}", False, bucket_bytes, staleness=1)
 
 
-def _steps(rank, out, overlap, bucket_bytes):
+def _steps(rank, out, overlap, bucket_bytes, staleness=0):
     net = model()
-    sync = GradientSync(net, 2, bucket_bytes=bucket_bytes, overlap=overlap)
+    sync = GradientSync(net, 2, bucket_bytes=bucket_bytes, overlap=overlap, staleness=staleness)
     assert len(sync.buckets) == (1 if bucket_bytes > 10**6 else len([p for p in net.parameters()]))
     results = []
     for step in range(3):
@@ -55,12 +59,19 @@ def expected_steps():
     return steps
 
 
-def test_gradients_are_summed_over_ranks_with_idle_ranks_and_any_bucketing(tmp_path):
+@pytest.fixture(scope="module")
+def synced(tmp_path_factory):
+    """Where the two ranks saved every configuration's steps (one spawn for all of them)."""
+    out = tmp_path_factory.mktemp("sync") / "sync"
+    run_ranks(_rank, (str(out),))
+    return out
+
+
+def test_gradients_are_summed_over_ranks_with_idle_ranks_and_any_bucketing(synced):
     expected = expected_steps()
-    run_ranks(_rank, (str(tmp_path / "sync"),))
     for overlap in (False, True):
         for bucket_bytes in BUCKETS:
-            out = tmp_path / f"sync-{overlap}-{bucket_bytes}"
+            out = f"{synced}-{overlap}-{bucket_bytes}"
             for rank in (0, 1):
                 results = torch.load(f"{out}-{rank}.pt")
                 for step, (grads, _, moved) in enumerate(results):
@@ -70,6 +81,20 @@ def test_gradients_are_summed_over_ranks_with_idle_ranks_and_any_bucketing(tmp_p
             # batch-norm statistics are averaged, so both ranks hold the same
             (a, b) = (torch.load(f"{out}-{r}.pt")[-1][1] for r in (0, 1))
             assert torch.equal(a, b)
+
+
+def test_a_stale_step_applies_the_previous_steps_sum_and_the_first_step_nothing(synced):
+    expected = expected_steps()
+    for bucket_bytes in BUCKETS:
+        for rank in (0, 1):
+            results = torch.load(f"{synced}-stale-{bucket_bytes}-{rank}.pt")
+            first_grads, _, first_moved = results[0]
+            assert first_moved > 0  # buffers only: no gradient sum has arrived yet
+            assert all(torch.count_nonzero(g) == 0 for g in first_grads.values())
+            for step in (1, 2):
+                grads, _, _ = results[step]
+                for name, value in expected[step - 1].items():
+                    assert torch.allclose(grads[name], value, atol=1e-5), (bucket_bytes, rank, step, name)
 
 
 def test_one_rank_moves_nothing_and_fills_unused_gradients_with_zeros():
