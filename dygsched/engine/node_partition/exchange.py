@@ -55,6 +55,24 @@ def _all_to_all(send: torch.Tensor, send_counts: tuple[int, ...], recv_counts: t
     return recv
 
 
+def all_to_all_later(send: torch.Tensor, send_counts: Sequence[int], recv_counts: Sequence[int]) -> Callable[[], torch.Tensor]:
+    """``_all_to_all`` started asynchronously (no gradient): returns the wait that gives the received rows."""
+    recv = send.new_empty((sum(recv_counts), *send.shape[1:]))
+    staged_send = send.cpu() if send.is_cuda and dist.get_backend() == "gloo" else send
+    staged_recv = recv.cpu() if recv.is_cuda and dist.get_backend() == "gloo" else recv
+    work = dist.all_to_all_single(
+        staged_recv, staged_send.contiguous(), output_split_sizes=list(recv_counts), input_split_sizes=list(send_counts), async_op=True
+    )
+
+    def arrived() -> torch.Tensor:
+        work.wait()
+        if staged_recv is not recv:
+            recv.copy_(staged_recv)
+        return recv
+
+    return arrived
+
+
 class _HaloExchange(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int, accounting: HaloAccounting | None) -> torch.Tensor:

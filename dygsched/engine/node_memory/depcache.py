@@ -1,0 +1,48 @@
+"""``sched=depcache``: every rank keeps a full replica of the node state (NeutronStar's DepCache).
+
+Reads are local (local dispatch). After each step every rank sends its deduplicated writes to
+every other rank (an all-gather done with one ``all_to_all_single``, which gloo supports with
+uneven splits) and applies all ranks' writes to its replica, the latest event winning, so the
+replicas stay identical. Memory grows with the rank count; traffic with ``M - 1``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from dygsched.engine.node_memory.single import local_memory
+from dygsched.engine.node_memory.state import Ownership
+from dygsched.engine.node_memory.strategy import NodeMemoryStrategy, Series
+from dygsched.engine.node_memory.updates import StateUpdates
+from dygsched.engine.strategy import IterationStats
+
+
+class DepCacheStrategy(NodeMemoryStrategy):
+    def __init__(self, name: str = "depcache", batch_size: int = 600) -> None:
+        super().__init__(name, batch_size)
+
+    def build_ownership(self) -> Ownership:
+        return Ownership.everywhere(self.stream.num_nodes, self.rank, self.world_size)
+
+    def memory_of(self, series: Series, stats: IterationStats, upcoming: Series | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        return local_memory(self, series)
+
+    def aggregate(self, updates: StateUpdates, stats: IterationStats) -> None:
+        mine = updates.deduplicated()
+        parts = [mine]
+        if self.world_size > 1:
+            peers = self.world_size - 1
+            endpoint_index, endpoint_rows = mine.endpoint_rows()
+            delivery_index, delivery_rows = mine.delivery_rows()
+            sent = [[0 if q == self.rank else int(x.shape[0]) for q in range(self.world_size)] for x in (endpoint_index, delivery_index)]
+            got = [self.counts(counts) for counts in sent]
+            parts.append(
+                StateUpdates.from_rows(
+                    self.exchange(endpoint_index.repeat(peers, 1), sent[0], got[0], "aggregate_index", stats),
+                    self.exchange(endpoint_rows.repeat(peers, 1), sent[0], got[0], "aggregate", stats),
+                    self.exchange(delivery_index.repeat(peers, 1), sent[1], got[1], "aggregate_index", stats),
+                    self.exchange(delivery_rows.repeat(peers, 1), sent[1], got[1], "aggregate", stats),
+                    self.model.memory_dim,
+                )
+            )
+        StateUpdates.cat(parts).apply(self.table, self.ownership.row.to(self.device))

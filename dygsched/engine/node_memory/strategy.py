@@ -1,0 +1,426 @@
+"""Training memory-based continuous-time models (TGN, JODIE, APAN) on an event stream, over ranks.
+
+One optimizer step is one global batch of ``batch_size x world_size`` consecutive training events;
+rank ``r`` takes its contiguous slice (``rank_slice``), so a run on ``M`` ranks takes exactly the
+steps of one process with the global batch. Per step a rank:
+
+1. builds its series: roots (sources, destinations, one random negative per event, seeded per
+   global batch), then the roots' most recent earlier neighbours when the model's embedding reads
+   them (``RecentNeighbours``);
+2. gets every series vertex's recomputed memory ``s'`` from the stored state (``memory_of``: where
+   the mechanisms differ: a local table, a replica, the owners' updates sent per occurrence, or
+   deduplicated rows fetched from the owners), embeds the roots, scores positive and negative
+   pairs, and back-propagates its share of the global batch's BCE loss (sum over its events
+   divided by the global batch size: the ranks' summed gradients are the one-process gradient);
+3. writes the positive endpoints' new memory and mails (``aggregate``; the latest event wins),
+   and ends the step (gradient all-reduce, optimizer step).
+
+A rank's batch may be cut into ``micro_batches`` consecutive slices (Sven's pipeline): each reads
+the state as it was before the batch, back-propagates its share, and the writes of all slices are
+aggregated once at the end, so the step is the same whatever the count.
+
+Memory is reset at the start of each epoch; validation continues from the end of training, test
+from the end of validation (TGL's protocol). Timestamps are shifted so the stream starts at 0.
+Evaluation reports the loss, average precision and ROC AUC of every positive and negative pair.
+
+Subclasses (one module each) implement ``ownership`` (who holds which vertex's rows),
+``memory_of`` and ``aggregate``. Bytes are counted exactly per kind and per peer (``Traffic``):
+``dispatch`` (state read from other ranks), ``aggregate`` (writes sent to other ranks), their
+``*_index`` (the vertex ids and keys that go with them), and DepComm's ``dispatch_grad``.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import abstractmethod
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+from dygsched.data.event_batches import (
+    RecentNeighbours,
+    SampledNeighbours,
+    batch_series,
+    negative_destinations,
+    rank_slice,
+    relative_times,
+)
+from dygsched.data.events import EventSplit, EventStream
+from dygsched.data.loading import DynamicData
+from dygsched.engine.node_memory.organise import RedundancyFree
+from dygsched.engine.node_memory.state import NodeStateTable, Ownership
+from dygsched.engine.node_memory.updates import StateUpdates
+from dygsched.engine.node_partition.exchange import all_to_all_later, exchange_counts, exchange_rows
+from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy
+from dygsched.errors import ConfigError
+
+PHASES = ("train", "val", "test")
+
+
+@dataclass(frozen=True)
+class RankBatch:
+    """This rank's slice ``[start, stop)`` of global batch ``index`` ``[global_start, global_stop)``."""
+
+    phase: str
+    index: int
+    global_start: int
+    global_stop: int
+    start: int
+    stop: int
+
+    @property
+    def events(self) -> int:
+        return self.stop - self.start
+
+    @property
+    def global_events(self) -> int:
+        return self.global_stop - self.global_start
+
+
+@dataclass(frozen=True)
+class Series:
+    """The vertices whose state a rank's batch reads: ``vertices`` at ``times`` (roots first), and,
+    where a strategy prepared it ahead, their redundancy-free organisation."""
+
+    vertices: torch.Tensor
+    times: torch.Tensor
+    organised: RedundancyFree | None = None
+
+
+@dataclass(frozen=True)
+class BatchInputs:
+    src: torch.Tensor
+    dst: torch.Tensor
+    times: torch.Tensor
+    roots: torch.Tensor
+    root_times: torch.Tensor
+    neighbours: SampledNeighbours
+    series: Series
+
+
+class Traffic:
+    """Bytes this rank sent to and received from each peer, per kind (its own rows excluded)."""
+
+    def __init__(self, rank: int, world_size: int) -> None:
+        self.rank, self.world_size = rank, world_size
+        self.sent: dict[str, np.ndarray] = {}
+        self.received: dict[str, np.ndarray] = {}
+
+    def record(self, kind: str, send_counts, recv_counts, row_bytes: int, stats: IterationStats | None) -> None:
+        sent = np.asarray(send_counts, dtype=np.int64) * row_bytes
+        received = np.asarray(recv_counts, dtype=np.int64) * row_bytes
+        sent[self.rank] = received[self.rank] = 0
+        self.sent[kind] = self.sent.get(kind, np.zeros(self.world_size, np.int64)) + sent
+        self.received[kind] = self.received.get(kind, np.zeros(self.world_size, np.int64)) + received
+        if stats is not None:
+            stats.add_bytes(kind, int(sent.sum() + received.sum()))
+
+    def to_dict(self) -> dict[str, dict[str, list[int]]]:
+        return {kind: {"sent": self.sent[kind].tolist(), "received": self.received[kind].tolist()} for kind in self.sent}
+
+
+class NodeMemoryStrategy(Strategy):
+    """The shared loop of the node-memory strategies (see the module docstring)."""
+
+    data_kind = EventStream
+    exact = True
+
+    def __init__(self, name: str, batch_size: int = 600, micro_batches: int = 1) -> None:
+        if int(batch_size) < 1:
+            raise ConfigError(f"sched.batch_size must be at least 1 event, got {batch_size}")
+        if int(micro_batches) < 1:
+            raise ConfigError(f"sched.micro_batches must be at least 1, got {micro_batches}")
+        self.name, self.batch_size, self.micro_batches = name, int(batch_size), int(micro_batches)
+        self._position: str | None = None  # the last phase whose events the state has absorbed
+        self._counting = True  # traffic is counted in training steps, not in evaluation
+        self._epoch = 0
+
+    # ---- before any rank starts -------------------------------------------------------------------
+    def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
+        super().check(data, settings, world_size)
+        assert isinstance(data, EventStream)
+        train = data.split(settings.train_fraction, settings.val_fraction).train
+        if self.batch_size * world_size > train[1] - train[0]:
+            raise ConfigError(
+                f"a global batch of {self.batch_size} x {world_size} ranks is more than the {train[1] - train[0]} training events"
+            )
+
+    def check_model(self, model: nn.Module) -> None:
+        from dygsched.models.memory_base import MemoryModel
+
+        if not isinstance(model, MemoryModel):
+            raise ConfigError(f"sched={self.name} trains memory-based continuous-time models: use model=tgn, jodie or apan")
+
+    # ---- on every rank ----------------------------------------------------------------------------
+    def setup(self, run: RunContext) -> None:
+        assert isinstance(run.data, EventStream)
+        stream = self.stream = run.data
+        self.settings, self.rank, self.world_size, self.device = run.settings, run.rank, run.world_size, run.device
+        self.artifacts = run.artifacts
+        self.times = relative_times(stream)
+        self.split: EventSplit = stream.split(run.settings.train_fraction, run.settings.val_fraction)
+        self.neighbours = RecentNeighbours(stream, self.times)
+        edge = stream.weight[:, None] if stream.weight is not None else torch.zeros(stream.num_events, 0)
+        self.edge = edge.to(self.times.dtype)
+        self.traffic = Traffic(self.rank, self.world_size)
+
+    def objective(self, model: nn.Module) -> nn.Module:
+        self.check_model(model)
+        self.model = model
+        self.ownership = self.build_ownership()
+        rows = int(self.ownership.rows_on(self.rank))
+        self.table = NodeStateTable(rows, model.memory_dim, model.mail_dim, model.mailbox_size, self.device)
+        return model
+
+    @abstractmethod
+    def build_ownership(self) -> Ownership:
+        """Who holds each vertex's state rows (called on every rank once the model exists)."""
+
+    @abstractmethod
+    def memory_of(self, series: Series, stats: IterationStats, upcoming: Series | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``s'`` (differentiable in the model's memory updater) and the stored ``tau`` of every series
+        vertex; ``upcoming`` is the series the next micro-batch will ask for (a strategy may start
+        fetching it: the state does not change within a batch)."""
+
+    @abstractmethod
+    def aggregate(self, updates: StateUpdates, stats: IterationStats) -> None:
+        """Write ``updates`` (this rank's, all ranks' together) wherever the state lives."""
+
+    # ---- batches ----------------------------------------------------------------------------------
+    def batches(self, phase: str) -> list[RankBatch]:
+        start, stop = self.split.phase(phase)
+        size = self.batch_size * self.world_size
+        out = []
+        for index, (g0, g1) in enumerate(self.stream.batches(start, stop, size)):
+            a, b = rank_slice(g0, g1, self.rank, self.world_size)
+            out.append(RankBatch(phase, index, g0, g1, a, b))
+        return out
+
+    def parts(self, batch: RankBatch) -> list[RankBatch]:
+        """``batch`` cut into ``micro_batches`` consecutive slices (every rank the same count, some maybe empty)."""
+        n, events = self.micro_batches, batch.events
+        cuts = [batch.start + events * i // n for i in range(n + 1)]
+        return [RankBatch(batch.phase, batch.index, batch.global_start, batch.global_stop, a, b) for a, b in zip(cuts, cuts[1:])]
+
+    def prepared(self, phase: str) -> Iterator[tuple[RankBatch, list[tuple[RankBatch, BatchInputs]]]]:
+        """Each batch of ``phase`` with the inputs of its micro-batches (Sven prepares them ahead)."""
+        for batch in self.batches(phase):
+            yield batch, [(part, self.inputs(part)) for part in self.parts(batch)]
+
+    def _negatives(self, batch: RankBatch) -> torch.Tensor:
+        epoch = self._epoch if batch.phase == "train" else 0  # evaluation sees the same negatives every epoch
+        drawn = negative_destinations(self.settings.seed, batch.phase, epoch, batch.index, batch.global_events, self.stream.num_nodes)
+        return drawn[batch.start - batch.global_start : batch.stop - batch.global_start]
+
+    # ---- one batch ----------------------------------------------------------------------------------
+    def inputs(self, batch: RankBatch) -> BatchInputs:
+        """The events of ``batch``, its roots (sources, destinations, negatives), their sampled neighbours and the series."""
+        src, dst = self.stream.src[batch.start : batch.stop], self.stream.dst[batch.start : batch.stop]
+        t = self.times[batch.start : batch.stop]
+        read = batch_series(self.neighbours, src, dst, self._negatives(batch), t, int(self.model.embedding_neighbours))
+        return BatchInputs(src, dst, t, read.roots, read.root_times, read.neighbours, Series(read.vertices, read.times))
+
+    def series_of(self, batch: RankBatch) -> Series:
+        return self.inputs(batch).series
+
+    def _step(
+        self, batch: RankBatch, inputs: BatchInputs, stats: IterationStats, upcoming: Series | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, StateUpdates]:
+        """This rank's loss sum, positive and negative logits, and state writes for ``batch``
+        (``upcoming``: the series of the next micro-batch of the same batch, if any)."""
+        model, n = self.model, batch.events
+        src, dst, t, roots, root_times, sampled, series = (
+            inputs.src, inputs.dst, inputs.times, inputs.roots, inputs.root_times, inputs.neighbours, inputs.series
+        )
+        k, mask = sampled.mask.shape[1], sampled.mask
+        self._series_vertices += int(series.vertices.numel())
+        self._series_unique += int(torch.unique(series.vertices).numel())
+        memory, tau = self.memory_of(series, stats, upcoming)
+        dev = self.device
+        root_count = roots.numel()
+        neighbour_memory = memory.new_zeros(root_count, k, memory.shape[1])
+        neighbour_memory[mask.to(dev)] = memory[root_count:]
+        neighbour_edge = self.edge[sampled.events.clamp(min=0)] * mask[..., None]
+        z = model.embed(
+            memory[:root_count], tau[:root_count], root_times.to(dev), neighbour_memory,
+            sampled.times.to(dev, self.times.dtype), neighbour_edge.to(dev), mask.to(dev),
+        )
+        positive = model.score(z[:n], z[n : 2 * n])
+        negative = model.score(z[:n], z[2 * n :])
+        loss_sum = F.binary_cross_entropy_with_logits(positive, torch.ones_like(positive), reduction="sum") + (
+            F.binary_cross_entropy_with_logits(negative, torch.zeros_like(negative), reduction="sum")
+        )
+        return loss_sum, positive.detach(), negative.detach(), self._updates(batch, memory[: 2 * n].detach(), src, dst, t)
+
+    def _updates(self, batch: RankBatch, endpoint_memory: torch.Tensor, src, dst, t) -> StateUpdates:
+        model, n, dev = self.model, batch.events, self.device
+        s_src, s_dst = endpoint_memory[:n], endpoint_memory[n:]
+        edge = self.edge[batch.start : batch.stop].to(dev)
+        with torch.no_grad():
+            mail_src, mail_dst = model.mail(s_src, s_dst, edge), model.mail(s_dst, s_src, edge)
+        k = int(model.mail_neighbours)
+        slots = 2 + 2 * k
+        event = torch.arange(batch.start, batch.stop)
+        keys = torch.cat([event * slots, event * slots + 1])
+        endpoints, endpoint_times = torch.cat([src, dst]), t.repeat(2)
+        if k:
+            sampled = self.neighbours.sample(endpoints, endpoint_times, k)
+            slot = 2 + torch.arange(2 * k).reshape(2, 1, k).expand(2, n, k).reshape(2 * n, k)
+            delivery_keys = (keys[:, None] - keys[:, None] % slots + slot)[sampled.mask]
+            delivered_to = sampled.nodes[sampled.mask]
+            source_row = torch.arange(2 * n)[:, None].expand(-1, k)[sampled.mask]
+            delivered_mail = torch.cat([mail_src, mail_dst])[source_row.to(dev)]
+            delivered_time = endpoint_times[source_row]
+        else:
+            delivery_keys = delivered_to = torch.zeros(0, dtype=torch.int64)
+            delivered_mail = endpoint_memory.new_zeros(0, model.mail_dim)
+            delivered_time = t.new_zeros(0)
+        return StateUpdates(
+            endpoints, keys, endpoint_memory, torch.cat([mail_src, mail_dst]), endpoint_times.to(dev),
+            delivered_to, delivery_keys, delivered_mail, delivered_time.to(dev),
+        )
+
+    # ---- an epoch ---------------------------------------------------------------------------------
+    def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
+        self._epoch = epoch.index
+        self.table.reset()
+        self.model.train()
+        self._series_vertices = self._series_unique = self._endpoints = self._endpoints_unique = 0
+        for batch, parts in self.prepared("train"):
+            stats = IterationStats(batch.index, units=batch.events)
+            start = time.perf_counter()
+            self._comm_s = 0.0
+            loss_total, writes = 0.0, []
+            for i, (part, inputs) in enumerate(parts):
+                upcoming = parts[i + 1][1].series if i + 1 < len(parts) else None
+                loss_sum, _, _, updates = self._step(part, inputs, stats, upcoming)
+                epoch.backward(loss_sum / batch.global_events, final=i + 1 == len(parts))
+                loss_total += float(loss_sum.detach())
+                writes.append(updates)
+            updates = StateUpdates.cat(writes)
+            self._count_writes(updates)
+            self.aggregate(updates, stats)
+            stats.loss_sum = loss_total
+            stats.comm_s += self._comm_s
+            stats.busy_s = time.perf_counter() - start - self._comm_s
+            epoch.finish_iteration(stats)
+        self._position = "train"
+        self.artifacts.write_json("node_memory_traffic.json", self._traffic_by_pair())
+        return {
+            "redundancy_dispatch": self._share_repeated(self._series_vertices, self._series_unique),
+            "redundancy_aggregate": self._share_repeated(self._endpoints, self._endpoints_unique),
+            "state_bytes": self.table.nbytes,
+        }
+
+    @staticmethod
+    def _share_repeated(total: int, unique: int) -> float:
+        return 1.0 - unique / total if total else float("nan")
+
+    def _count_writes(self, updates: StateUpdates) -> None:
+        self._endpoints += updates.endpoint_count
+        self._endpoints_unique += int(torch.unique(updates.vertices).numel())
+
+    @contextmanager
+    def exchanging(self) -> Iterator[None]:
+        """Time spent moving state between ranks (``comm_s``, not ``busy_s``)."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._comm_s += time.perf_counter() - start
+
+    def _traffic_by_pair(self) -> dict[str, Any]:
+        mine = self.traffic.to_dict()
+        if self.world_size == 1:
+            return {"ranks": [mine]}
+        gathered: list[Any] = [None] * self.world_size
+        dist.all_gather_object(gathered, mine)
+        return {"ranks": gathered}
+
+    # ---- evaluation -------------------------------------------------------------------------------
+    def evaluate(self, phase: str) -> dict[str, float]:
+        if phase not in ("val", "test"):
+            raise ValueError(phase)
+        previous = PHASES[PHASES.index(phase) - 1]
+        if self._position != previous:  # bring the state to the end of the phase before
+            self.table.reset()
+            self._position = None
+            for earlier in PHASES[: PHASES.index(phase)]:
+                self._stream_through(earlier)
+        losses, positives, negatives = self._stream_through(phase)
+        return self._metrics(losses, positives, negatives)
+
+    def _stream_through(self, phase: str) -> tuple[float, list[torch.Tensor], list[torch.Tensor]]:
+        """Every batch of ``phase`` without training: scores and state writes."""
+        self.model.eval()
+        self._counting = False
+        self._series_vertices = self._series_unique = 0
+        loss, positives, negatives = 0.0, [], []
+        with torch.no_grad():
+            for batch in self.batches(phase):
+                stats = IterationStats(batch.index)
+                self._comm_s = 0.0
+                loss_sum, positive, negative, updates = self._step(batch, self.inputs(batch), stats)
+                self.aggregate(updates, stats)
+                loss += float(loss_sum)
+                positives.append(positive.cpu())
+                negatives.append(negative.cpu())
+        self._position = phase
+        self._counting = True
+        self.model.train()
+        return loss, positives, negatives
+
+    def _metrics(self, loss: float, positives: list[torch.Tensor], negatives: list[torch.Tensor]) -> dict[str, float]:
+        from sklearn.metrics import average_precision_score, roc_auc_score
+
+        mine = (loss, torch.cat(positives).numpy(), torch.cat(negatives).numpy())
+        parts = [mine]
+        if self.world_size > 1:
+            parts = [None] * self.world_size
+            dist.all_gather_object(parts, mine)
+        positive = np.concatenate([p[1] for p in parts])
+        negative = np.concatenate([p[2] for p in parts])
+        scores = np.concatenate([positive, negative])
+        labels = np.concatenate([np.ones_like(positive), np.zeros_like(negative)])
+        return {
+            "loss": sum(p[0] for p in parts) / max(positive.size, 1),
+            "ap": float(average_precision_score(labels, scores)),
+            "auc": float(roc_auc_score(labels, scores)),
+        }
+
+    # ---- helpers for subclasses -------------------------------------------------------------------
+    def exchange(self, rows: torch.Tensor, send_counts, recv_counts, kind: str | None, stats: IterationStats | None) -> torch.Tensor:
+        """``exchange_rows`` with the bytes recorded under ``kind`` (None: not counted)."""
+        if kind is not None and self._counting:
+            width = int(np.prod(rows.shape[1:], dtype=np.int64)) * rows.element_size()
+            self.traffic.record(kind, send_counts, recv_counts, width, stats)
+        with self.exchanging():
+            return exchange_rows(rows, send_counts, recv_counts)
+
+    def exchange_later(self, rows: torch.Tensor, send_counts, recv_counts, kind: str, stats: IterationStats | None) -> Callable[[], torch.Tensor]:
+        """Start sending ``rows`` (no gradient) and return the wait for what arrives; counted like ``exchange``."""
+        if self._counting:
+            width = int(np.prod(rows.shape[1:], dtype=np.int64)) * rows.element_size()
+            self.traffic.record(kind, send_counts, recv_counts, width, stats)
+        if self.world_size == 1:
+            return lambda: rows
+        with self.exchanging():
+            return all_to_all_later(rows.detach(), send_counts, recv_counts)
+
+    def counts(self, send_counts: list[int]) -> list[int]:
+        with self.exchanging():
+            return exchange_counts(send_counts)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "train_batches": len(self.batches("train")),
+            "global_batch_events": self.batch_size * self.world_size,
+            "state_rows_per_rank": self.ownership.rows_on(self.rank) if hasattr(self, "ownership") else None,
+        }
