@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 RUN_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint test-slow test-gpu clean table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting table-flare-accuracy table-flare-memory table-flare-time table-flare-breakdown fig-flare-heatmap fig-flare-scaling table-distdy-storage table-distdy-partition table-distdy-traffic table-distdy-time fig-distdy-params
+.PHONY: help install run test lint test-slow test-gpu clean table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting table-flare-accuracy table-flare-memory table-flare-time table-flare-breakdown fig-flare-heatmap fig-flare-scaling table-distdy-storage table-distdy-partition table-distdy-traffic table-distdy-time fig-distdy-params table-sven-comm table-sven-balance table-sven-accuracy table-sven-breakdown
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -139,3 +139,28 @@ simulate: $(STAMP) ## parallel efficiency from 4 to 1,024 simulated GPUs (REAL f
 
 clean: ## remove generated results (keeps the virtual environment)
 	find results -mindepth 1 ! -name .gitkeep -exec rm -rf {} +
+
+SVEN_DIR ?= results/sven
+SVEN_ARGS ?= epochs=5 optim.lr=0.001
+SVEN_RUN := $(BIN)/dygsched run dataset=events progress=false checkpoint=false
+$(SVEN_DIR)/accuracy/runs.parquet: | $(STAMP)
+	$(BIN)/dygsched run -m dataset=events model=tgn,jodie,apan sched=single sched.batch_size=600 world_size=1 results_dir=$(SVEN_DIR)/accuracy progress=false checkpoint=false $(SVEN_ARGS)
+	$(BIN)/dygsched run -m dataset=events model=tgn,jodie,apan sched=sven sched.batch_size=300 sched.staleness=1 world_size=2 results_dir=$(SVEN_DIR)/accuracy progress=false checkpoint=false $(SVEN_ARGS)
+$(SVEN_DIR)/breakdown/runs.parquet: | $(STAMP)
+	$(SVEN_RUN) model=tgn sched=depcomm world_size=2 results_dir=$(SVEN_DIR)/breakdown $(SVEN_ARGS)
+	$(SVEN_RUN) model=tgn sched=sven sched.partition=interval sched.prefetch=false world_size=2 results_dir=$(SVEN_DIR)/breakdown $(SVEN_ARGS)
+	$(SVEN_RUN) model=tgn sched=sven sched.prefetch=false world_size=2 results_dir=$(SVEN_DIR)/breakdown $(SVEN_ARGS)
+	$(SVEN_RUN) model=tgn sched=sven sched.micro_batches=2 world_size=2 results_dir=$(SVEN_DIR)/breakdown $(SVEN_ARGS)
+	$(SVEN_RUN) model=tgn sched=sven sched.micro_batches=2 sched.staleness=1 world_size=2 results_dir=$(SVEN_DIR)/breakdown $(SVEN_ARGS)
+
+table-sven-comm: $(STAMP) ## Sven figure 12: bytes per epoch of DepCache, DepComm and Sven, 2-64 virtual ranks, with the closed forms
+	$(BIN)/python scripts/sven_tables.py comm --out $(SVEN_DIR)
+
+table-sven-balance: $(STAMP) ## Sven figure 14: the largest receive volume under range, interval and Re-FlexBiCut owners
+	$(BIN)/python scripts/sven_tables.py balance --out $(SVEN_DIR)
+
+table-sven-accuracy: $(SVEN_DIR)/accuracy/runs.parquet ## Sven table 4: test AP and AUC of TGN, JODIE, APAN, one process vs Sven on 2 ranks
+	$(BIN)/python scripts/sven_tables.py accuracy $(SVEN_DIR)/accuracy
+
+table-sven-breakdown: $(SVEN_DIR)/breakdown/runs.parquet ## Sven figure 15: epoch time from DepComm as each of Sven's mechanisms is added (2 ranks)
+	$(BIN)/python scripts/sven_tables.py breakdown $(SVEN_DIR)/breakdown

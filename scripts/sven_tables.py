@@ -1,0 +1,239 @@
+"""Sven's tables and figures (see the `make table-sven-*` targets).
+
+    python scripts/sven_tables.py comm      --out results/sven            # figure 12: bytes per epoch, 2-64 virtual ranks
+    python scripts/sven_tables.py balance   --out results/sven            # figure 14: largest receive volume per partition
+    python scripts/sven_tables.py accuracy  results/sven/accuracy         # table 4: test AP / AUC, one process vs Sven
+    python scripts/sven_tables.py breakdown results/sven/breakdown        # figure 15: epoch time as each mechanism is added
+
+`comm` and `balance` count in this process: which vertices a step reads and writes depends only on
+the stream, the batch and the rank count, so every rank pair's bytes are counted exactly for 2-64
+virtual ranks (`dygsched.engine.node_memory.volumes`; a test checks the counts against what real
+gloo ranks move). `comm` prints the paper's closed forms next to the counts. `accuracy` and
+`breakdown` read a sweep's run folders (real ranks on this machine). Each table is printed and
+written as CSV.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dygsched.errors import DygschedError
+
+PAPER_COMM = "paper, figure 12: Sven moves 1.25-5.26x less than DepComm and 1.16-2.01x less than DepCache across batch sizes"
+PAPER_BALANCE = "paper, figure 14: Re-FlexBiCut's largest balance cost is 59.2% / 48.5% below range / interval"
+PAPER_ACCURACY = "paper, table 4 (LASTFM, 4 GPUs, AP): TGL 80.19 / 77.69 / 88.42 vs Sven 80.93 / 78.12 / 88.37 (APAN / JODIE / TGN)"
+PAPER_BREAKDOWN = (
+    "paper, figure 15: redundancy-free 1.14-1.78x, Re-FlexBiCut 1.35-1.41x, micro-batch 1.21-1.43x, async all-reduce 1.05-1.21x"
+)
+
+
+def show(table: pd.DataFrame, out: Path, name: str, *notes: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"sven_{name}.csv"
+    table.to_csv(path, index=False)
+    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.float_format", "{:.4g}".format):
+        print(table.to_string(index=False))
+    for note in notes:
+        print(note)
+    print(f"written: {path}")
+
+
+def stream_and_model(dataset: str, model_name: str):
+    """The event stream and the model (its widths decide the row sizes) a config composes."""
+    from omegaconf import OmegaConf
+
+    from dygsched.data.loading import load_data
+    from dygsched.engine.worker import build_model
+    from dygsched.launch.hydra_app import compose_config
+
+    cfg = OmegaConf.to_container(compose_config([f"dataset={dataset}", f"model={model_name}"]), resolve=True)
+    stream = load_data(cfg["dataset"])
+    return cfg, stream, build_model(cfg["model"], stream)
+
+
+# ---- figure 12 ------------------------------------------------------------------------------------
+def comm(args: argparse.Namespace) -> None:
+    from dygsched.data.event_batches import RecentNeighbours, relative_times
+    from dygsched.engine.node_memory.volumes import RowSizes, count_traffic, epoch_reads
+    from dygsched.sched.vertex_partition import interval_partition
+
+    rows = []
+    for dataset in args.datasets:
+        cfg, stream, model = stream_and_model(dataset, args.model)
+        sizes = RowSizes.of(model)
+        train = stream.split(cfg["split"]["train"], cfg["split"]["val"]).train
+        sampler = RecentNeighbours(stream, relative_times(stream))
+        d_state = model.memory_dim + model.mail_dim  # the paper's unit: d_mem + d_msg values
+        for batch in args.batches:
+            for ranks in args.ranks:
+                if batch * ranks > train[1] - train[0]:
+                    continue
+                reads = list(epoch_reads(stream, train, batch, ranks, cfg["seed"], 0, model.embedding_neighbours, model.mail_neighbours, sampler))
+                counted = count_traffic(iter(reads), interval_partition(stream.num_nodes, ranks), ranks, sizes)
+                n1 = sum(r.series.numel() for r in reads)
+                u1 = sum(int(np.unique(r.series.numpy()).size) for r in reads)
+                n2 = sum(r.written.numel() for r in reads)
+                u2 = sum(int(np.unique(r.written.numpy()).size) for r in reads)
+                share = 2 * (ranks - 1) / ranks
+                closed = {  # the paper's equations, with this epoch's N1, N2 and redundancies, in float32 values
+                    "depcache": u2 * d_state * 2 * (ranks - 1) ** 2 / ranks,
+                    "depcomm": (n1 * model.memory_dim + u2 * d_state) * share,
+                    "sven": (u1 + u2) * d_state * share,
+                }
+                totals = {name: 2 * sum(int(m.sum()) for m in kinds.values()) for name, kinds in counted.items()}  # sent + received
+                for name, total in totals.items():
+                    rows.append({
+                        "dataset": dataset, "batch_per_rank": batch, "ranks": ranks, "strategy": name,
+                        "bytes_per_epoch": total, "closed_form_bytes": 4 * closed[name],
+                        "eta1": 1 - u1 / n1, "eta2": 1 - u2 / n2, "vs_sven": total / totals["sven"],
+                    })  # fmt: skip
+    show(
+        pd.DataFrame(rows),
+        args.out,
+        "comm",
+        PAPER_COMM,
+        f"model={args.model}; interval partition; one training epoch; bytes sent plus received over all ranks, ids and keys "
+        "included. Closed forms count state values only (d_mem + d_msg per row), as the paper does; DepCache's equation has "
+        "(M - 1)^2 / M where an all-gather of each rank's distinct writes moves 2 (M - 1) N2 (1 - eta2) rows.",
+    )
+
+
+# ---- figure 14 ------------------------------------------------------------------------------------
+def balance(args: argparse.Namespace) -> None:
+    from dygsched.data.event_batches import RecentNeighbours, relative_times
+    from dygsched.engine.node_memory.volumes import demand_matrix, epoch_reads
+    from dygsched.sched.vertex_partition import partition_vertices
+
+    rows = []
+    for dataset in args.datasets:
+        cfg, stream, model = stream_and_model(dataset, args.model)
+        train = stream.split(cfg["split"]["train"], cfg["split"]["val"]).train
+        sampler = RecentNeighbours(stream, relative_times(stream))
+        for batch in args.batches:
+            for ranks in args.ranks:
+                if batch * ranks > train[1] - train[0]:
+                    continue
+                reads = epoch_reads(stream, train, batch, ranks, cfg["seed"], 0, model.embedding_neighbours, sampler=sampler)
+                demand = demand_matrix(reads, ranks, stream.num_nodes)
+                found = {}
+                for method in ("range", "interval", "reflexbicut"):
+                    start = time.perf_counter()
+                    found[method] = (partition_vertices(method, demand, capacity_slack=args.capacity_slack), time.perf_counter() - start)
+                for method, (result, seconds) in found.items():
+                    volume = result.largest_receive_volume
+                    rows.append({
+                        "dataset": dataset, "batch_per_rank": batch, "ranks": ranks, "partition": method, "used": result.used,
+                        "largest_receive_rows": volume, "mean_receive_rows": float(result.receive_volumes.mean()),
+                        "largest_part": int(result.part_sizes.max()), "partition_s": seconds,
+                        "vs_range_pct": 100 * (volume / found["range"][0].largest_receive_volume - 1),
+                        "vs_interval_pct": 100 * (volume / found["interval"][0].largest_receive_volume - 1),
+                    })  # fmt: skip
+    show(
+        pd.DataFrame(rows),
+        args.out,
+        "balance",
+        PAPER_BALANCE,
+        f"model={args.model}; the balance cost is the largest receive volume in N&M rows over one epoch's pre-sampling; "
+        f"capacity slack {args.capacity_slack}.",
+    )
+
+
+# ---- run folders ----------------------------------------------------------------------------------
+def runs(results: Path) -> list[tuple[dict, pd.DataFrame, dict]]:
+    from omegaconf import OmegaConf
+
+    found = []
+    for summary_path in sorted(results.glob("*/summary.json")):
+        summary = json.loads(summary_path.read_text())
+        if summary.get("status") == "ok":
+            cfg = OmegaConf.to_container(OmegaConf.load(summary_path.parent / "config.yaml"), resolve=False)
+            found.append((summary, pd.read_parquet(summary_path.parent / "metrics.parquet"), cfg))
+    if not found:
+        raise SystemExit(f"sven_tables: no completed runs under {results}: run the sweep first")
+    return found
+
+
+def final(metrics: pd.DataFrame, phase: str, metric: str) -> float:
+    rows = metrics[(metrics.phase == phase) & (metrics.metric == metric)]
+    return float(rows.sort_values("epoch").value.iloc[-1]) if len(rows) else float("nan")
+
+
+def epoch_time(metrics: pd.DataFrame) -> float:
+    """The median training epoch time (the first epoch's warm-up included in the median only)."""
+    rows = metrics[(metrics.iteration == -1) & (metrics.phase == "train") & (metrics.metric == "epoch_time_s")]
+    return float(rows.groupby("epoch").value.max().median()) if len(rows) else float("nan")
+
+
+def accuracy(args: argparse.Namespace) -> None:
+    rows = []
+    for summary, metrics, cfg in runs(args.results):
+        sched = cfg["sched"]
+        rows.append({
+            "model": cfg["model"]["name"], "sched": sched["name"], "ranks": summary["world_size"],
+            "global_batch": sched["batch_size"] * summary["world_size"], "staleness": sched.get("staleness", 0),
+            "test_ap": final(metrics, "test", "ap"), "test_auc": final(metrics, "test", "auc"),
+            "val_ap": final(metrics, "val", "ap"), "epochs": summary["epochs_completed"],
+        })  # fmt: skip
+    table = pd.DataFrame(rows).sort_values(["model", "ranks"])
+    show(table, args.results, "accuracy", PAPER_ACCURACY, "one process (sched=single, TGL's loop) vs Sven on 2 gloo ranks, same global batch")
+
+
+BREAKDOWN_ORDER = ("depcomm", "+redundancy-free", "+re-flexbicut", "+micro-batch", "+async all-reduce")
+
+
+def breakdown_step(sched: dict) -> str:
+    if sched["name"] == "depcomm":
+        return "depcomm"
+    if sched.get("staleness", 0):
+        return "+async all-reduce"
+    if sched.get("micro_batches", 1) > 1 or sched.get("prefetch", False):
+        return "+micro-batch"
+    return "+re-flexbicut" if sched.get("partition") == "reflexbicut" else "+redundancy-free"
+
+
+def breakdown(args: argparse.Namespace) -> None:
+    rows = []
+    for summary, metrics, cfg in runs(args.results):
+        rows.append({
+            "model": cfg["model"]["name"], "step": breakdown_step(cfg["sched"]), "ranks": summary["world_size"],
+            "epoch_time_s": epoch_time(metrics),
+            "comm_bytes_per_epoch": sum(v for v in summary.get("comm_bytes_per_epoch", {}).values() if isinstance(v, (int, float))),
+        })  # fmt: skip
+    table = pd.DataFrame(rows)
+    table["order"] = table.step.map(BREAKDOWN_ORDER.index)
+    table = table.sort_values(["model", "order"]).drop(columns="order")
+    table["speedup_vs_previous"] = table.groupby("model").epoch_time_s.transform(lambda s: s.shift(1) / s)
+    table["speedup_vs_depcomm"] = table.groupby("model").epoch_time_s.transform(lambda s: s.iloc[0] / s)
+    show(table, args.results, "breakdown", PAPER_BREAKDOWN, "2 gloo ranks on this machine's 2 cores: times are CPU times, not a GPU cluster's")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="table", required=True)
+    for name in ("comm", "balance"):
+        p = sub.add_parser(name)
+        p.add_argument("--datasets", nargs="+", default=["events", "sfhh_events"])
+        p.add_argument("--model", default="tgn")
+        p.add_argument("--batches", type=int, nargs="+", default=[150, 300, 600])
+        p.add_argument("--ranks", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64] if name == "comm" else [4, 8, 16])
+        p.add_argument("--out", type=Path, default=Path("results/sven"))
+    sub.choices["balance"].add_argument("--capacity-slack", type=float, default=0.1)
+    for name in ("accuracy", "breakdown"):
+        sub.add_parser(name).add_argument("results", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        {"comm": comm, "balance": balance, "accuracy": accuracy, "breakdown": breakdown}[args.table](args)
+    except DygschedError as exc:
+        print(f"sven_tables: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
