@@ -86,7 +86,20 @@ def build_strategy(sched_cfg: Mapping[str, Any]) -> Strategy:
 
 
 def build_model(model_cfg: Mapping[str, Any], data: DynamicData) -> torch.nn.Module:
+    from hydra.utils import get_class
+
+    from dygsched.data.events import EventStream
+    from dygsched.models.memory_base import MemoryModel
+
     params = {k: v for k, v in model_cfg.items() if k != "name"}
+    try:
+        target = get_class(str(params.get("_target_", "")))
+    except Exception:  # not a class, or not importable: instantiate_component says which, in one line
+        target = None
+    streaming = isinstance(data, EventStream)
+    if target is not None and issubclass(target, MemoryModel) != streaming:
+        wanted = "event streams (dataset=events, sfhh_events or dataset.kind=events)" if not streaming else "snapshots"
+        raise ConfigError(f"model={model_cfg.get('name')} trains on {wanted}, but the dataset gives {type(data).__name__}")
     return instantiate_component(params, "model", **data.model_dims())
 
 

@@ -280,3 +280,11 @@ def test_batches_and_models_that_cannot_run_are_refused():
 
     with pytest.raises(ConfigError, match="model=tgn, jodie or apan"):
         SvenStrategy().check_model(TGCN(2, 1, hidden_channels=4))
+    from dygsched.data.synthetic import SyntheticSource
+    from dygsched.engine.worker import build_model
+    from dygsched.launch.hydra_app import compose_config
+
+    with pytest.raises(ConfigError, match="model=tgcn trains on snapshots, but the dataset gives EventStream"):
+        build_model(compose_config(["model=tgcn"]).model, data)
+    with pytest.raises(ConfigError, match="model=tgn trains on event streams"):
+        build_model(compose_config(["model=tgn"]).model, SyntheticSource(num_nodes=10, num_snapshots=3, feature_dim=2).load())
