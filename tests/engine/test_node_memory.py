@@ -288,3 +288,37 @@ def test_batches_and_models_that_cannot_run_are_refused():
         build_model(compose_config(["model=tgcn"]).model, data)
     with pytest.raises(ConfigError, match="model=tgn trains on event streams"):
         build_model(compose_config(["model=tgn"]).model, SyntheticSource(num_nodes=10, num_snapshots=3, feature_dim=2).load())
+
+
+def test_a_two_rank_sven_run_from_the_command_line_writes_honest_tables(tmp_path):
+    """``dygsched run`` end to end: the worker, the run folder, AP and AUC in the metrics, the
+    traffic file, and the FLOP counter's metric declared missing for a model without convolutions."""
+    import json
+
+    import pandas as pd
+
+    from dygsched.launch.hydra_app import main
+
+    data = stream()
+    csv = tmp_path / "events.csv"
+    pd.DataFrame({"src": data.src.numpy(), "dst": data.dst.numpy(), "t": data.t.numpy(), "w": data.weight.numpy()}).to_csv(csv, index=False)
+    overrides = [
+        "dataset=events", f"dataset.path={csv}", f"dataset.num_nodes={NODES}", "dataset.weight_col=w", "model=tgn",
+        "model.memory_dim=8", "model.time_dim=4", "model.neighbours=3", "sched=sven", "sched.batch_size=30",
+        "sched.micro_batches=2", "world_size=2", "epochs=2", "progress=false", "checkpoint=false", f"results_dir={tmp_path / 'results'}",
+    ]  # fmt: skip
+    assert main(overrides) == 0
+    (folder,) = [p.parent for p in (tmp_path / "results").glob("*/summary.json")]
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "ok" and summary["world_size"] == 2 and summary["partition"] == "reflexbicut"
+    assert "conv_flops" in summary["missing"] and summary["comm_bytes_per_epoch"]["dispatch"] > 0
+    metrics = pd.read_parquet(folder / "metrics.parquet")
+    for phase in ("val", "test"):
+        for metric in ("ap", "auc"):
+            values = metrics[(metrics.phase == phase) & (metrics.metric == metric)].value
+            assert len(values) == 2 and values.between(0, 1).all()
+    epoch = metrics[(metrics.iteration == -1) & (metrics.phase == "train")]
+    assert (epoch[epoch.metric == "redundancy_dispatch"].value > 0.5).all()
+    assert (epoch[epoch.metric == "exchange_s"].value > 0).all()
+    traffic = json.loads((folder / "node_memory_traffic.json").read_text())
+    assert len(traffic["ranks"]) == 2 and sum(traffic["ranks"][0]["dispatch"]["received"]) > 0

@@ -23,6 +23,10 @@ Memory is reset at the start of each epoch; validation continues from the end of
 from the end of validation (TGL's protocol). Timestamps are shifted so the stream starts at 0.
 Evaluation reports the loss, average precision and ROC AUC of every positive and negative pair.
 
+Epoch metrics: ``redundancy_dispatch`` and ``redundancy_aggregate`` (the share of the series and
+of the written endpoints that repeats a vertex: eta1, eta2), ``state_bytes`` (this rank's table) and
+``exchange_s`` (seconds in node-state exchanges, inside ``comm_s``).
+
 Subclasses (one module each) implement ``ownership`` (who holds which vertex's rows),
 ``memory_of`` and ``aggregate``. Bytes are counted exactly per kind and per peer (``Traffic``):
 ``dispatch`` (state read from other ranks), ``aggregate`` (writes sent to other ranks), their
@@ -293,6 +297,7 @@ class NodeMemoryStrategy(Strategy):
         self.table.reset()
         self.model.train()
         self._series_vertices = self._series_unique = self._endpoints = self._endpoints_unique = 0
+        exchange_s = 0.0
         for batch, parts in self.prepared("train"):
             stats = IterationStats(batch.index, units=batch.events)
             start = time.perf_counter()
@@ -309,6 +314,7 @@ class NodeMemoryStrategy(Strategy):
             self.aggregate(updates, stats)
             stats.loss_sum = loss_total
             stats.comm_s += self._comm_s
+            exchange_s += self._comm_s
             stats.busy_s = time.perf_counter() - start - self._comm_s
             epoch.finish_iteration(stats)
         self._position = "train"
@@ -317,6 +323,7 @@ class NodeMemoryStrategy(Strategy):
             "redundancy_dispatch": self._share_repeated(self._series_vertices, self._series_unique),
             "redundancy_aggregate": self._share_repeated(self._endpoints, self._endpoints_unique),
             "state_bytes": self.table.nbytes,
+            "exchange_s": exchange_s,  # the node-state exchanges' share of comm_s (the rest: the gradient all-reduce)
         }
 
     @staticmethod
