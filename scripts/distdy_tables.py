@@ -18,7 +18,6 @@ and written as CSV.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ from dygsched.engine.distdy.sampler import InNeighbours
 from dygsched.engine.distdy.strategy import node_split
 from dygsched.errors import DygschedError
 from dygsched.launch.hydra_app import compose_config
+from dygsched.metrics.runs_table import completed_runs
 from dygsched.sched.online_partition import PARTITIONERS, partition_stream, store_capacity
 
 EXPERIMENT = ["+experiment=distdy"]
@@ -101,20 +101,6 @@ class Simulator:
         return simulate_epoch(
             counts, self.cost, Network(gbps, latency_s=50e-6), self.row_bytes, self.embedding_bytes, self.parameter_bytes
         )
-
-
-def runs(results: Path) -> list[tuple[dict, pd.DataFrame, dict]]:
-    from omegaconf import OmegaConf
-
-    found = []
-    for summary_path in sorted(results.glob("*/summary.json")):
-        summary = json.loads(summary_path.read_text())
-        if summary.get("status") == "ok":
-            cfg = OmegaConf.to_container(OmegaConf.load(summary_path.parent / "config.yaml"), resolve=False)
-            found.append((summary, pd.read_parquet(summary_path.parent / "metrics.parquet"), cfg))
-    if not found:
-        raise SystemExit(f"distdy_tables: no completed runs under {results}: run the sweep first")
-    return found
 
 
 def epoch_rows(metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -222,7 +208,7 @@ def _store_all(graph, parts, stores: int, cfg: dict) -> tuple[float, list[np.nda
 # ---- figure 3 --------------------------------------------------------------------------------------------
 def traffic(args: argparse.Namespace) -> None:
     rows = []
-    for summary, metrics, run_cfg in runs(args.results):
+    for summary, metrics, run_cfg in completed_runs(args.results, "distdy_tables"):
         for metric, way in (("feature_fetch_in_bytes", "in"), ("feature_fetch_out_bytes", "out")):
             per_rank = epoch_rows(metrics, metric).groupby("rank")["value"].mean()
             for rank, value in per_rank.items():
@@ -286,7 +272,7 @@ def traffic(args: argparse.Namespace) -> None:
 # ---- figures 4, 5, 10 --------------------------------------------------------------------------------------
 def time_table(args: argparse.Namespace) -> None:
     rows = []
-    for summary, _, cfg in runs(args.results):
+    for summary, _, cfg in completed_runs(args.results, "distdy_tables"):
         rows.append({"window": cfg["window"], "partitioner": cfg["sched"]["partition"], "epoch_time_s": summary.get("epoch_time_s"),
                      "test": (summary.get("eval") or {}).get("value")})  # fmt: skip
     measured = pd.DataFrame(rows).sort_values(["window", "partitioner"])

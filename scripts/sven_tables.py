@@ -16,7 +16,6 @@ written as CSV.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from dygsched.errors import DygschedError
+from dygsched.metrics.runs_table import completed_runs
 
 PAPER_COMM = "paper, figure 12: Sven moves 1.25-5.26x less than DepComm and 1.16-2.01x less than DepCache across batch sizes"
 PAPER_BALANCE = "paper, figure 14: Re-FlexBiCut's largest balance cost is 59.2% / 48.5% below range / interval"
@@ -147,18 +147,6 @@ def balance(args: argparse.Namespace) -> None:
 
 
 # ---- run folders ----------------------------------------------------------------------------------
-def runs(results: Path) -> list[tuple[dict, pd.DataFrame, dict]]:
-    from omegaconf import OmegaConf
-
-    found = []
-    for summary_path in sorted(results.glob("*/summary.json")):
-        summary = json.loads(summary_path.read_text())
-        if summary.get("status") == "ok":
-            cfg = OmegaConf.to_container(OmegaConf.load(summary_path.parent / "config.yaml"), resolve=False)
-            found.append((summary, pd.read_parquet(summary_path.parent / "metrics.parquet"), cfg))
-    if not found:
-        raise SystemExit(f"sven_tables: no completed runs under {results}: run the sweep first")
-    return found
 
 
 def final(metrics: pd.DataFrame, phase: str, metric: str) -> float:
@@ -174,7 +162,7 @@ def epoch_time(metrics: pd.DataFrame) -> float:
 
 def accuracy(args: argparse.Namespace) -> None:
     rows = []
-    for summary, metrics, cfg in runs(args.results):
+    for summary, metrics, cfg in completed_runs(args.results, "sven_tables"):
         sched = cfg["sched"]
         rows.append({
             "model": cfg["model"]["name"], "sched": sched["name"], "ranks": summary["world_size"],
@@ -207,7 +195,7 @@ def epoch_share(metrics: pd.DataFrame, metric: str) -> float:
 
 def breakdown(args: argparse.Namespace) -> None:
     rows = []
-    for summary, metrics, cfg in runs(args.results):
+    for summary, metrics, cfg in completed_runs(args.results, "sven_tables"):
         comm, exchange = epoch_share(metrics, "comm_s"), epoch_share(metrics, "exchange_s")
         rows.append({
             "model": cfg["model"]["name"], "step": breakdown_step(cfg["sched"]), "ranks": summary["world_size"],
