@@ -37,7 +37,5 @@ class SingleProcessStrategy(NodeMemoryStrategy):
 
 def local_memory(strategy: NodeMemoryStrategy, series: Series) -> tuple[torch.Tensor, torch.Tensor]:
     """``s'`` and ``tau`` of the series from a table holding every vertex's row."""
-    device = strategy.device
-    state = strategy.table.read(strategy.ownership.row[series.vertices].to(device))
-    memory = strategy.model.update_memory(state.memory, state.memory_time, state.mail, state.mail_time, series.times.to(device))
-    return memory, state.memory_time
+    rows = strategy.ownership.row[series.vertices].to(strategy.device)
+    return strategy.memory_at(rows, series.times.to(strategy.device), strategy.table.read)

@@ -59,7 +59,7 @@ from dygsched.data.event_batches import (
 from dygsched.data.events import EventSplit, EventStream
 from dygsched.data.loading import DynamicData
 from dygsched.engine.node_memory.organise import RedundancyFree
-from dygsched.engine.node_memory.state import NodeStateTable, Ownership
+from dygsched.engine.node_memory.state import NodeState, NodeStateTable, Ownership
 from dygsched.engine.node_memory.updates import StateUpdates
 from dygsched.engine.node_partition.exchange import all_to_all_later, exchange_counts, exchange_rows
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy
@@ -403,6 +403,19 @@ class NodeMemoryStrategy(Strategy):
         }
 
     # ---- helpers for subclasses -------------------------------------------------------------------
+    def memory_at(self, keys: torch.Tensor, times: torch.Tensor, read: Callable[[torch.Tensor], NodeState]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``s'`` and ``tau`` of every series row: row ``i`` is the state ``read(keys[i])`` at ``times[i]``.
+
+        The updater runs once per distinct (key, time) pair and its rows are expanded back: a batch's
+        series repeats pairs (neighbours read at their root's time, tied event times), on Enron 87%
+        of them. Rows are independent, so the values are those of one call per row (TGL's dedup)."""
+        distinct_times, time_index = torch.unique(times, return_inverse=True)
+        span = max(int(distinct_times.numel()), 1)
+        pairs, inverse = torch.unique(keys.long() * span + time_index, return_inverse=True)  # one int64 per pair: fast
+        state = read(pairs // span)
+        memory = self.model.update_memory(state.memory, state.memory_time, state.mail, state.mail_time, distinct_times[pairs % span])
+        return memory[inverse], state.memory_time[inverse]
+
     def exchange(self, rows: torch.Tensor, send_counts, recv_counts, kind: str | None, stats: IterationStats | None) -> torch.Tensor:
         """``exchange_rows`` with the bytes recorded under ``kind`` (None: not counted)."""
         if kind is not None and self._counting:

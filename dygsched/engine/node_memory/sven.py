@@ -79,9 +79,8 @@ class SvenStrategy(ShardedMemoryStrategy):
         organised = series.organised or organise(series.vertices)
         with self.exchanging():
             unique_rows = rows()
-        state = self.table.unpack(unique_rows[organised.restore.to(unique_rows.device)])
-        memory = self.model.update_memory(state.memory, state.memory_time, state.mail, state.mail_time, series.times.to(self.device))
-        return memory, state.memory_time
+        restore = organised.restore.to(unique_rows.device)
+        return self.memory_at(restore, series.times.to(self.device), lambda index: self.table.unpack(unique_rows[index]))
 
     def _fetch(self, series: Series, stats: IterationStats) -> Callable[[], torch.Tensor]:
         """Ask the owners for the packed rows of the series' unique vertices; returns the wait for
