@@ -133,7 +133,7 @@ def full_table(per_rank: list[dict]) -> torch.Tensor:
     return torch.stack(rows)
 
 
-@pytest.fixture(scope="module", params=[1, 2, 3])
+@pytest.fixture(scope="module", params=[1, 2, pytest.param(3, marks=pytest.mark.slow)])  # 3 ranks: make test-slow
 def distributed(request, tmp_path_factory):
     world_size = request.param
     out = str(tmp_path_factory.mktemp("node_memory") / "results.pt")
