@@ -136,14 +136,7 @@ class GradientSync:
                 bucket.work.wait()
                 moved += bucket.nbytes
             assert bucket.flat is not None
-            offset = 0
-            for param in bucket.params:
-                chunk = bucket.flat[offset : offset + param.numel()].view_as(param)
-                if param.grad is None:
-                    param.grad = chunk.clone()
-                else:
-                    param.grad.copy_(chunk)
-                offset += param.numel()
+            self._set_grads(bucket, bucket.flat)
             bucket.flat, bucket.work = None, None
             bucket.ready.clear()
         self._next_launch = 0
@@ -167,15 +160,20 @@ class GradientSync:
                 if work is not None:
                     work.wait()
                     moved += bucket.nbytes
-            offset = 0
-            for param in bucket.params:
-                chunk = flat[offset : offset + param.numel()].view_as(param) if flat is not None else torch.zeros_like(param)
-                if param.grad is None:
-                    param.grad = chunk.clone()
-                else:
-                    param.grad.copy_(chunk)
-                offset += param.numel()
+            self._set_grads(bucket, flat)
         return moved + (self._average_buffers() if self.world_size > 1 else 0)
+
+    @staticmethod
+    def _set_grads(bucket: _Bucket, flat: torch.Tensor | None) -> None:
+        """Each parameter's gradient becomes its slice of ``flat`` (zeros when ``flat`` is None)."""
+        offset = 0
+        for param in bucket.params:
+            chunk = flat[offset : offset + param.numel()].view_as(param) if flat is not None else torch.zeros_like(param)
+            if param.grad is None:
+                param.grad = chunk.clone()
+            else:
+                param.grad.copy_(chunk)
+            offset += param.numel()
 
     def _average_buffers(self) -> int:
         """Average the floating-point buffers over ranks; the bytes all-reduced."""

@@ -164,8 +164,9 @@ def partition_vertices(method: str, demand, capacity_slack: float = 0.1, seed: i
     if method == "reflexbicut":
         owner = re_flexbicut(matrix, capacity_slack)
         volume = receive_volumes(matrix, owner).max(initial=0.0)
-        best = min(baselines, key=lambda name: receive_volumes(matrix, baselines[name]).max(initial=0.0))
-        best_volume = receive_volumes(matrix, baselines[best]).max(initial=0.0)
+        largest = {name: receive_volumes(matrix, baseline).max(initial=0.0) for name, baseline in baselines.items()}
+        best = min(largest, key=largest.__getitem__)
+        best_volume = largest[best]
         if best_volume < volume:
             note = (
                 f"Re-FlexBiCut's largest receive volume {volume:g} is above {best}'s {best_volume:g}: "

@@ -41,6 +41,11 @@ class Ownership:
         return int((self.owner == rank).sum())
 
 
+def packed_row_width(memory_dim: int, mail_dim: int, mailbox_size: int) -> int:
+    """Values per packed row: memory, its time, the mailbox and the mails' times."""
+    return memory_dim + 1 + mailbox_size * (mail_dim + 1)
+
+
 @dataclass(frozen=True)
 class NodeState:
     """State rows: ``memory`` [n, d_mem], ``memory_time`` [n], ``mail`` [n, B, d_msg], ``mail_time`` [n, B]."""
@@ -68,8 +73,8 @@ class NodeStateTable:
 
     @property
     def row_width(self) -> int:
-        """Floats per packed row: memory, its time, the mailbox and its times."""
-        return self.memory_dim + 1 + self.mailbox_size * (self.mail_dim + 1)
+        """Floats per packed row (``pack``)."""
+        return packed_row_width(self.memory_dim, self.mail_dim, self.mailbox_size)
 
     @property
     def nbytes(self) -> int:

@@ -231,9 +231,6 @@ class NodeMemoryStrategy(Strategy):
         read = batch_series(self.neighbours, src, dst, self._negatives(batch), t, int(self.model.embedding_neighbours))
         return BatchInputs(src, dst, t, read.roots, read.root_times, read.neighbours, Series(read.vertices, read.times))
 
-    def series_of(self, batch: RankBatch) -> Series:
-        return self.inputs(batch).series
-
     def _step(
         self, batch: RankBatch, inputs: BatchInputs, stats: IterationStats, upcoming: Series | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, StateUpdates]:
@@ -245,7 +242,8 @@ class NodeMemoryStrategy(Strategy):
         )
         k, mask = sampled.mask.shape[1], sampled.mask
         self._series_vertices += int(series.vertices.numel())
-        self._series_unique += int(torch.unique(series.vertices).numel())
+        unique = series.organised.unique if series.organised is not None else torch.unique(series.vertices)
+        self._series_unique += int(unique.numel())
         memory, tau = self.memory_of(series, stats, upcoming)
         dev = self.device
         root_count = roots.numel()
@@ -368,7 +366,6 @@ class NodeMemoryStrategy(Strategy):
         """Every batch of ``phase`` without training: scores and state writes."""
         self.model.eval()
         self._counting = False
-        self._series_vertices = self._series_unique = 0
         loss, positives, negatives = 0.0, [], []
         with torch.no_grad():
             for batch in self.batches(phase):
@@ -418,21 +415,24 @@ class NodeMemoryStrategy(Strategy):
 
     def exchange(self, rows: torch.Tensor, send_counts, recv_counts, kind: str | None, stats: IterationStats | None) -> torch.Tensor:
         """``exchange_rows`` with the bytes recorded under ``kind`` (None: not counted)."""
-        if kind is not None and self._counting:
-            width = int(np.prod(rows.shape[1:], dtype=np.int64)) * rows.element_size()
-            self.traffic.record(kind, send_counts, recv_counts, width, stats)
+        if kind is not None:
+            self._record(kind, rows, send_counts, recv_counts, stats)
         with self.exchanging():
             return exchange_rows(rows, send_counts, recv_counts)
 
     def exchange_later(self, rows: torch.Tensor, send_counts, recv_counts, kind: str, stats: IterationStats | None) -> Callable[[], torch.Tensor]:
         """Start sending ``rows`` (no gradient) and return the wait for what arrives; counted like ``exchange``."""
-        if self._counting:
-            width = int(np.prod(rows.shape[1:], dtype=np.int64)) * rows.element_size()
-            self.traffic.record(kind, send_counts, recv_counts, width, stats)
+        self._record(kind, rows, send_counts, recv_counts, stats)
         if self.world_size == 1:
             return lambda: rows
         with self.exchanging():
             return all_to_all_later(rows.detach(), send_counts, recv_counts)
+
+    def _record(self, kind: str, rows: torch.Tensor, send_counts, recv_counts, stats: IterationStats | None) -> None:
+        """Count an exchange of ``rows`` in training steps (evaluation moves state too, uncounted)."""
+        if self._counting:
+            width = int(np.prod(rows.shape[1:], dtype=np.int64)) * rows.element_size()
+            self.traffic.record(kind, send_counts, recv_counts, width, stats)
 
     def counts(self, send_counts: list[int]) -> list[int]:
         with self.exchanging():

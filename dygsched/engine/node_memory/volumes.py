@@ -29,6 +29,7 @@ import torch
 
 from dygsched.data.event_batches import RecentNeighbours, batch_series, negative_destinations, rank_slice, relative_times
 from dygsched.data.events import EventStream
+from dygsched.engine.node_memory.state import packed_row_width
 
 STRATEGIES = ("depcache", "depcomm", "sven")
 ID = 8  # bytes of an int64 id or key
@@ -49,8 +50,8 @@ class RowSizes:
         return cls(int(model.memory_dim), int(model.mail_dim), int(model.mailbox_size), value_bytes)
 
     @property
-    def packed(self) -> int:  # memory, its time, the mailbox and the mails' times
-        return self.value_bytes * (self.memory_dim + 1 + self.mailbox_size * (self.mail_dim + 1))
+    def packed(self) -> int:  # Sven's dispatch row: NodeStateTable.pack
+        return self.value_bytes * packed_row_width(self.memory_dim, self.mail_dim, self.mailbox_size)
 
     @property
     def reply(self) -> int:  # DepComm: s' and tau
