@@ -168,6 +168,27 @@ def test_every_strategy_trains_what_one_process_trains_with_the_global_batch(dis
         torch.testing.assert_close(full_table(per_rank), full_table([want]), rtol=1e-6, atol=1e-7, msg=where)
 
 
+@pytest.mark.parametrize("model_name", list(MODELS))
+def test_embedding_each_distinct_root_once_changes_nothing(model_name, references):
+    """Roots repeat (vertex, time) pairs on this stream (tied times); embedding one row per pair and
+    expanding must train exactly what embedding every root trains."""
+    every_root = SingleProcessStrategy(batch_size=GLOBAL_BATCH)
+    every_root.embed_distinct_roots = False
+    want, got = train(every_root, model_name, 0, 1), references[model_name]
+    np.testing.assert_allclose(got["losses"], want["losses"], rtol=1e-9)
+    for key, value in want["params"].items():
+        torch.testing.assert_close(got["params"][key], value, rtol=1e-9, atol=1e-10, msg=key)
+    for phase in ("val", "test"):
+        assert got[phase] == pytest.approx(want[phase], rel=1e-9)
+    # and the pairs do repeat, so the comparison is not of two identical computations
+    data = stream()
+    roots = torch.cat([data.src[:GLOBAL_BATCH], data.dst[:GLOBAL_BATCH]])
+    probe = SingleProcessStrategy(batch_size=GLOBAL_BATCH)
+    probe.device = CPU
+    embedded, expand = probe._embedded_roots(roots, data.t[:GLOBAL_BATCH].repeat(2))
+    assert embedded.numel() < roots.numel() and torch.equal(roots[embedded][expand], roots)
+
+
 def test_no_vertex_state_lives_on_two_ranks_except_in_the_replica(distributed):
     world_size, results = distributed
     for (sched, _, _), per_rank in results.items():

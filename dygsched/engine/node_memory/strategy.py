@@ -135,6 +135,7 @@ class NodeMemoryStrategy(Strategy):
 
     data_kind = EventStream
     exact = True
+    embed_distinct_roots = True  # one embedding per distinct (root, time) pair (``_embedded_roots``)
 
     def __init__(self, name: str, batch_size: int = 600, micro_batches: int = 1) -> None:
         if int(batch_size) < 1:
@@ -250,16 +251,35 @@ class NodeMemoryStrategy(Strategy):
         neighbour_memory = memory.new_zeros(root_count, k, memory.shape[1])
         neighbour_memory[mask.to(dev)] = memory[root_count:]
         neighbour_edge = self.edge[sampled.events.clamp(min=0)] * mask[..., None]
+        embedded, expand = self._embedded_roots(roots, root_times)
         z = model.embed(
-            memory[:root_count], tau[:root_count], root_times.to(dev), neighbour_memory,
-            sampled.times.to(dev, self.times.dtype), neighbour_edge.to(dev), mask.to(dev),
-        )
+            memory[:root_count][embedded], tau[:root_count][embedded], root_times[embedded].to(dev), neighbour_memory[embedded],
+            sampled.times[embedded].to(dev, self.times.dtype), neighbour_edge[embedded].to(dev), mask[embedded].to(dev),
+        )[expand]
         positive = model.score(z[:n], z[n : 2 * n])
         negative = model.score(z[:n], z[2 * n :])
         loss_sum = F.binary_cross_entropy_with_logits(positive, torch.ones_like(positive), reduction="sum") + (
             F.binary_cross_entropy_with_logits(negative, torch.zeros_like(negative), reduction="sum")
         )
         return loss_sum, positive.detach(), negative.detach(), self._updates(batch, memory[: 2 * n].detach(), src, dst, t)
+
+    def _embedded_roots(self, roots: torch.Tensor, root_times: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The roots to embed (the first of each distinct (vertex, time) pair) and the index that
+        expands their embeddings back to every root.
+
+        A root's embedding is a function of its vertex and query time alone (its ``s'``, its most
+        recent neighbours strictly before that time, their ``s'`` and events), and tied event times
+        repeat pairs (on Enron 46% of a batch's roots), so one row per pair gives the same values and
+        the same gradients (the expansion sums them back). With dropout, repeats share one draw.
+        ``embed_distinct_roots = False`` embeds every root (the tests compare the two)."""
+        if not self.embed_distinct_roots:
+            every = torch.arange(roots.numel())
+            return every, every
+        distinct_times, time_index = torch.unique(root_times, return_inverse=True)
+        pairs, expand = torch.unique(roots.long() * max(int(distinct_times.numel()), 1) + time_index, return_inverse=True)
+        first = torch.full((pairs.numel(),), roots.numel(), dtype=torch.int64)
+        first.scatter_reduce_(0, expand, torch.arange(roots.numel()), reduce="amin")
+        return first, expand.to(self.device)
 
     def _updates(self, batch: RankBatch, endpoint_memory: torch.Tensor, src, dst, t) -> StateUpdates:
         model, n, dev = self.model, batch.events, self.device
