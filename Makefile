@@ -97,16 +97,16 @@ table-flare-accuracy: $(FLARE_DIR)/variants/runs.parquet ## FlareDTDG table 6: t
 table-flare-memory: $(FLARE_DIR)/variants/runs.parquet ## FlareDTDG tables 5/7: memory per rank, Full-History vs FlareDTDG (the same runs as table 6)
 	$(BIN)/python scripts/flare_tables.py memory $(FLARE_DIR)/variants
 
-table-flare-time: $(FLARE_DIR)/time/runs.parquet ## FlareDTDG tables 8-11: epoch time, shrinking on/off, overlap none/rr/mlp (about 20 min)
+table-flare-time: $(FLARE_DIR)/time/runs.parquet ## FlareDTDG tables 8-11: epoch time, shrinking on/off, overlap none/rr/mlp (about 25 min)
 	$(BIN)/python scripts/flare_tables.py time $(FLARE_DIR)/time
 
 table-flare-breakdown: $(FLARE_DIR)/variants/runs.parquet ## FlareDTDG table 12: chunking, shuffle, remap, forward, backward, communication, load
 	$(BIN)/python scripts/flare_tables.py breakdown $(FLARE_DIR)/variants
 
-fig-flare-heatmap: $(FLARE_DIR)/heatmap/runs.parquet ## FlareDTDG figure 8: MSE, memory and time over K x alpha, as a PNG (about 15 min)
+fig-flare-heatmap: $(FLARE_DIR)/heatmap/runs.parquet ## FlareDTDG figure 8: MSE, memory and time over K x alpha, as a PNG (about 13 min)
 	$(BIN)/python scripts/flare_tables.py heatmap $(FLARE_DIR)/heatmap
 
-fig-flare-scaling: $(FLARE_DIR)/scaling/runs.parquet ## FlareDTDG figure 7: 1 and 2 ranks
+fig-flare-scaling: $(FLARE_DIR)/scaling/runs.parquet ## FlareDTDG figure 7: 1 and 2 ranks (about 7 min)
 	$(BIN)/python scripts/flare_tables.py scaling $(FLARE_DIR)/scaling
 
 DISTDY_DIR ?= results/distdy
