@@ -142,10 +142,11 @@ clean: ## remove generated results (keeps the virtual environment)
 
 SVEN_DIR ?= results/sven
 SVEN_ARGS ?= epochs=5 optim.lr=0.001
+SVEN_SEEDS ?= 0
 SVEN_RUN := $(BIN)/dygsched run dataset=events progress=false checkpoint=false
 $(SVEN_DIR)/accuracy/runs.parquet: | $(STAMP)
-	$(BIN)/dygsched run -m dataset=events model=tgn,jodie,apan sched=single sched.batch_size=600 world_size=1 results_dir=$(SVEN_DIR)/accuracy progress=false checkpoint=false $(SVEN_ARGS)
-	$(BIN)/dygsched run -m dataset=events model=tgn,jodie,apan sched=sven sched.batch_size=300 sched.staleness=0,1 world_size=2 results_dir=$(SVEN_DIR)/accuracy progress=false checkpoint=false $(SVEN_ARGS)
+	$(BIN)/dygsched run -m dataset=events model=tgn,jodie,apan sched=single sched.batch_size=600 world_size=1 seed=$(SVEN_SEEDS) results_dir=$(SVEN_DIR)/accuracy progress=false checkpoint=false $(SVEN_ARGS)
+	$(BIN)/dygsched run -m dataset=events model=tgn,jodie,apan sched=sven sched.batch_size=300 sched.staleness=0,1 world_size=2 seed=$(SVEN_SEEDS) results_dir=$(SVEN_DIR)/accuracy progress=false checkpoint=false $(SVEN_ARGS)
 $(SVEN_DIR)/breakdown/runs.parquet: | $(STAMP)
 	$(SVEN_RUN) model=tgn sched=depcache world_size=2 results_dir=$(SVEN_DIR)/breakdown $(SVEN_ARGS)
 	$(SVEN_RUN) model=tgn sched=depcomm world_size=2 results_dir=$(SVEN_DIR)/breakdown $(SVEN_ARGS)
@@ -160,7 +161,7 @@ table-sven-comm: $(STAMP) ## Sven figure 12: bytes per epoch of DepCache, DepCom
 table-sven-balance: $(STAMP) ## Sven figure 14: the largest receive volume under range, interval and Re-FlexBiCut owners
 	$(BIN)/python scripts/sven_tables.py balance --out $(SVEN_DIR)
 
-table-sven-accuracy: $(SVEN_DIR)/accuracy/runs.parquet ## Sven table 4: test AP and AUC of TGN, JODIE, APAN, one process vs Sven on 2 ranks, staleness 0 and 1
+table-sven-accuracy: $(SVEN_DIR)/accuracy/runs.parquet ## Sven table 4: test AP and AUC of TGN, JODIE, APAN, one process vs Sven on 2 ranks, staleness 0 and 1 (SVEN_SEEDS=0,1,2 for several seeds)
 	$(BIN)/python scripts/sven_tables.py accuracy $(SVEN_DIR)/accuracy
 
 table-sven-breakdown: $(SVEN_DIR)/breakdown/runs.parquet ## Sven figure 15 / table 2: epoch time (compute, exchange, all-reduce) of DepCache, DepComm and Sven as each mechanism is added (2 ranks)
