@@ -20,6 +20,16 @@ if TYPE_CHECKING:
 State = tuple[torch.Tensor, ...]
 
 
+class ZeroState(tuple):
+    """A state whose tensors are all zeros, as ``initial_state`` returns it (a group's start).
+
+    A layer may skip the products with such a state (TGCN skips its state's share of the gates);
+    every other state is a plain tuple, so a state that went through a hook, a checkpoint or
+    another rank is never mistaken for one."""
+
+    __slots__ = ()
+
+
 class DGNNLayer(nn.Module, ABC):
     """One spatio-temporal block (REAL eq. 1-2).
 
@@ -32,11 +42,12 @@ class DGNNLayer(nn.Module, ABC):
     ``reuse`` names the part of ``spatial`` that depends on the snapshot alone and can be computed
     once per chain of snapshots (``conv_chain``) and passed back as ``spatial(..., conv_out=...)``:
 
-    * ``"gcn"``: a ``GCNConv`` applied to the layer input (TGCN's stacked gate conv, WD-GCN's conv,
-      MPNN-LSTM's ``conv_1``); transformation and aggregation are both reusable. MPNN-LSTM's
-      ``conv_2`` is not: it reads ``s1`` after batch norm and dropout.
-    * ``"gcn_aggregate"``: the parameter-free aggregation ``A_t X_t`` (EvolveGCN-O/H); the
-      projection is not reusable, its weights change with every snapshot.
+    * ``"gcn"``: a ``GCNConv`` applied to the layer input (WD-GCN's conv, MPNN-LSTM's ``conv_1``);
+      transformation and aggregation are both reusable. MPNN-LSTM's ``conv_2`` is not: it reads
+      ``s1`` after batch norm and dropout.
+    * ``"gcn_aggregate"``: the parameter-free aggregation ``A_t X_t`` (EvolveGCN-O/H, whose
+      projection changes with every snapshot; TGCN, which projects with its convolution's weights
+      folded into its gates' linears).
     * ``"gat"``: a ``GATConv`` (GAT-LSTM): projection, attention and aggregation.
     * ``None``: nothing reusable.
 

@@ -6,12 +6,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GCNConv
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
-from dygsched.models.base import DGNNLayer, GCNStack, State
-from dygsched.models.incremental import gcn_conv_chain
+from dygsched.models import flops
+from dygsched.models.base import DGNNLayer, GCNStack, State, ZeroState, gcn_aggregate
+from dygsched.models.incremental import gcn_aggregate_chain
 
 
 class TGCNLayer(DGNNLayer):
@@ -22,14 +24,24 @@ class TGCNLayer(DGNNLayer):
         H~ = tanh(L_h [GCN_h(X), H * R])
         H' = Z * H + (1 - Z) * H~
 
-    ``spatial`` runs the three gate convolutions as one ``GCNConv`` with ``3 * out_channels``
-    outputs (the three weight matrices and biases stacked: the same numbers as three convs, one
-    message-passing pass); it does not read the state, so its output can be cached and reused.
-    ``temporal`` is the GRU-style update. State: ``(H,)`` with ``H`` of shape ``[N, out_channels]``.
-    Reuse (``"gcn"``): the whole stacked conv (projection and aggregation).
+    The parameters are tgt's: the three gate convolutions as one ``GCNConv`` with
+    ``3 * out_channels`` outputs (``conv``: their weights and biases stacked) and the three gate
+    linears. The computation is reassociated, the same numbers up to float rounding: each linear
+    ``L_g = [L_g^x | L_g^h]`` splits into its input half and its state half, and the input half is
+    folded into the convolution, ``L_g^x GCN_g(X) = A X (W_g^T L_g^x^T) + L_g^x b_g``, so a
+    snapshot costs one aggregation over ``min(in, 3 out)`` channels and one projection of
+    ``in -> 3 out``, instead of a projection ``in -> 3 out``, an aggregation over ``3 out`` channels
+    and three ``out x out`` products of the convolution's output.
+
+    ``spatial`` returns the input's share of the three gates' pre-activations,
+    ``[L_z^x GCN_z(X) | L_r^x GCN_r(X) | L_h^x GCN_h(X)]`` plus the linears' biases (``[N, 3 out]``);
+    it does not read the state, so it can be cached and reused. ``temporal`` adds the state's
+    share and runs the GRU-style update. State: ``(H,)`` with ``H`` of shape ``[N, out_channels]``.
+    Reuse (``"gcn_aggregate"``): the parameter-free aggregation ``A X`` of the layer's input, which
+    ``spatial`` then projects with the folded weights.
     """
 
-    reuse = "gcn"
+    reuse = "gcn_aggregate"
 
     def __init__(self, in_channels: int, out_channels: int, improved: bool = False, add_self_loops: bool = True) -> None:
         super().__init__(in_channels, out_channels)
@@ -39,26 +51,51 @@ class TGCNLayer(DGNNLayer):
         self.linear_h = nn.Linear(2 * out_channels, out_channels)
 
     def initial_state(self, num_nodes: int, device: torch.device, dtype: torch.dtype) -> State:
-        return (torch.zeros(num_nodes, self.out_channels, device=device, dtype=dtype),)
+        return ZeroState((torch.zeros(num_nodes, self.out_channels, device=device, dtype=dtype),))
+
+    def _input_halves(self) -> torch.Tensor:
+        """``[L_z^x, L_r^x, L_h^x]`` stacked: ``[3, out, out]``."""
+        out = self.out_channels
+        return torch.stack([self.linear_z.weight[:, :out], self.linear_r.weight[:, :out], self.linear_h.weight[:, :out]])
+
+    def _linear_biases(self) -> torch.Tensor:
+        return torch.cat([self.linear_z.bias, self.linear_r.bias, self.linear_h.bias])
 
     def spatial(
         self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
     ) -> torch.Tensor:
-        """``[GCN_z(X), GCN_r(X), GCN_h(X)]`` side by side: ``[N, 3 * out_channels]``."""
-        return self.conv(x, edge_index, edge_weight) if conv_out is None else conv_out
+        """The input's share of the gates' pre-activations, ``[N, 3 * out_channels]`` (see the class)."""
+        out, halves, conv = self.out_channels, self._input_halves(), self.conv
+        weight = torch.bmm(halves, conv.lin.weight.view(3, out, -1)).reshape(3 * out, -1)  # [3 out, in]
+        bias = torch.bmm(halves, conv.bias.view(3, out, 1)).reshape(3 * out) + self._linear_biases()
+        if flops.counting():
+            flops.add_flops("transform", 2 * 3 * out * out * (self.in_channels + 1))  # the folded weight and bias
+            flops.add_flops("transform", 2 * x.size(0) * self.in_channels * 3 * out)
+            flops.add_flops("elementwise", x.size(0) * 3 * out)
+        if conv_out is None and self.in_channels > 3 * out:  # project first: aggregate the narrower side
+            return gcn_aggregate(F.linear(x, weight), edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops) + bias
+        if conv_out is None:
+            conv_out = gcn_aggregate(x, edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops)
+        return F.linear(conv_out, weight, bias)
 
     def conv_chain(
         self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None
     ) -> list[Any]:
-        return gcn_conv_chain(self.conv, x, first, diffs, paths)
+        return gcn_aggregate_chain(x, first, diffs, paths, improved=self.conv.improved, add_self_loops=self.conv.add_self_loops)
 
     def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         (h,) = state
-        conv_z, conv_r, conv_h = spatial_out.chunk(3, dim=-1)
-        z = torch.sigmoid(self.linear_z(torch.cat([conv_z, h], dim=-1)))
-        r = torch.sigmoid(self.linear_r(torch.cat([conv_r, h], dim=-1)))
-        h_tilde = torch.tanh(self.linear_h(torch.cat([conv_h, h * r], dim=-1)))
-        h = z * h + (1 - z) * h_tilde
+        out = self.out_channels
+        x_z, x_r, x_h = spatial_out.chunk(3, dim=-1)
+        if isinstance(state, ZeroState):  # H = 0: the state's shares vanish, R is not needed
+            z, h_tilde = torch.sigmoid(x_z), torch.tanh(x_h)
+            h = h_tilde - z * h_tilde  # (1 - Z) * H~
+            return h, (h,)
+        h_z, h_r = F.linear(h, torch.cat([self.linear_z.weight[:, out:], self.linear_r.weight[:, out:]])).chunk(2, dim=-1)
+        z = torch.sigmoid(x_z + h_z)
+        r = torch.sigmoid(x_r + h_r)
+        h_tilde = torch.tanh(x_h + F.linear(h * r, self.linear_h.weight[:, out:]))
+        h = torch.lerp(h_tilde, h, z)  # Z * H + (1 - Z) * H~
         return h, (h,)
 
 

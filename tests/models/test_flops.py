@@ -161,14 +161,15 @@ def test_every_model_is_countable_and_reuse_counts_less(name: str) -> None:
     assert 0 < reused.total < full.total
 
 
-def test_tgcn_forward_count_is_the_sum_of_its_convolutions() -> None:
+def test_tgcn_forward_count_is_its_folded_convolution() -> None:
     snapshots = _slow_graph()[:2]
     snapshots = [Snapshot(s.edge_index, s.edge_weight, s.x[:, :4].contiguous(), s.y, s.node_mask) for s in snapshots]
-    model = build("tgcn", num_layers=1)  # one GCNConv 4 -> 3 * 8 per snapshot
+    model = build("tgcn", num_layers=1)  # gates' input halves folded into one GCN 4 -> 3 * 8 per snapshot
     with count_conv_flops(model) as counter:
         model(snapshots)
     expected = 0
     for s in snapshots:
         n, messages = s.num_nodes, int((s.edge_index[0] != s.edge_index[1]).sum()) + s.num_nodes
-        expected += 2 * n * 4 * 24 + (3 * messages + n) + 2 * messages * 24 + n * 24
+        folding = 2 * 3 * 8 * 8 * (4 + 1)  # the three 8 x 8 input halves times the conv's weight and bias
+        expected += folding + (3 * messages + n) + 2 * messages * 4 + 2 * n * 4 * 24 + n * 24  # aggregate 4 wide, then project
     assert counter.total == expected

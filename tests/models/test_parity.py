@@ -46,17 +46,20 @@ def load_tgcn_cell(layer: TGCNLayer, tgt_cell: torch.nn.Module) -> None:
         getattr(layer, name).load_state_dict(getattr(tgt_cell, name).state_dict())
 
 
-def test_tgcn_matches_tgt_cell_by_cell() -> None:
+@pytest.mark.parametrize("in_channels", [4, 32], ids=["aggregate-first", "project-first"])  # 32 > 3 x 8 gate channels
+def test_tgcn_matches_tgt_cell_by_cell(in_channels: int) -> None:
+    """Our TGCN folds the gates' input halves into the convolution and skips a zero state's
+    products (``ZeroState``, the first snapshot): the same outputs, states and gradients as tgt."""
     torch.manual_seed(0)
-    model = TGCN(4, 1, hidden_channels=8, num_layers=2)
-    cells = [recurrent.TGCN(4, 8), recurrent.TGCN(8, 8)]
+    model = TGCN(in_channels, 1, hidden_channels=8, num_layers=2)
+    cells = [recurrent.TGCN(in_channels, 8), recurrent.TGCN(8, 8)]
     for layer, cell in zip(model.layers, cells, strict=True):
         randomise_biases(cell)
         load_tgcn_cell(layer, cell)
 
     states = model.initial_states(12, torch.device("cpu"))
     hidden: list[torch.Tensor | None] = [None, None]
-    for snapshot in changing_group(length=3):
+    for snapshot in changing_group(length=3, num_features=in_channels):
         out, states = model.step(snapshot, states)
         x = snapshot.x
         for i, cell in enumerate(cells):
@@ -64,6 +67,16 @@ def test_tgcn_matches_tgt_cell_by_cell() -> None:
             x = hidden[i]
             torch.testing.assert_close(states[i][0], hidden[i], **TOL)
         torch.testing.assert_close(out, x, **TOL)
+
+    (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+    (x * torch.linspace(-1, 1, x.numel()).view_as(x)).sum().backward()
+    for layer, cell in zip(model.layers, cells, strict=True):
+        convs = (cell.conv_z, cell.conv_r, cell.conv_h)
+        torch.testing.assert_close(layer.conv.lin.weight.grad, torch.cat([c.lin.weight.grad for c in convs]), **TOL)
+        torch.testing.assert_close(layer.conv.bias.grad, torch.cat([c.bias.grad for c in convs]), **TOL)
+        for name in ("linear_z", "linear_r", "linear_h"):
+            torch.testing.assert_close(getattr(layer, name).weight.grad, getattr(cell, name).weight.grad, **TOL)
+            torch.testing.assert_close(getattr(layer, name).bias.grad, getattr(cell, name).bias.grad, **TOL)
 
 
 def test_evolvegcn_o_matches_tgt() -> None:
