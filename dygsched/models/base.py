@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import torch
 from torch import nn
-from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import scatter
 
 from dygsched.data.temporal_graph import Snapshot
 from dygsched.models import flops
+from dygsched.models.gcn_normalization import normalized_edges
 
 if TYPE_CHECKING:
     from dygsched.data.diffmap import DiffMap, EdgeSet
@@ -366,7 +366,8 @@ def gcn_aggregate(
     improved: bool = False,
     add_self_loops: bool = True,
 ) -> torch.Tensor:
-    """``D^-1/2 (A + I) D^-1/2 x``: GCN's neighbourhood aggregation without the projection.
+    """``D^-1/2 (A + I) D^-1/2 x``: GCN's neighbourhood aggregation without the projection (the
+    normalised edges are kept per graph, ``dygsched.models.gcn_normalization``).
 
     The same normalisation as ``torch_geometric.nn.GCNConv`` (messages flow from row 0 to row 1
     of ``edge_index``), so ``gcn_aggregate(x, ...) @ W`` equals ``GCNConv`` with weight ``W`` and
@@ -374,11 +375,23 @@ def gcn_aggregate(
     here, in ``spatial``, and project in ``temporal``, which keeps the aggregation reusable.
     """
     num_nodes = x.size(0)
-    edge_index, weight = gcn_norm(
-        edge_index, edge_weight, num_nodes=num_nodes, improved=improved, add_self_loops=add_self_loops, dtype=x.dtype
-    )
+    edge_index, weight = normalized_edges(edge_index, edge_weight, num_nodes, improved, add_self_loops, x.dtype)
     if flops.counting():
-        flops.add_flops("normalize", 3 * edge_index.size(1) + num_nodes)
         flops.add_flops("aggregate", 2 * edge_index.size(1) * x.size(1))
     messages = x.index_select(0, edge_index[0]) * weight.unsqueeze(-1)
     return scatter(messages, edge_index[1], dim=0, dim_size=num_nodes, reduce="sum")
+
+
+def gcn_conv(conv: nn.Module, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor | None) -> torch.Tensor:
+    """``conv(x, edge_index, edge_weight)`` for a ``torch_geometric.nn.GCNConv``, with the normalised
+    edges kept per graph (``gcn_aggregate``): the module's computation (projection, aggregation,
+    bias) and FLOP counts. A conv that does not normalise, caches one graph or reverses the flow
+    is called as it is."""
+    if not conv.normalize or conv.cached or conv.flow != "source_to_target":
+        return conv(x, edge_index, edge_weight)
+    if flops.counting():
+        flops.add_flops("transform", 2 * x.size(0) * conv.in_channels * conv.out_channels)
+        if conv.bias is not None:
+            flops.add_flops("elementwise", x.size(0) * conv.out_channels)
+    out = gcn_aggregate(conv.lin(x), edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops)
+    return out if conv.bias is None else out + conv.bias

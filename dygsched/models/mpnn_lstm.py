@@ -12,7 +12,7 @@ from torch_geometric.nn import GCNConv
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.data.temporal_graph import Snapshot
-from dygsched.models.base import DGNN, DGNNLayer, PartitionOps, State, stack_layers, synced_batch_norm
+from dygsched.models.base import DGNN, DGNNLayer, PartitionOps, State, gcn_conv, stack_layers, synced_batch_norm
 from dygsched.models.incremental import gcn_conv_chain
 
 
@@ -70,18 +70,18 @@ class MPNNLSTMLayer(DGNNLayer):
         self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``([S1_t, S2_t] [N, 2 * hidden_channels], X_t)``; ``conv_out`` replaces ``GCN_1(X_t)``."""
-        s1 = F.relu(self.conv_1(x, edge_index, edge_weight) if conv_out is None else conv_out)
+        s1 = F.relu(gcn_conv(self.conv_1, x, edge_index, edge_weight) if conv_out is None else conv_out)
         s1 = F.dropout(self.batch_norm_1(s1), p=self.dropout, training=self.training)
-        s2 = F.relu(self.conv_2(s1, edge_index, edge_weight))
+        s2 = F.relu(gcn_conv(self.conv_2, s1, edge_index, edge_weight))
         s2 = F.dropout(self.batch_norm_2(s2), p=self.dropout, training=self.training)
         return torch.cat([s1, s2], dim=-1), x
 
     def spatial_partitioned(self, x: torch.Tensor, snapshot: Snapshot, state: State, ops: PartitionOps) -> Any:
         """Both convolutions read halo rows (``S1``'s come by a second exchange) and both batch norms
         take their statistics over every rank's owned rows: the whole snapshot's, as in ``spatial``."""
-        s1 = F.relu(ops.owned(self.conv_1(ops.with_halo(x), snapshot.edge_index, snapshot.edge_weight)))
+        s1 = F.relu(ops.owned(gcn_conv(self.conv_1, ops.with_halo(x), snapshot.edge_index, snapshot.edge_weight)))
         s1 = F.dropout(synced_batch_norm(self.batch_norm_1, s1, ops), p=self.dropout, training=self.training)
-        s2 = F.relu(ops.owned(self.conv_2(ops.with_halo(s1), snapshot.edge_index, snapshot.edge_weight)))
+        s2 = F.relu(ops.owned(gcn_conv(self.conv_2, ops.with_halo(s1), snapshot.edge_index, snapshot.edge_weight)))
         s2 = F.dropout(synced_batch_norm(self.batch_norm_2, s2, ops), p=self.dropout, training=self.training)
         return torch.cat([s1, s2], dim=-1), x
 

@@ -11,7 +11,7 @@ from torch import nn
 from torch_geometric.nn import GCNConv
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
-from dygsched.models.base import DGNNLayer, GCNStack, State
+from dygsched.models.base import DGNNLayer, GCNStack, State, gcn_conv
 from dygsched.models.incremental import gcn_conv_chain
 
 
@@ -40,7 +40,7 @@ class WDGCNLayer(DGNNLayer):
     def spatial(
         self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
     ) -> torch.Tensor:
-        return F.relu(self.conv(x, edge_index, edge_weight) if conv_out is None else conv_out)
+        return F.relu(gcn_conv(self.conv, x, edge_index, edge_weight) if conv_out is None else conv_out)
 
     def conv_chain(
         self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None
