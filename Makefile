@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 RUN_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint test-slow test-gpu clean table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting table-flare-accuracy table-flare-memory table-flare-time table-flare-breakdown fig-flare-heatmap fig-flare-scaling table-distdy-storage table-distdy-partition table-distdy-traffic table-distdy-time fig-distdy-params table-sven-comm table-sven-balance table-sven-accuracy table-sven-breakdown bench-tgn-pyg
+.PHONY: help install run test lint test-slow test-gpu clean table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting table-flare-accuracy table-flare-memory table-flare-time table-flare-breakdown fig-flare-heatmap fig-flare-scaling table-distdy-storage table-distdy-partition table-distdy-traffic table-distdy-time fig-distdy-params table-sven-comm table-sven-balance table-sven-accuracy table-sven-breakdown bench-tgn-pyg bench-vs-pygt
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -166,6 +166,9 @@ table-sven-accuracy: $(SVEN_DIR)/accuracy/runs.parquet ## Sven table 4: test AP 
 
 table-sven-breakdown: $(SVEN_DIR)/breakdown/runs.parquet ## Sven figure 15 / table 2: epoch time (compute, exchange, all-reduce) of DepCache, DepComm and Sven as each mechanism is added (2 ranks)
 	$(BIN)/python scripts/sven_tables.py breakdown $(SVEN_DIR)/breakdown
+
+bench-vs-pygt: $(STAMP) ## one rank against a plain PyTorch Geometric Temporal loop: ms per training group side by side, TGCN and MPNN-LSTM (about 6 min)
+	$(BIN)/python scripts/bench_vs_pygt.py
 
 bench-tgn-pyg: $(STAMP) ## the one-process TGN reference against a TGN of PyG's temporal modules: epoch time side by side (Enron)
 	$(BIN)/python scripts/bench_tgn_pyg.py
