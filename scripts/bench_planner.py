@@ -4,6 +4,8 @@ The issue's suite: "trend-*" instances from the growth trends of DyGNeX appendix
 simulator's generator) and "synth-*" instances from the project's synthetic dataset generator
 (``SyntheticSource``: per-snapshot active nodes and edges, window-4 groups, group time from the
 linear cost model, REAL eq. 17 reuse between overlapping windows), each with and without reuse.
+"regime-*" (sizes that hold a level and jump between levels) and "bursty-*" (heavy-tailed bursts)
+instances from ``simulate.generate_family``, with and without reuse, join the suite.
 "stress-*" rows (heavy-tailed log-normal group times) are printed but are outside the suite and
 the PASS/FAIL lines. Prints one row per (instance, solver); writes results/bench_planner.csv.
 
@@ -38,7 +40,7 @@ from dygsched.certify.configuration_bound import configuration_bound
 from dygsched.certify.iteration_bound import SAFETY, iteration_bound
 from dygsched.sched import ScheduleProblem, solve
 from dygsched.sched.cost_model import CostModel, group_times_from_sizes
-from dygsched.sched.simulate import generate_snapshots, reuse_pairs, simulation_problem, with_gpus
+from dygsched.sched.simulate import generate_family, generate_snapshots, reuse_pairs, simulation_problem, with_gpus
 
 WINDOW = 4
 # SyntheticSource graphs are small (300 nodes); these coefficients price them like a graph about
@@ -105,6 +107,12 @@ def instances(quick: bool):
         rng = random.Random(n * 31 + g)
         times = tuple(rng.lognormvariate(0, 0.4) for _ in range(n))
         yield f"stress-{n}-{g}", ScheduleProblem(times, g, 2, 0.01), False
+    families = [(100, 4), (200, 8), (400, 8), (3000, 128), (10_000, 1024)]
+    for family in ("regime", "bursty"):
+        for n, g in families if not quick else families[1:2] + families[-1:]:
+            for reuse in (False, True):
+                base = simulation_problem(generate_family(family, n + 3, seed=n + g), 4, CostModel(), 1, reuse)
+                yield f"{family}-{n}-{g}", with_gpus(base, g), reuse
 
 
 def main(argv: list[str]) -> int:

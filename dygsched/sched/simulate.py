@@ -74,6 +74,54 @@ def generate_snapshots(
     return SnapshotStats(nodes, edges, added, removed, touched)
 
 
+FAMILIES = ("trend", "regime", "bursty")
+
+
+def generate_family(family: str, num_snapshots: int, seed: int = 0, nodes0: float = 100_000, edges0: float = 1_000_000, churn: float = 0.08) -> SnapshotStats:
+    """Snapshot sizes of one of the planner benchmark's families:
+
+    * ``trend``: DyGNeX appendix E's steady growth with fluctuations (``generate_snapshots``);
+    * ``regime``: regime switching: sizes hold a level and jump to another (levels log-uniform over
+      a 10x range, held for geometric durations averaging ``num_snapshots / 8``), with 2% noise;
+    * ``bursty``: a steady base with heavy-tailed bursts: each snapshot starts a burst with
+      probability 0.05, of Pareto(1.5) height (median +60%, sometimes 10x and more) decaying over a
+      few snapshots.
+
+    Diff maps replace ``churn`` of the edges plus whatever the size change adds or removes.
+    """
+    if family not in FAMILIES:
+        raise ScheduleError(f"unknown snapshot family {family!r} (choose from {', '.join(FAMILIES)})")
+    if family == "trend":
+        return generate_snapshots(num_snapshots, seed=seed, nodes0=nodes0, edges0=edges0, churn=churn)
+    if not 1 <= num_snapshots <= 100_000:
+        raise ScheduleError(f"the number of snapshots must be in 1..100000, got {num_snapshots}")
+    rng = np.random.default_rng(seed)
+    if family == "regime":
+        scale = np.empty(num_snapshots)
+        k = 0
+        while k < num_snapshots:
+            hold = int(rng.geometric(min(1.0, 8.0 / num_snapshots)))
+            scale[k : k + hold] = 10 ** rng.uniform(-0.5, 0.5)
+            k += hold
+        scale *= 1 + rng.normal(0.0, 0.02, num_snapshots)
+    else:
+        scale = np.ones(num_snapshots)
+        for start in np.flatnonzero(rng.random(num_snapshots) < 0.05):
+            height = rng.pareto(1.5)
+            decay = 0.5 ** np.arange(num_snapshots - start)
+            scale[start:] += height * decay
+        scale *= 1 + rng.normal(0.0, 0.02, num_snapshots)
+    scale = np.maximum(scale, 0.05)
+    nodes = np.maximum(1.0, nodes0 * np.sqrt(scale)).round()
+    edges = np.maximum(1.0, edges0 * scale).round()
+    replaced = edges * churn * rng.uniform(0.5, 1.5, num_snapshots)
+    growth = np.diff(edges, prepend=edges[0])
+    added = np.maximum(0.0, replaced + np.maximum(growth, 0)).round()
+    removed = np.maximum(0.0, replaced + np.maximum(-growth, 0)).round()
+    touched = np.minimum(nodes, 1.6 * (added + removed) * nodes / np.maximum(edges, 1)).round()
+    return SnapshotStats(nodes, edges, added, removed, touched)
+
+
 def group_costs(stats: SnapshotStats, window: int, cost: CostModel) -> tuple[np.ndarray, np.ndarray]:
     """Group times (first snapshot full, the rest from diff maps) and per-snapshot diff costs."""
     if window < 1 or window > stats.num_snapshots:

@@ -22,8 +22,11 @@ close pairs is taken. With reuse the two-pointer walk is run literally, since re
 monotonicity it relies on. The published algorithm pairs at most two groups per GPU; for
 ``capacity == 1`` it degenerates to running the longest ``G`` remaining groups each iteration.
 
-The algorithm is ``O(n^3)``; ``max_targets`` (default: all) evaluates only that many evenly spaced
-candidate targets per iteration, for experiments on very large problems.
+The algorithm is ``O(n^3)``; without reuse an iteration's candidate targets are evaluated together
+on index arrays (``_pick_pairs_for_targets``: the same pairs, about 7x faster at 300 groups; the
+one-by-one loop stays as the reference the tests compare plans with). ``max_targets`` (default:
+all) evaluates only that many evenly spaced candidate targets per iteration, for experiments on
+very large problems.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from dygsched.sched.plan import Iterations, SolverStatus
 from dygsched.sched.problem import ScheduleProblem
 
 ZERO = -1  # id of the zero group
+VECTOR_ELEMENTS = 1_000_000  # targets x groups per vectorised step (about 100 MB of index arrays)
 
 
 def _closest_pair_sorted(values: np.ndarray, target: float) -> tuple[int, int] | None:
@@ -114,10 +118,63 @@ def _pick_pairs(problem, ids, taken, target, count, use_reuse):
     return pairs
 
 
+def _pick_pairs_for_targets(values: np.ndarray, ids: np.ndarray, rows: np.ndarray, count: int) -> list[list[tuple[float, tuple[int, ...]]]]:
+    """``_pick_pairs`` (no reuse) for every candidate target of one iteration at once.
+
+    ``values``/``ids``: the remaining groups, sorted ascending, the zero group first (position 0);
+    ``rows``: per target the position of its partner (the longest group, position ``m - 1``, is
+    every target's other member). Row ``r`` sees the groups but those two (the zero group stays),
+    and takes ``count`` times the closest pair to its target with ``_closest_pair_sorted``'s
+    candidates and tie-breaking, evaluated on index arrays over the alive positions instead of a
+    compacted copy: the same pairs in the same order.
+    """
+    m, t_count = len(values), len(rows)
+    targets = values[m - 1] + values[rows] - 0.0
+    alive = np.ones((t_count, m), dtype=bool)
+    alive[:, m - 1] = False
+    alive[np.arange(t_count), rows] = rows == 0  # the zero group stays available
+    positions = np.arange(m)
+    wanted = np.searchsorted(values, targets[:, None] - values[None, :])  # first index >= target - v[h]
+    picked: list[list[tuple[float, tuple[int, ...]]]] = [[] for _ in range(t_count)]
+    active = np.ones(t_count, dtype=bool)
+    row_index = np.arange(t_count)
+    for _ in range(count):
+        if not active.any():
+            break
+        next_alive = np.full((t_count, m + 1), m)
+        next_alive[:, :m] = np.minimum.accumulate(np.where(alive, positions, m)[:, ::-1], axis=1)[:, ::-1]
+        prev_alive = np.maximum.accumulate(np.where(alive, positions, -1), axis=1)
+        first_up = np.take_along_axis(next_alive, wanted, axis=1)  # ``j`` as an index
+        c1 = np.maximum(first_up, next_alive[:, 1:])  # max(j, h + 1)
+        below = np.where(wanted > 0, np.take_along_axis(prev_alive, np.maximum(wanted - 1, 0), axis=1), -1)  # j - 1
+        ok1 = alive & (c1 < m)
+        ok2 = alive & (below > positions)
+        err1 = np.where(ok1, np.abs(values[None, :] + values[np.minimum(c1, m - 1)] - targets[:, None]), np.inf)
+        err2 = np.where(ok2, np.abs(values[None, :] + values[np.maximum(below, 0)] - targets[:, None]), np.inf)
+        h1, h2 = err1.argmin(axis=1), err2.argmin(axis=1)
+        e1, e2 = err1[row_index, h1], err2[row_index, h2]
+        use2 = e2 < e1
+        found = active & (np.isfinite(e1) | np.isfinite(e2))
+        heads = np.where(use2, h2, h1)
+        tails = np.where(use2, below[row_index, h2], c1[row_index, h1])
+        for r in np.flatnonzero(found):
+            head, tail = int(heads[r]), int(tails[r])
+            picked[r].append((float(values[head] + values[tail]), tuple(int(k) for k in (ids[head], ids[tail]) if k != ZERO)))
+        rows_found = np.flatnonzero(found)
+        alive[rows_found, heads[found]] = heads[found] == 0
+        alive[rows_found, tails[found]] = False
+        active &= found
+    return picked
+
+
 def target_pairing_iterations(
-    problem: ScheduleProblem, use_reuse: bool, max_targets: int | None = None
+    problem: ScheduleProblem, use_reuse: bool, max_targets: int | None = None, vectorized: bool = True
 ) -> Iterations:
-    """DyGNeX Algorithm 2 (``use_reuse=False``) or REAL Algorithm 1 (``use_reuse=True``)."""
+    """DyGNeX Algorithm 2 (``use_reuse=False``) or REAL Algorithm 1 (``use_reuse=True``).
+
+    ``vectorized`` (no reuse only): evaluate an iteration's candidate targets together
+    (``_pick_pairs_for_targets``); ``False`` runs them one by one, the reference the tests compare
+    the plans with."""
     gpus = problem.num_gpus
     order = sorted(range(problem.num_groups), key=lambda k: (problem.group_times[k], k))
     if problem.capacity == 1:
@@ -135,6 +192,21 @@ def target_pairing_iterations(
             picks = np.unique(np.linspace(0, len(partners) - 1, max_targets).round().astype(int))
             partners = [partners[p] for p in picks]
         best_waste, best_choice = float("inf"), None
+        if vectorized and not use_reuse:
+            position = {k: i for i, k in enumerate(remaining)}
+            values = np.asarray([0.0 if k == ZERO else problem.group_times[k] for k in remaining], dtype=float)
+            ids, rows = np.asarray(remaining, dtype=np.int64), np.asarray([position[k] for k in partners])
+            chunk = max(1, VECTOR_ELEMENTS // len(remaining))  # targets evaluated together: bounded memory
+            all_pairs = [pairs for start in range(0, len(rows), chunk) for pairs in _pick_pairs_for_targets(values, ids, rows[start : start + chunk], gpus - 1)]
+            for partner, pairs in zip(partners, all_pairs, strict=True):
+                target = _pair_time(problem, longest, partner, use_reuse)
+                sums = [value for value, _ in pairs]
+                waste = gpus * max(max(sums, default=0.0), target) - sum(sums) - target
+                if waste < best_waste:
+                    best_waste = waste
+                    first = tuple(k for k in (longest, partner) if k != ZERO)
+                    best_choice = [first, *(pair for _, pair in pairs)]
+            partners = []
         for partner in partners:
             target = _pair_time(problem, longest, partner, use_reuse)
             taken = {longest, partner}

@@ -18,8 +18,8 @@ so far are pruned, and at most 48 counts are tried):
    heavy bins are matched with light ones and the four groups re-paired in the best of three
    ways, score ``max(l1, l2) + weight * (l1 + l2)`` (a positive weight keeps reuse pairs).
 3. For ``L != 2``, longest-processing-time-first into the bins with room.
-4. Up to 120 groups, the published target pairing (DyGNeX Algorithm 2 / REAL Algorithm 1) also
-   runs, and the best plan goes on; up to 2,000 groups a local search (``local_search.py``) moves
+4. Up to 400 groups the published DyGNeX Algorithm 2 (and up to 120 with reuse REAL Algorithm 1)
+   also runs, and the best plan goes on; up to 2,000 groups a local search (``local_search.py``) moves
    or swaps groups out of each iteration's slowest GPU.
 5. ``L = 2``, up to 2,000 groups: the sorted-cut pair search (``local_search.improve_pairs``), an
    iterated local search that exchanges groups between any two bins and re-cuts the iterations
@@ -129,7 +129,8 @@ def _chunk_lists(bins: list[tuple[int, ...]], loads: np.ndarray, gpus: int) -> t
 LOCAL_SEARCH_EVALUATIONS = 100_000
 PAIR_SEARCH_EVALUATIONS = 10_000_000  # scored exchanges x iterations (about 0.3-1 s on one core)
 LOCAL_SEARCH_MAX_GROUPS = 2_000
-PORTFOLIO_MAX_GROUPS = 120
+PORTFOLIO_MAX_GROUPS = 120  # REAL Algorithm 1's literal walk (with reuse) as a start up to here
+DYGNEX_START_MAX_GROUPS = 400  # DyGNeX Algorithm 2 (vectorised, 0.4 s at 400 groups on 8 GPUs) up to here
 MAX_ITERATION_COUNTS = 48  # iteration counts tried per problem (spread over the useful range)
 REBALANCED_STARTS = 2  # the best starts of each iteration count that are rebalanced
 
@@ -316,11 +317,11 @@ def balanced_iterations(
             if best is None or total < best[0] - 1e-12:
                 best = (total, iterations)
     assert best is not None
-    if n <= PORTFOLIO_MAX_GROUPS and cap >= 2:
-        # small problems: the published target pairing is cheap, so start from it when it is better
+    if n <= DYGNEX_START_MAX_GROUPS and cap >= 2:
+        # the published target pairing is cheap enough here, so start from it when it is better
         from dygsched.sched.solvers.dygnex_g import target_pairing_iterations
 
-        for use_reuse in {False, problem.has_reuse}:
+        for use_reuse in {False, problem.has_reuse and n <= PORTFOLIO_MAX_GROUPS}:
             paper = target_pairing_iterations(problem, use_reuse=use_reuse)
             if predicted_epoch_time(problem, paper) < best[0] - 1e-12:
                 best = (predicted_epoch_time(problem, paper), paper)
