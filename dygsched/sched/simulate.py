@@ -66,7 +66,13 @@ def generate_snapshots(
     noise = noise + bursts * rng.uniform(0.0, 3 * fluctuation, num_snapshots)
     nodes = np.maximum(1.0, nodes0 * (1 + node_growth * s) * (1 + 0.5 * noise)).round()
     edges = np.maximum(1.0, edges0 * (1 + edge_growth * s) * (1 + noise)).round()
-    replaced = edges * churn * rng.uniform(0.5, 1.5, num_snapshots)
+    return _with_diff_maps(nodes, edges, churn, rng)
+
+
+def _with_diff_maps(nodes: np.ndarray, edges: np.ndarray, churn: float, rng: np.random.Generator) -> SnapshotStats:
+    """The sizes with diff maps that replace about ``churn`` of the edges plus what the size change
+    adds or removes, and touch the nodes those edges reach."""
+    replaced = edges * churn * rng.uniform(0.5, 1.5, len(edges))
     growth = np.diff(edges, prepend=edges[0])
     added = np.maximum(0.0, replaced + np.maximum(growth, 0)).round()
     removed = np.maximum(0.0, replaced + np.maximum(-growth, 0)).round()
@@ -114,12 +120,7 @@ def generate_family(family: str, num_snapshots: int, seed: int = 0, nodes0: floa
     scale = np.maximum(scale, 0.05)
     nodes = np.maximum(1.0, nodes0 * np.sqrt(scale)).round()
     edges = np.maximum(1.0, edges0 * scale).round()
-    replaced = edges * churn * rng.uniform(0.5, 1.5, num_snapshots)
-    growth = np.diff(edges, prepend=edges[0])
-    added = np.maximum(0.0, replaced + np.maximum(growth, 0)).round()
-    removed = np.maximum(0.0, replaced + np.maximum(-growth, 0)).round()
-    touched = np.minimum(nodes, 1.6 * (added + removed) * nodes / np.maximum(edges, 1)).round()
-    return SnapshotStats(nodes, edges, added, removed, touched)
+    return _with_diff_maps(nodes, edges, churn, rng)
 
 
 def group_costs(stats: SnapshotStats, window: int, cost: CostModel) -> tuple[np.ndarray, np.ndarray]:

@@ -191,26 +191,17 @@ def target_pairing_iterations(
         if max_targets is not None and len(partners) > max_targets:
             picks = np.unique(np.linspace(0, len(partners) - 1, max_targets).round().astype(int))
             partners = [partners[p] for p in picks]
-        best_waste, best_choice = float("inf"), None
         if vectorized and not use_reuse:
             position = {k: i for i, k in enumerate(remaining)}
             values = np.asarray([0.0 if k == ZERO else problem.group_times[k] for k in remaining], dtype=float)
             ids, rows = np.asarray(remaining, dtype=np.int64), np.asarray([position[k] for k in partners])
             chunk = max(1, VECTOR_ELEMENTS // len(remaining))  # targets evaluated together: bounded memory
             all_pairs = [pairs for start in range(0, len(rows), chunk) for pairs in _pick_pairs_for_targets(values, ids, rows[start : start + chunk], gpus - 1)]
-            for partner, pairs in zip(partners, all_pairs, strict=True):
-                target = _pair_time(problem, longest, partner, use_reuse)
-                sums = [value for value, _ in pairs]
-                waste = gpus * max(max(sums, default=0.0), target) - sum(sums) - target
-                if waste < best_waste:
-                    best_waste = waste
-                    first = tuple(k for k in (longest, partner) if k != ZERO)
-                    best_choice = [first, *(pair for _, pair in pairs)]
-            partners = []
-        for partner in partners:
+        else:
+            all_pairs = (_pick_pairs(problem, remaining, {longest, partner}, _pair_time(problem, longest, partner, use_reuse), gpus - 1, use_reuse) for partner in partners)
+        best_waste, best_choice = float("inf"), None
+        for partner, pairs in zip(partners, all_pairs):
             target = _pair_time(problem, longest, partner, use_reuse)
-            taken = {longest, partner}
-            pairs = _pick_pairs(problem, remaining, taken, target, gpus - 1, use_reuse)
             sums = [value for value, _ in pairs]
             waste = gpus * max(max(sums, default=0.0), target) - sum(sums) - target
             if waste < best_waste:
