@@ -39,6 +39,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--world-size", type=int, default=1)
     parser.add_argument("--pairs", type=int, default=3, help="runs with and without counting, alternately")
     parser.add_argument("--extra", nargs="*", default=[], help="more overrides for every run")
+    parser.add_argument("--out", type=Path, default=None, help="also write the table as CSV here")
     args = parser.parse_args(argv)
     times: dict[bool, list[float]] = {True: [], False: []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -49,6 +50,14 @@ def main(argv: list[str]) -> int:
     print(f"epoch time with counting    {on:.4f} s  (runs: {', '.join(f'{t:.4f}' for t in times[True])})")
     print(f"epoch time without counting {off:.4f} s  (runs: {', '.join(f'{t:.4f}' for t in times[False])})")
     print(f"counting costs {100 * (on / off - 1):+.1f}% of the epoch time")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        with open(args.out, "w") as out:
+            out.write("count_flops,median_epoch_s,runs,overhead_pct\n")
+            for count, median in ((True, on), (False, off)):
+                overhead = f"{100 * (on / off - 1)}" if count else ""  # the baseline has no overhead to report
+                out.write(f"{str(count).lower()},{median},{len(times[count])},{overhead}\n")
+        print(f"written: {args.out}")
     return 0
 
 

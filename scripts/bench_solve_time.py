@@ -41,6 +41,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--time-limit", type=float, default=30.0)
     parser.add_argument("--out-dir", default="results")
+    parser.add_argument("--max-snapshots", type=int, default=None, help="keep only the sizes up to this many snapshots")
     args = parser.parse_args(argv)
     limit = 5.0 if args.quick else args.time_limit
     sizes5 = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 300, 500, 1000, 3000, 7000, 10000]
@@ -50,6 +51,9 @@ def main(argv: list[str]) -> int:
         sizes5 = [10, 50, 100, 300, 1000, 10000]
         sizes6 = [10, 50, 100, 300]
         gaps = [0.01, 0.02, 0.05, 0.10]
+    if args.max_snapshots is not None:
+        sizes5 = [s for s in sizes5 if s <= args.max_snapshots]
+        sizes6 = [s for s in sizes6 if s <= args.max_snapshots]
     full_max = 300 if args.quick else DYGNEX_FULL_MAX  # --quick: 8 targets above 300 snapshots (keeps it ~2 min)
     targets = 8 if args.quick else 64
     rows5 = []

@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -109,7 +110,6 @@ def pyg_epochs(stream, train: tuple[int, int], args: argparse.Namespace) -> tupl
 
 
 def dygsched_epochs(args: argparse.Namespace) -> tuple[list[float], list[float]]:
-    import pandas as pd
 
     with tempfile.TemporaryDirectory() as results:
         overrides = [
@@ -138,6 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--lr", type=float, default=0.0001)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None, help="also write the table as CSV here")
     args = parser.parse_args(argv)
     stream, train = stream_of(args.dataset)
     pyg_times, pyg_losses = pyg_epochs(stream, train, args)
@@ -147,6 +148,15 @@ def main(argv: list[str] | None = None) -> None:
     print(f"  PyG modules   epoch times {[round(x, 2) for x in pyg_times]} s, median {pyg:.2f} s; train loss {[round(x, 3) for x in pyg_losses]}")
     print(f"  dygsched      epoch times {[round(x, 2) for x in ours_times]} s, median {ours:.2f} s; train loss {[round(x, 3) for x in ours_losses]}")
     print(f"  ratio dygsched / PyG: {ours / pyg:.2f}x (target: at most 1.0x)")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        rows = [
+            {"implementation": "pyg_modules", "epoch_s": pyg, "final_train_loss": pyg_losses[-1]},
+            {"implementation": "dygsched", "epoch_s": ours, "final_train_loss": ours_losses[-1]},
+        ]
+        table = pd.DataFrame(rows).assign(dataset=args.dataset, batch=args.batch, epochs=args.epochs, ratio=ours / pyg)
+        table.to_csv(args.out, index=False)
+        print(f"written: {args.out}")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -115,7 +116,6 @@ def plain_epochs(graph, groups, model_name: str, args: argparse.Namespace, lr: f
 
 
 def dygsched_epochs(dataset: str, model_name: str, groups: int, args: argparse.Namespace) -> tuple[list[float], list[float]]:
-    import pandas as pd
 
     with tempfile.TemporaryDirectory() as results:
         overrides = [
@@ -143,6 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--layers", type=int, default=1, help="TGCN layers (MPNN-LSTM is one block)")
     parser.add_argument("--window", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None, help="also write the table as CSV here")
     parser.add_argument("dygsched_args", nargs="*", help="more overrides for the dygsched run (e.g. sched=real)")
     args = parser.parse_args(argv)
     for name in args.datasets.split(","):
@@ -151,6 +152,7 @@ def main(argv: list[str] | None = None) -> None:
     for model_name in args.models.split(","):
         if model_name not in ("tgcn", "mpnn_lstm"):
             raise SystemExit(f"bench_vs_pygt: unknown model {model_name!r} (known: tgcn, mpnn_lstm)")
+    rows = []
     print(f"{'dataset':<16}{'model':<11}{'plain ms/group':>15}{'dygsched ms/group':>19}{'ratio':>8}   losses (plain | dygsched)")
     for name in args.datasets.split(","):
         graph, groups, lr = load(name, args.window)
@@ -160,6 +162,15 @@ def main(argv: list[str] | None = None) -> None:
             plain, ours = statistics.median(plain_times) * 1e3, statistics.median(ours_times) * 1e3
             losses = f"{[round(x, 4) for x in plain_losses]} | {[round(x, 4) for x in ours_losses]}"
             print(f"{name:<16}{model_name:<11}{plain:>15.2f}{ours:>19.2f}{ours / plain:>7.2f}x   {losses}", flush=True)
+            rows.append({
+                "dataset": name, "model": model_name, "plain_ms_per_group": plain, "dygsched_ms_per_group": ours,
+                "ratio": ours / plain, "plain_final_loss": plain_losses[-1], "dygsched_final_loss": ours_losses[-1],
+                "epochs": args.epochs,
+            })  # fmt: skip
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows).to_csv(args.out, index=False)
+        print(f"written: {args.out}")
 
 
 if __name__ == "__main__":

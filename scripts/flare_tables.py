@@ -168,7 +168,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     table = TABLES[args.table](args.results_dir)
     out = args.results_dir / f"flare_{args.table}.csv"
-    table.to_csv(out)
+    # a named index (the model of a pivot) is a column of the CSV; a plain row number is not
+    (table.reset_index() if any(table.index.names) else table).to_csv(out, index=False)
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.4g}".format):
         print(table.to_string())
     print(f"\nwritten {out}")
