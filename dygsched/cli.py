@@ -1,4 +1,4 @@
-"""``dygsched run | plan | simulate | runs``: a thin dispatcher; the work lives in the stages."""
+"""``dygsched run | plan | simulate | runs | report``: a thin dispatcher; the work lives in the stages."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ commands:
   plan      plan group times onto GPUs and print the plan, its predicted time, bound and gap
   simulate  plan a simulated dynamic graph for 4 ... 1,024 GPUs and report parallel efficiency
   runs      list the runs of a results folder (filters KEY=VALUE) or compare two (--compare A B)
+  report    render every paper table and figure into results/report/ (--run-missing runs what is missing)
 
 Run 'dygsched COMMAND --help' for a command's options."""
 
@@ -42,7 +43,13 @@ def _runs(argv: list[str]) -> int:
     return runs_main(argv)
 
 
-COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "plan": _plan, "simulate": _simulate, "runs": _runs}
+def _report(argv: list[str]) -> int:
+    from dygsched.launch.report_cli import main as report_main
+
+    return report_main(argv)
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "plan": _plan, "simulate": _simulate, "runs": _runs, "report": _report}
 
 
 def main(argv: list[str] | None = None) -> int:

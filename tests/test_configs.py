@@ -74,3 +74,18 @@ def test_every_experiment_and_variant_composes_into_a_strategy(overrides):
 
     cfg = OmegaConf.to_container(compose_config(overrides), resolve=True)
     assert build_strategy(cfg["sched"]).name == cfg["sched"]["name"]
+
+
+@pytest.mark.parametrize(
+    ("experiment", "smoke"),
+    [(["+experiment=epoch_time"], "snapshots"), (["+experiment=flare"], "flare"), (["+experiment=flare_small"], "flare"),
+     (["+experiment=distdy"], "distdy"), (["dataset=events", "model=tgn", "sched=sven"], "events")],
+)  # fmt: skip
+def test_smoke_sizes_override_the_experiment(experiment, smoke):
+    """make paper SMOKE=1 appends +smoke=<kind> after a target's experiment: the tiny sizes win."""
+    full = compose_config(experiment)
+    small = compose_config([*experiment, f"+smoke={smoke}"])
+    assert small.epochs < full.epochs and not small.checkpoint
+    if small.dataset.get("num_nodes") is not None:
+        assert small.dataset.num_nodes < full.dataset.num_nodes
+        assert small.dataset.num_snapshots // small.window >= 1

@@ -14,7 +14,10 @@ def test_wheel_contains_the_configs(tmp_path):
     )
     (wheel,) = tmp_path.glob("dygsched-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for required in ("dygsched/conf/config.yaml", "dygsched/conf/dataset/synthetic.yaml", "dygsched/conf/model/tgcn.yaml", "dygsched/conf/sched/psg.yaml"):
+    for required in (
+        "dygsched/conf/config.yaml", "dygsched/conf/dataset/synthetic.yaml", "dygsched/conf/model/tgcn.yaml", "dygsched/conf/sched/psg.yaml",
+        "dygsched/conf/smoke/flare.yaml", "dygsched/report/published.csv", "dygsched/report/templates/index.html.j2",
+    ):  # fmt: skip
         assert required in names
     for package in sorted({p.parent for p in (root / "dygsched").rglob("*.py")}):
         module = package.relative_to(root).as_posix()

@@ -1,0 +1,317 @@
+"""One line per target that says what its table shows: which strategy wins, by how much, and whether
+the shape the paper reports holds here.
+
+Each reading takes the target's tables (``{path under the results root: frame}``) and returns one
+sentence built from the numbers alone; nothing here knows what the numbers should be.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+Tables = dict[str, pd.DataFrame]
+
+
+def _table(tables: Tables, name: str = "") -> pd.DataFrame:
+    """The table whose path ends with ``name`` (the only one when ``name`` is empty)."""
+    for path, frame in tables.items():
+        if path.endswith(name):
+            return frame
+    raise KeyError(f"no table {name!r}")
+
+
+def _x(value: float) -> str:
+    return f"{value:.2f}x"
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def _span(values: pd.Series, form: Callable[[float], str] = lambda v: f"{v:.3g}") -> str:
+    low, high = values.min(), values.max()
+    return form(low) if form(low) == form(high) else f"{form(low)} to {form(high)}"
+
+
+def _holds(count: int, total: int) -> str:
+    return "holds on every row" if count == total else f"holds on {count} of {total} rows"
+
+
+# ---- DyGNeX ---------------------------------------------------------------------------------------------
+def epoch_time(tables: Tables) -> str:
+    table = _table(tables).dropna(subset=["epoch_time_s"])
+    parts = []
+    for (dataset, model), group in table.groupby(["dataset", "model"]):
+        best = group.loc[group.epoch_time_s.idxmin()]
+        parts.append(f"{model} on {dataset}: {best.sched} fastest ({_x(best.speedup_vs_psg)} PSG)")
+    text = "; ".join(parts) + f"; busy-time imbalance {_span(table.imbalance_ratio)}"
+    pairs = table.pivot_table(index=["dataset", "model"], columns="sched", values="epoch_time_s")
+    if {"greedy", "dygnex_g"} <= set(pairs.columns):
+        text += f"; greedy ≤ DyGNeX-G {_holds(int((pairs.greedy <= pairs.dygnex_g * 1.02).sum()), len(pairs))} (2% noise)"
+    return text
+
+
+def convergence(tables: Tables) -> str:
+    table = _table(tables)
+    test = table[table.phase == "test"]
+    metric = test.metric.iloc[0]
+    final = test[test.metric == metric].sort_values("epoch").groupby("sched").value.last()
+    listed = ", ".join(f"{sched} {value:.3f}" for sched, value in final.items())
+    return f"final test {metric}: {listed} (spread {final.max() - final.min():.3f} over {len(final)} strategies)"
+
+
+def solve_time(tables: Tables) -> str:
+    greedy = _table(tables, "solve_time_greedy.csv")
+    gaps = greedy.assign(solver=greedy.solver.str.rstrip("*")).pivot_table(index="snapshots", columns="solver", values="gap")
+    ours = greedy[greedy.solver == "greedy"]
+    slowest = ours.loc[ours.solve_time_s.idxmax()]
+    ilp = _table(tables, "solve_time_ilp.csv")
+    return (
+        f"greedy's gap ≤ DyGNeX-G's {_holds(int((gaps.greedy <= gaps.dygnex_g + 1e-9).sum()), len(gaps))}; "
+        f"greedy's slowest solve {slowest.solve_time_s:.2f} s at {int(slowest.snapshots)} snapshots; "
+        f"DyGNeX-L met its gap in {int(ilp.converged.sum())} of {len(ilp)} cells (slowest {ilp.solve_time_s.max():.1f} s)"
+    )
+
+
+# ---- REAL -----------------------------------------------------------------------------------------------
+def ablation(tables: Tables) -> str:
+    table = _table(tables)
+    parts = []
+    for model, group in table.groupby("model", sort=False):
+        steps = ", ".join(f"{row.step} {_x(row.speedup_vs_psg)}" for row in group.itertuples() if row.step != "PSG")
+        parts.append(f"{model}: {steps}")
+    return "speedup over PSG, " + "; ".join(parts)
+
+
+def reuse_memory(tables: Tables) -> str:
+    table = _table(tables)
+    saved = ", ".join(f"{row.dataset} {_pct(row.saved_fraction)}" for row in table.itertuples())
+    return f"diff maps + degrees save {saved} of the full graphs' bytes; built in at most {table.build_seconds.max():.2f} s"
+
+
+# ---- FlareDTDG ------------------------------------------------------------------------------------------
+def _by_variant(table: pd.DataFrame, value: str, form: Callable[[float], str]) -> str:
+    return "; ".join(
+        f"{model}: " + ", ".join(f"{row.variant} {form(getattr(row, value))}" for row in group.itertuples())
+        for model, group in table.groupby("model", sort=False)
+    )
+
+
+def flare_accuracy(tables: Tables) -> str:
+    table = _table(tables).set_index("model")
+    parts = []
+    for model, row in table.iterrows():
+        text = f"{model}: " + ", ".join(f"{variant} {mse:.4f}" for variant, mse in row.dropna().items())
+        if {"FlareDTDG", "Full-History"} <= set(row.dropna().index):
+            text += f" (FlareDTDG {row['FlareDTDG'] / row['Full-History'] - 1:+.1%} against Full-History)"
+        parts.append(text)
+    return "test MSE, " + "; ".join(parts)
+
+
+def flare_memory(tables: Tables) -> str:
+    return "training memory per rank against Full-History's, " + _by_variant(_table(tables), "vs_full_history", _x)
+
+
+def flare_time(tables: Tables) -> str:
+    return "epoch time against FlareDTDG's, " + _by_variant(_table(tables), "vs_flare", _x)
+
+
+def flare_breakdown(tables: Tables) -> str:
+    table = _table(tables)
+    phases = [column for column in table.columns if column.endswith("_%")]
+    parts = []
+    for _, row in table.iterrows():
+        top = row[phases].astype(float).sort_values(ascending=False).head(3)
+        parts.append(f"{row['model']}: " + ", ".join(f"{name.removesuffix('_%')} {share:.0f}%" for name, share in top.items()))
+    return "the largest shares of an epoch, " + "; ".join(parts)
+
+
+def flare_heatmap(tables: Tables) -> str:
+    table = _table(tables)
+    best = table.loc[table.test_mse.idxmin()]
+    return (
+        f"lowest test MSE {best.test_mse:.4f} at K = {int(best.K)}, alpha = {best.alpha:g}; over {len(table)} settings "
+        f"MSE spans {_span(table.test_mse, lambda v: f'{v:.4f}')}, training memory {_span(table.train_memory_mb, lambda v: f'{v:.0f}')} MB"
+    )
+
+
+def flare_scaling(tables: Tables) -> str:
+    table = _table(tables).sort_values("world_size")
+    one, most = table.iloc[0], table.iloc[-1]
+    return (
+        f"{int(one.world_size)} to {int(most.world_size)} ranks: {_x(most.speedup_vs_1_rank)} the speed, "
+        f"training memory per rank {_x(most.train_memory_mb / one.train_memory_mb)}"
+    )
+
+
+# ---- DistDy ---------------------------------------------------------------------------------------------
+def distdy_storage(tables: Tables) -> str:
+    table = _table(tables)
+    return (
+        f"additive storage saves {_span(table.saved_both, _pct)} of whole snapshots (features only "
+        f"{_span(table.saved_features_only, _pct)}, edges only {_span(table.saved_edges_only, _pct)}) over {len(table)} settings"
+    )
+
+
+def distdy_partition(tables: Tables) -> str:
+    table = _table(tables)
+    parts = []
+    for data, group in table.groupby("data", sort=False):
+        rows = group.set_index("partitioner")
+        distdy = rows.loc["distdy"]
+        others = rows.drop(index="distdy")
+        parts.append(
+            f"{data}: DistDy cuts {int(distdy.cut_edges)} edges against {_span(others.cut_edges, lambda v: f'{v:.0f}')}, "
+            f"balance {distdy.balance:.2f}, {_x(distdy.vs_hash)} hash's time"
+        )
+    return "; ".join(parts)
+
+
+def distdy_traffic(tables: Tables) -> str:
+    table = _table(tables, "traffic.csv")
+    parts = []
+    for (stores, source), group in table.groupby(["stores", "source"]):
+        others = group[group.partitioner != "distdy"]
+        lowest = bool((others.in_sum_mb >= group[group.partitioner == "distdy"].in_sum_mb.iloc[0]).all())
+        parts.append(f"{int(stores)} stores ({source}): others fetch {_span(others.vs_distdy, _x)} DistDy's bytes"
+                     + ("" if lowest else " (DistDy not the lowest)"))  # fmt: skip
+    return "; ".join(parts)
+
+
+def distdy_time(tables: Tables) -> str:
+    measured = _table(tables, "time_measured.csv")
+    simulated = _table(tables, "time_simulated.csv")
+    distdy = simulated[simulated.partitioner == "distdy"]
+    slow = distdy[distdy.gbps == distdy.gbps.min()]
+    measured_distdy = measured[measured.partitioner == "distdy"]
+    return (
+        f"measured on 2 ranks, DistDy {_span(measured_distdy.speedup_vs_metis, _x)} METIS's speed; simulated at "
+        f"{slow.gbps.iloc[0]:g} Gbps {_span(slow.speedup_vs_metis, _x)}, at {distdy.gbps.max():g} Gbps "
+        f"{_span(distdy[distdy.gbps == distdy.gbps.max()].speedup_vs_metis, _x)}"
+    )
+
+
+def distdy_params(tables: Tables) -> str:
+    table = _table(tables)
+    speed = next(column for column in table.columns if column.startswith("speedup"))
+    best = table.loc[table[speed].idxmax()]
+    return f"simulated speedup over METIS {_span(table[speed], _x)}; best at budget {best.budget:g}, eta {best.eta:g}"
+
+
+# ---- Sven -----------------------------------------------------------------------------------------------
+def sven_comm(tables: Tables) -> str:
+    table = _table(tables)
+    parts = []
+    for ranks in sorted({table.ranks.min(), table.ranks.max()}):
+        rows = table[(table.ranks == ranks) & (table.strategy != "sven")]
+        spans = ", ".join(f"{strategy} {_span(group.vs_sven, _x)}" for strategy, group in rows.groupby("strategy"))
+        parts.append(f"at {ranks} ranks {spans}")
+    return "bytes per epoch against Sven's: " + "; ".join(parts)
+
+
+def sven_balance(tables: Tables) -> str:
+    table = _table(tables)
+    cut = table[table.partition == "reflexbicut"]
+    return (
+        f"Re-FlexBiCut's largest receive volume is {_span(cut.vs_range_pct, lambda v: f'{v:+.1f}%')} against range and "
+        f"{_span(cut.vs_interval_pct, lambda v: f'{v:+.1f}%')} against interval over {len(cut)} settings"
+    )
+
+
+def sven_accuracy(tables: Tables) -> str:
+    table = _table(tables)
+
+    def setting(row) -> str:
+        return "one process" if row.sched == "single" else f"{row.sched} on {int(row.ranks)} ranks, staleness {int(row.staleness)}"
+
+    parts = [
+        f"{model}: " + ", ".join(f"{setting(row)} {row.test_ap:.3f}" for row in group.itertuples())
+        for model, group in table.groupby("model", sort=False)
+    ]
+    return f"test AP (mean over {int(table.seeds.max())} seed(s)), " + "; ".join(parts)
+
+
+def sven_breakdown(tables: Tables) -> str:
+    table = _table(tables)
+    steps = ", ".join(f"{row.step} {row.epoch_time_s:.2f} s" for row in table.itertuples())
+    sven = table.iloc[-1]
+    return f"epoch time {steps}: the full Sven {_x(sven.speedup_vs_depcomm)} DepComm's speed"
+
+
+# ---- planner, simulation, reuse, engine -----------------------------------------------------------------
+def planner(tables: Tables) -> str:
+    table = _table(tables)
+    gaps = table.pivot_table(index=["instance", "reuse"], columns="solver", values="gap")
+    text = f"{len(gaps)} instances; greedy's gap to the bound {_span(gaps.greedy, _pct)}"
+    if "dygnex_g" in gaps.columns:
+        both = gaps.dropna(subset=["greedy", "dygnex_g"])
+        text += f"; greedy ≤ DyGNeX-G {_holds(int((both.greedy <= both.dygnex_g + 1e-9).sum()), len(both))}"
+    greedy_time = table[table.solver == "greedy"].solve_time.max()
+    return text + f"; greedy's slowest solve {greedy_time:.3f} s"
+
+
+def simulate(tables: Tables) -> str:
+    table = _table(tables)
+    parts = []
+    for solver, group in table.groupby("solver", sort=False):
+        largest = group.loc[group.gpus.idxmax()]
+        parts.append(f"{solver} {_pct(largest.efficiency)} at {int(largest.gpus)} GPUs")
+    return "parallel efficiency " + ", ".join(parts)
+
+
+def bench_reuse(tables: Tables) -> str:
+    table = _table(tables).set_index("run")
+    base, other = table.index[0], table.index[-1]
+    return (
+        f"{other}: {_x(table.epoch_time_s[base] / table.epoch_time_s[other])} faster than {base}, "
+        f"{_x(table.conv_flops_per_epoch[base] / table.conv_flops_per_epoch[other])} fewer graph-convolution FLOPs"
+    )
+
+
+def flop_counting(tables: Tables) -> str:
+    table = _table(tables).set_index("count_flops")
+    return f"counting graph-convolution FLOPs costs {table.overhead_pct[True]:+.1f}% of the epoch time"
+
+
+def vs_pygt(tables: Tables) -> str:
+    table = _table(tables)
+    rows = ", ".join(f"{row.model} on {row.dataset} {_x(row.ratio)}" for row in table.itertuples())
+    return f"dygsched's time per training group against the plain PyG-Temporal loop: {rows} (below 1x: dygsched faster)"
+
+
+def tgn_pyg(tables: Tables) -> str:
+    table = _table(tables)
+    return f"the reference TGN takes {_x(table.ratio.iloc[0])} the epoch time of a TGN of PyG's modules"
+
+
+READINGS: dict[str, Callable[[Tables], str]] = {
+    "table-epoch-time": epoch_time,
+    "fig-convergence": convergence,
+    "table-solve-time": solve_time,
+    "table-ablation": ablation,
+    "table-reuse-memory": reuse_memory,
+    "table-flare-accuracy": flare_accuracy,
+    "table-flare-memory": flare_memory,
+    "table-flare-time": flare_time,
+    "table-flare-breakdown": flare_breakdown,
+    "fig-flare-heatmap": flare_heatmap,
+    "fig-flare-scaling": flare_scaling,
+    "table-distdy-storage": distdy_storage,
+    "table-distdy-partition": distdy_partition,
+    "table-distdy-traffic": distdy_traffic,
+    "table-distdy-time": distdy_time,
+    "fig-distdy-params": distdy_params,
+    "table-sven-comm": sven_comm,
+    "table-sven-balance": sven_balance,
+    "table-sven-accuracy": sven_accuracy,
+    "table-sven-breakdown": sven_breakdown,
+    "bench-planner": planner,
+    "bench-planner-certify": planner,
+    "simulate": simulate,
+    "bench-reuse": bench_reuse,
+    "bench-flop-counting": flop_counting,
+    "bench-vs-pygt": vs_pygt,
+    "bench-tgn-pyg": tgn_pyg,
+}

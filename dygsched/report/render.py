@@ -1,0 +1,206 @@
+"""Render a results root into `report/index.html`, `report/runs.html` and `report/README.md`.
+
+One section per paper and shared target (targets.SECTIONS); each target shows our tables and
+figures beside the paper's published numbers (published.csv), a one-line reading, and how it was
+made (provenance.json). A target not built yet says so and gives the command that builds it. The
+report is written to a temporary folder and renamed into place, so a reader never sees half of one.
+"""
+
+from __future__ import annotations
+
+import html
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+
+from dygsched.report.provenance import Provenance, commit, machine, missing_outputs, read_provenance
+from dygsched.report.readings import READINGS
+from dygsched.report.targets import SECTIONS, TARGETS, PaperTarget
+
+REPORT_DIR = "report"
+MAX_ROWS = 40  # longer tables show their first rows and link the whole CSV
+RUN_COLUMNS = (
+    "run_id", "status", "dataset", "model", "sched", "world_size", "epochs", "epoch_time_s", "imbalance_ratio",
+    "final_train_loss", "eval.metric", "eval.value", "peak_mem_bytes", "conv_flops_per_epoch",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RenderedTable:
+    name: str  # the CSV's path under the results root
+    html: str
+    markdown: str
+    rows: int
+    shown: int
+
+
+@dataclass(frozen=True)
+class PublishedTable:
+    ref: str  # e.g. "dygnex Table 4 (Arxiv)"
+    html: str
+    markdown: str
+
+
+@dataclass(frozen=True)
+class TargetView:
+    target: PaperTarget
+    status: str  # built | partial | missing | failed
+    tables: tuple[RenderedTable, ...]
+    figures: tuple[str, ...]  # paths relative to the report folder
+    published: tuple[PublishedTable, ...]
+    reading: str
+    provenance: Provenance | None
+    missing: tuple[str, ...]
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _shown(frame: pd.DataFrame) -> pd.DataFrame:
+    """Missing figures print as a dash, never as 0 or 'nan'."""
+    return frame.astype(object).where(frame.notna(), "—")
+
+
+def render_table(frame: pd.DataFrame, name: str) -> RenderedTable:
+    head = frame.head(MAX_ROWS)
+    html = head.to_html(index=False, border=0, classes="data", float_format=_number, na_rep="—")
+    markdown = _shown(head.map(lambda v: _number(v) if isinstance(v, float) else v)).to_markdown(index=False)
+    return RenderedTable(name, html, markdown, len(frame), len(head))
+
+
+def published_numbers() -> pd.DataFrame:
+    with resources.files("dygsched.report").joinpath("published.csv").open() as handle:
+        return pd.read_csv(handle, dtype={"value": float}, keep_default_na=False, na_values={"value": [""]})
+
+
+def published_tables(published: pd.DataFrame, name: str) -> tuple[PublishedTable, ...]:
+    """The paper's numbers for one target: one table per (paper, table or figure, dataset), rows x columns."""
+    rows = published[published.target == name]
+    tables = []
+    for (paper, ref, dataset), group in rows.groupby(["paper", "ref", "dataset"], sort=False):
+        cells = group.assign(cell=[f"{v:g} {u}".strip() for v, u in zip(group.value, group.unit)])
+        wide = cells.pivot_table(index="row", columns="column", values="cell", aggfunc="first", sort=False)
+        wide = wide.reset_index().rename(columns={"row": ""})
+        wide.columns.name = None
+        label = f"{paper} {ref}" + (f" ({dataset})" if dataset else "")
+        html = wide.to_html(index=False, border=0, classes="data paper", na_rep="")
+        tables.append(PublishedTable(label, html, _shown(wide).to_markdown(index=False)))
+    return tuple(tables)
+
+
+def _reading(paper_target: PaperTarget, frames: dict[str, pd.DataFrame]) -> str:
+    read = READINGS.get(paper_target.name)
+    if read is None or not frames:
+        return ""
+    try:
+        return read(frames)
+    except (KeyError, ValueError, IndexError, TypeError, ZeroDivisionError, AttributeError) as exc:
+        return f"(no reading: the table lacks what the reading needs: {exc!r})"
+
+
+def view_of(paper_target: PaperTarget, results: Path, published: pd.DataFrame, figures_dir: Path) -> TargetView:
+    missing = tuple(missing_outputs(paper_target, results))
+    provenance = read_provenance(results, paper_target.name)
+    frames = {path: pd.read_csv(results / path) for path in paper_target.tables if path not in missing}
+    figures = []
+    for path in paper_target.figures:
+        if path not in missing:
+            copied = f"{paper_target.name}-{Path(path).name}"
+            shutil.copyfile(results / path, figures_dir / copied)
+            figures.append(f"figures/{copied}")
+    if provenance is not None and not provenance.ok:
+        status = "failed"
+    elif not missing:
+        status = "built"
+    else:
+        status = "partial" if len(missing) < len(paper_target.outputs) else "missing"
+    return TargetView(
+        target=paper_target,
+        status=status,
+        tables=tuple(render_table(frame, path) for path, frame in frames.items()),
+        figures=tuple(figures),
+        published=published_tables(published, paper_target.name),
+        reading=_reading(paper_target, frames),
+        provenance=provenance,
+        missing=missing,
+    )
+
+
+def runs_table(results: Path) -> pd.DataFrame:
+    """Every run of every sweep under the results root, the headline columns and where its folder is."""
+    frames = []
+    for path in sorted(results.rglob("runs.parquet")):
+        if REPORT_DIR in path.relative_to(results).parts:
+            continue
+        frame = pd.read_parquet(path)
+        if frame.empty:
+            continue
+        folder = path.parent.relative_to(results).as_posix()
+        frame = frame[[column for column in RUN_COLUMNS if column in frame.columns]].copy()
+        frame.insert(0, "sweep", folder if folder != "." else "")
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["sweep", *RUN_COLUMNS])
+
+
+def _runs_html(runs: pd.DataFrame) -> str:
+    """The runs table with each run id linking its folder's summary.json (relative to the report folder)."""
+    shown = runs.copy()
+    for column in shown.columns:
+        if shown[column].dtype == object:
+            shown[column] = shown[column].map(lambda v: html.escape(str(v)) if isinstance(v, str) else v)
+    if not shown.empty:
+        shown["run_id"] = [
+            f'<a href="../{f"{sweep}/" if sweep else ""}{run_id}/summary.json">{run_id}</a>'
+            for sweep, run_id in zip(shown["sweep"], shown["run_id"])
+        ]
+    return shown.to_html(index=False, border=0, classes="data sortable", float_format=_number, na_rep="—", escape=False)
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("dygsched.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+def render(results: Path, smoke: bool = False) -> Path:
+    """Write `<results>/report/` (index.html, runs.html, README.md, figures/); returns the report folder."""
+    results = Path(results)
+    final = results / REPORT_DIR
+    building = results / f".{REPORT_DIR}.building"
+    shutil.rmtree(building, ignore_errors=True)
+    (building / "figures").mkdir(parents=True)
+    published = published_numbers()
+    views = {section.key: [] for section in SECTIONS}
+    for paper_target in TARGETS:
+        views[paper_target.section].append(view_of(paper_target, results, published, building / "figures"))
+    runs = runs_table(results)
+    context = {
+        "sections": SECTIONS,
+        "views": views,
+        "runs": runs,
+        "runs_count": len(runs),
+        "smoke": smoke,
+        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit(),
+        "machine": machine(),
+        "results": results.as_posix(),
+    }
+    environment = _environment()
+    (building / "index.html").write_text(environment.get_template("index.html.j2").render(**context))
+    (building / "README.md").write_text(environment.get_template("README.md.j2").render(**context))
+    runs_html = _runs_html(runs)
+    (building / "runs.html").write_text(environment.get_template("runs.html.j2").render(table=runs_html, **context))
+    if final.exists():
+        shutil.rmtree(final)
+    building.rename(final)
+    return final

@@ -1,0 +1,203 @@
+"""Every paper target the report shows: which Make target builds it, what it reproduces, the files it
+writes under a results root, and the sizes `make paper SMOKE=1` shrinks it to.
+
+A target is a row here plus its Make target; the report, `make paper` and CI's smoke run all read
+this one list, so a target that is added here is built, rendered and smoke-tested everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str
+    title: str
+    about: str
+
+
+@dataclass(frozen=True)
+class PaperTarget:
+    name: str  # the Make target (`make <name>`)
+    section: str  # a Section's key
+    title: str
+    reproduces: str  # the paper's table or figure, as the paper numbers it
+    outputs: tuple[str, ...]  # files under the results root: .csv tables, .png figures
+    repeats: str  # how many times each number was measured, and how they are combined
+    minutes: float  # full size on a 2-core CPU machine (docs/measurements.md), wall time
+    smoke: dict[str, str] = field(default_factory=dict)  # Make variables for SMOKE=1 (seconds, not minutes)
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return tuple(path for path in self.outputs if path.endswith(".csv"))
+
+    @property
+    def figures(self) -> tuple[str, ...]:
+        return tuple(path for path in self.outputs if path.endswith(".png"))
+
+
+SECTIONS = (
+    Section("dygnex", "DyGNeX", "Snapshot-group schedules across GPUs: epoch time, imbalance, convergence, solve time."),
+    Section("real", "REAL", "Cross-group scheduling with snapshot- and group-level reuse: the ablation and the reuse memory."),
+    Section("flaredtdg", "FlareDTDG", "Node-partitioned training on hybrid batches with temporal decay, shrinking and overlap."),
+    Section("distdy", "DistDy", "Online partitioning of a growing graph, additive storage, sampled training over graph stores."),
+    Section("sven", "Sven", "Memory-based continuous-time models (TGN, JODIE, APAN) with distributed node memory."),
+    Section("planner", "Planner", "The solvers against their bounds and against the published DyGNeX-G, on every instance family."),
+    Section("simulation", "Scaling simulation", "Parallel efficiency from 4 to 1,024 simulated GPUs."),
+    Section("reuse", "Reuse", "REAL's reuse against PSG on an Arxiv-sized graph, and what counting FLOPs costs."),
+    Section("engine", "Engine speed", "One rank against the loops users write by hand with PyTorch Geometric (Temporal)."),
+)
+
+# The smoke run's sizes for the training sweeps: conf/smoke/<kind>.yaml, appended after the experiment.
+_SMALL_SNAPSHOTS = "+smoke=snapshots"
+_SMALL_FLARE = "+smoke=flare"
+_SMALL_DISTDY = "+smoke=distdy"
+_SMALL_EVENTS = "+smoke=events"
+
+TARGETS = (
+    PaperTarget(
+        "table-epoch-time", "dygnex", "Epoch time and imbalance per strategy and model", "DyGNeX table 4",
+        ("table_epoch_time/table_epoch_time.csv",), "median over epochs 2-10 of one run per cell", 20,
+        {"TABLE_SCHEDS": "psg,greedy", "TABLE_MODELS": "tgcn", "TABLE_ARGS": _SMALL_SNAPSHOTS},
+    ),
+    PaperTarget(
+        "fig-convergence", "dygnex", "Loss and accuracy per epoch per strategy", "DyGNeX figure 3",
+        ("fig_convergence/convergence.csv", "fig_convergence/convergence.png"), "one run per strategy, every epoch", 12,
+        {"FIG_SCHEDS": "psg,greedy", "FIG_ARGS": _SMALL_SNAPSHOTS},
+    ),
+    PaperTarget(
+        "table-solve-time", "dygnex", "Solve time by number of snapshots; ILP time by optimality gap", "DyGNeX tables 5 and 6",
+        ("solve_time_greedy.csv", "solve_time_ilp.csv"), "one solve per cell", 3,
+        {"SOLVE_TIME_ARGS": "--max-snapshots 50"},
+    ),
+    PaperTarget(
+        "table-ablation", "real", "PSG, + type I, + type II, + REAL-G, + REAL-L as cumulative speedups", "REAL figure 13",
+        ("table_ablation/table_ablation.csv",), "median over epochs 2-8 of one run per cell", 45,
+        {"ABLATION_MODELS": "tgcn", "ABLATION_STEPS": "psg,real_l", "ABLATION_ARGS": _SMALL_SNAPSHOTS},
+    ),
+    PaperTarget(
+        "table-reuse-memory", "real", "Full graphs against diff maps and degrees; diff-map build time", "REAL tables 4 and 5",
+        ("table_reuse_memory.csv",), "one build per dataset", 2,
+        {"REUSE_MEMORY_ARGS": "--datasets synthetic,twitter_tennis"},
+    ),
+    PaperTarget(
+        "table-flare-accuracy", "flaredtdg", "Test MSE: Full-History, Recent-Only, FlareDTDG per model", "FlareDTDG table 6",
+        ("flare/variants/flare_accuracy.csv",), "one run per cell (4 epochs)", 40,
+        {"FLARE_MODELS": "tgcn", "FLARE_VARIANTS": "full_history,flare", "FLARE_ARGS": _SMALL_FLARE},
+    ),
+    PaperTarget(
+        "table-flare-memory", "flaredtdg", "Memory per rank, Full-History against FlareDTDG", "FlareDTDG tables 5 and 7",
+        ("flare/variants/flare_memory.csv",), "the runs of table 6; peak over epochs", 0,
+        {"FLARE_MODELS": "tgcn", "FLARE_VARIANTS": "full_history,flare", "FLARE_ARGS": _SMALL_FLARE},
+    ),
+    PaperTarget(
+        "table-flare-time", "flaredtdg", "Epoch time; shrinking on and off; overlap none, rr, mlp", "FlareDTDG tables 8-11",
+        ("flare/time/flare_time.csv",), "median over epochs 2-4 of one run per cell", 25,
+        {"FLARE_TIME_MODELS": "tgcn", "FLARE_TIME_VARIANTS": "flare,overlap_rr", "FLARE_ARGS": _SMALL_FLARE},
+    ),
+    PaperTarget(
+        "table-flare-breakdown", "flaredtdg", "Chunking, shuffle, remap, forward, backward, communication, load",
+        "FlareDTDG table 12", ("flare/variants/flare_breakdown.csv",), "the runs of table 6; median over epochs", 0,
+        {"FLARE_MODELS": "tgcn", "FLARE_VARIANTS": "full_history,flare", "FLARE_ARGS": _SMALL_FLARE},
+    ),
+    PaperTarget(
+        "fig-flare-heatmap", "flaredtdg", "MSE, memory and time over K x alpha", "FlareDTDG figure 8",
+        ("flare/heatmap/flare_heatmap.csv", "flare/heatmap/flare_heatmap.png"), "one run per cell (4 epochs)", 13,
+        {"FLARE_HEATMAP_K": "1,2", "FLARE_HEATMAP_ALPHA": "0.3", "FLARE_ARGS": _SMALL_FLARE},
+    ),
+    PaperTarget(
+        "fig-flare-scaling", "flaredtdg", "Epoch time and memory on 1 and 2 ranks", "FlareDTDG figure 7",
+        ("flare/scaling/flare_scaling.csv",), "median over epochs 2-4 of one run per rank count", 7,
+        {"FLARE_SCALING_RANKS": "1,2", "FLARE_ARGS": _SMALL_FLARE},
+    ),
+    PaperTarget(
+        "table-distdy-storage", "distdy", "Whole snapshots against additive features, edges, both", "DistDy figures 7-9",
+        ("distdy/storage.csv",), "one build per setting", 3,
+        {"DISTDY_TABLE_ARGS": "--nodes 500 --snapshots 4"},
+    ),
+    PaperTarget(
+        "table-distdy-partition", "distdy", "Time to partition and store every snapshot; cut and balance", "DistDy table 3",
+        ("distdy/partition.csv",), "one pass per partitioner", 4,
+        {"DISTDY_TABLE_ARGS": "--nodes 500 --snapshots 4"},
+    ),
+    PaperTarget(
+        "table-distdy-traffic", "distdy", "Feature-fetch bytes in and out per rank", "DistDy figure 3",
+        ("distdy/traffic/traffic.csv", "distdy/traffic/traffic_per_rank.csv"), "bytes counted over one run per partitioner",
+        6, {"DISTDY_PARTITIONS": "distdy,metis", "DISTDY_ARGS": _SMALL_DISTDY, "DISTDY_TABLE_ARGS": "--stores 4 --set +smoke=distdy"},
+    ),
+    PaperTarget(
+        "table-distdy-time", "distdy", "Epoch time for windows 4, 8, 12; simulated clusters at 1-100 Gbps",
+        "DistDy figures 4, 5 and 10", ("distdy/time/time_measured.csv", "distdy/time/time_simulated.csv"),
+        "median over epochs of one run per cell", 20,
+        {"DISTDY_PARTITIONS": "distdy,metis", "DISTDY_WINDOWS": "4",
+         "DISTDY_ARGS": _SMALL_DISTDY, "DISTDY_TABLE_ARGS": "--stores 4 --gbps 1 10 --set +smoke=distdy"},
+    ),
+    PaperTarget(
+        "fig-distdy-params", "distdy", "Simulated speedup over METIS against the budget M and eta", "DistDy figure 11",
+        ("distdy/params.csv",), "one simulated epoch per setting", 3,
+        {"DISTDY_TABLE_ARGS": "--budgets 1 5 --etas 1 4 --set +smoke=distdy"},
+    ),
+    PaperTarget(
+        "table-sven-comm", "sven", "Bytes per epoch of DepCache, DepComm and Sven, 2-64 ranks", "Sven figure 12",
+        ("sven/sven_comm.csv",), "bytes counted exactly over one epoch", 4,
+        {"SVEN_TABLE_ARGS": "--datasets events --batches 600 --ranks 2 4"},
+    ),
+    PaperTarget(
+        "table-sven-balance", "sven", "Largest receive volume under range, interval and Re-FlexBiCut owners",
+        "Sven figure 14", ("sven/sven_balance.csv",), "counted over one epoch", 3,
+        {"SVEN_TABLE_ARGS": "--datasets events --batches 600 --ranks 4"},
+    ),
+    PaperTarget(
+        "table-sven-accuracy", "sven", "Test AP and AUC: one process against Sven on 2 ranks, staleness 0 and 1",
+        "Sven table 4", ("sven/accuracy/sven_accuracy.csv",), "mean and spread over SVEN_SEEDS (default one seed)", 18,
+        {"SVEN_MODELS": "jodie", "SVEN_STALENESS": "1", "SVEN_ARGS": _SMALL_EVENTS},
+    ),
+    PaperTarget(
+        "table-sven-breakdown", "sven", "Epoch time of DepCache, DepComm and Sven as each mechanism is added",
+        "Sven figure 15 and table 2", ("sven/breakdown/sven_breakdown.csv",), "median over epochs 2-5 of one run per step", 8,
+        {"SVEN_STEPS": "depcomm async_allreduce", "SVEN_ARGS": _SMALL_EVENTS},
+    ),
+    PaperTarget(
+        "bench-planner", "planner", "Gaps to the lower bound and solve times on every instance family", "(no paper table)",
+        ("bench_planner.csv",), "one solve per instance and solver", 6,
+        {"PLANNER_ARGS": "--only trend-100-4"},
+    ),
+    PaperTarget(
+        "bench-planner-certify", "planner", "The same gaps against certified iteration and configuration bounds",
+        "(no paper table)", ("bench_planner_certified.csv",), "one solve per instance and solver", 35,
+        {"PLANNER_ARGS": "--only trend-100-4 --certify 2 --certify-configurations 2"},
+    ),
+    PaperTarget(
+        "simulate", "simulation", "Parallel efficiency from 4 to 1,024 simulated GPUs", "REAL figure 15, DyGNeX figure 5",
+        ("simulate_scaling.csv", "simulate_scaling.png"), "one plan per GPU count and solver", 2,
+        {"SIMULATE_ARGS": "--snapshots 200 --gpus 4,8,16"},
+    ),
+    PaperTarget(
+        "bench-reuse", "reuse", "REAL's reuse against PSG: FLOPs and epoch time", "REAL section 5 (speedups)",
+        ("bench_reuse/bench_reuse_tgcn_1l.csv",), "median over epochs 2-5 of one run per strategy", 15,
+        {"BENCH_REUSE_ARGS": "--dataset synthetic --snapshots 12 --epochs 2 --profile-epochs 1"},
+    ),
+    PaperTarget(
+        "bench-flop-counting", "reuse", "What counting graph-convolution FLOPs costs", "(no paper table)",
+        ("bench_flop_counting.csv",), "median of 3 alternating pairs of runs", 3,
+        {"FLOP_COUNTING_ARGS": "--pairs 1 --epochs 2 --dataset synthetic"},
+    ),
+    PaperTarget(
+        "bench-vs-pygt", "engine", "One rank against a plain PyTorch Geometric Temporal loop", "(no paper table)",
+        ("bench_vs_pygt.csv",), "median over 3 epochs of each loop", 6,
+        {"VS_PYGT_ARGS": "--datasets twitter_tennis --models tgcn --epochs 2"},
+    ),
+    PaperTarget(
+        "bench-tgn-pyg", "engine", "The reference TGN against a TGN of PyG's temporal modules", "(no paper table)",
+        ("bench_tgn_pyg.csv",), "median over 3 epochs of each", 1,
+        {"TGN_PYG_ARGS": "--epochs 1 --batch 2000"},
+    ),
+)
+
+
+def target(name: str) -> PaperTarget:
+    for candidate in TARGETS:
+        if candidate.name == name:
+            return candidate
+    raise KeyError(f"unknown paper target '{name}' (known: {', '.join(t.name for t in TARGETS)})")

@@ -1,0 +1,40 @@
+"""Readings say what the numbers show, and nothing the numbers do not."""
+
+import pandas as pd
+
+from dygsched.report.readings import READINGS, epoch_time, flare_accuracy, planner, sven_comm
+from dygsched.report.targets import TARGETS
+
+
+def test_every_target_has_a_reading():
+    assert set(READINGS) == {t.name for t in TARGETS}
+
+
+def test_epoch_time_names_the_fastest_and_checks_greedy_against_dygnex():
+    table = pd.DataFrame({
+        "dataset": ["d"] * 3, "model": ["tgcn"] * 3, "sched": ["psg", "greedy", "dygnex_g"],
+        "epoch_time_s": [2.0, 1.0, 1.5], "imbalance_ratio": [1.3, 1.05, 1.1], "speedup_vs_psg": [1.0, 2.0, 4 / 3],
+    })  # fmt: skip
+    text = epoch_time({"t.csv": table})
+    assert "greedy fastest (2.00x PSG)" in text and "imbalance 1.05 to 1.3" in text
+    assert "greedy ≤ DyGNeX-G holds on every row" in text
+    slower = table.assign(epoch_time_s=[2.0, 1.8, 1.5])
+    assert "holds on 0 of 1 rows" in epoch_time({"t.csv": slower})
+
+
+def test_planner_counts_the_rows_where_greedy_loses():
+    rows = []
+    for instance, greedy, dygnex in (("a", 0.01, 0.02), ("b", 0.03, 0.02)):
+        rows += [{"instance": instance, "reuse": False, "solver": "greedy", "gap": greedy, "solve_time": 0.05},
+                 {"instance": instance, "reuse": False, "solver": "dygnex_g", "gap": dygnex, "solve_time": 1.0}]  # fmt: skip
+    text = planner({"p.csv": pd.DataFrame(rows)})
+    assert "2 instances" in text and "holds on 1 of 2 rows" in text and "1.0% to 3.0%" in text
+
+
+def test_flare_accuracy_compares_with_full_history_and_sven_comm_per_rank_count():
+    table = pd.DataFrame({"model": ["tgcn"], "FlareDTDG": [0.25], "Full-History": [0.2]})
+    assert "+25.0% against Full-History" in flare_accuracy({"a.csv": table})
+    comm = pd.DataFrame({
+        "ranks": [2, 2, 2, 8, 8, 8], "strategy": ["sven", "depcomm", "depcache"] * 2, "vs_sven": [1, 20, 0.5, 1, 25, 3.0],
+    })  # fmt: skip
+    assert sven_comm({"c.csv": comm}) == "bytes per epoch against Sven's: at 2 ranks depcache 0.50x, depcomm 20.00x; at 8 ranks depcache 3.00x, depcomm 25.00x"
