@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dygsched.errors import ScheduleError
-from dygsched.sched import ScheduleProblem, solve
+from dygsched.sched import ScheduleProblem, predicted_epoch_time, solve
 from dygsched.sched.cost_model import CostModel
 from dygsched.sched.simulate import FAMILIES, generate_family, simulation_problem, with_gpus
 from dygsched.sched.solvers.dygnex_g import target_pairing_iterations
@@ -62,3 +62,16 @@ def test_greedy_is_never_worse_than_dygnex_g_on_the_families(family: str) -> Non
         problem = family_problem(family, 200, 8, seed)
         greedy, dygnex = solve(problem, "greedy"), solve(problem, "dygnex_g")
         assert greedy.predicted_epoch_time <= dygnex.predicted_epoch_time + 1e-12, seed
+
+
+def test_greedy_searches_reuse_pairings_above_the_local_search_size() -> None:
+    """Above 2,000 groups greedy runs a short local search when there is reuse to find (it beat
+    DyGNeX-G's plan there only with it); without reuse it keeps the balanced start."""
+    from dygsched.sched.solvers.greedy import LOCAL_SEARCH_MAX_GROUPS, balanced_iterations
+
+    problem = family_problem("bursty", 3000, 128, seed=3128, reuse=True)
+    assert problem.num_groups > LOCAL_SEARCH_MAX_GROUPS and problem.has_reuse
+    searched = predicted_epoch_time(problem, balanced_iterations(problem))
+    assert searched < 0.99 * predicted_epoch_time(problem, balanced_iterations(problem, local_search=0))
+    plain = family_problem("bursty", 3000, 128, seed=3128)
+    assert balanced_iterations(plain) == balanced_iterations(plain, local_search=0)
