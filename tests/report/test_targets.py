@@ -49,3 +49,13 @@ def test_published_numbers_belong_to_targets():
 def test_unknown_target_names_the_known_ones():
     with pytest.raises(KeyError, match="bench-planner"):
         target("table-nope")
+
+
+def test_the_report_imports_no_torch():
+    """Rendering reads tables only: it runs where torch is absent or slow to import."""
+    import subprocess
+    import sys
+
+    code = "import sys, dygsched.report.render, dygsched.launch.report_cli; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
