@@ -146,7 +146,13 @@ def run_missing(targets: tuple[PaperTarget, ...], results: Path, smoke: bool, ma
             continue
         print(f"{label}: running ...", file=sys.stderr, flush=True)
         record = run_target(paper_target, results, smoke, make)
-        status = "ok" if record.ok else f"FAILED (exit {record.exit_code}; log: {results / PROVENANCE_DIR / paper_target.name}.log)"
+        log = f"log: {results / PROVENANCE_DIR / paper_target.name}.log"
+        if record.ok:
+            status = "ok"
+        elif not missing_outputs(paper_target, results):
+            status = f"exit {record.exit_code} after writing its outputs (an unmet benchmark target?; {log})"
+        else:
+            status = f"FAILED (exit {record.exit_code}; {log})"
         print(f"{label}: {status} in {record.wall_s:.0f} s", file=sys.stderr, flush=True)
         ran.append(record)
     return ran

@@ -114,10 +114,10 @@ def view_of(paper_target: PaperTarget, results: Path, published: pd.DataFrame, f
             copied = f"{paper_target.name}-{Path(path).name}"
             shutil.copyfile(results / path, figures_dir / copied)
             figures.append(f"figures/{copied}")
-    if provenance is not None and not provenance.ok:
+    if not missing:
+        status = "built"  # a benchmark that wrote its tables, then exited 1 on an unmet target, is built
+    elif provenance is not None and not provenance.ok:
         status = "failed"
-    elif not missing:
-        status = "built"
     else:
         status = "partial" if len(missing) < len(paper_target.outputs) else "missing"
     return TargetView(

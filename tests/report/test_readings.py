@@ -24,11 +24,11 @@ def test_epoch_time_names_the_fastest_and_checks_greedy_against_dygnex():
 
 def test_planner_counts_the_rows_where_greedy_loses():
     rows = []
-    for instance, greedy, dygnex in (("a", 0.01, 0.02), ("b", 0.03, 0.02)):
+    for instance, greedy, dygnex, label in (("a", 0.01, 0.02, "dygnex_g"), ("b", 0.03, 0.02, "dygnex_g[16 targets]")):
         rows += [{"instance": instance, "reuse": False, "solver": "greedy", "gap": greedy, "solve_time": 0.05},
-                 {"instance": instance, "reuse": False, "solver": "dygnex_g", "gap": dygnex, "solve_time": 1.0}]  # fmt: skip
+                 {"instance": instance, "reuse": False, "solver": label, "gap": dygnex, "solve_time": 1.0}]  # fmt: skip
     text = planner({"p.csv": pd.DataFrame(rows)})
-    assert "2 instances" in text and "holds on 1 of 2 rows" in text and "1.0% to 3.0%" in text
+    assert "2 instances of the suite" in text and "holds on 1 of 2 rows" in text and "1.0% to 3.0%" in text
 
 
 def test_flare_accuracy_compares_with_full_history_and_sven_comm_per_rank_count():

@@ -127,3 +127,20 @@ def test_a_target_that_writes_nothing_is_a_failure(results, tmp_path, capsys):
     log = (results / PROVENANCE_DIR / "table-sven-comm.log").read_text()
     assert "ran --no-print-directory table-sven-comm RESULTS=" in log and "wrote none of sven/sven_comm.csv" in log
     assert "table-sven-comm: FAILED" in capsys.readouterr().err
+
+
+def test_a_benchmark_that_writes_its_table_then_exits_1_is_built_with_a_note(results, tmp_path, capsys):
+    """bench_planner exits 1 when a target is not met, after writing its CSV: built, and the page says so."""
+    fake_make = tmp_path / "make"
+    fake_make.write_text(
+        "#!/bin/sh\nfor a in \"$@\"; do case $a in -n) exit 0;; RESULTS=*) root=${a#RESULTS=};; esac; done\n"
+        "mkdir -p \"$root/sven\" && echo 'ranks,strategy,vs_sven' > \"$root/sven/sven_comm.csv\" && exit 1\n"
+    )
+    fake_make.chmod(0o755)
+    from dygsched.report.provenance import run_missing
+
+    (record,) = run_missing((target("table-sven-comm"),), results, smoke=False, make=str(fake_make))
+    assert record.exit_code == 1 and "after writing its outputs" in capsys.readouterr().err
+    html = (render(results) / "index.html").read_text()
+    block = html.split('id="table-sven-comm"')[1].split('class="target"')[0]
+    assert 'data-status="built"' in html.split('id="table-sven-comm"')[1][:40] and "exited 1 after writing its outputs" in block
