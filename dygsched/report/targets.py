@@ -25,7 +25,7 @@ class PaperTarget:
     reproduces: str  # the paper's table or figure, as the paper numbers it
     outputs: tuple[str, ...]  # files under the results root: .csv tables, .png figures
     repeats: str  # how many times each number was measured, and how they are combined
-    minutes: float  # full size on a 2-core CPU machine (docs/measurements.md), wall time
+    minutes: float | None  # wall time at full size on a 2-core CPU machine (docs/report.md); None: not timed
     smoke: dict[str, str] = field(default_factory=dict)  # Make variables for SMOKE=1 (seconds, not minutes)
 
     @property
@@ -63,22 +63,22 @@ TARGETS = (
     ),
     PaperTarget(
         "fig-convergence", "dygnex", "Loss and accuracy per epoch per strategy", "DyGNeX figure 3",
-        ("fig_convergence/convergence.csv", "fig_convergence/convergence.png"), "one run per strategy, every epoch", 12,
+        ("fig_convergence/convergence.csv", "fig_convergence/convergence.png"), "one run per strategy, every epoch", 2,
         {"FIG_SCHEDS": "psg,greedy", "FIG_ARGS": _SMALL_SNAPSHOTS},
     ),
     PaperTarget(
         "table-solve-time", "dygnex", "Solve time by number of snapshots; ILP time by optimality gap", "DyGNeX tables 5 and 6",
-        ("solve_time_greedy.csv", "solve_time_ilp.csv"), "one solve per cell", 3,
+        ("solve_time_greedy.csv", "solve_time_ilp.csv"), "one solve per cell", 0.6,
         {"SOLVE_TIME_ARGS": "--max-snapshots 50"},
     ),
     PaperTarget(
         "table-ablation", "real", "PSG, + type I, + type II, + REAL-G, + REAL-L as cumulative speedups", "REAL figure 13",
-        ("table_ablation/table_ablation.csv",), "median over epochs 2-8 of one run per cell", 45,
+        ("table_ablation/table_ablation.csv",), "median over epochs 2-8 of one run per cell", None,
         {"ABLATION_MODELS": "tgcn", "ABLATION_STEPS": "psg,real_l", "ABLATION_ARGS": _SMALL_SNAPSHOTS},
     ),
     PaperTarget(
         "table-reuse-memory", "real", "Full graphs against diff maps and degrees; diff-map build time", "REAL tables 4 and 5",
-        ("table_reuse_memory.csv",), "one build per dataset", 2,
+        ("table_reuse_memory.csv",), "one build per dataset", 0.1,
         {"REUSE_MEMORY_ARGS": "--datasets synthetic,twitter_tennis"},
     ),
     PaperTarget(
@@ -88,7 +88,7 @@ TARGETS = (
     ),
     PaperTarget(
         "table-flare-memory", "flaredtdg", "Memory per rank, Full-History against FlareDTDG", "FlareDTDG tables 5 and 7",
-        ("flare/variants/flare_memory.csv",), "the runs of table 6; peak over epochs", 0,
+        ("flare/variants/flare_memory.csv",), "the runs of table 6 (made once for 6, 5/7 and 12); peak over epochs", 40,
         {"FLARE_MODELS": "tgcn", "FLARE_VARIANTS": "full_history,flare", "FLARE_ARGS": _SMALL_FLARE},
     ),
     PaperTarget(
@@ -98,7 +98,7 @@ TARGETS = (
     ),
     PaperTarget(
         "table-flare-breakdown", "flaredtdg", "Chunking, shuffle, remap, forward, backward, communication, load",
-        "FlareDTDG table 12", ("flare/variants/flare_breakdown.csv",), "the runs of table 6; median over epochs", 0,
+        "FlareDTDG table 12", ("flare/variants/flare_breakdown.csv",), "the runs of table 6 (made once for 6, 5/7 and 12); median over epochs", 40,
         {"FLARE_MODELS": "tgcn", "FLARE_VARIANTS": "full_history,flare", "FLARE_ARGS": _SMALL_FLARE},
     ),
     PaperTarget(
@@ -113,54 +113,54 @@ TARGETS = (
     ),
     PaperTarget(
         "table-distdy-storage", "distdy", "Whole snapshots against additive features, edges, both", "DistDy figures 7-9",
-        ("distdy/storage.csv",), "one build per setting", 3,
+        ("distdy/storage.csv",), "one build per setting", 0.8,
         {"DISTDY_TABLE_ARGS": "--nodes 500 --snapshots 4"},
     ),
     PaperTarget(
         "table-distdy-partition", "distdy", "Time to partition and store every snapshot; cut and balance", "DistDy table 3",
-        ("distdy/partition.csv",), "one pass per partitioner", 4,
+        ("distdy/partition.csv",), "one pass per partitioner", 1.6,
         {"DISTDY_TABLE_ARGS": "--nodes 500 --snapshots 4"},
     ),
     PaperTarget(
         "table-distdy-traffic", "distdy", "Feature-fetch bytes in and out per rank", "DistDy figure 3",
         ("distdy/traffic/traffic.csv", "distdy/traffic/traffic_per_rank.csv"), "bytes counted over one run per partitioner",
-        6, {"DISTDY_PARTITIONS": "distdy,metis", "DISTDY_ARGS": _SMALL_DISTDY, "DISTDY_TABLE_ARGS": "--stores 4 --set +smoke=distdy"},
+        2.1, {"DISTDY_PARTITIONS": "distdy,metis", "DISTDY_ARGS": _SMALL_DISTDY, "DISTDY_TABLE_ARGS": "--stores 4 --set +smoke=distdy"},
     ),
     PaperTarget(
         "table-distdy-time", "distdy", "Epoch time for windows 4, 8, 12; simulated clusters at 1-100 Gbps",
         "DistDy figures 4, 5 and 10", ("distdy/time/time_measured.csv", "distdy/time/time_simulated.csv"),
-        "median over epochs of one run per cell", 20,
+        "median over epochs of one run per cell", 4.5,
         {"DISTDY_PARTITIONS": "distdy,metis", "DISTDY_WINDOWS": "4",
          "DISTDY_ARGS": _SMALL_DISTDY, "DISTDY_TABLE_ARGS": "--stores 4 --gbps 1 10 --set +smoke=distdy"},
     ),
     PaperTarget(
         "fig-distdy-params", "distdy", "Simulated speedup over METIS against the budget M and eta", "DistDy figure 11",
-        ("distdy/params.csv",), "one simulated epoch per setting", 3,
+        ("distdy/params.csv",), "one simulated epoch per setting", 2.9,
         {"DISTDY_TABLE_ARGS": "--budgets 1 5 --etas 1 4 --set +smoke=distdy"},
     ),
     PaperTarget(
         "table-sven-comm", "sven", "Bytes per epoch of DepCache, DepComm and Sven, 2-64 ranks", "Sven figure 12",
-        ("sven/sven_comm.csv",), "bytes counted exactly over one epoch", 4,
+        ("sven/sven_comm.csv",), "bytes counted exactly over one epoch", 0.1,
         {"SVEN_TABLE_ARGS": "--datasets events --batches 600 --ranks 2 4"},
     ),
     PaperTarget(
         "table-sven-balance", "sven", "Largest receive volume under range, interval and Re-FlexBiCut owners",
-        "Sven figure 14", ("sven/sven_balance.csv",), "counted over one epoch", 3,
+        "Sven figure 14", ("sven/sven_balance.csv",), "counted over one epoch", 0.1,
         {"SVEN_TABLE_ARGS": "--datasets events --batches 600 --ranks 4"},
     ),
     PaperTarget(
         "table-sven-accuracy", "sven", "Test AP and AUC: one process against Sven on 2 ranks, staleness 0 and 1",
-        "Sven table 4", ("sven/accuracy/sven_accuracy.csv",), "mean and spread over SVEN_SEEDS (default one seed)", 18,
+        "Sven table 4", ("sven/accuracy/sven_accuracy.csv",), "mean and spread over SVEN_SEEDS (default one seed)", 2,
         {"SVEN_MODELS": "jodie", "SVEN_STALENESS": "1", "SVEN_ARGS": _SMALL_EVENTS},
     ),
     PaperTarget(
         "table-sven-breakdown", "sven", "Epoch time of DepCache, DepComm and Sven as each mechanism is added",
-        "Sven figure 15 and table 2", ("sven/breakdown/sven_breakdown.csv",), "median over epochs 2-5 of one run per step", 8,
+        "Sven figure 15 and table 2", ("sven/breakdown/sven_breakdown.csv",), "median over epochs 2-5 of one run per step", 2,
         {"SVEN_STEPS": "depcomm async_allreduce", "SVEN_ARGS": _SMALL_EVENTS},
     ),
     PaperTarget(
         "bench-planner", "planner", "Gaps to the lower bound and solve times on every instance family", "(no paper table)",
-        ("bench_planner.csv",), "one solve per instance and solver", 6,
+        ("bench_planner.csv",), "one solve per instance and solver", 3.1,
         {"PLANNER_ARGS": "--only trend-100-4"},
     ),
     PaperTarget(
@@ -170,17 +170,17 @@ TARGETS = (
     ),
     PaperTarget(
         "simulate", "simulation", "Parallel efficiency from 4 to 1,024 simulated GPUs", "REAL figure 15, DyGNeX figure 5",
-        ("simulate_scaling.csv", "simulate_scaling.png"), "one plan per GPU count and solver", 2,
+        ("simulate_scaling.csv", "simulate_scaling.png"), "one plan per GPU count and solver", 0.02,
         {"SIMULATE_ARGS": "--snapshots 200 --gpus 4,8,16"},
     ),
     PaperTarget(
         "bench-reuse", "reuse", "REAL's reuse against PSG: FLOPs and epoch time", "REAL section 5 (speedups)",
-        ("bench_reuse/bench_reuse_tgcn_1l.csv",), "median over epochs 2-5 of one run per strategy", 15,
+        ("bench_reuse/bench_reuse_tgcn_1l.csv",), "median over epochs 2-5 of one run per strategy", 10,
         {"BENCH_REUSE_ARGS": "--dataset synthetic --snapshots 12 --epochs 2 --profile-epochs 1"},
     ),
     PaperTarget(
         "bench-flop-counting", "reuse", "What counting graph-convolution FLOPs costs", "(no paper table)",
-        ("bench_flop_counting.csv",), "median of 3 alternating pairs of runs", 3,
+        ("bench_flop_counting.csv",), "median of 3 alternating pairs of runs", 1.6,
         {"FLOP_COUNTING_ARGS": "--pairs 1 --epochs 2 --dataset synthetic"},
     ),
     PaperTarget(
@@ -190,7 +190,7 @@ TARGETS = (
     ),
     PaperTarget(
         "bench-tgn-pyg", "engine", "The reference TGN against a TGN of PyG's temporal modules", "(no paper table)",
-        ("bench_tgn_pyg.csv",), "median over 3 epochs of each", 1,
+        ("bench_tgn_pyg.csv",), "median over 3 epochs of each", 0.3,
         {"TGN_PYG_ARGS": "--epochs 1 --batch 2000"},
     ),
 )
