@@ -82,6 +82,9 @@ def published_numbers() -> pd.DataFrame:
 def published_tables(published: pd.DataFrame, name: str) -> tuple[PublishedTable, ...]:
     """The paper's numbers for one target: one table per (paper, table or figure, dataset), rows x columns."""
     rows = published[published.target == name]
+    # a table whose columns are its datasets (REAL table 5) is one table, not one per dataset
+    columns_are_datasets = (rows.dataset == rows.column).groupby([rows.paper, rows.ref]).transform("all")
+    rows = rows.assign(dataset=rows.dataset.where(~columns_are_datasets, ""))
     tables = []
     for (paper, ref, dataset), group in rows.groupby(["paper", "ref", "dataset"], sort=False):
         cells = group.assign(cell=[f"{v:g} {u}".strip() for v, u in zip(group.value, group.unit)])
