@@ -64,7 +64,7 @@ TARGETS = (
     PaperTarget(
         "fig-convergence", "dygnex", "Loss and accuracy per epoch per strategy", "DyGNeX figure 3",
         ("fig_convergence/convergence.csv", "fig_convergence/convergence.png"), "one run per strategy, every epoch", 2,
-        {"FIG_SCHEDS": "psg,greedy", "FIG_ARGS": _SMALL_SNAPSHOTS},
+        {"FIG_SCHEDS": "greedy", "FIG_ARGS": _SMALL_SNAPSHOTS},
     ),
     PaperTarget(
         "table-solve-time", "dygnex", "Solve time by number of snapshots; ILP time by optimality gap", "DyGNeX tables 5 and 6",
@@ -94,7 +94,7 @@ TARGETS = (
     PaperTarget(
         "table-flare-time", "flaredtdg", "Epoch time; shrinking on and off; overlap none, rr, mlp", "FlareDTDG tables 8-11",
         ("flare/time/flare_time.csv",), "median over epochs 2-4 of one run per cell", 25,
-        {"FLARE_TIME_MODELS": "tgcn", "FLARE_TIME_VARIANTS": "flare,overlap_rr", "FLARE_ARGS": _SMALL_FLARE},
+        {"FLARE_TIME_MODELS": "tgcn", "FLARE_TIME_VARIANTS": "flare", "FLARE_ARGS": _SMALL_FLARE},
     ),
     PaperTarget(
         "table-flare-breakdown", "flaredtdg", "Chunking, shuffle, remap, forward, backward, communication, load",
@@ -104,7 +104,7 @@ TARGETS = (
     PaperTarget(
         "fig-flare-heatmap", "flaredtdg", "MSE, memory and time over K x alpha", "FlareDTDG figure 8",
         ("flare/heatmap/flare_heatmap.csv", "flare/heatmap/flare_heatmap.png"), "one run per cell (4 epochs)", 13,
-        {"FLARE_HEATMAP_K": "1,2", "FLARE_HEATMAP_ALPHA": "0.3", "FLARE_ARGS": _SMALL_FLARE},
+        {"FLARE_HEATMAP_K": "2", "FLARE_HEATMAP_ALPHA": "0.3", "FLARE_ARGS": _SMALL_FLARE},
     ),
     PaperTarget(
         "fig-flare-scaling", "flaredtdg", "Epoch time and memory on 1 and 2 ranks", "FlareDTDG figure 7",
@@ -186,7 +186,7 @@ TARGETS = (
     PaperTarget(
         "bench-vs-pygt", "engine", "One rank against a plain PyTorch Geometric Temporal loop", "(no paper table)",
         ("bench_vs_pygt.csv",), "median over 3 epochs of each loop", 6,
-        {"VS_PYGT_ARGS": "--datasets twitter_tennis --models tgcn --epochs 2"},
+        {"VS_PYGT_ARGS": "--datasets twitter_tennis --models tgcn --epochs 1"},
     ),
     PaperTarget(
         "bench-tgn-pyg", "engine", "The reference TGN against a TGN of PyG's temporal modules", "(no paper table)",
