@@ -16,7 +16,7 @@ from dygsched.errors import ConfigError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dygsched report", description=__doc__.split("\n")[0].strip("`: "))
+    parser = argparse.ArgumentParser(prog="dygsched report", description="Render every paper target under a results root into one static report.")
     parser.add_argument("results", nargs="?", default="results", help="the results root (default: results)")
     parser.add_argument("--run-missing", action="store_true", help="run every target with a missing output first (make <target>)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes for every target (with --run-missing), and say so in the report")
