@@ -23,6 +23,7 @@ from dygsched.report.readings import READINGS
 from dygsched.report.targets import SECTIONS, TARGETS, PaperTarget
 
 REPORT_DIR = "report"
+SMOKE_DIR = "smoke"  # make paper SMOKE=1 writes under <results>/smoke
 MAX_ROWS = 40  # longer tables show their first rows and link the whole CSV
 RUN_COLUMNS = (
     "run_id", "status", "dataset", "model", "sched", "world_size", "epochs", "epoch_time_s", "imbalance_ratio",
@@ -139,8 +140,8 @@ def runs_table(results: Path) -> pd.DataFrame:
     """Every run of every sweep under the results root, the headline columns and where its folder is."""
     frames = []
     for path in sorted(results.rglob("runs.parquet")):
-        if REPORT_DIR in path.relative_to(results).parts:
-            continue
+        if {REPORT_DIR, SMOKE_DIR} & set(path.relative_to(results).parts):
+            continue  # the smoke run's tiny runs have their own report (make paper SMOKE=1)
         frame = pd.read_parquet(path)
         if frame.empty:
             continue

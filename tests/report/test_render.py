@@ -74,7 +74,10 @@ def test_markdown_and_runs_page(results):
     for section in SECTIONS:
         assert f"## {section.title}" in readme
     assert "SMOKE run" in readme and "| greedy" in readme
+    append_run(results / "smoke" / "table_epoch_time", {"run_id": "tiny-run", "status": "ok", "sched": "psg"})
+    folder = render(results, smoke=True)
     runs = (folder / "runs.html").read_text()
+    assert "tiny-run" not in runs  # a smoke run's rows stay out of the real report
     assert 'href="../table_epoch_time/run-a/summary.json"' in runs and "sortable" in runs
     assert parse_report(folder / "index.html").smoke
 
