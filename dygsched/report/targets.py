@@ -73,7 +73,7 @@ TARGETS = (
     ),
     PaperTarget(
         "table-ablation", "real", "PSG, + type I, + type II, + REAL-G, + REAL-L as cumulative speedups", "REAL figure 13",
-        ("table_ablation/table_ablation.csv",), "median over epochs 2-8 of one run per cell", None,
+        ("table_ablation/table_ablation.csv",), "median over epochs 2-8 of one run per cell", 11,
         {"ABLATION_MODELS": "tgcn", "ABLATION_STEPS": "psg,real_l", "ABLATION_ARGS": _SMALL_SNAPSHOTS},
     ),
     PaperTarget(
@@ -175,7 +175,7 @@ TARGETS = (
     ),
     PaperTarget(
         "bench-reuse", "reuse", "REAL's reuse against PSG: FLOPs and epoch time", "REAL section 5 (speedups)",
-        ("bench_reuse/bench_reuse_tgcn_1l.csv",), "median over epochs 2-5 of one run per strategy", 10,
+        ("bench_reuse/bench_reuse_tgcn_1l.csv",), "median over epochs 2-5 of one run per strategy", 6,
         {"BENCH_REUSE_ARGS": "--dataset synthetic --snapshots 12 --epochs 2 --profile-epochs 1"},
     ),
     PaperTarget(
@@ -185,7 +185,7 @@ TARGETS = (
     ),
     PaperTarget(
         "bench-vs-pygt", "engine", "One rank against a plain PyTorch Geometric Temporal loop", "(no paper table)",
-        ("bench_vs_pygt.csv",), "median over 3 epochs of each loop", 6,
+        ("bench_vs_pygt.csv",), "median over 3 epochs of each loop", 2,
         {"VS_PYGT_ARGS": "--datasets twitter_tennis --models tgcn --epochs 1"},
     ),
     PaperTarget(
