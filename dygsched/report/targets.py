@@ -58,7 +58,7 @@ _SMALL_EVENTS = "+smoke=events"
 TARGETS = (
     PaperTarget(
         "table-epoch-time", "dygnex", "Epoch time and imbalance per strategy and model", "DyGNeX table 4",
-        ("table_epoch_time/table_epoch_time.csv",), "median over epochs 2-10 of one run per cell", 20,
+        ("table_epoch_time/table_epoch_time.csv",), "median over epochs 2-10 of one run per cell", 10,
         {"TABLE_SCHEDS": "psg,greedy", "TABLE_MODELS": "tgcn", "TABLE_ARGS": _SMALL_SNAPSHOTS},
     ),
     PaperTarget(
