@@ -115,10 +115,11 @@ def run_target(paper_target: PaperTarget, results: Path, smoke: bool, make: str 
     with open(folder / f"{paper_target.name}.log", "w") as log:
         done = subprocess.run([make, "--no-print-directory", *arguments], stdout=log, stderr=subprocess.STDOUT)
     exit_code = done.returncode
-    if exit_code == 0 and missing_outputs(paper_target, results):
+    missing = missing_outputs(paper_target, results)
+    if exit_code == 0 and missing:
         exit_code = 3  # the recipe ran but did not write what the report reads
         with open(folder / f"{paper_target.name}.log", "a") as log:
-            log.write(f"\nreport: make {paper_target.name} wrote none of {', '.join(missing_outputs(paper_target, results))}\n")
+            log.write(f"\nreport: make {paper_target.name} wrote none of {', '.join(missing)}\n")
     record = Provenance(
         target=paper_target.name,
         command=shlex.join(["make", *arguments]),

@@ -174,7 +174,7 @@ def distdy_traffic(tables: Tables) -> str:
     parts = []
     for (stores, source), group in table.groupby(["stores", "source"]):
         others = group[group.partitioner != "distdy"]
-        lowest = bool((others.in_sum_mb >= group[group.partitioner == "distdy"].in_sum_mb.iloc[0]).all())
+        lowest = bool((others.vs_distdy >= 1).all())  # vs_distdy: bytes fetched over DistDy's
         parts.append(f"{int(stores)} stores ({source}): others fetch {_span(others.vs_distdy, _x)} DistDy's bytes"
                      + ("" if lowest else " (DistDy not the lowest)"))  # fmt: skip
     return "; ".join(parts)

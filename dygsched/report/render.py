@@ -191,7 +191,6 @@ def render(results: Path, smoke: bool = False) -> Path:
     context = {
         "sections": SECTIONS,
         "views": views,
-        "runs": runs,
         "runs_count": len(runs),
         "smoke": smoke,
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -202,8 +201,7 @@ def render(results: Path, smoke: bool = False) -> Path:
     environment = _environment()
     (building / "index.html").write_text(environment.get_template("index.html.j2").render(**context))
     (building / "README.md").write_text(environment.get_template("README.md.j2").render(**context))
-    runs_html = _runs_html(runs)
-    (building / "runs.html").write_text(environment.get_template("runs.html.j2").render(table=runs_html, **context))
+    (building / "runs.html").write_text(environment.get_template("runs.html.j2").render(table=_runs_html(runs), **context))
     if final.exists():
         shutil.rmtree(final)
     building.rename(final)

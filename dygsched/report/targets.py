@@ -25,8 +25,13 @@ class PaperTarget:
     reproduces: str  # the paper's table or figure, as the paper numbers it
     outputs: tuple[str, ...]  # files under the results root: .csv tables, .png figures
     repeats: str  # how many times each number was measured, and how they are combined
-    minutes: float | None  # wall time at full size on a 2-core CPU machine (docs/report.md); None: not timed
+    minutes: float  # wall time at full size on a 2-core CPU machine (docs/report.md)
     smoke: dict[str, str] = field(default_factory=dict)  # Make variables for SMOKE=1 (seconds, not minutes)
+
+    @property
+    def duration(self) -> str:
+        size = "under a minute" if self.minutes < 1 else f"about {round(self.minutes)} min"
+        return f"{size} at full size on 2 CPU cores"
 
     @property
     def tables(self) -> tuple[str, ...]:
