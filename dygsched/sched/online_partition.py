@@ -8,17 +8,30 @@ Store ``k`` may hold at most ``D^k`` bytes of features over the window.
 ``OnlinePartitioner`` is Algorithms 1-3:
 
 * Alg. 1, base partition: a node that was on ``k`` stays there, additive, while ``c_v`` fits in
-  ``k``'s free space ``S^k``; every other node goes full to the store with the most free space (a
-  max-heap). A store that cannot take ``C`` when it tops the heap is a ``CapacityError``.
-* Alg. 2, refinement (at most ``budget`` passes, stopping after a pass without a move): each node
-  moves to ``argmax_m U_m(v) + phi^{mv} - Lambda^m s^{mv}`` when that store can hold it, where
-  ``U_m(v)`` is the weight of its edges to nodes on ``m``, ``s^{mv}`` its size there (``c_v`` if it was
-  on ``m`` before, else ``C``), ``Lambda^m`` the sum of ``m``'s prices over the window's slots and
-  ``phi^{mv} = gamma (U/K - Lambda^m a^m)/|V| - [v was on m] mu^{mv}``, ``gamma = ln(2 eta) - 1``.
+  ``k``'s free space ``S^k``; every other node goes full to the store with the most free space (the
+  paper's max-heap). A store that cannot take ``C`` when it is the roomiest is a ``CapacityError``.
+* Alg. 2, refinement (at most ``budget`` passes, stopping after a pass without a move): node ``v``
+  on ``k`` moves to ``k' = argmax_m U_m(v) + phi^{mv} - Lambda^m a^m`` when ``k' != k`` and ``k'`` has
+  room for it, where ``U_m(v)`` is the weight of its edges to nodes on ``m``, ``Lambda^m`` the sum of
+  ``m``'s prices over the window's slots, ``a^m`` the bytes store ``m`` holds of snapshot ``tau`` (the
+  store's load, Table 1's ``a_tau^k``: the term that prices out a store already holding much of the
+  snapshot, the algorithm's balance mechanism) and ``phi^{mv} = gamma (U/K - Lambda^m a^m)/|V| -
+  [v was on m] mu^{mv}``, ``gamma = ln(2 eta) - 1``. Every candidate is scored as if ``v`` were on it:
+  ``a^m + s^{mv}`` for another store (``s^{mv}``: ``c_v`` if ``v`` was on ``m`` before, else ``C``),
+  ``a^k`` for its own, so a score compares the partitions a move would make and nodes do not
+  bounce between stores. The loop is sequential, as the paper writes it (each move changes the
+  next node's payoff), and compiled (``dygsched.sched.jit``).
 * Alg. 3, the online loop: prices start at ``F`` (by default from snapshot 1's base partition,
   ``F = U_1 / (2 eta sum_k a_1^k)``), grow as ``lambda_t^k *= exp(ln(2 eta) a_tau^k / D^k)`` for the
   slots ``t`` the snapshot occupies, and the rewards become ``mu_{tau+1}^{kv} = gamma (U/K - Lambda^k
   a^k)/|V|`` on each node's store (``clip_rewards``: at least 0, as the theory wants).
+
+``message_weight`` and ``fetch_weight`` (0, the paper's algorithm, by default) are extensions of
+ours: the load the balance term prices becomes the snapshot's bytes plus, per node, its expected
+sampled messages as a training target (``messages``: a rank's encoder work) and its strength, the
+weight ``sum_u W_uv`` of its edges (how much the others read it: a store's served fetch traffic),
+each scaled so that weight 1 gives it as much weight as the bytes. Bytes balance the stores'
+memory; these balance what a rank computes and serves. Capacity is still bytes.
 
 Edge weights ``W_uv`` are the expected feature-fetch cost: ``C`` times the probability that a
 training mini-batch samples the edge, propagated hop by hop (``edge_weights``). Baselines
@@ -26,12 +39,14 @@ training mini-batch samples the edge, propagated hop by hop (``edge_weights``). 
 them, partitioned once), ``hash`` (id modulo K), ``greedy`` (METIS on the first snapshot, then nodes
 stay and a new node joins the store holding most of its neighbours) and ``metis_layer`` (METIS on
 each snapshot, its labels matched to the previous snapshot's by the Hungarian method). None of them
-respects ``D^k``; ``over_capacity`` reports where they would exceed it. Numpy only.
+respects ``D^k``; ``over_capacity`` reports where they would exceed it (out of memory, as the
+paper's Table 3 reports Greedy on Ex500K). ``D^k`` is given in bytes or as a factor of the
+balanced window storage (``store_capacity``); ``smallest_feasible_factor`` finds the least factor
+at which Algorithm 1 can place every snapshot. Numpy (and numba) only.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 import time
 from collections.abc import Sequence
@@ -40,6 +55,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dygsched.errors import ScheduleError
+from dygsched.sched.jit import compiled
 
 BASELINES = ("metis", "hash", "greedy", "metis_layer")
 PARTITIONERS = ("distdy", *BASELINES)
@@ -52,7 +68,9 @@ class CapacityError(ScheduleError):
 @dataclass(frozen=True)
 class SnapshotGraph:
     """What a partitioner sees of snapshot ``tau``: its nodes, its undirected edges (each once, ``u < v``)
-    with weights ``W_uv``, and each node's additive size (``additive_bytes[v]``, used when ``v`` stays)."""
+    with weights ``W_uv``, each node's additive size (``additive_bytes[v]``, used when ``v`` stays) and,
+    for the balance extension, each node's expected sampled messages as a training target
+    (``messages``, 0 for a node that is never a target; ``None``: not computed)."""
 
     nodes: np.ndarray
     edges: np.ndarray  # [2, E], u < v
@@ -60,13 +78,15 @@ class SnapshotGraph:
     additive_bytes: np.ndarray  # [num_nodes] (whole id space)
     full_bytes: int
     num_nodes: int
+    messages: np.ndarray | None = None  # [num_nodes]
 
 
 @dataclass(frozen=True)
 class SnapshotPartition:
     """Where snapshot ``tau``'s nodes live: ``store[v]`` (-1 for a node absent from it), which are stored
     additively, the bytes each store takes for it (``a_tau^k``), its utility ``U`` (the weight of edges
-    inside stores), cut edges, and the seconds the partitioner took."""
+    inside stores), cut edges, the seconds the partitioner took, and for DistDy the refinement's
+    passes and the most moves any one node made in it (0 for a baseline)."""
 
     store: np.ndarray
     additive: np.ndarray  # bool [num_nodes]
@@ -74,6 +94,8 @@ class SnapshotPartition:
     utility: float
     cut_edges: int
     seconds: float
+    passes: int = 0
+    most_moves: int = 0
 
 
 def edge_weights(
@@ -103,6 +125,27 @@ def edge_weights(
     return np.stack([u, v]), weight * full_bytes
 
 
+def expected_messages(num_nodes: int, edges: np.ndarray, training: np.ndarray, fanouts: Sequence[int]) -> np.ndarray:
+    """``[num_nodes]``: the sampled messages a training node's neighbourhood computes when it is a target
+    (0 for other nodes), in expectation and counting a node reached twice twice.
+
+    ``edges`` are directed (``src -> dst``: ``dst`` reads ``src``), as the sampler reads in-neighbours.
+    Layer ``l`` draws ``min(f_l, d_u)`` messages into every node ``u`` of the hops before it; node ``v``
+    joins hop ``l`` with probability ``min(1, f_l / d_x)`` for each in-neighbour ``x`` of it there. So
+    ``E = c_1 + (I + P_1)(c_2 + (I + P_2)(c_3 ...))`` with ``c_l = min(f_l, d)`` and ``(P_l y)(v) =
+    min(1, f_l/d_v) sum_{u -> v} y(u)``."""
+    src, dst = edges
+    degree = np.bincount(dst, minlength=num_nodes).astype(float)
+    drawn = [np.minimum(float(f), degree) for f in fanouts]
+    total = drawn[-1]
+    for layer in range(len(fanouts) - 2, -1, -1):
+        share = np.where(degree > 0, drawn[layer] / np.maximum(degree, 1.0), 0.0)
+        total = drawn[layer] + total + share * np.bincount(dst, weights=total[src], minlength=num_nodes)
+    out = np.zeros(num_nodes)
+    out[training] = total[training]
+    return out
+
+
 def utility(store: np.ndarray, graph: SnapshotGraph) -> float:
     u, v = graph.edges
     return float(graph.weights[store[u] == store[v]].sum()) if u.size else 0.0
@@ -124,7 +167,132 @@ def _csr(graph: SnapshotGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     order = np.argsort(rows, kind="stable")
     indptr = np.zeros(graph.num_nodes + 1, dtype=np.int64)
     np.add.at(indptr, rows + 1, 1)
-    return np.cumsum(indptr), cols[order], w[order]
+    return np.cumsum(indptr), cols[order].astype(np.int64), w[order].astype(np.float64)
+
+
+# ---- the sequential loops of Algorithms 1 and 2 (compiled; see dygsched.sched.jit) --------------------------
+@compiled
+def _base_partition(
+    nodes: np.ndarray, previous: np.ndarray, additive: np.ndarray, full: float, free: np.ndarray, store: np.ndarray
+) -> int:
+    """Algorithm 1 into ``store`` (and ``free``): nodes that fit stay, additive, on their previous store;
+    the others, in order, go whole to the store with the most free space (the first on ties, as the
+    heap's ``(-space, k)`` order). Returns -1, or the first node no store could take."""
+    homeless = np.empty(nodes.size, np.int64)
+    count = 0
+    for i in range(nodes.size):
+        v = nodes[i]
+        k = previous[v]
+        if k >= 0 and additive[v] <= free[k]:
+            store[v] = k
+            free[k] -= additive[v]
+        else:
+            homeless[count] = v
+            count += 1
+    for i in range(count):
+        v = homeless[i]
+        k = 0
+        for m in range(1, free.size):
+            if free[m] > free[k]:
+                k = m
+        if free[k] < full:
+            return v
+        store[v] = k
+        free[k] -= full
+    return -1
+
+
+@compiled
+def _refine_passes(
+    nodes: np.ndarray,
+    indptr: np.ndarray,
+    neighbours: np.ndarray,
+    weights: np.ndarray,
+    store: np.ndarray,
+    previous: np.ndarray,
+    additive: np.ndarray,
+    full: float,
+    work: np.ndarray,
+    reward: np.ndarray,
+    price: np.ndarray,
+    room: np.ndarray,
+    load: np.ndarray,
+    links: np.ndarray,
+    moves: np.ndarray,
+    budget: int,
+    ties: float,
+) -> int:
+    """Algorithm 2's passes, in place: ``store``, ``room`` (free bytes per store), ``load`` (what the
+    balance term prices, per store), ``links[v, m]`` (weight of ``v``'s edges to store ``m``) and
+    ``moves`` (per node). Node ``v`` on ``k`` scores store ``m`` as ``links[v, m] - price[m] (load[m] +
+    [m != k] (s^{mv} + work[v])) - [m was v's store] reward[v]`` and moves to the first best store when
+    it beats staying by more than ``ties`` and has room. Returns the passes made."""
+    stores = room.size
+    passes = 0
+    for _ in range(budget):
+        passes += 1
+        moved = 0
+        for i in range(nodes.size):
+            v = nodes[i]
+            k = store[v]
+            before = previous[v]
+            best = -1
+            best_score = -np.inf
+            here = 0.0
+            for m in range(stores):
+                size = additive[v] if m == before else full
+                extra = 0.0 if m == k else size + work[v]
+                score = links[v, m] - price[m] * (load[m] + extra)
+                if m == before:
+                    score -= reward[v]
+                if m == k:
+                    here = score
+                if score > best_score:
+                    best_score = score
+                    best = m
+            if best == k or best_score <= here + ties:
+                continue
+            size_there = additive[v] if best == before else full
+            if room[best] < size_there:
+                continue
+            size_here = additive[v] if k == before else full
+            room[k] += size_here
+            room[best] -= size_there
+            load[k] -= size_here + work[v]
+            load[best] += size_there + work[v]
+            store[v] = best
+            for j in range(indptr[v], indptr[v + 1]):
+                u = neighbours[j]
+                links[u, k] -= weights[j]
+                links[u, best] += weights[j]
+            moves[v] += 1
+            moved += 1
+        if moved == 0:
+            break
+    return passes
+
+
+@dataclass(frozen=True)
+class _Terms:
+    """What Algorithm 2 scores a snapshot with: per store the price on its load (``Lambda^m (1 +
+    gamma/|V|)``: line 6's last term and ``phi``'s share of it), per node the reward it gives up by
+    staying additive and its balance weight beyond bytes (the extension), and the free bytes per store."""
+
+    price: np.ndarray  # [K]
+    reward: np.ndarray  # [n]
+    work: np.ndarray  # [n]
+    free: np.ndarray  # [K]
+    previous: np.ndarray  # [n], -1: absent before
+
+
+def _links(graph: SnapshotGraph, store: np.ndarray, stores: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The CSR of ``graph`` and ``links[v, m]``: the weight of ``v``'s edges to nodes on store ``m``."""
+    indptr, neighbours, weights = _csr(graph)
+    links = np.zeros((graph.num_nodes, stores))
+    rows = np.repeat(np.arange(graph.num_nodes), np.diff(indptr))
+    placed = store[neighbours] >= 0
+    np.add.at(links, (rows[placed], store[neighbours[placed]]), weights[placed])
+    return indptr, neighbours, weights, links
 
 
 @dataclass
@@ -138,6 +306,8 @@ class OnlinePartitioner:
     budget: int = 300
     initial_price: float | None = None  # F; None: from snapshot 1's base partition
     clip_rewards: bool = False
+    message_weight: float = 0.0  # the balance extensions (0: the paper's algorithm)
+    fetch_weight: float = 0.0
     prices: dict[int, np.ndarray] = field(default_factory=dict)  # slot t -> lambda_t [K]
     rewards: np.ndarray | None = None  # mu for the next snapshot: [num_nodes] on each node's store (0 elsewhere)
     history: list[np.ndarray] = field(default_factory=list)  # a_t [K] of the last w - 1 snapshots
@@ -149,6 +319,8 @@ class OnlinePartitioner:
             raise ScheduleError(f"every one of the {self.stores} stores needs a positive capacity")
         if self.eta <= 0.5 or self.budget < 1:
             raise ScheduleError("eta must exceed 1/2 (ln(2 eta) > 0) and the budget must be at least 1 pass")
+        if self.message_weight < 0 or self.fetch_weight < 0:
+            raise ScheduleError("message_weight and fetch_weight must be 0 or more")
 
     @property
     def gamma(self) -> float:
@@ -171,7 +343,7 @@ class OnlinePartitioner:
         if self.initial_price is None:  # F from snapshot 1's base partition (causal)
             _, a = storage(store, self.previous, graph, self.stores)
             self.initial_price = utility(store, graph) / (2 * self.eta * max(float(a.sum()), 1e-12))
-        store = self._refine(tau, graph, store, free)
+        store, passes, moves = self._refine(tau, graph, store, free)
         additive, a = storage(store, self.previous, graph, self.stores)
         window_bytes = a + self._held_before()
         assert (window_bytes <= self.capacity * (1 + 1e-12)).all(), "a store's capacity was exceeded"
@@ -188,83 +360,78 @@ class OnlinePartitioner:
         self.history = [*self.history, a][-max(self.window - 1, 1) :] if self.window > 1 else []
         self.previous = store
         u, v = graph.edges
-        return SnapshotPartition(store, additive, a, total, int((store[u] != store[v]).sum()), time.perf_counter() - start)
+        cut = int((store[u] != store[v]).sum())
+        return SnapshotPartition(store, additive, a, total, cut, time.perf_counter() - start, passes, int(moves.max(initial=0)))
 
     def _base(self, graph: SnapshotGraph, free: np.ndarray) -> np.ndarray:
         """Algorithm 1."""
         store = np.full(graph.num_nodes, -1, dtype=np.int64)
-        homeless = []
-        for v in graph.nodes.tolist():
-            k = int(self.previous[v]) if self.previous is not None else -1
-            if k >= 0 and graph.additive_bytes[v] <= free[k]:
-                store[v] = k
-                free[k] -= graph.additive_bytes[v]
-            else:
-                homeless.append(v)
-        heap = [(-free[k], k) for k in range(self.stores)]
-        heapq.heapify(heap)
-        for v in homeless:
-            space, k = heapq.heappop(heap)
-            if -space < graph.full_bytes:
-                raise CapacityError(
-                    f"no store can hold node {v} ({graph.full_bytes} bytes): the most free space is {-space:.0f} bytes; raise the capacity"
-                )
-            store[v] = k
-            heapq.heappush(heap, (space + graph.full_bytes, k))
+        previous = self.previous if self.previous is not None else np.full(graph.num_nodes, -1, dtype=np.int64)
+        failed = _base_partition(
+            graph.nodes.astype(np.int64), previous.astype(np.int64), graph.additive_bytes.astype(np.float64),
+            float(graph.full_bytes), free, store,
+        )  # fmt: skip
+        if failed >= 0:
+            raise CapacityError(
+                f"no store can hold node {failed} ({graph.full_bytes} bytes): the most free space is {free.max():.0f} bytes; "
+                "raise the capacity"
+            )
         return store
 
-    def _refine(self, tau: int, graph: SnapshotGraph, store: np.ndarray, free: np.ndarray) -> np.ndarray:
-        """Algorithm 2: in node order, a node moves to the store of highest payoff (strictly higher than its
-        own, so ties do not flap) when that store has room; passes repeat until one moves nothing, at most
-        ``budget`` of them.
+    def _terms(self, tau: int, graph: SnapshotGraph) -> _Terms:
+        n = graph.num_nodes
+        previous = self.previous if self.previous is not None else np.full(n, -1, dtype=np.int64)
+        rewards = self.rewards if self.rewards is not None and self.rewards.size == n else np.zeros(n)
+        price = self._price_sum(tau) * (1 + self.gamma / max(graph.nodes.size, 1))
+        work = np.zeros(n)
+        per_node = float(graph.additive_bytes[graph.nodes].mean()) if graph.nodes.size else 0.0
+        extensions = [(self.message_weight, graph.messages)]
+        if self.fetch_weight > 0:
+            extensions.append((self.fetch_weight, np.bincount(graph.edges.ravel(), np.tile(graph.weights, 2), minlength=n)))
+        for weight, per_vertex in extensions:
+            if weight > 0 and per_vertex is not None and per_vertex[graph.nodes].max(initial=0) > 0:
+                work = work + weight * per_node * per_vertex / per_vertex[graph.nodes].mean()  # weight 1: as much as bytes
+        return _Terms(price, rewards, work, self.capacity - self._held_before(), previous.astype(np.int64))
 
-        Exactly that sequential loop, made fast by screening: a node's payoffs differ from one store to
-        another by what it alone decides (its edges, its size, its reward) plus ``-gamma Lambda^m a^m /
-        |V|``, which every move shifts by at most ``drift`` per store. One vectorised pass over all
-        nodes finds those whose best other store is within a margin of their own; only they, and the
-        later neighbours of a node that moves (their edges changed), are evaluated one by one. After
-        ``MARGIN_MOVES`` moves the margin is spent and the rest of the pass is screened again."""
-        payoff = _Payoff(self, tau, graph, store, free)
-        nodes = graph.nodes
-        position = np.full(graph.num_nodes, -1, dtype=np.int64)
-        position[nodes] = np.arange(nodes.size)
-        self.passes = 0
-        for _ in range(self.budget):
-            self.passes += 1
-            moves, cursor = 0, 0
-            while cursor < nodes.size:
-                rest = nodes[cursor:]
-                heap = (cursor + np.flatnonzero(payoff.may_move(rest))).tolist()  # positions, increasing: already a heap
-                budget = MARGIN_MOVES
-                while heap and budget:
-                    at = heapq.heappop(heap)
-                    while heap and heap[0] == at:  # a node marked twice
-                        heapq.heappop(heap)
-                    moved = payoff.visit(int(nodes[at]))
-                    cursor = at + 1
-                    if moved is not None:
-                        moves += 1
-                        budget -= 1
-                        for u in moved[position[moved] > at].tolist():  # later neighbours: their edges changed
-                            heapq.heappush(heap, int(position[u]))
-                if not heap:
-                    break  # (after MARGIN_MOVES moves the screening still holds: it covers that many)
-            if moves == 0:
-                break
-        return payoff.store
+    def _refine(
+        self, tau: int, graph: SnapshotGraph, store: np.ndarray, free: np.ndarray, loop=_refine_passes
+    ) -> tuple[np.ndarray, int, np.ndarray]:
+        """Algorithm 2 (``loop``: ``_refine_passes``, or its plain Python in the tests) on the base partition:
+        the refined partition, the passes it made and how often each node moved."""
+        terms = self._terms(tau, graph)
+        _, a = storage(store, self.previous, graph, self.stores)
+        present = store >= 0
+        load = a + np.bincount(store[present], weights=terms.work[present], minlength=self.stores)
+        indptr, neighbours, weights, links = _links(graph, store, self.stores)
+        moves = np.zeros(graph.num_nodes, dtype=np.int64)
+        ties = 1e-9 * (np.abs(links).max(initial=0.0) + float((terms.price * load).max()) + 1.0)
+        passes = loop(
+            graph.nodes.astype(np.int64), indptr, neighbours, weights, store, terms.previous,
+            graph.additive_bytes.astype(np.float64), float(graph.full_bytes), terms.work, terms.reward, terms.price,
+            free - a, load, links, moves, self.budget, ties,
+        )  # fmt: skip
+        return store, int(passes), moves
 
-    def payoffs(self, tau: int, graph: SnapshotGraph, store: np.ndarray) -> np.ndarray:
-        """``[num_nodes, K]``: each node's payoff on each store given the others' places, up to a constant
-        per node (``U/K``, the same on every store), with the prices and rewards in force for ``tau``:
-        what Algorithm 2 maximises. Rows of absent nodes are meaningless."""
-        free = self.capacity - self._held_before()
-        return _Payoff(self, tau, graph, store.copy(), free).scores(graph.nodes)
-
-    def room(self, tau: int, graph: SnapshotGraph, store: np.ndarray) -> np.ndarray:
-        """``[num_nodes, K]``: whether store ``m`` has room for node ``v`` (its size there) as placed."""
-        free = self.capacity - self._held_before()
-        payoff = _Payoff(self, tau, graph, store.copy(), free)
-        return payoff.room[None, :] >= payoff.sizes
+    def payoffs(self, tau: int, graph: SnapshotGraph, store: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For a partition ``store`` of snapshot ``tau``, with the prices and rewards in force for ``tau``
+        (call before ``partition(tau, ...)``): ``[num_nodes, K]`` each node's score on each store as
+        Algorithm 2 scores it (as if the node were there), and whether each store has room for it."""
+        terms = self._terms(tau, graph)
+        _, a = storage(store, self.previous, graph, self.stores)
+        present = store >= 0
+        load = a + np.bincount(store[present], weights=terms.work[present], minlength=self.stores)
+        *_, links = _links(graph, store, self.stores)
+        n = graph.num_nodes
+        sizes = np.full((n, self.stores), float(graph.full_bytes))
+        was = np.flatnonzero(terms.previous >= 0)
+        sizes[was, terms.previous[was]] = graph.additive_bytes[was]
+        own = np.zeros((n, self.stores), dtype=bool)
+        own[np.flatnonzero(present), store[present]] = True
+        extra = np.where(own, 0.0, sizes + terms.work[:, None])
+        scores = links - terms.price[None, :] * (load[None, :] + extra)
+        scores[was, terms.previous[was]] -= terms.reward[was]
+        room = (terms.free - a)[None, :] >= np.where(own, 0.0, sizes)
+        return scores, room
 
     def state_dict(self) -> dict:
         return {
@@ -279,66 +446,6 @@ class OnlinePartitioner:
         self.rewards = None if state["rewards"] is None else np.asarray(state["rewards"])
         self.history = [np.asarray(a) for a in state["history"]]
         self.previous = None if state["previous"] is None else np.asarray(state["previous"], dtype=np.int64)
-
-
-MARGIN_MOVES = 64  # moves a screening covers before the rest of the pass is screened again
-
-
-class _Payoff:
-    """The state of Algorithm 2 on one snapshot: where each node is, each store's bytes and free space,
-    the weight of each node's edges to each store, and each node's payoff on each store."""
-
-    def __init__(self, online: OnlinePartitioner, tau: int, graph: SnapshotGraph, store: np.ndarray, free: np.ndarray) -> None:
-        K, n = online.stores, graph.num_nodes
-        self.indptr, self.neighbours, self.weights = _csr(graph)
-        previous = online.previous if online.previous is not None else np.full(n, -1)
-        rewards = online.rewards if online.rewards is not None and online.rewards.size == n else np.zeros(n)
-        _, self.a = storage(store, online.previous, graph, K)
-        self.room = free - self.a
-        self.store = store
-        prices = online._price_sum(tau)
-        # sizes[v, m]: C, or c_v on the store that held v before (there it also forgoes its reward)
-        self.sizes = np.full((n, K), float(graph.full_bytes))
-        was = np.flatnonzero(previous >= 0)
-        self.sizes[was, previous[was]] = graph.additive_bytes[was]
-        self.own = -prices[None, :] * self.sizes  # what v alone decides: its price on each store ...
-        self.own[was, previous[was]] -= rewards[was]  # ... and the reward it gives up to stay
-        self.links = np.zeros((n, K))  # links[v, m]: weight of v's edges to nodes on store m
-        rows = np.repeat(np.arange(n), np.diff(self.indptr))
-        placed = store[self.neighbours] >= 0
-        np.add.at(self.links, (rows[placed], store[self.neighbours[placed]]), self.weights[placed])
-        self.load = -online.gamma * prices / max(graph.nodes.size, 1)  # times a^m: the shared term
-        # a move shifts a^m by at most C on two stores: the shared term of any pair by at most this
-        self.drift = 2 * abs(online.gamma) * float(prices.max()) * graph.full_bytes / max(graph.nodes.size, 1)
-        self.ties = 1e-9 * (np.abs(self.own).max() + np.abs(self.links).max() + 1.0)
-
-    def scores(self, nodes: np.ndarray) -> np.ndarray:
-        return self.links[nodes] + self.own[nodes] + self.load * self.a
-
-    def may_move(self, nodes: np.ndarray) -> np.ndarray:
-        """Whether each node could move within the next ``MARGIN_MOVES`` moves of anyone but its neighbours."""
-        scores = self.scores(nodes)
-        here = scores[np.arange(nodes.size), self.store[nodes]]
-        scores[np.arange(nodes.size), self.store[nodes]] = -np.inf
-        return scores.max(axis=1) > here - (MARGIN_MOVES * self.drift + self.ties)
-
-    def visit(self, v: int) -> np.ndarray | None:
-        """Algorithm 2's step for node ``v``: its neighbours when it moves, else None."""
-        score = self.links[v] + self.own[v] + self.load * self.a
-        k = int(self.store[v])
-        best = int(np.argmax(score))  # the first store of highest payoff
-        if best == k or not score[best] > score[k] or self.room[best] < self.sizes[v, best]:
-            return None
-        self.room[k] += self.sizes[v, k]
-        self.a[k] -= self.sizes[v, k]
-        self.room[best] -= self.sizes[v, best]
-        self.a[best] += self.sizes[v, best]
-        self.store[v] = best
-        around = slice(self.indptr[v], self.indptr[v + 1])
-        neighbours = self.neighbours[around]
-        np.subtract.at(self.links[:, k], neighbours, self.weights[around])
-        np.add.at(self.links[:, best], neighbours, self.weights[around])
-        return neighbours
 
 
 def _record(
@@ -424,10 +531,34 @@ def over_capacity(partitions: Sequence[SnapshotPartition], capacity: np.ndarray,
     return late
 
 
-def store_capacity(graphs: Sequence[SnapshotGraph], window: int, stores: int, factor: float) -> np.ndarray:
-    """``D^k``: the stores together hold ``factor`` windows of the largest snapshot stored whole, split evenly."""
-    largest = max(g.nodes.size for g in graphs)
-    return np.full(stores, factor * window * largest * graphs[0].full_bytes / stores)
+def window_bytes_if_every_node_stays(graphs: Sequence[SnapshotGraph], window: int) -> np.ndarray:
+    """``[T]``: the bytes all stores together hold over the window ending at each snapshot when every
+    node stays on its store (additive where it was present before, whole where it is new): the least
+    any placement can store."""
+    per_snapshot, previous = [], None
+    for graph in graphs:
+        sizes = np.full(graph.nodes.size, float(graph.full_bytes))
+        if previous is not None:
+            stayed = previous[graph.nodes]
+            sizes[stayed] = graph.additive_bytes[graph.nodes[stayed]]
+        per_snapshot.append(sizes.sum())
+        previous = np.zeros(graph.num_nodes, dtype=bool)
+        previous[graph.nodes] = True
+    totals = np.cumsum([0.0, *per_snapshot])
+    ends = np.arange(1, len(graphs) + 1)
+    return totals[ends] - totals[np.maximum(ends - window, 0)]
+
+
+def store_capacity(
+    graphs: Sequence[SnapshotGraph], window: int, stores: int, factor: float | None = None, bytes_per_store: float | None = None
+) -> np.ndarray:
+    """``D^k``, the same for every store: ``bytes_per_store``, or ``factor`` times the balanced window
+    storage (the heaviest window's ``window_bytes_if_every_node_stays``, split evenly over the stores)."""
+    if bytes_per_store is not None:
+        return np.full(stores, float(bytes_per_store))
+    if factor is None:
+        raise ScheduleError("give the stores' capacity in bytes or as a factor of the balanced window storage")
+    return np.full(stores, factor * float(window_bytes_if_every_node_stays(graphs, window).max()) / stores)
 
 
 def partition_stream(
@@ -436,13 +567,37 @@ def partition_stream(
     stores: int,
     capacity: np.ndarray,
     window: int,
-    eta: float = 6.0,
-    budget: int = 300,
-    clip_rewards: bool = False,
     seed: int = 0,
+    **options: float,
 ) -> list[SnapshotPartition]:
-    """Every snapshot's placement by ``method`` (``PARTITIONERS``), in arrival order."""
+    """Every snapshot's placement by ``method`` (``PARTITIONERS``), in arrival order; ``options`` are
+    ``OnlinePartitioner``'s (``eta``, ``budget``, ``clip_rewards``, ``message_weight``, ``fetch_weight``) for ``distdy``."""
     if method == "distdy":
-        online = OnlinePartitioner(stores, capacity, window, eta, budget, clip_rewards=clip_rewards)
+        online = OnlinePartitioner(stores, capacity, window, **options)  # type: ignore[arg-type]
         return [online.partition(tau, graph) for tau, graph in enumerate(graphs)]
     return baseline_partitions(method, graphs, stores, seed)
+
+
+def smallest_feasible_factor(graphs: Sequence[SnapshotGraph], window: int, stores: int, **options: float) -> float:
+    """The least capacity factor (``store_capacity``) at which Algorithms 1-3 place every snapshot, to
+    0.01 (found by bisection; at least 1, since no placement stores less than every node staying)."""
+
+    def fits(factor: float) -> bool:
+        try:
+            partition_stream("distdy", graphs, stores, store_capacity(graphs, window, stores, factor), window, **options)
+        except CapacityError:
+            return False
+        return True
+
+    low, high = 1.0, 1.0
+    while not fits(high):
+        low, high = high, high * 1.5
+        if high > 1e6:
+            raise CapacityError("no capacity lets Algorithm 1 place these snapshots")
+    if high == 1.0:
+        return 1.0
+    while high - low > 0.005:
+        middle = (low + high) / 2
+        low, high = (low, middle) if fits(middle) else (middle, high)
+    rounded = math.ceil(high * 100) / 100
+    return rounded if fits(rounded) else high
