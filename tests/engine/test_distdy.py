@@ -110,8 +110,29 @@ def test_a_model_or_capacity_distdy_cannot_train_is_one_line(tmp_path):
     with pytest.raises(ConfigError, match="use model=sage_temporal"):
         strategy.check_model(build_model(cfg["model"], data))
     cfg = config(tmp_path, "sched.capacity_factor=0.5")
-    with pytest.raises(ConfigError, match="must hold a window of full snapshots"):
+    with pytest.raises(ConfigError, match=r"the smallest feasible capacity is sched.capacity_factor=(\S+) \((\d+) bytes") as refused:
         build_strategy(cfg["sched"]).check(data, run_settings(cfg), 2)
+    smallest = float(refused.value.args[0].split("sched.capacity_factor=")[-1].split(" ")[0])
+    build_strategy(config(tmp_path, f"sched.capacity_factor={smallest}")["sched"]).check(data, run_settings(cfg), 2)  # feasible
+
+
+def test_segments_follow_the_features_unless_given(tmp_path):
+    """A timestamped edge list has two degree features per node: S = min(4, 2) unless S is given."""
+    from dygsched.data.loading import load_data
+    from dygsched.engine.worker import build_strategy, run_settings
+
+    small = [o for o in SMALL if not o.startswith("dataset")]
+    edge_list = [*small, "dataset=edgelist", "dataset.num_snapshots=6", "sched.batch=32"]
+    for overrides, columns, expected in ((SMALL, 16, 4), (edge_list, 2, 2)):
+        cfg = OmegaConf.to_container(compose_config([*overrides, f"results_dir={tmp_path}"]), resolve=True)
+        data = load_data(cfg["dataset"])
+        assert data.num_features == columns
+        strategy = build_strategy(cfg["sched"])
+        strategy.check(data, run_settings(cfg), 2)
+        assert strategy._segments(columns) == expected
+    cfg = OmegaConf.to_container(compose_config([*edge_list, "sched.segments=3"]), resolve=True)
+    with pytest.raises(ConfigError, match="sched.segments=3 is more than the 2 feature columns"):
+        build_strategy(cfg["sched"]).check(load_data(cfg["dataset"]), run_settings(cfg), 2)
 
 
 def test_the_simulated_cluster_counts_what_two_ranks_measured(runs, tmp_path):

@@ -1,8 +1,9 @@
 """From snapshots to what DistDy's partitioners see, and the stores that hold the result.
 
 ``snapshot_graphs`` turns each snapshot into a ``SnapshotGraph``: its nodes, its undirected edges
-weighted by the expected feature-fetch cost of training on it, and each node's additive size (the
-bytes its changed feature segments and references would take if it stayed on its store).
+weighted by the expected feature-fetch cost of training on it, each node's additive size (the
+bytes its changed feature segments and references would take if it stayed on its store) and each
+training node's expected sampled messages as a target (what the balance extension weighs).
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ import numpy as np
 
 from dygsched.data.additive_store import additive_bytes, changed_segments, segment_bounds
 from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.sched.online_partition import SnapshotGraph, edge_weights
+from dygsched.sched.online_partition import SnapshotGraph, edge_weights, expected_messages
+
+PAPER_SEGMENTS = 4  # S, fixed by the paper for its 128-column features
+
+
+def feature_segments(configured: int | None, columns: int) -> int:
+    """``S``: as configured, or the paper's 4 where the features have that many columns."""
+    return configured if configured is not None else min(PAPER_SEGMENTS, columns)
 
 
 def snapshot_graphs(
@@ -28,13 +36,13 @@ def snapshot_graphs(
     for snapshot in graph.snapshots:
         x = snapshot.x.numpy()
         nodes = np.flatnonzero(snapshot.node_mask.numpy())
-        edges, weights = edge_weights(
-            graph.num_nodes, snapshot.edge_index.numpy(), np.intersect1d(training, nodes), batch, fanouts, full
-        )
+        targets = np.intersect1d(training, nodes)
+        edges, weights = edge_weights(graph.num_nodes, snapshot.edge_index.numpy(), targets, batch, fanouts, full)
+        messages = expected_messages(graph.num_nodes, snapshot.edge_index.numpy(), targets, fanouts)
         if previous_x is None:
             sizes = np.full(graph.num_nodes, float(full))
         else:
             sizes = additive_bytes(changed_segments(previous_x, x, bounds), bounds, itemsize).astype(float)
-        out.append(SnapshotGraph(nodes, edges, weights, sizes, full, graph.num_nodes))
+        out.append(SnapshotGraph(nodes, edges, weights, sizes, full, graph.num_nodes, messages))
         previous_x = x
     return out

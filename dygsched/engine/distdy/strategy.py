@@ -28,6 +28,7 @@ end of a run), with its window, summed over ranks.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -41,20 +42,26 @@ from torch import nn
 from dygsched.data.additive_store import EDGE_BYTES, GraphStore
 from dygsched.data.loading import DynamicData
 from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.engine.distdy.placement import snapshot_graphs
+from dygsched.engine.distdy.placement import PAPER_SEGMENTS, feature_segments, snapshot_graphs
 from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
 from dygsched.engine.node_partition.exchange import exchange_counts, exchange_rows
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy, broadcast_from_rank0
 from dygsched.errors import ConfigError
 from dygsched.sched.online_partition import (
     PARTITIONERS,
+    CapacityError,
     OnlinePartitioner,
+    SnapshotGraph,
     SnapshotPartition,
     baseline_partitions,
+    over_capacity,
+    partition_stream,
+    smallest_feasible_factor,
     store_capacity,
 )
 
 LOOPS = ("epochs", "online")
+log = logging.getLogger("dygsched")
 
 
 def node_split(num_nodes: int, train: float, val: float, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -74,11 +81,14 @@ class DistDyStrategy(Strategy):
         self,
         name: str = "distdy",
         partition: str = "distdy",
-        segments: int = 4,
-        capacity_factor: float = 1.5,
+        segments: int | None = None,
+        capacity_factor: float = 1.75,
+        capacity_bytes: float | None = None,
         eta: float = 6.0,
         budget: int = 300,
         clip_rewards: bool = False,
+        message_weight: float = 0.0,
+        fetch_weight: float = 0.0,
         fanouts: Sequence[int] = (5, 10),
         batch: int = 1024,
         batches_per_step: int = 1,
@@ -87,7 +97,7 @@ class DistDyStrategy(Strategy):
     ) -> None:
         if partition not in PARTITIONERS:
             raise ConfigError(f"unknown sched.partition '{partition}' (choose from {', '.join(PARTITIONERS)})")
-        if segments < 1:
+        if segments is not None and segments < 1:
             raise ConfigError(f"sched.segments (feature segments, S) must be at least 1, got {segments}")
         if not fanouts or any(int(f) < 1 for f in fanouts):
             raise ConfigError(f"sched.fanouts must be positive neighbour counts, one per layer, got {list(fanouts)}")
@@ -97,10 +107,15 @@ class DistDyStrategy(Strategy):
             raise ConfigError(f"unknown sched.loop '{loop}' (choose from {', '.join(LOOPS)})")
         if epochs_per_window < 1:
             raise ConfigError(f"sched.epochs_per_window must be at least 1, got {epochs_per_window}")
-        if capacity_factor <= 0:
-            raise ConfigError(f"sched.capacity_factor must be positive, got {capacity_factor}")
-        self.name, self.method, self.segments, self.capacity_factor = name, partition, int(segments), float(capacity_factor)
+        if capacity_factor <= 0 or (capacity_bytes is not None and capacity_bytes <= 0):
+            raise ConfigError("sched.capacity_factor and sched.capacity_bytes must be positive")
+        if message_weight < 0 or fetch_weight < 0:
+            raise ConfigError("sched.message_weight and sched.fetch_weight must be 0 (the paper's algorithm) or more")
+        self.name, self.method, self.capacity_factor = name, partition, float(capacity_factor)
+        self.segments = None if segments is None else int(segments)
+        self.capacity_bytes = None if capacity_bytes is None else float(capacity_bytes)
         self.eta, self.budget, self.clip_rewards = float(eta), int(budget), bool(clip_rewards)
+        self.message_weight, self.fetch_weight = float(message_weight), float(fetch_weight)
         self.fanouts, self.batch, self.batches_per_step = [int(f) for f in fanouts], int(batch), int(batches_per_step)
         self.loop, self.epochs_per_window = loop, int(epochs_per_window)
         self.placements: list[SnapshotPartition] = []
@@ -118,20 +133,52 @@ class DistDyStrategy(Strategy):
             raise ConfigError(f"window ({settings.window}) is larger than the number of snapshots ({data.num_snapshots})")
         if world_size > data.num_nodes:
             raise ConfigError(f"{world_size} stores are more than the graph's {data.num_nodes} nodes")
-        if self.segments > data.num_features:
+        if self.segments is not None and self.segments > data.num_features:
             raise ConfigError(f"sched.segments={self.segments} is more than the {data.num_features} feature columns")
-        if self.capacity_factor < 1.0:
-            raise ConfigError(
-                f"sched.capacity_factor={self.capacity_factor}: the stores together must hold a window of full snapshots "
-                "(the paper's assumption); use 1 or more"
-            )
         self._window = settings.window
+        if self.method == "distdy":
+            self._check_capacity(data, settings, world_size)
         windows = data.num_snapshots - settings.window + 1
         if self.loop == "online" and settings.epochs != windows * self.epochs_per_window:
             raise ConfigError(
                 f"sched.loop=online trains {self.epochs_per_window} epoch(s) on each of the {windows} windows as their snapshots "
                 f"arrive: set epochs={windows * self.epochs_per_window} (or sched.epochs_per_window)"
             )
+
+    def _segments(self, num_features: int) -> int:
+        return feature_segments(self.segments, num_features)
+
+    def _snapshot_graphs(self, graph: TemporalGraph, train_nodes: np.ndarray) -> list[SnapshotGraph]:
+        return snapshot_graphs(graph, train_nodes, self.batch, self.fanouts, self._segments(graph.num_features))
+
+    def _capacity(self, snapshots: Sequence[SnapshotGraph], window: int, stores: int) -> np.ndarray:
+        return store_capacity(snapshots, window, stores, self.capacity_factor, self.capacity_bytes)
+
+    def _partitioner_options(self) -> dict[str, Any]:
+        return {"eta": self.eta, "budget": self.budget, "clip_rewards": self.clip_rewards,
+                "message_weight": self.message_weight, "fetch_weight": self.fetch_weight}  # fmt: skip
+
+    def _check_capacity(self, data: TemporalGraph, settings: RunSettings, world_size: int) -> None:
+        """Algorithms 1-3 over the whole stream (they are causal and do not depend on training): a capacity
+        at which Algorithm 1 cannot place some snapshot is refused with the smallest one that works."""
+        train, _, _ = node_split(data.num_nodes, settings.train_fraction, settings.val_fraction, settings.seed)
+        snapshots = self._snapshot_graphs(data, train)
+        options = self._partitioner_options()
+        capacity = self._capacity(snapshots, settings.window, world_size)
+        try:
+            partition_stream("distdy", snapshots, world_size, capacity, settings.window, **options)
+        except CapacityError:
+            factor = smallest_feasible_factor(snapshots, settings.window, world_size, **options)
+            smallest = store_capacity(snapshots, settings.window, world_size, factor)[0]
+            given = (
+                f"sched.capacity_bytes={self.capacity_bytes:.0f}"
+                if self.capacity_bytes is not None
+                else f"sched.capacity_factor={self.capacity_factor:g}"
+            )
+            raise ConfigError(
+                f"{given} is too small for Algorithm 1 to place every snapshot on {world_size} stores: the smallest "
+                f"feasible capacity is sched.capacity_factor={factor:g} ({smallest:.0f} bytes per store)"
+            ) from None
 
     def check_model(self, model: nn.Module) -> None:
         if not (hasattr(model, "encode") and hasattr(model, "predict") and hasattr(model, "convs")):
@@ -155,12 +202,14 @@ class DistDyStrategy(Strategy):
         self.train_nodes, self.val_nodes, self.test_nodes = node_split(
             graph.num_nodes, run.settings.train_fraction, run.settings.val_fraction, run.settings.seed
         )
-        self.snapshots = snapshot_graphs(graph, self.train_nodes, self.batch, self.fanouts, self.segments)
+        self.num_segments = self._segments(graph.num_features)
+        if self.segments is None and self.rank == 0:
+            log.info("dygsched: sched.segments=%d (the paper's %d, at most the %d feature columns)",
+                     self.num_segments, PAPER_SEGMENTS, graph.num_features)  # fmt: skip
+        self.snapshots = self._snapshot_graphs(graph, self.train_nodes)
         self.neighbours = [InNeighbours.of(s.edge_index.numpy(), graph.num_nodes) for s in graph.snapshots]
-        self.capacity = store_capacity(self.snapshots, self.window, run.world_size, self.capacity_factor)
-        self.online = OnlinePartitioner(
-            run.world_size, self.capacity, self.window, self.eta, self.budget, clip_rewards=self.clip_rewards
-        )
+        self.capacity = self._capacity(self.snapshots, self.window, run.world_size)
+        self.online = OnlinePartitioner(run.world_size, self.capacity, self.window, **self._partitioner_options())
 
     def objective(self, model: nn.Module) -> nn.Module:
         self.check_model(model)
@@ -235,6 +284,9 @@ class DistDyStrategy(Strategy):
             "reconstruct_s": clock["reconstruct"],
             "feature_fetch_in_bytes": float(traffic["fetch_in"].sum()),
             "feature_fetch_out_bytes": float(traffic["fetch_out"].sum()),
+            "encoder_messages": float(traffic["messages"]),
+            "temporal_targets": float(traffic["targets"]),
+            "store_nodes": float(np.count_nonzero(self.placements[steps[-1]].store == self.rank)),
             "window_end": float(steps[-1]),
         }
         if cut:
@@ -244,6 +296,8 @@ class DistDyStrategy(Strategy):
             metrics[f"feature_fetch_to_rank{q}_bytes"] = float(traffic["fetch_out"][q])
         if self.rank == 0 and clock["partition"] > 0:
             metrics["partition_s"] = clock["partition"]
+        if self.rank == 0:  # a baseline ignores D^k: the snapshots at which a store would exceed it (out of memory)
+            metrics["over_capacity_snapshots"] = float(len(over_capacity(self.placements[: steps[-1] + 1], self.capacity, self.window)))
         return metrics
 
     def _full_bytes(self, t: int) -> int:
@@ -285,6 +339,7 @@ class DistDyStrategy(Strategy):
         # 2. structural embeddings of this rank's targets in each snapshot (in batch order: a hood's targets come first)
         embeddings = []
         for t in window:
+            traffic["messages"] += sum(block.edge_index.shape[1] for block in hoods[t].blocks)
             blocks = [(torch.from_numpy(block.edge_index).to(self.device), block.num_dst) for block in hoods[t].blocks]
             embeddings.append(self.model.encode(x_rows[t].to(self.device), blocks))
         flat = torch.cat(embeddings)
@@ -304,6 +359,7 @@ class DistDyStrategy(Strategy):
         stats.add_bytes("embedding", send.numel() * send.element_size())
         # 4. this rank's targets at tau: their window of embeddings, the temporal model, the loss
         mine_tau = positions[home == self.rank]
+        traffic["targets"] += mine_tau.size
         row_of = np.full(targets.size, -1)
         row_of[mine_tau] = np.arange(mine_tau.size)
         arriving_slot, arriving_position = np.nonzero((owners >= 0) & (home == self.rank)[None, :])
@@ -409,16 +465,17 @@ class DistDyStrategy(Strategy):
         return {t: store.features(t) for t in range(tau - self.window + 1, tau + 1)}
 
     def _new_store(self) -> GraphStore:
-        return GraphStore(self.graph.num_features, self.window, self.segments, self.graph.snapshots[0].x.element_size())
+        return GraphStore(self.graph.num_features, self.window, self.num_segments, self.graph.snapshots[0].x.element_size())
 
     def _add_snapshot(self, store: GraphStore, t: int, placement: SnapshotPartition) -> None:
         """This rank's share of snapshot ``t`` into ``store``."""
         snapshot = self.graph.snapshots[t]
         store.add(t, np.flatnonzero(placement.store == self.rank), snapshot.x.numpy(), snapshot.edge_index.numpy())
 
-    def _no_traffic(self) -> dict[str, np.ndarray]:
-        """Feature-fetch bytes per peer, in and out, to be counted."""
-        return {"fetch_in": np.zeros(self.world_size), "fetch_out": np.zeros(self.world_size)}
+    def _no_traffic(self) -> dict[str, Any]:
+        """What this rank's mini-batches do, to be counted: feature-fetch bytes per peer, in and out, the
+        sampled messages its encoders compute and the targets whose temporal model and loss it runs."""
+        return {"fetch_in": np.zeros(self.world_size), "fetch_out": np.zeros(self.world_size), "messages": 0, "targets": 0}
 
     def describe(self) -> dict[str, Any]:
         return {
