@@ -39,3 +39,24 @@ def test_one_rank_pays_no_communication_and_faster_links_pay_less():
     assert slow["epoch_s"] == pytest.approx(sum(v for k, v in slow.items() if k != "epoch_s"))
     assert slow["fetch_s"] == pytest.approx(3 * 600 / 1.25e8)
     assert fast["fetch_s"] < slow["fetch_s"] and fast["encode_s"] == slow["encode_s"]
+
+
+def test_a_gpu_profile_prices_the_work_from_the_cards_datasheet():
+    from dygsched.engine.distdy.cluster import FLOP_SHARE, GPUS, MEMORY_SHARE, gpu_cost
+
+    v100 = gpu_cost(GPUS["v100"], widths=[128, 64, 64], window=4, temporal_width=64)
+    assert v100.per_message == pytest.approx(6 * 128 * 4 / (900e9 * MEMORY_SHARE))
+    assert v100.per_row == pytest.approx(2 * 3 * 2 * 128 * 64 / (15.7e12 * FLOP_SHARE))
+    assert v100.per_step == pytest.approx(8e-6 * (4 * 2 * 24 + 40))
+    older = gpu_cost(GPUS["1080ti"], widths=[128, 64, 64], window=4, temporal_width=64)
+    assert older.per_message > v100.per_message and older.per_row > v100.per_row  # a slower card costs more
+
+
+def test_an_unknown_device_profile_is_one_line_naming_the_known_ones():
+    import torch
+
+    from dygsched.engine.distdy.cluster import compute_cost
+    from dygsched.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"unknown device profile 'a100' \(known: cpu, 1080ti, v100\)"):
+        compute_cost("a100", torch.nn.Linear(1, 1), [], torch.zeros(1, 1), [5], 4)

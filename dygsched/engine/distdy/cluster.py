@@ -19,6 +19,16 @@ slowest rank, as the strategy's collectives make it):
 Every message also pays ``latency_s``. The model leaves out what the strategy does not scale with
 ``K`` (sampling on the host, Python) and overlaps nothing; it is a yardstick for comparing
 partitions, not a prediction of a real cluster's seconds.
+
+Compute costs come from a device profile (``compute_cost``): ``cpu`` calibrates them on this machine
+with the real model, which makes compute dominate an epoch; the paper's clusters train on GPUs
+(1080 Ti, V100), where fetching features dominates (up to 80% of an epoch, its section 1). Without a
+GPU to measure, ``gpu_cost`` prices the same work from a GPU's datasheet figures (``GPUS``): a
+sampled message reads a source row and adds it into its target (forward, twice that backward) at a
+share of the memory bandwidth, an output row multiplies its two inputs by the layer's weights (three
+products forward and backward) at a share of the peak FP32 rate, and every snapshot's encoder and
+the temporal model pay kernel launches. The shares are the usual ones for sparse gathers and small
+dense products on these cards; docs/distdy.md gives the arithmetic.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ import torch
 
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
+from dygsched.errors import ConfigError
 from dygsched.sched.online_partition import SnapshotPartition
 
 
@@ -157,6 +168,53 @@ def simulate_epoch(
             phases[phase] = phases.get(phase, 0.0) + seconds
     phases["epoch_s"] = sum(phases.values())
     return phases
+
+
+@dataclass(frozen=True)
+class GPU:
+    """What ``gpu_cost`` needs of a card: peak FP32 rate, memory bandwidth, and the seconds one kernel
+    launch costs."""
+
+    tflops: float
+    memory_gbps: float  # GB/s
+    launch_s: float = 8e-6
+
+
+# Datasheet figures of the paper's cards: cluster 1's GTX 1080 Ti, cluster 2's V100 (SXM2).
+GPUS = {"1080ti": GPU(tflops=11.3, memory_gbps=484.0), "v100": GPU(tflops=15.7, memory_gbps=900.0)}
+DEVICE_PROFILES = ("cpu", *GPUS)
+MEMORY_SHARE = 0.3  # of the bandwidth a scattered row gather and scatter-add reaches
+FLOP_SHARE = 0.25  # of the peak rate small dense products reach
+KERNELS_PER_LAYER = 24  # launches of one sampled SAGE layer, forward and backward (gathers, scatter, two products, bias, activation)
+KERNELS_TEMPORAL = 40  # the temporal model, the loss, their backward and the optimiser's step
+
+
+def gpu_cost(gpu: GPU, widths: Sequence[int], window: int, temporal_width: int) -> ComputeCost:
+    """``ComputeCost`` of a sampled GraphSAGE encoder with layer widths ``widths`` (input first) and a
+    linear temporal model over ``window`` embeddings of ``temporal_width``, priced on ``gpu``. A message
+    of the widest input moves ``3 x 2`` rows of 4 bytes (read and add, forward and twice backward); an
+    output row takes ``2 x 3`` products of ``in x out`` multiply-adds (self and neighbour weights,
+    forward and two backward)."""
+    widest = max(widths[:-1])
+    bandwidth = gpu.memory_gbps * 1e9 * MEMORY_SHARE
+    rate = gpu.tflops * 1e12 * FLOP_SHARE
+    per_message = 6 * widest * 4 / bandwidth
+    layers = list(zip(widths[:-1], widths[1:]))
+    per_row = max(2 * 3 * 2 * i * o for i, o in layers) / rate
+    per_target = 3 * 2 * window * temporal_width / rate + 6 * window * temporal_width * 4 / bandwidth
+    per_step = gpu.launch_s * (window * len(layers) * KERNELS_PER_LAYER + KERNELS_TEMPORAL)
+    return ComputeCost(per_message, per_row, per_target, per_step)
+
+
+def compute_cost(profile: str, model: torch.nn.Module, neighbours: Sequence[InNeighbours], x: torch.Tensor,
+                 fanouts: Sequence[int], window: int) -> ComputeCost:  # fmt: skip
+    """The ``ComputeCost`` of ``profile``: ``cpu`` calibrated here, or a card of ``GPUS``."""
+    if profile == "cpu":
+        return calibrate(model, neighbours, x, fanouts, window)
+    if profile not in GPUS:
+        raise ConfigError(f"unknown device profile '{profile}' (known: {', '.join(DEVICE_PROFILES)})")
+    widths = [int(x.shape[1]), *(int(conv.out_channels) for conv in model.convs)]
+    return gpu_cost(GPUS[profile], widths, window, int(model.hidden_channels))
 
 
 def calibrate(
