@@ -10,7 +10,7 @@ RUN_ARGS ?=
 RESULTS ?= results
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint test-slow test-gpu clean paper table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting table-flare-accuracy table-flare-memory table-flare-time table-flare-breakdown fig-flare-heatmap fig-flare-scaling table-distdy-storage table-distdy-partition table-distdy-traffic table-distdy-time fig-distdy-params table-sven-comm table-sven-balance table-sven-accuracy table-sven-breakdown bench-tgn-pyg bench-vs-pygt
+.PHONY: help install run test lint test-slow test-gpu clean paper table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting table-flare-accuracy table-flare-memory table-flare-time table-flare-breakdown fig-flare-heatmap fig-flare-scaling table-distdy-storage table-distdy-partition table-distdy-traffic table-distdy-time fig-distdy-params fig-distdy-capacity table-sven-comm table-sven-balance table-sven-accuracy table-sven-breakdown bench-tgn-pyg bench-vs-pygt
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -148,6 +148,9 @@ table-distdy-time: $(DISTDY_DIR)/time/runs.parquet ## DistDy figures 4, 5, 10: e
 
 fig-distdy-params: $(STAMP) ## DistDy figure 11: simulated speedup over METIS against the budget M and eta (K = 8, 1 Gbps)
 	$(BIN)/python scripts/distdy_tables.py params --out $(DISTDY_DIR) $(DISTDY_TABLE_ARGS)
+
+fig-distdy-capacity: $(STAMP) ## DistDy, ours: speedup and balance as D^k grows from the tightest feasible to 2x; baselines out of memory
+	$(BIN)/python scripts/distdy_tables.py capacity --out $(DISTDY_DIR) $(DISTDY_TABLE_ARGS)
 
 table-solve-time: $(STAMP) ## solve time by number of snapshots and ILP time by gap (DyGNeX tables 5 and 6)
 	$(BIN)/python scripts/bench_solve_time.py --quick --out-dir $(RESULTS) $(SOLVE_TIME_ARGS)

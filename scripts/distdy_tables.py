@@ -5,12 +5,14 @@
     python scripts/distdy_tables.py traffic   results/distdy/traffic      # figure 3: feature-fetch bytes in and out per rank
     python scripts/distdy_tables.py time      results/distdy/time         # figures 4, 5, 10: epoch time, measured and simulated
     python scripts/distdy_tables.py params    --out results/distdy        # figure 11: simulated speedup over M and eta
+    python scripts/distdy_tables.py capacity  --out results/distdy        # ours: speedup and balance as D^k grows
 
 `storage`, `partition` and `params` compute in this process from the library (numpy, no ranks).
 `traffic` and `time` read a sweep's run folders (2 gloo ranks, every partitioner) and add a simulated
 cluster: the per-rank-pair feature rows of an epoch are counted exactly as the strategy samples them
 (`dygsched.engine.distdy.cluster.epoch_counts`; a test checks them against what two ranks measure)
-for K stores, and priced at a bandwidth with compute costs calibrated on this machine. Simulated
+for K stores, and priced at a bandwidth with compute costs of a device profile (``--device-profile``:
+``cpu`` calibrated on this machine, or the paper's GPUs priced from their datasheets). Simulated
 figures compare partitions; they do not predict a real cluster's seconds. Each table is printed
 and written as CSV.
 """
@@ -27,20 +29,32 @@ import pandas as pd
 
 from dygsched.data.additive_store import GraphStore, history_storage
 from dygsched.data.loading import load_data
-from dygsched.engine.distdy.cluster import Network, calibrate, epoch_counts, simulate_epoch
-from dygsched.engine.distdy.placement import snapshot_graphs
+from dygsched.engine.distdy.cluster import DEVICE_PROFILES, Network, compute_cost, epoch_counts, simulate_epoch
+from dygsched.engine.distdy.placement import feature_segments, snapshot_graphs
 from dygsched.engine.distdy.sampler import InNeighbours
 from dygsched.engine.distdy.strategy import node_split
 from dygsched.errors import DygschedError
 from dygsched.launch.hydra_app import compose_config
 from dygsched.metrics.runs_table import completed_runs
-from dygsched.sched.online_partition import PARTITIONERS, partition_stream, store_capacity
+from dygsched.sched.online_partition import (
+    PARTITIONERS,
+    over_capacity,
+    partition_stream,
+    smallest_feasible_factor,
+    store_capacity,
+)
 
 EXPERIMENT = ["+experiment=distdy"]
 PAPER_STORAGE = "paper, figures 7-9: additive storage saves more than 70%, up to 92.2% (features and edges)"
-PAPER_TABLE3 = "paper, table 3 (time to partition and store every snapshot): DistDy 83.8 s, hash 78.5 s, METIS-layer above both"
+PAPER_TABLE3 = (
+    "paper, table 3 (seconds to partition and store 500K nodes, storing most of it): Uni500K DistDy 83.78, METIS 105.11, "
+    "METIS-layer 119.93 (1.43x DistDy's), hash 78.51; Ex500K DistDy 80.99, METIS 99.35, METIS-layer 118.11, greedy out of memory"
+)
 PAPER_TRAFFIC = "paper, figure 3: DistDy's feature-fetch traffic is the lowest and the most even over servers"
-PAPER_TIME = "paper, figures 4, 5, 10: DistDy up to 1.39x faster than METIS at 1 Gbps, the gap closing as bandwidth grows"
+PAPER_TIME = (
+    "paper: up to 1.21x over the baselines at 1 Gbps (figure 4) and 1.39x at 50 Gbps on Ex500K (figure 5); "
+    "over METIS 1.23x / 1.25x / 1.11x at w = 4 / 8 / 12 (figure 10)"
+)
 PAPER_PARAMS = "paper, figure 11: speedup grows with M up to about 100-300 passes; eta near 6 is best"
 
 
@@ -58,19 +72,52 @@ class Stream:
         sched = cfg["sched"]
         self.cfg, self.graph = cfg, load_data(cfg["dataset"])
         self.train, _, _ = node_split(self.graph.num_nodes, cfg["split"]["train"], cfg["split"]["val"], cfg["seed"])
-        self.snapshot_graphs = snapshot_graphs(self.graph, self.train, sched["batch"], sched["fanouts"], sched["segments"])
+        self.segments = feature_segments(sched["segments"], self.graph.num_features)
+        self.snapshot_graphs = snapshot_graphs(self.graph, self.train, sched["batch"], sched["fanouts"], self.segments)
         self.neighbours = [InNeighbours.of(s.edge_index.numpy(), self.graph.num_nodes) for s in self.graph.snapshots]
 
-    def place(self, stores: int, method: str, budget: int | None = None, eta: float | None = None):
+    def options(self, **changes: float) -> dict:
+        """``OnlinePartitioner``'s options as configured, with ``changes``."""
+        sched = self.cfg["sched"]
+        keys = ("eta", "budget", "clip_rewards", "message_weight", "fetch_weight")
+        return {key: changes.get(key, sched[key]) for key in keys}
+
+    def capacity(self, stores: int, factor: float | None = None) -> np.ndarray:
+        """``D^k`` as configured (or at ``factor`` times the balanced window storage)."""
+        sched = self.cfg["sched"]
+        if factor is not None:
+            return store_capacity(self.snapshot_graphs, self.cfg["window"], stores, factor)
+        return store_capacity(self.snapshot_graphs, self.cfg["window"], stores, sched["capacity_factor"], sched["capacity_bytes"])
+
+    def place(self, stores: int, method: str, factor: float | None = None, **changes: float):
         """Every snapshot's placement on ``stores`` stores, the seconds partitioning took, the capacities."""
-        cfg, sched = self.cfg, self.cfg["sched"]
-        capacity = store_capacity(self.snapshot_graphs, cfg["window"], stores, sched["capacity_factor"])
+        capacity = self.capacity(stores, factor)
+        options = self.options(**changes) if method == "distdy" else {}
+        if method == "distdy":  # compiles the refinement (once per machine: numba caches it on disk), not timed
+            partition_stream(method, self.snapshot_graphs[:1], stores, capacity, self.cfg["window"], **options)
         start = time.perf_counter()
-        parts = partition_stream(
-            method, self.snapshot_graphs, stores, capacity, cfg["window"], sched["eta"] if eta is None else eta,
-            sched["budget"] if budget is None else budget, sched["clip_rewards"], cfg["seed"],
-        )  # fmt: skip
+        parts = partition_stream(method, self.snapshot_graphs, stores, capacity, self.cfg["window"], self.cfg["seed"], **options)
         return parts, time.perf_counter() - start, capacity
+
+    def balance(self, parts, stores: int) -> dict[str, float]:
+        """Largest store over the mean, the worst step: the window's stored bytes, the newest snapshot's
+        nodes and training targets (the targets whose temporal model a store's rank runs), and the
+        expected sampled messages its encoders compute over the window."""
+        window, worst = self.cfg["window"], dict.fromkeys(("bytes", "nodes", "targets", "messages"), 0.0)
+        training = np.zeros(self.graph.num_nodes, dtype=bool)
+        training[self.train] = True
+        for tau in range(window - 1, len(parts)):
+            held = sum(p.stored_bytes for p in parts[tau - window + 1 : tau + 1])
+            store = parts[tau].store
+            nodes = np.bincount(store[store >= 0], minlength=stores)
+            targets = np.bincount(store[(store >= 0) & training], minlength=stores)
+            messages = np.zeros(stores)
+            for t in range(tau - window + 1, tau + 1):  # a target's encoder runs where it lives in each snapshot
+                on = (parts[t].store >= 0) & training & (store >= 0)
+                messages += np.bincount(parts[t].store[on], weights=self.snapshot_graphs[t].messages[on], minlength=stores)
+            for name, per_store in (("bytes", held), ("nodes", nodes), ("targets", targets), ("messages", messages)):
+                worst[name] = max(worst[name], float(np.max(per_store) / max(np.mean(per_store), 1e-12)))
+        return {f"balance_{name}": value for name, value in worst.items()}
 
     def counts(self, placements, stores: int):
         """The counts of one epoch's mini-batches on ``stores`` stores."""
@@ -82,9 +129,10 @@ class Stream:
 
 
 class Simulator:
-    """Prices an epoch's counted traffic and work for K stores (see dygsched/engine/distdy/cluster.py)."""
+    """Prices an epoch's counted traffic and work for K stores (see dygsched/engine/distdy/cluster.py),
+    with the compute costs of a device profile (``cpu``: calibrated here; a GPU's: from its datasheet)."""
 
-    def __init__(self, stream: Stream) -> None:
+    def __init__(self, stream: Stream, profile: str = "cpu") -> None:
         import torch
 
         from dygsched.engine.worker import build_model
@@ -92,7 +140,8 @@ class Simulator:
         cfg, graph = stream.cfg, stream.graph
         torch.manual_seed(cfg["seed"])
         model = build_model(cfg["model"], graph)
-        self.cost = calibrate(model, stream.neighbours[:1], graph.snapshots[0].x, cfg["sched"]["fanouts"], cfg["window"])
+        self.profile = profile
+        self.cost = compute_cost(profile, model, stream.neighbours[:1], graph.snapshots[0].x, cfg["sched"]["fanouts"], cfg["window"])
         self.row_bytes = graph.num_features * graph.snapshots[0].x.element_size()
         self.embedding_bytes = model.hidden_channels * 4
         self.parameter_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
@@ -156,6 +205,13 @@ def _storage_row(label: str, cfg: dict, segments: int) -> dict:
 
 
 # ---- table 3 ---------------------------------------------------------------------------------------------
+# DistDy as the paper writes it, then with our balance extensions (docs/distdy.md), then the baselines
+VARIANTS = (
+    ("distdy", {}), ("distdy+messages", {"message_weight": 4.0}), ("distdy+fetch", {"fetch_weight": 16.0}),
+    *((m, {}) for m in PARTITIONERS if m != "distdy"),
+)  # fmt: skip
+
+
 def partition(args: argparse.Namespace) -> None:
     rows = []
     for data, hot in (("Uni", 0.0), ("Ex", 0.1)):
@@ -164,45 +220,52 @@ def partition(args: argparse.Namespace) -> None:
             f"dataset.num_snapshots={args.snapshots}",
             f"dataset.hot_fraction={hot}",
             f"window={args.window}",
+            *args.set,
         )
         stream = Stream(cfg)
         graph = stream.graph
-        for method in PARTITIONERS:
-            parts, seconds, capacity = stream.place(args.stores, method)
-            store_s, held = _store_all(graph, parts, args.stores, cfg)
-            late = [tau for tau in range(len(parts)) if (held[tau] > capacity * (1 + 1e-12)).any()]
-            rows.append({
-                "data": data, "partitioner": method, "partition_s": seconds, "store_s": store_s,
-                "total_s": seconds + store_s, "per_snapshot_s": (seconds + store_s) / graph.num_snapshots,
-                "cut_edges": float(np.mean([p.cut_edges for p in parts])),
-                "balance": float(np.mean([h.max() / h.mean() for h in held])),
-                "over_capacity_snapshots": len(late),
-            })  # fmt: skip
-        print(
-            f"{data}: {graph.num_nodes} nodes, {graph.num_snapshots} snapshots, K={args.stores}, w={args.window}", file=sys.stderr
-        )
+        for stores in args.stores:
+            for name, changes in VARIANTS:
+                method = name.split("+")[0]
+                parts, seconds, capacity = stream.place(stores, method, **changes)
+                store_s = _store_all(graph, parts, stores, cfg["window"], stream.segments)
+                late = over_capacity(parts, capacity, cfg["window"])
+                rows.append({
+                    "data": data, "stores": stores, "partitioner": name, "partition_s": seconds, "store_s": store_s,
+                    "cut_edges": float(np.mean([p.cut_edges for p in parts])),
+                    "cut_weight_share": float(np.mean([1 - p.utility / max(g.weights.sum(), 1e-12) for p, g in zip(parts, stream.snapshot_graphs)])),
+                    **stream.balance(parts, stores),
+                    "median_passes": float(np.median([p.passes for p in parts])) if method == "distdy" else np.nan,
+                    "most_moves": float(max(p.most_moves for p in parts)) if method == "distdy" else np.nan,
+                    "out_of_memory": bool(late), "over_capacity_snapshots": len(late),
+                })  # fmt: skip
+            print(f"{data}: {graph.num_nodes} nodes, {graph.num_snapshots} snapshots, K={stores}, w={args.window}", file=sys.stderr)
     table = pd.DataFrame(rows)
-    table["vs_hash"] = table.total_s / table.groupby("data").total_s.transform(
-        lambda s: s[table.loc[s.index, "partitioner"] == "hash"].iloc[0]
-    )
+    for baseline in ("metis", "metis_layer"):
+        table[f"partition_vs_{baseline}"] = table.partition_s / table.groupby(["data", "stores"]).partition_s.transform(
+            lambda s, baseline=baseline: s[table.loc[s.index, "partitioner"] == baseline].iloc[0]
+        )
     show(table, args.out, "partition", PAPER_TABLE3,
-         "balance: the largest store's bytes over the mean, averaged over windows; over_capacity_snapshots: where a store would exceed D^k",
-         "target: DistDy within 1.1x of hash per snapshot, and below metis_layer")  # fmt: skip
+         "partition_s: the partitioner alone (DistDy: Algorithms 1-3 over every snapshot; numba's one-off compile excluded); "
+         "store_s: adding every snapshot to the K additive stores",
+         "balance_*: the largest store over the mean at the worst step (window bytes, nodes, training targets, expected sampled messages)",
+         "cut_weight_share: the share of the expected feature-fetch weight W_uv on edges between stores",
+         "out_of_memory: a store would exceed D^k (the baselines ignore it; DistDy never does)",
+         "targets: DistDy balance_bytes <= 1.10 and balance_targets <= 1.20; median passes <= 50; partition_s below metis and metis_layer")  # fmt: skip
 
 
-def _store_all(graph, parts, stores: int, cfg: dict) -> tuple[float, list[np.ndarray]]:
-    """Seconds to add every snapshot to the K additive stores, and the bytes each holds after each."""
+def _store_all(graph, parts, stores: int, window: int, segments: int) -> float:
+    """Seconds to add every snapshot to the K additive stores."""
     itemsize = graph.snapshots[0].x.element_size()
-    held_stores = [GraphStore(graph.num_features, cfg["window"], cfg["sched"]["segments"], itemsize) for _ in range(stores)]
-    seconds, held = 0.0, []
+    held_stores = [GraphStore(graph.num_features, window, segments, itemsize) for _ in range(stores)]
+    seconds = 0.0
     for tau, (snapshot, placement) in enumerate(zip(graph.snapshots, parts, strict=True)):
         x, edges = snapshot.x.numpy(), snapshot.edge_index.numpy()
         start = time.perf_counter()
         for k, store in enumerate(held_stores):
             store.add(tau, np.flatnonzero(placement.store == k), x, edges)
         seconds += time.perf_counter() - start
-        held.append(np.array([(b := s.nbytes())["features_full"] + b["features_additive"] for s in held_stores], dtype=float))
-    return seconds, held
+    return seconds
 
 
 # ---- figure 3 --------------------------------------------------------------------------------------------
@@ -225,12 +288,12 @@ def traffic(args: argparse.Namespace) -> None:
     measured = pd.DataFrame(rows)
     cfg = config(*args.set)
     stream = Stream(cfg)
-    simulator = Simulator(stream)
+    row_bytes = stream.graph.num_features * stream.graph.snapshots[0].x.element_size()
     counted = []
     for stores in args.stores:
         for method in PARTITIONERS:
             parts, _, _ = stream.place(stores, method)
-            remote = sum(c.remote_fetch_rows() for c in stream.counts(parts, stores)) * simulator.row_bytes
+            remote = sum(c.remote_fetch_rows() for c in stream.counts(parts, stores)) * row_bytes
             for rank in range(stores):
                 counted.append(
                     {
@@ -288,33 +351,51 @@ def time_table(args: argparse.Namespace) -> None:
     )
     cfg = config(*args.set)
     stream = Stream(cfg)
-    simulator = Simulator(stream)
-    print(f"calibrated compute: {simulator.cost}", file=sys.stderr)
+    simulators = [Simulator(stream, profile) for profile in args.device_profile]
+    for simulator in simulators:
+        print(f"compute costs ({simulator.profile}): {simulator.cost}", file=sys.stderr)
     rows = []
     for stores in args.stores:
-        counts = {}
-        for method in PARTITIONERS:
-            parts, _, _ = stream.place(stores, method)
-            counts[method] = stream.counts(parts, stores)
-        for gbps in args.gbps:
-            for method in PARTITIONERS:
-                phases = simulator.epoch(counts[method], gbps)
-                rows.append({"stores": stores, "gbps": gbps, "partitioner": method, **phases})
+        counts, work = {}, {}
+        for name, changes in VARIANTS:
+            parts, _, _ = stream.place(stores, name.split("+")[0], **changes)
+            counts[name] = stream.counts(parts, stores)
+            work[name] = counted_balance(counts[name])
+        for simulator in simulators:
+            for gbps in args.gbps:
+                for method in counts:
+                    phases = simulator.epoch(counts[method], gbps)
+                    rows.append({"device": simulator.profile, "stores": stores, "gbps": gbps, "partitioner": method,
+                                 **phases, **work[method]})  # fmt: skip
     simulated = pd.DataFrame(rows)
-    simulated["speedup_vs_metis"] = (
-        simulated.groupby(["stores", "gbps"]).epoch_s.transform(
-            lambda s: s[simulated.loc[s.index, "partitioner"] == "metis"].iloc[0]
+    simulated["fetch_share"] = simulated.fetch_s / simulated.epoch_s
+    for baseline in PARTITIONERS[1:]:
+        simulated[f"speedup_vs_{baseline}"] = (
+            simulated.groupby(["device", "stores", "gbps"]).epoch_s.transform(
+                lambda s, baseline=baseline: s[simulated.loc[s.index, "partitioner"] == baseline].iloc[0]
+            )
+            / simulated.epoch_s
         )
-        / simulated.epoch_s
-    )
-    show(simulated, args.results, "time_simulated", PAPER_TIME, "target: DistDy >= 1.2x faster than METIS at 1 Gbps")
+    show(simulated, args.results, "time_simulated", PAPER_TIME,
+         "device: cpu = compute calibrated on this machine; 1080ti / v100 = compute priced from the paper's cards (docs/distdy.md)",
+         "balance_*: the largest rank over the mean, the worst mini-batch, as sampled (targets, encoder messages)",
+         "targets: with a GPU profile DistDy >= 1.0x every baseline at 1, 10 and 50 Gbps, >= 1.15x METIS at 1 Gbps")  # fmt: skip
+
+
+def counted_balance(counts) -> dict[str, float]:
+    """The worst mini-batch's largest rank over the mean, in targets and in sampled encoder messages."""
+    worst = {"balance_targets": 0.0, "balance_messages": 0.0}
+    for step in counts:
+        for name, per_rank in (("balance_targets", step.targets), ("balance_messages", step.messages)):
+            worst[name] = max(worst[name], float(per_rank.max() / max(per_rank.mean(), 1e-12)))
+    return worst
 
 
 # ---- figure 11 ---------------------------------------------------------------------------------------------
 def params(args: argparse.Namespace) -> None:
     cfg = config(*args.set)
     stream = Stream(cfg)
-    simulator = Simulator(stream)
+    simulator = Simulator(stream, args.device_profile)
     parts, _, _ = stream.place(args.stores, "metis")
     metis = simulator.epoch(stream.counts(parts, args.stores), args.gbps)["epoch_s"]
     rows = []
@@ -325,14 +406,71 @@ def params(args: argparse.Namespace) -> None:
         parts, seconds, _ = stream.place(args.stores, "distdy", budget=budget, eta=eta)
         epoch = simulator.epoch(stream.counts(parts, args.stores), args.gbps)["epoch_s"]
         rows.append({"swept": swept, "value": value, "budget": budget, "eta": eta, "partition_s": seconds,
+                     "median_passes": float(np.median([p.passes for p in parts])),
                      "cut_edges": float(np.mean([p.cut_edges for p in parts])), "epoch_s": epoch, "speedup_vs_metis": metis / epoch})  # fmt: skip
     show(
         pd.DataFrame(rows),
         args.out,
         "params",
         PAPER_PARAMS,
-        f"simulated: K={args.stores}, {args.gbps} Gbps, METIS {metis:.3g} s per epoch",
+        f"simulated ({args.device_profile}): K={args.stores}, {args.gbps} Gbps, METIS {metis:.3g} s per epoch",
     )
+
+
+# ---- the capacity sweep (ours) --------------------------------------------------------------------------------
+def capacity(args: argparse.Namespace) -> None:
+    """DistDy's speedup and balance as ``D^k`` goes from the tightest feasible value to twice it; a baseline
+    that would exceed ``D^k`` at some snapshot is out of memory there."""
+    cfg = config(*args.set)
+    stream = Stream(cfg)
+    simulator = Simulator(stream, args.device_profile)
+    rows = []
+    for stores in args.stores:
+        tightest = smallest_feasible_factor(stream.snapshot_graphs, cfg["window"], stores, **stream.options())
+        baselines = {}
+        for method in PARTITIONERS[1:]:
+            parts, _, _ = stream.place(stores, method)
+            baselines[method] = (parts, simulator.epoch(stream.counts(parts, stores), args.gbps)["epoch_s"])
+        for factor in tightest * np.linspace(1.0, 2.0, args.points):
+            parts, seconds, bound = stream.place(stores, "distdy", factor=float(factor))
+            epoch = simulator.epoch(stream.counts(parts, stores), args.gbps)["epoch_s"]
+            row = {"stores": stores, "factor": float(factor), "of_tightest": float(factor / tightest),
+                   "capacity_mb": float(bound[0]) / 2**20, "partition_s": seconds, "epoch_s": epoch,
+                   **stream.balance(parts, stores)}  # fmt: skip
+            for method, (theirs, their_epoch) in baselines.items():
+                oom = bool(over_capacity(theirs, bound, cfg["window"]))
+                row[f"speedup_vs_{method}"] = np.nan if oom else their_epoch / epoch  # out of memory: no epoch to compare
+                row[f"{method}_out_of_memory"] = oom
+            rows.append(row)
+    table = pd.DataFrame(rows)
+    show(table, args.out, "capacity",
+         f"simulated ({args.device_profile}, {args.gbps:g} Gbps); factor: D^k over the balanced window storage; "
+         "a baseline out of memory at that D^k has no speedup (NaN)")  # fmt: skip
+    _capacity_figure(table, args.out / "capacity.png")
+
+
+def _capacity_figure(table: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (speed, balance) = plt.subplots(1, 2, figsize=(10, 4))
+    for stores, group in table.groupby("stores"):
+        for method in PARTITIONERS[1:]:
+            line = speed.plot(group.of_tightest, group[f"speedup_vs_{method}"], marker="o", label=f"vs {method}, K={stores}")
+            oom = group[group[f"{method}_out_of_memory"]]
+            speed.scatter(oom.of_tightest, np.ones(len(oom)), marker="x", color=line[0].get_color())
+        balance.plot(group.of_tightest, group.balance_bytes, marker="o", label=f"bytes, K={stores}")
+        balance.plot(group.of_tightest, group.balance_targets, marker="s", label=f"targets, K={stores}")
+    speed.set(xlabel="D^k over the tightest feasible", ylabel="DistDy's speedup (x: baseline out of memory)")
+    balance.set(xlabel="D^k over the tightest feasible", ylabel="largest store over mean")
+    speed.legend(fontsize=7)
+    balance.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    print(f"written: {path}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -346,7 +484,7 @@ def main(argv: list[str] | None = None) -> None:
     p = sub.add_parser("partition")
     p.add_argument("--nodes", type=int, default=20000)
     p.add_argument("--snapshots", type=int, default=12)
-    p.add_argument("--stores", type=int, default=4)
+    p.add_argument("--stores", type=int, nargs="+", default=[4, 8])
     p.add_argument("--window", type=int, default=4)
     p.add_argument("--out", type=Path, default=Path("results/distdy"))
     for name in ("traffic", "time"):
@@ -360,11 +498,21 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--budgets", type=int, nargs="+", default=[1, 5, 20, 100, 300])
     p.add_argument("--etas", type=float, nargs="+", default=[1, 2, 4, 6, 8, 12])
     p.add_argument("--out", type=Path, default=Path("results/distdy"))
-    for name in ("traffic", "time", "params"):
+    p = sub.add_parser("capacity")
+    p.add_argument("--stores", type=int, nargs="+", default=[4, 8])
+    p.add_argument("--gbps", type=float, default=1.0)
+    p.add_argument("--points", type=int, default=5)
+    p.add_argument("--out", type=Path, default=Path("results/distdy"))
+    sub.choices["time"].add_argument("--device-profile", nargs="+", default=["cpu", "v100"],
+                                     help=f"compute costs: {', '.join(DEVICE_PROFILES)}")  # fmt: skip
+    for name in ("params", "capacity"):
+        sub.choices[name].add_argument("--device-profile", default="v100", help=f"compute costs: {', '.join(DEVICE_PROFILES)}")
+    for name in ("partition", "traffic", "time", "params", "capacity"):
         sub.choices[name].add_argument("--set", nargs="*", default=[], help="config overrides for the counted and simulated part, e.g. sched.capacity_factor=1.0")
     args = parser.parse_args(argv)
     try:
-        {"storage": storage, "partition": partition, "traffic": traffic, "time": time_table, "params": params}[args.table](args)
+        tables = {"storage": storage, "partition": partition, "traffic": traffic, "time": time_table, "params": params, "capacity": capacity}
+        tables[args.table](args)
     except DygschedError as error:
         raise SystemExit(f"distdy_tables: error: {error}") from None
 

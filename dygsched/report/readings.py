@@ -158,13 +158,16 @@ def distdy_storage(tables: Tables) -> str:
 def distdy_partition(tables: Tables) -> str:
     table = _table(tables)
     parts = []
-    for data, group in table.groupby("data", sort=False):
+    for (data, stores), group in table.groupby(["data", "stores"], sort=False):
         rows = group.set_index("partitioner")
-        distdy = rows.loc["distdy"]
-        others = rows.drop(index="distdy")
+        distdy, others = rows.loc["distdy"], rows.drop(index=[p for p in rows.index if p.startswith("distdy")])
+        oom = [name for name, row in others.iterrows() if row.out_of_memory]
         parts.append(
-            f"{data}: DistDy cuts {int(distdy.cut_edges)} edges against {_span(others.cut_edges, lambda v: f'{v:.0f}')}, "
-            f"balance {distdy.balance:.2f}, {_x(distdy.vs_hash)} hash's time"
+            f"{data}, K={int(stores)}: DistDy cuts {_pct(distdy.cut_weight_share)} of the fetch weight against "
+            f"{_span(others.cut_weight_share, _pct)}, largest store over mean {distdy.balance_bytes:.2f} in bytes and "
+            f"{distdy.balance_targets:.2f} in targets, median {distdy.median_passes:g} passes, partitioning "
+            f"{_x(distdy.partition_vs_metis)} METIS's and {_x(distdy.partition_vs_metis_layer)} METIS-layer's time"
+            + (f"; out of memory: {', '.join(oom)}" if oom else "")
         )
     return "; ".join(parts)
 
@@ -183,14 +186,16 @@ def distdy_traffic(tables: Tables) -> str:
 def distdy_time(tables: Tables) -> str:
     measured = _table(tables, "time_measured.csv")
     simulated = _table(tables, "time_simulated.csv")
-    distdy = simulated[simulated.partitioner == "distdy"]
-    slow = distdy[distdy.gbps == distdy.gbps.min()]
     measured_distdy = measured[measured.partitioner == "distdy"]
-    return (
-        f"measured on 2 ranks, DistDy {_span(measured_distdy.speedup_vs_metis, _x)} METIS's speed; simulated at "
-        f"{slow.gbps.iloc[0]:g} Gbps {_span(slow.speedup_vs_metis, _x)}, at {distdy.gbps.max():g} Gbps "
-        f"{_span(distdy[distdy.gbps == distdy.gbps.max()].speedup_vs_metis, _x)}"
-    )
+    parts = [f"measured on 2 ranks, DistDy {_span(measured_distdy.speedup_vs_metis, _x)} METIS's speed"]
+    for device, group in simulated[simulated.partitioner == "distdy"].groupby("device", sort=False):
+        slow = group[group.gbps == group.gbps.min()]
+        lowest = group[[c for c in group.columns if c.startswith("speedup_vs_")]].min(axis=1)
+        parts.append(
+            f"simulated ({device}) at {slow.gbps.iloc[0]:g} Gbps {_span(slow.speedup_vs_metis, _x)} METIS's speed, "
+            f"its lowest speedup over any baseline {_span(lowest, _x)} over every bandwidth and K"
+        )
+    return "; ".join(parts)
 
 
 def distdy_params(tables: Tables) -> str:
@@ -198,6 +203,19 @@ def distdy_params(tables: Tables) -> str:
     speed = next(column for column in table.columns if column.startswith("speedup"))
     best = table.loc[table[speed].idxmax()]
     return f"simulated speedup over METIS {_span(table[speed], _x)}; best at budget {best.budget:g}, eta {best.eta:g}"
+
+
+def distdy_capacity(tables: Tables) -> str:
+    table = _table(tables, "capacity.csv")
+    parts = []
+    for stores, group in table.groupby("stores"):
+        oom = [c.removesuffix("_out_of_memory") for c in group.columns if c.endswith("_out_of_memory") and group[c].any()]
+        parts.append(
+            f"K={int(stores)}: from the tightest feasible D^k to twice it, speedup over METIS "
+            f"{_span(group.speedup_vs_metis, _x)}, largest store over mean {_span(group.balance_bytes, lambda v: f'{v:.2f}')} "
+            f"in bytes" + (f"; out of memory at some capacity: {', '.join(oom)}" if oom else "")
+        )
+    return "; ".join(parts)
 
 
 # ---- Sven -----------------------------------------------------------------------------------------------
@@ -305,6 +323,7 @@ READINGS: dict[str, Callable[[Tables], str]] = {
     "table-distdy-traffic": distdy_traffic,
     "table-distdy-time": distdy_time,
     "fig-distdy-params": distdy_params,
+    "fig-distdy-capacity": distdy_capacity,
     "table-sven-comm": sven_comm,
     "table-sven-balance": sven_balance,
     "table-sven-accuracy": sven_accuracy,
