@@ -42,12 +42,11 @@ class DGNNLayer(nn.Module, ABC):
     ``reuse`` names the part of ``spatial`` that depends on the snapshot alone and can be computed
     once per chain of snapshots (``conv_chain``) and passed back as ``spatial(..., conv_out=...)``:
 
-    * ``"gcn"``: a ``GCNConv`` applied to the layer input (WD-GCN's conv, MPNN-LSTM's ``conv_1``);
-      transformation and aggregation are both reusable. MPNN-LSTM's ``conv_2`` is not: it reads
-      ``s1`` after batch norm and dropout.
+    * ``"gcn"``: a GCN applied to the layer input (WD-GCN's conv, MPNN-LSTM's ``conv_1``, TGCN's
+      convolution with its gate linears folded in); transformation and aggregation are both
+      reusable. MPNN-LSTM's ``conv_2`` is not: it reads ``s1`` after batch norm and dropout.
     * ``"gcn_aggregate"``: the parameter-free aggregation ``A_t X_t`` (EvolveGCN-O/H, whose
-      projection changes with every snapshot; TGCN, which projects with its convolution's weights
-      folded into its gates' linears).
+      projection changes with every snapshot).
     * ``"gat"``: a ``GATConv`` (GAT-LSTM): projection, attention and aggregation.
     * ``None``: nothing reusable.
 

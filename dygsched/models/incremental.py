@@ -5,7 +5,8 @@ For consecutive snapshots ``t0 .. t1`` given as the first one's features and ``E
 output for every snapshot, equal (to float rounding) to running the convolution on each full
 snapshot, and differentiable with respect to the convolution's parameters:
 
-* ``gcn_conv_chain``: ``torch_geometric.nn.GCNConv`` (TGCN, WD-GCN, MPNN-LSTM's first conv).
+* ``gcn_conv_chain``: ``torch_geometric.nn.GCNConv`` (WD-GCN, MPNN-LSTM's first conv).
+* ``projected_gcn_chain``: a GCN aggregation of a given projection plus bias (TGCN's folded gates).
 * ``gcn_aggregate_chain``: the parameter-free ``gcn_aggregate`` (EvolveGCN).
 * ``gat_conv_chain``: ``torch_geometric.nn.GATConv`` (GAT-LSTM).
 
@@ -22,7 +23,7 @@ edge list, except for repeated self-loops under GCN's self-loop filling.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -232,7 +233,7 @@ def _gcn_diff(state: _GCNState, diff: DiffMap, edges: EdgeSet, z: Tensor, spec: 
     return _GCNState(edges, z, u, out, s, deg_raw, has_loop)
 
 
-def _update_features(z: Tensor, diff: DiffMap, transform: torch.nn.Module | None) -> Tensor:
+def _update_features(z: Tensor, diff: DiffMap, transform: Callable[[Tensor], Tensor] | None) -> Tensor:
     """``z`` with the changed rows re-projected (selective transformation)."""
     if diff.changed_nodes.numel() == 0:
         return z
@@ -246,7 +247,7 @@ def _update_features(z: Tensor, diff: DiffMap, transform: torch.nn.Module | None
 
 def _gcn_chain(
     z: Tensor,
-    transform: torch.nn.Module | None,
+    transform: Callable[[Tensor], Tensor] | None,
     first: EdgeSet,
     diffs: Sequence[DiffMap],
     paths: Sequence[str] | None,
@@ -301,6 +302,27 @@ def gcn_conv_chain(
     if flops.counting():
         add_flops("transform", 2 * x.size(0) * x.size(1) * z.size(1))
     return _gcn_chain(z, conv.lin, first, diffs, paths, _GCNSpec(conv.normalize, fill), conv.bias)
+
+
+def projected_gcn_chain(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    first: EdgeSet,
+    diffs: Sequence[DiffMap],
+    paths: Sequence[str] | None = None,
+    improved: bool = False,
+    add_self_loops: bool = True,
+) -> list[Tensor]:
+    """``gcn_aggregate(x @ weight^T) + bias`` on every snapshot of the chain, incrementally: a GCN whose
+    projection is given as a matrix (TGCN's gate linears folded into its convolution). The same
+    update as ``gcn_conv_chain``: ``x @ weight^T`` once per chain, again only for changed rows."""
+    _check_chain(x, first, diffs)
+    fill = (2.0 if improved else 1.0) if add_self_loops else 0.0
+    z = F.linear(x, weight)
+    if flops.counting():
+        add_flops("transform", 2 * x.size(0) * x.size(1) * z.size(1))
+    return _gcn_chain(z, lambda rows: F.linear(rows, weight), first, diffs, paths, _GCNSpec(True, fill), bias)
 
 
 def gcn_aggregate_chain(

@@ -13,7 +13,7 @@ from torch_geometric.nn import GCNConv
 from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models import flops
 from dygsched.models.base import DGNNLayer, GCNStack, State, ZeroState, gcn_aggregate
-from dygsched.models.incremental import gcn_aggregate_chain
+from dygsched.models.incremental import projected_gcn_chain
 
 
 class TGCNLayer(DGNNLayer):
@@ -37,11 +37,13 @@ class TGCNLayer(DGNNLayer):
     ``[L_z^x GCN_z(X) | L_r^x GCN_r(X) | L_h^x GCN_h(X)]`` plus the linears' biases (``[N, 3 out]``);
     it does not read the state, so it can be cached and reused. ``temporal`` adds the state's
     share and runs the GRU-style update. State: ``(H,)`` with ``H`` of shape ``[N, out_channels]``.
-    Reuse (``"gcn_aggregate"``): the parameter-free aggregation ``A X`` of the layer's input, which
-    ``spatial`` then projects with the folded weights.
+    Reuse (``"gcn"``): all of ``spatial``, transformation and aggregation (REAL 4.1.2). Parameters
+    are frozen within an iteration, so ``conv_chain`` folds the weight and bias once per chain,
+    projects the chain's first input once (then only the rows whose features change) and
+    aggregates the projection incrementally from the diff maps (``projected_gcn_chain``).
     """
 
-    reuse = "gcn_aggregate"
+    reuse = "gcn"
 
     def __init__(self, in_channels: int, out_channels: int, improved: bool = False, add_self_loops: bool = True) -> None:
         super().__init__(in_channels, out_channels)
@@ -61,27 +63,38 @@ class TGCNLayer(DGNNLayer):
     def _linear_biases(self) -> torch.Tensor:
         return torch.cat([self.linear_z.bias, self.linear_r.bias, self.linear_h.bias])
 
+    def _folded(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The gate linears' input halves folded into the convolution: weight ``[3 out, in]`` and bias ``[3 out]``."""
+        out, halves, conv = self.out_channels, self._input_halves(), self.conv
+        weight = torch.bmm(halves, conv.lin.weight.view(3, out, -1)).reshape(3 * out, -1)
+        bias = torch.bmm(halves, conv.bias.view(3, out, 1)).reshape(3 * out) + self._linear_biases()
+        if flops.counting():
+            flops.add_flops("transform", 2 * 3 * out * out * (self.in_channels + 1))
+        return weight, bias
+
     def spatial(
         self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
     ) -> torch.Tensor:
-        """The input's share of the gates' pre-activations, ``[N, 3 * out_channels]`` (see the class)."""
-        out, halves, conv = self.out_channels, self._input_halves(), self.conv
-        weight = torch.bmm(halves, conv.lin.weight.view(3, out, -1)).reshape(3 * out, -1)  # [3 out, in]
-        bias = torch.bmm(halves, conv.bias.view(3, out, 1)).reshape(3 * out) + self._linear_biases()
+        """The input's share of the gates' pre-activations, ``[N, 3 * out_channels]`` (see the class);
+        ``conv_out`` (from ``conv_chain``) is that share already."""
+        if conv_out is not None:
+            return conv_out
+        weight, bias = self._folded()
+        conv, out = self.conv, self.out_channels
         if flops.counting():
-            flops.add_flops("transform", 2 * 3 * out * out * (self.in_channels + 1))  # the folded weight and bias
             flops.add_flops("transform", 2 * x.size(0) * self.in_channels * 3 * out)
             flops.add_flops("elementwise", x.size(0) * 3 * out)
-        if conv_out is None and self.in_channels > 3 * out:  # project first: aggregate the narrower side
+        if self.in_channels > 3 * out:  # project first: aggregate the narrower side
             return gcn_aggregate(F.linear(x, weight), edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops) + bias
-        if conv_out is None:
-            conv_out = gcn_aggregate(x, edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops)
-        return F.linear(conv_out, weight, bias)
+        aggregated = gcn_aggregate(x, edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops)
+        return F.linear(aggregated, weight, bias)
 
     def conv_chain(
         self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None
     ) -> list[Any]:
-        return gcn_aggregate_chain(x, first, diffs, paths, improved=self.conv.improved, add_self_loops=self.conv.add_self_loops)
+        weight, bias = self._folded()  # once per chain: the parameters do not change within an iteration
+        conv = self.conv
+        return projected_gcn_chain(x, weight, bias, first, diffs, paths, improved=conv.improved, add_self_loops=conv.add_self_loops)
 
     def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         (h,) = state

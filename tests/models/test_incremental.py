@@ -255,7 +255,7 @@ def test_models_with_precomputed_first_layer_convs_equal_full_models(name: str, 
         for module in model.modules():  # where a 1e-17 difference flips the subgradient
             if isinstance(module, (GCNConv, GATConv)) and module.bias is not None:
                 module.bias.normal_()
-    assert layer.reuse == {"gat_lstm": "gat", "tgcn": "gcn_aggregate", "evolvegcn_o": "gcn_aggregate", "evolvegcn_h": "gcn_aggregate"}.get(name, "gcn")
+    assert layer.reuse == {"gat_lstm": "gat", "evolvegcn_o": "gcn_aggregate", "evolvegcn_h": "gcn_aggregate"}.get(name, "gcn")
     for snapshots in (_group_with_small_changes(3), changing_group(seed=2, length=4)):
         x, first, diffs = chain_inputs(snapshots)
         torch.manual_seed(5)
