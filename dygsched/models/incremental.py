@@ -306,7 +306,7 @@ def gcn_conv_chain(
 
 def projected_gcn_chain(
     x: Tensor,
-    weight: Tensor,
+    weight: Tensor | None,
     bias: Tensor | None,
     first: EdgeSet,
     diffs: Sequence[DiffMap],
@@ -315,10 +315,13 @@ def projected_gcn_chain(
     add_self_loops: bool = True,
 ) -> list[Tensor]:
     """``gcn_aggregate(x @ weight^T) + bias`` on every snapshot of the chain, incrementally: a GCN whose
-    projection is given as a matrix (TGCN's gate linears folded into its convolution). The same
-    update as ``gcn_conv_chain``: ``x @ weight^T`` once per chain, again only for changed rows."""
+    projection is given as a matrix (TGCN's gate linears folded into its convolution), or none
+    (``weight=None``: the aggregation alone). The same update as ``gcn_conv_chain``: ``x @ weight^T``
+    once per chain, again only for changed rows."""
     _check_chain(x, first, diffs)
     fill = (2.0 if improved else 1.0) if add_self_loops else 0.0
+    if weight is None:
+        return _gcn_chain(x, None, first, diffs, paths, _GCNSpec(True, fill), bias)
     z = F.linear(x, weight)
     if flops.counting():
         add_flops("transform", 2 * x.size(0) * x.size(1) * z.size(1))
@@ -333,14 +336,10 @@ def gcn_aggregate_chain(
     improved: bool = False,
     add_self_loops: bool = True,
 ) -> list[Tensor]:
-    """``gcn_aggregate`` (``D^-1/2 (A + I) D^-1/2 x``) on every snapshot of the chain, incrementally.
-
-    The same update as ``gcn_conv_chain`` with no projection and no bias (EvolveGCN: only the
-    aggregation is reusable, its projection weights change with every snapshot).
-    """
-    _check_chain(x, first, diffs)
-    fill = (2.0 if improved else 1.0) if add_self_loops else 0.0
-    return _gcn_chain(x, None, first, diffs, paths, _GCNSpec(True, fill), None)
+    """``gcn_aggregate`` (``D^-1/2 (A + I) D^-1/2 x``) on every snapshot of the chain, incrementally:
+    ``projected_gcn_chain`` with no projection and no bias (EvolveGCN, whose projection weights
+    change with every snapshot; TGCN where it aggregates first)."""
+    return projected_gcn_chain(x, None, None, first, diffs, paths, improved, add_self_loops)
 
 
 # --------------------------------------------------------------------------------------------
