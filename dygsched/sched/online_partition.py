@@ -274,15 +274,18 @@ def _refine_passes(
 
 @dataclass(frozen=True)
 class _Terms:
-    """What Algorithm 2 scores a snapshot with: per store the price on its load (``Lambda^m (1 +
-    gamma/|V|)``: line 6's last term and ``phi``'s share of it), per node the reward it gives up by
-    staying additive and its balance weight beyond bytes (the extension), and the free bytes per store."""
+    """What Algorithm 2 scores a partition of one snapshot with: per store the price on its load
+    (``Lambda^m (1 + gamma/|V|)``: line 6's last term and ``phi``'s share of it), its load (the bytes
+    it holds of the snapshot, plus the extensions' weights) and its free bytes; per node the reward
+    it gives up by staying additive, its balance weight beyond bytes (the extensions) and its store
+    before (-1: absent)."""
 
     price: np.ndarray  # [K]
+    load: np.ndarray  # [K]
+    room: np.ndarray  # [K]
     reward: np.ndarray  # [n]
     work: np.ndarray  # [n]
-    free: np.ndarray  # [K]
-    previous: np.ndarray  # [n], -1: absent before
+    previous: np.ndarray  # [n]
 
 
 def _links(graph: SnapshotGraph, store: np.ndarray, stores: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -338,12 +341,11 @@ class OnlinePartitioner:
 
     def partition(self, tau: int, graph: SnapshotGraph) -> SnapshotPartition:
         start = time.perf_counter()
-        free = self.capacity - self._held_before()
-        store = self._base(graph, free.copy())
+        store = self._base(graph, self.capacity - self._held_before())
         if self.initial_price is None:  # F from snapshot 1's base partition (causal)
             _, a = storage(store, self.previous, graph, self.stores)
             self.initial_price = utility(store, graph) / (2 * self.eta * max(float(a.sum()), 1e-12))
-        store, passes, moves = self._refine(tau, graph, store, free)
+        store, passes, moves = self._refine(tau, graph, store)
         additive, a = storage(store, self.previous, graph, self.stores)
         window_bytes = a + self._held_before()
         assert (window_bytes <= self.capacity * (1 + 1e-12)).all(), "a store's capacity was exceeded"
@@ -378,7 +380,8 @@ class OnlinePartitioner:
             )
         return store
 
-    def _terms(self, tau: int, graph: SnapshotGraph) -> _Terms:
+    def _terms(self, tau: int, graph: SnapshotGraph, store: np.ndarray) -> _Terms:
+        """Algorithm 2's terms for partition ``store`` of snapshot ``tau``, with the prices and rewards in force."""
         n = graph.num_nodes
         previous = self.previous if self.previous is not None else np.full(n, -1, dtype=np.int64)
         rewards = self.rewards if self.rewards is not None and self.rewards.size == n else np.zeros(n)
@@ -391,24 +394,23 @@ class OnlinePartitioner:
         for weight, per_vertex in extensions:
             if weight > 0 and per_vertex is not None and per_vertex[graph.nodes].max(initial=0) > 0:
                 work = work + weight * per_node * per_vertex / per_vertex[graph.nodes].mean()  # weight 1: as much as bytes
-        return _Terms(price, rewards, work, self.capacity - self._held_before(), previous.astype(np.int64))
-
-    def _refine(
-        self, tau: int, graph: SnapshotGraph, store: np.ndarray, free: np.ndarray, loop=_refine_passes
-    ) -> tuple[np.ndarray, int, np.ndarray]:
-        """Algorithm 2 (``loop``: ``_refine_passes``, or its plain Python in the tests) on the base partition:
-        the refined partition, the passes it made and how often each node moved."""
-        terms = self._terms(tau, graph)
         _, a = storage(store, self.previous, graph, self.stores)
         present = store >= 0
-        load = a + np.bincount(store[present], weights=terms.work[present], minlength=self.stores)
+        load = a + np.bincount(store[present], weights=work[present], minlength=self.stores)
+        room = self.capacity - self._held_before() - a
+        return _Terms(price, load, room, rewards, work, previous.astype(np.int64))
+
+    def _refine(self, tau: int, graph: SnapshotGraph, store: np.ndarray, loop=_refine_passes) -> tuple[np.ndarray, int, np.ndarray]:
+        """Algorithm 2 (``loop``: ``_refine_passes``, or its plain Python in the tests) on the base partition:
+        the refined partition, the passes it made and how often each node moved."""
+        terms = self._terms(tau, graph, store)
         indptr, neighbours, weights, links = _links(graph, store, self.stores)
         moves = np.zeros(graph.num_nodes, dtype=np.int64)
-        ties = 1e-9 * (np.abs(links).max(initial=0.0) + float((terms.price * load).max()) + 1.0)
+        ties = 1e-9 * (np.abs(links).max(initial=0.0) + float((terms.price * terms.load).max()) + 1.0)
         passes = loop(
             graph.nodes.astype(np.int64), indptr, neighbours, weights, store, terms.previous,
             graph.additive_bytes.astype(np.float64), float(graph.full_bytes), terms.work, terms.reward, terms.price,
-            free - a, load, links, moves, self.budget, ties,
+            terms.room.copy(), terms.load.copy(), links, moves, self.budget, ties,
         )  # fmt: skip
         return store, int(passes), moves
 
@@ -416,21 +418,19 @@ class OnlinePartitioner:
         """For a partition ``store`` of snapshot ``tau``, with the prices and rewards in force for ``tau``
         (call before ``partition(tau, ...)``): ``[num_nodes, K]`` each node's score on each store as
         Algorithm 2 scores it (as if the node were there), and whether each store has room for it."""
-        terms = self._terms(tau, graph)
-        _, a = storage(store, self.previous, graph, self.stores)
-        present = store >= 0
-        load = a + np.bincount(store[present], weights=terms.work[present], minlength=self.stores)
+        terms = self._terms(tau, graph, store)
         *_, links = _links(graph, store, self.stores)
         n = graph.num_nodes
         sizes = np.full((n, self.stores), float(graph.full_bytes))
         was = np.flatnonzero(terms.previous >= 0)
         sizes[was, terms.previous[was]] = graph.additive_bytes[was]
         own = np.zeros((n, self.stores), dtype=bool)
-        own[np.flatnonzero(present), store[present]] = True
+        present = np.flatnonzero(store >= 0)
+        own[present, store[present]] = True
         extra = np.where(own, 0.0, sizes + terms.work[:, None])
-        scores = links - terms.price[None, :] * (load[None, :] + extra)
+        scores = links - terms.price[None, :] * (terms.load[None, :] + extra)
         scores[was, terms.previous[was]] -= terms.reward[was]
-        room = (terms.free - a)[None, :] >= np.where(own, 0.0, sizes)
+        room = terms.room[None, :] >= np.where(own, 0.0, sizes)
         return scores, room
 
     def state_dict(self) -> dict:
