@@ -98,6 +98,23 @@ class DGNNLayer(nn.Module, ABC):
     def temporal(self, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
         """Temporal update: ``(output [N, out_channels], new state)``."""
 
+    def temporal_window(
+        self, spatial_outs: Sequence[Any], state: State, keep_outputs: bool = True
+    ) -> tuple[list[torch.Tensor | None], State]:
+        """The temporal updates of a whole window, in time order from ``state``: each step's output
+        and the state after the last. The engine calls it when nothing runs between the steps (no
+        hook changes a state or times a step), every spatial output being known by then.
+
+        ``keep_outputs=False``: only the last step's output is read (the top layer: the head reads
+        the last snapshot), so a layer may skip building the others and give ``None`` for them.
+        The default runs ``temporal`` step by step; a layer overrides it where the window as a
+        whole is cheaper (MPNN-LSTM skips its per-step concatenations)."""
+        outputs: list[torch.Tensor | None] = []
+        for spatial_out in spatial_outs:
+            out, state = self.temporal(spatial_out, state)
+            outputs.append(out)
+        return outputs, state
+
     def spatial_partitioned(self, x: torch.Tensor, snapshot: Snapshot, state: State, ops: PartitionOps) -> Any:
         """``spatial`` on this rank's owned rows ``x`` of a node-partitioned snapshot: every
         convolution reads the halo rows too (``ops.with_halo``), its output keeps the owned rows.
@@ -172,6 +189,20 @@ class LayerHooks:
     def state_out(self, depth: int, t: int, state: State) -> None:
         """The state layer ``depth`` left after snapshot ``t`` (default: nothing kept)."""
 
+    @property
+    def per_step(self) -> bool:
+        """Whether these hooks act between temporal steps (``temporal``, ``state_in`` or
+        ``state_out`` changed); if not, ``unroll`` lets each layer run its window's temporal steps
+        at once (``DGNNLayer.temporal_window``)."""
+        return _overrides(type(self), LayerHooks, _STEP_HOOKS)
+
+
+_STEP_HOOKS = ("temporal", "state_in", "state_out")
+
+
+def _overrides(cls: type, base: type, names: Sequence[str]) -> bool:
+    return any(getattr(cls, name) is not getattr(base, name) for name in names)
+
 
 PLAIN = LayerHooks()
 
@@ -202,6 +233,10 @@ class DelegatingHooks(LayerHooks):
 
     def state_out(self, depth: int, t: int, state: State) -> None:
         self.inner.state_out(depth, t, state)
+
+    @property
+    def per_step(self) -> bool:
+        return _overrides(type(self), DelegatingHooks, _STEP_HOOKS) or self.inner.per_step
 
 
 class GivenFirstConv(DelegatingHooks):
@@ -254,14 +289,17 @@ class DGNN(nn.Module):
 
         ``layer_major``: the same computation one layer at a time (every snapshot's spatial part,
         through ``hooks.spatial_layer``, then the temporal updates in time order), so the spatial
-        parts of a layer can be interleaved; the result is the same.
+        parts of a layer can be interleaved; the result is the same. Hooks that do not act between
+        temporal steps (``hooks.per_step`` false, e.g. ``PLAIN``) always run layer by layer, each
+        layer's temporal steps as one window (``DGNNLayer.temporal_window``); with dropout in more
+        than one layer the masks are then drawn layer by layer (the same distribution).
         """
         if not snapshots:
             raise ValueError("unroll needs at least one snapshot")
         if states is None:
             first = snapshots[0]
             states = self.initial_states(first.num_nodes, first.x.device, first.x.dtype)
-        if layer_major:
+        if layer_major or not hooks.per_step:
             return self._unroll_layers(snapshots, states, hooks)
         h = snapshots[0].x
         for t, snapshot in enumerate(snapshots):
@@ -277,10 +315,15 @@ class DGNN(nn.Module):
         return h, states
 
     def _unroll_layers(self, snapshots: Sequence[Snapshot], states: list[State], hooks: LayerHooks) -> tuple[torch.Tensor, list[State]]:
-        xs = [snapshot.x for snapshot in snapshots]
+        xs: list[Any] = [snapshot.x for snapshot in snapshots]
         final = []
+        top = len(self.layers) - 1
         for depth, (layer, state) in enumerate(zip(self.layers, states, strict=True)):
             spatial_outs = hooks.spatial_layer(depth, layer, xs, snapshots)
+            if not hooks.per_step:
+                xs, state = layer.temporal_window(spatial_outs, state, keep_outputs=depth < top)
+                final.append(state)
+                continue
             for t, snapshot in enumerate(snapshots):
                 state = hooks.state_in(depth, t, snapshot, state)
                 xs[t], state = hooks.temporal(depth, t, layer, spatial_outs[t], state)
@@ -379,6 +422,35 @@ def gcn_aggregate(
         flops.add_flops("aggregate", 2 * edge_index.size(1) * x.size(1))
     messages = x.index_select(0, edge_index[0]) * weight.unsqueeze(-1)
     return scatter(messages, edge_index[1], dim=0, dim_size=num_nodes, reduce="sum")
+
+
+def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """``F.dropout(x, p, training)`` in distribution (each entry kept with probability ``1 - p``,
+    scaled by ``1 / (1 - p)``), its mask drawn from a uniform sample: on a CPU this is 3x faster
+    than the Bernoulli sampling ``F.dropout`` runs (0.28 against 0.9 ms forward and backward for
+    ``[1000, 64]``), which made dropout the second cost of an MPNN-LSTM step. The masks differ
+    from ``F.dropout``'s for the same seed."""
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return torch.zeros_like(x)
+    mask = torch.empty_like(x).uniform_().ge_(p).div_(1.0 - p)
+    return x * mask
+
+
+def lstm_cell(
+    cell: nn.LSTMCell, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor], zero_state: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``cell(x, state)``; with ``zero_state`` (``H = C = 0``, a group's start) the recurrent
+    product and the forget gate's term vanish, so only ``x``'s share of the gates is computed:
+    ``C' = sigmoid(i) * tanh(g)``, ``H' = sigmoid(o) * tanh(C')`` (the same numbers up to rounding)."""
+    if not zero_state:
+        return cell(x, state)
+    hidden = cell.hidden_size
+    bias = cell.bias_ih + cell.bias_hh if cell.bias else None
+    gates = torch.nn.functional.linear(x, cell.weight_ih, bias)
+    c = torch.sigmoid(gates[:, :hidden]) * torch.tanh(gates[:, 2 * hidden : 3 * hidden])
+    return torch.sigmoid(gates[:, 3 * hidden :]) * torch.tanh(c), c
 
 
 def gcn_conv(conv: nn.Module, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor | None) -> torch.Tensor:

@@ -11,7 +11,7 @@ from torch import nn
 from torch_geometric.nn import GATConv
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
-from dygsched.models.base import DGNN, DGNNLayer, State, stack_layers
+from dygsched.models.base import DGNN, DGNNLayer, State, ZeroState, lstm_cell, stack_layers
 from dygsched.models.incremental import gat_conv_chain
 
 
@@ -22,7 +22,7 @@ class GATLSTMLayer(DGNNLayer):
         H_t, C_t = LSTMCell(S_t, (H_{t-1}, C_{t-1}))
 
     ``spatial`` is the ELU'd ``GATConv`` (independent of the state); ``temporal`` is one
-    ``nn.LSTMCell`` step. State: ``(H, C)``, each ``[N, out_channels]``. Like GAT itself, the
+    ``nn.LSTMCell`` step (at a group's start, zero state, without the state's products). State: ``(H, C)``, each ``[N, out_channels]``. Like GAT itself, the
     attention ignores edge weights: the edge set alone decides who attends to whom. Reuse
     (``"gat"``): the conv before the ELU (needs attention dropout off while training).
     """
@@ -39,7 +39,7 @@ class GATLSTMLayer(DGNNLayer):
 
     def initial_state(self, num_nodes: int, device: torch.device, dtype: torch.dtype) -> State:
         zeros = torch.zeros(num_nodes, self.out_channels, device=device, dtype=dtype)
-        return (zeros, zeros.clone())
+        return ZeroState((zeros, zeros.clone()))
 
     def spatial(
         self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
@@ -52,7 +52,7 @@ class GATLSTMLayer(DGNNLayer):
         return gat_conv_chain(self.conv, x, first, diffs, paths)
 
     def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
-        h, c = self.lstm(spatial_out, state)
+        h, c = lstm_cell(self.lstm, spatial_out, state, zero_state=isinstance(state, ZeroState))
         return h, (h, c)
 
 

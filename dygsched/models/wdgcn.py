@@ -11,7 +11,7 @@ from torch import nn
 from torch_geometric.nn import GCNConv
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
-from dygsched.models.base import DGNNLayer, GCNStack, State, gcn_conv
+from dygsched.models.base import DGNNLayer, GCNStack, State, ZeroState, gcn_conv, lstm_cell
 from dygsched.models.incremental import gcn_conv_chain
 
 
@@ -22,7 +22,7 @@ class WDGCNLayer(DGNNLayer):
         H_t, C_t = LSTMCell(S_t, (H_{t-1}, C_{t-1}))   (weights shared over nodes)
 
     ``spatial`` is the ReLU'd ``GCNConv`` (independent of the state); ``temporal`` is one
-    ``nn.LSTMCell`` step. State: ``(H, C)``, each ``[N, out_channels]``. Reuse (``"gcn"``): the
+    ``nn.LSTMCell`` step (at a group's start, zero state, without the state's products). State: ``(H, C)``, each ``[N, out_channels]``. Reuse (``"gcn"``): the
     conv before the ReLU.
     """
 
@@ -35,7 +35,7 @@ class WDGCNLayer(DGNNLayer):
 
     def initial_state(self, num_nodes: int, device: torch.device, dtype: torch.dtype) -> State:
         zeros = torch.zeros(num_nodes, self.out_channels, device=device, dtype=dtype)
-        return (zeros, zeros.clone())
+        return ZeroState((zeros, zeros.clone()))
 
     def spatial(
         self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
@@ -48,7 +48,7 @@ class WDGCNLayer(DGNNLayer):
         return gcn_conv_chain(self.conv, x, first, diffs, paths)
 
     def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
-        h, c = self.lstm(spatial_out, state)
+        h, c = lstm_cell(self.lstm, spatial_out, state, zero_state=isinstance(state, ZeroState))
         return h, (h, c)
 
 
