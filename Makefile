@@ -10,7 +10,7 @@ RUN_ARGS ?=
 RESULTS ?= results
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint test-slow test-gpu clean paper table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting table-flare-accuracy table-flare-memory table-flare-time table-flare-breakdown fig-flare-heatmap fig-flare-scaling table-distdy-storage table-distdy-partition table-distdy-traffic table-distdy-time fig-distdy-params fig-distdy-capacity table-sven-comm table-sven-balance table-sven-accuracy table-sven-breakdown bench-tgn-pyg bench-vs-pygt
+.PHONY: help install run test lint test-slow test-gpu clean paper table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting table-flare-accuracy table-flare-memory table-flare-convergence table-flare-time table-flare-breakdown fig-flare-heatmap fig-flare-scaling table-distdy-storage table-distdy-partition table-distdy-traffic table-distdy-time fig-distdy-params fig-distdy-capacity table-sven-comm table-sven-balance table-sven-accuracy table-sven-breakdown bench-tgn-pyg bench-vs-pygt
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -98,6 +98,10 @@ FLARE_TIME_MODELS ?= tgcn,mpnn_lstm
 FLARE_HEATMAP_K ?= 1,2,4,6,8
 FLARE_HEATMAP_ALPHA ?= 0.0,0.1,0.3,0.6,1.0
 FLARE_SCALING_RANKS ?= 1,2
+FLARE_CONVERGENCE_MODELS ?= tgcn,mpnn_lstm,evolvegcn_o
+FLARE_CONVERGENCE_VARIANTS ?= full_history,recent_only,flare
+FLARE_CONVERGENCE_EPOCHS ?= 10
+FLARE_CONVERGENCE_TOLERANCE ?= 0.05
 $(FLARE_DIR)/variants/runs.parquet: | $(STAMP)
 	$(BIN)/dygsched run -m +experiment=flare +flare_variant=$(FLARE_VARIANTS) model=$(FLARE_MODELS) results_dir=$(FLARE_DIR)/variants progress=false $(FLARE_ARGS)
 $(FLARE_DIR)/time/runs.parquet: | $(STAMP)
@@ -106,14 +110,19 @@ $(FLARE_DIR)/heatmap/runs.parquet: | $(STAMP)
 	$(BIN)/dygsched run -m +experiment=flare_small sched.full=$(FLARE_HEATMAP_K) sched.alpha=$(FLARE_HEATMAP_ALPHA) results_dir=$(FLARE_DIR)/heatmap progress=false $(FLARE_ARGS)
 $(FLARE_DIR)/scaling/runs.parquet: | $(STAMP)
 	$(BIN)/dygsched run -m +experiment=flare +flare_variant=flare model=tgcn world_size=$(FLARE_SCALING_RANKS) results_dir=$(FLARE_DIR)/scaling progress=false $(FLARE_ARGS)
+$(FLARE_DIR)/convergence/runs.parquet: | $(STAMP)
+	$(BIN)/dygsched run -m +experiment=flare +flare_variant=$(FLARE_CONVERGENCE_VARIANTS) model=$(FLARE_CONVERGENCE_MODELS) epochs=$(FLARE_CONVERGENCE_EPOCHS) results_dir=$(FLARE_DIR)/convergence progress=false $(FLARE_ARGS)
 
 table-flare-accuracy: $(FLARE_DIR)/variants/runs.parquet ## FlareDTDG table 6: test MSE, Full-History / Recent-Only / FlareDTDG, per model (about 40 min; rm -r results/flare to redo)
 	$(BIN)/python scripts/flare_tables.py accuracy $(FLARE_DIR)/variants
 
-table-flare-memory: $(FLARE_DIR)/variants/runs.parquet ## FlareDTDG tables 5/7: memory per rank, Full-History vs FlareDTDG (the same runs as table 6)
+table-flare-memory: $(FLARE_DIR)/variants/runs.parquet ## FlareDTDG tables 5/7: memory per rank under its own names (GPU allocator peak, peak RSS, saved for backward), Full-History vs FlareDTDG (the runs of table 6)
 	$(BIN)/python scripts/flare_tables.py memory $(FLARE_DIR)/variants
 
-table-flare-time: $(FLARE_DIR)/time/runs.parquet ## FlareDTDG tables 8-11: epoch time, shrinking on/off, overlap none/rr/mlp (about 25 min)
+table-flare-convergence: $(FLARE_DIR)/convergence/runs.parquet ## FlareDTDG table 8: time and epochs to Full-History's best validation MSE + 5% (FLARE_CONVERGENCE_TOLERANCE), epoch time beside (about 30 min)
+	$(BIN)/python scripts/flare_tables.py convergence $(FLARE_DIR)/convergence --tolerance $(FLARE_CONVERGENCE_TOLERANCE)
+
+table-flare-time: $(FLARE_DIR)/time/runs.parquet ## FlareDTDG tables 9-11 as epoch time: shrinking on/off, overlap none/rr/mlp (about 25 min)
 	$(BIN)/python scripts/flare_tables.py time $(FLARE_DIR)/time
 
 table-flare-breakdown: $(FLARE_DIR)/variants/runs.parquet ## FlareDTDG table 12: chunking, shuffle, remap, forward, backward, communication, load

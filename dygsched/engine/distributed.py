@@ -87,15 +87,15 @@ def backend_for(device: torch.device) -> str:
     return "nccl" if local_ranks <= torch.cuda.device_count() else "gloo"
 
 
-def reset_peak_memory(device: torch.device) -> bool:
-    """Start a new peak-memory period (one per epoch); False where the counter cannot be reset.
+def reset_memory_peaks(device: torch.device) -> bool:
+    """Start a new peak-memory period (one per epoch) for each counter this rank has; returns whether
+    the process's peak resident set could be reset (the GPU allocator's peak always can be).
 
-    GPU: the caching allocator's peak of allocated bytes. CPU: the process's peak resident set
-    size (``VmHWM``), which Linux resets when ``5`` is written to ``/proc/self/clear_refs``.
+    GPU: ``torch.cuda.reset_peak_memory_stats``. Every device: the process's peak resident set size
+    (``VmHWM``), which Linux resets when ``5`` is written to ``/proc/self/clear_refs``.
     """
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-        return True
     try:
         with open("/proc/self/clear_refs", "w") as clear:
             clear.write("5")
@@ -115,10 +115,13 @@ def _resident_peak() -> int | None:
     return None
 
 
-def peak_memory(device: torch.device) -> int:
-    """Peak bytes since the last ``reset_peak_memory``: GPU allocations, or the CPU process's resident set."""
-    if device.type == "cuda":
-        return int(torch.cuda.max_memory_allocated(device))
+def gpu_peak_allocated(device: torch.device) -> int | None:
+    """The GPU allocator's peak of allocated bytes since ``reset_memory_peaks``; None off a GPU."""
+    return int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
+
+
+def peak_rss() -> int:
+    """The process's peak resident set (bytes) since ``reset_memory_peaks`` said it could be reset."""
     peak = _resident_peak()
-    assert peak is not None, "reset_peak_memory said the counter works"
+    assert peak is not None, "reset_memory_peaks said the counter works"
     return peak

@@ -31,10 +31,11 @@ from dygsched.engine.checkpoint import capture_rng, find_resume, load_checkpoint
 from dygsched.engine.distributed import (
     DistEnv,
     abandon_process_group,
+    gpu_peak_allocated,
     init_process_group,
-    peak_memory,
+    peak_rss,
     pick_device,
-    reset_peak_memory,
+    reset_memory_peaks,
 )
 from dygsched.engine.gradient_sync import DEFAULT_BUCKET_BYTES, GradientSync
 from dygsched.engine.strategy import (
@@ -296,7 +297,7 @@ class _RankRun:
         with ExitStack() as stack:
             bar = stack.enter_context(progress_bar(epoch, self.settings.epochs)) if self.show_progress else None
             totals = _EpochTotals(self.recorder, epoch, not self.sync.overlap, bar)
-            peak_resettable = reset_peak_memory(self.device)
+            rss_resettable = reset_memory_peaks(self.device)
             flops = stack.enter_context(count_conv_flops(self.module)) if self.count_flops else None
             run = Epoch(epoch, self.module, self.optimizer, self.sync, self.device, self.rank, self.world_size, totals, record, flops)
             start_time = time.perf_counter()
@@ -306,13 +307,20 @@ class _RankRun:
         conv_flops: MetricValue = flops.total if flops is not None else Missing("metrics.count_flops=false")
         if any(getattr(module, "graph_convolutions", True) is False for module in self.module.modules()):
             conv_flops = Missing("the model has no graph convolutions (a memory-based continuous-time model)")
-        peak: MetricValue = peak_memory(self.device) if peak_resettable else Missing("this system cannot reset the peak memory counter per epoch")
+        # Each memory figure under its own name: the GPU allocator's peak only where there is one (a
+        # CPU run has no such figure, so no row), the process's peak resident set wherever Linux resets it.
+        memory: dict[str, MetricValue] = {
+            "peak_rss_bytes": peak_rss() if rss_resettable else Missing("this system cannot reset the process's peak resident set per epoch")
+        }
+        gpu_peak = gpu_peak_allocated(self.device)
+        if gpu_peak is not None:
+            memory["gpu_peak_allocated_bytes"] = gpu_peak
         for metric, value in (
             ("epoch_time_s", epoch_time),
             ("busy_s", totals.busy),
             ("wait_s", totals.wait if not self.sync.overlap else Missing(WAIT_IN_COMM)),
             ("comm_s", totals.comm),
-            ("peak_mem_bytes", peak),
+            *memory.items(),
             ("conv_flops", conv_flops),
             *((f"bytes_{kind}", count) for kind, count in totals.bytes.items()),
             *measured.items(),

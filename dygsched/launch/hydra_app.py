@@ -55,8 +55,11 @@ def print_summary(summary: dict[str, Any], run_dir: str) -> None:
         ("final train loss", _fmt(summary.get("final_train_loss"))),
         (f"test {evaluation.get('metric', 'metric')}", _fmt(evaluation.get("value"))),
         ("all-reduce bytes / epoch", (summary.get("comm_bytes_per_epoch") or {}).get("allreduce")),
-        ("peak memory (MB)", _fmt(summary["peak_mem_bytes"] / 2**20) if summary.get("peak_mem_bytes") is not None else "not measured"),
+        ("GPU peak allocated (MB)", _megabytes(summary.get("gpu_peak_allocated_bytes"), "not measured (no GPU)")),
+        ("peak resident set (MB)", _megabytes(summary.get("peak_rss_bytes"), "not measured")),
     ]
+    if summary.get("saved_for_backward_bytes") is not None:
+        rows.append(("saved for backward (MB)", _megabytes(summary["saved_for_backward_bytes"], "")))
     if summary.get("switch_epoch") is not None:
         rows.append(("plan switch epoch / solve (s)", f"{summary['switch_epoch']} / {summary['plan_solve_time_s']:.4f}"))
     width = max(len(name) for name, _ in rows)
@@ -67,6 +70,10 @@ def print_summary(summary: dict[str, Any], run_dir: str) -> None:
 
 def _fmt(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _megabytes(value: int | None, otherwise: str) -> str:
+    return _fmt(value / 2**20) if value is not None else otherwise
 
 
 @hydra.main(config_path="pkg://dygsched.conf", config_name=CONFIG_NAME, version_base="1.3")

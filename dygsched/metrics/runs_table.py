@@ -19,6 +19,9 @@ import pandas as pd
 from dygsched.metrics.atomic import write_parquet
 
 RUNS_TABLE = "runs.parquet"
+# Older runs wrote one `peak_mem_bytes` for two measures (the GPU allocator's peak on a GPU, the peak
+# resident set on a CPU); a reader shows it under a name that says it is either, never as one of them.
+LEGACY_COLUMNS = {"peak_mem_bytes": "peak_mem_bytes_gpu_or_rss"}
 
 
 @contextmanager
@@ -60,7 +63,7 @@ def append_run(results_dir: Path, summary: dict[str, Any]) -> Path:
 
 def read_runs(results_dir: Path) -> pd.DataFrame:
     path = Path(results_dir) / RUNS_TABLE
-    return pd.read_parquet(path) if path.exists() else pd.DataFrame()
+    return pd.read_parquet(path).rename(columns=LEGACY_COLUMNS) if path.exists() else pd.DataFrame()
 
 
 def completed_runs(results: Path, who: str) -> list[tuple[dict, pd.DataFrame, dict]]:

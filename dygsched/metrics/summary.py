@@ -15,6 +15,9 @@ import pandas as pd
 from dygsched.metrics.recorder import EPOCH_LEVEL
 
 BYTE_KINDS = ("allreduce", "hidden_state", "features", "host_to_device", "halo")  # always shown; a strategy's own `bytes_<kind>` joins them
+# Per epoch and rank, each reset at the epoch's start: the GPU allocator's peak (GPU runs only), the
+# process's peak resident set, and the bytes autograd saved for the backward (where a strategy counts them).
+MEMORY_METRICS = ("gpu_peak_allocated_bytes", "peak_rss_bytes", "saved_for_backward_bytes")
 
 
 def _steady(frame: pd.DataFrame, first_steady_epoch: int = 1) -> pd.DataFrame:
@@ -52,7 +55,10 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
         if not rows.empty:
             comm[kind] = int(_steady(rows, steady_from).groupby("epoch")["value"].sum().median())
 
-    peak = _measured(epoch_metric("train", "peak_mem_bytes"))
+    def largest(metric: str) -> int | None:
+        rows = _measured(epoch_metric("train", metric))
+        return int(rows["value"].max()) if not rows.empty else None
+
     flops = _measured(epoch_metric("train", "conv_flops"))
     preprocess = _measured(epoch_metric("train", "reuse_preprocess_s"))
 
@@ -64,7 +70,8 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
         "final_train_loss": float(train_loss["value"].iloc[-1]) if not train_loss.empty else None,
         "eval": {"split": "test", "metric": str(test["metric"].iloc[0]), "value": float(test["value"].iloc[0])} if not test.empty else None,
         "comm_bytes_per_epoch": comm,
-        "peak_mem_bytes": int(peak["value"].max()) if not peak.empty else None,
+        # memory, each measure under its own name, the largest over epochs and ranks (None: not measured)
+        **{metric: largest(metric) for metric in MEMORY_METRICS},
         "switch_epoch": switch_epoch,
         "plan_solve_time_s": float(solve_time["value"].iloc[0]) if not solve_time.empty else None,
         # graph-convolution FLOPs of the forward passes, all ranks (REAL figure 11)

@@ -18,6 +18,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
+from dygsched.metrics.runs_table import LEGACY_COLUMNS
 from dygsched.report.provenance import Provenance, commit, machine, missing_outputs, read_provenance
 from dygsched.report.readings import READINGS
 from dygsched.report.targets import SECTIONS, TARGETS, PaperTarget
@@ -27,7 +28,8 @@ SMOKE_DIR = "smoke"  # make paper SMOKE=1 writes under <results>/smoke
 MAX_ROWS = 40  # longer tables show their first rows and link the whole CSV
 RUN_COLUMNS = (
     "run_id", "status", "dataset", "model", "sched", "world_size", "epochs", "epoch_time_s", "imbalance_ratio",
-    "final_train_loss", "eval.metric", "eval.value", "peak_mem_bytes", "conv_flops_per_epoch",
+    "final_train_loss", "eval.metric", "eval.value", "gpu_peak_allocated_bytes", "peak_rss_bytes", "saved_for_backward_bytes",
+    "peak_mem_bytes_gpu_or_rss", "conv_flops_per_epoch",
 )  # fmt: skip
 
 
@@ -71,7 +73,8 @@ def _shown(frame: pd.DataFrame) -> pd.DataFrame:
 def render_table(frame: pd.DataFrame, name: str) -> RenderedTable:
     head = frame.head(MAX_ROWS)
     html = head.to_html(index=False, border=0, classes="data", float_format=_number, na_rep="—")
-    markdown = _shown(head.map(lambda v: _number(v) if isinstance(v, float) else v)).to_markdown(index=False)
+    numbers = head.map(lambda v: _number(v) if isinstance(v, float) and v == v else v)  # a NaN stays missing: a dash
+    markdown = _shown(numbers).to_markdown(index=False)
     return RenderedTable(name, html, markdown, len(frame), len(head))
 
 
@@ -142,7 +145,7 @@ def runs_table(results: Path) -> pd.DataFrame:
     for path in sorted(results.rglob("runs.parquet")):
         if {REPORT_DIR, SMOKE_DIR} & set(path.relative_to(results).parts):
             continue  # the smoke run's tiny runs have their own report (make paper SMOKE=1)
-        frame = pd.read_parquet(path)
+        frame = pd.read_parquet(path).rename(columns=LEGACY_COLUMNS)  # an older run's one memory figure
         if frame.empty:
             continue
         folder = path.parent.relative_to(results).as_posix()

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 import torch
 
@@ -32,7 +33,15 @@ def test_strategies_run_on_cuda(tmp_path, sched):
     summary = run(tmp_path, overrides)
     assert summary["status"] == "ok"
     assert summary["comm_bytes_per_epoch"]["host_to_device"] > 0  # snapshots are copied to the GPU per group
-    assert summary["peak_mem_bytes"] > 0
+    assert summary["gpu_peak_allocated_bytes"] > 0 and summary["peak_rss_bytes"] > 0
+
+
+def test_the_gpu_peak_is_reset_and_recorded_per_epoch_and_rank(tmp_path):
+    summary = run(tmp_path, [*TINY_SYNTHETIC, "device=cuda", "world_size=2", "sched=psg", "epochs=3"])
+    metrics = pd.read_parquet(tmp_path / summary["run_id"] / "metrics.parquet")
+    peaks = metrics[(metrics.metric == "gpu_peak_allocated_bytes") & (metrics.iteration == -1)]
+    assert sorted(zip(peaks.epoch, peaks["rank"])) == [(e, r) for e in range(3) for r in range(2)]
+    assert (peaks.value > 0).all() and "peak_mem_bytes" not in set(metrics.metric)
 
 
 @pytest.mark.parametrize("model", ["tgcn", "gat_lstm"])

@@ -125,10 +125,17 @@ def test_the_run_finishes_and_every_metric_is_measured_or_declared_missing(contr
     unexplained = set(metrics[metrics.value.isna()].metric) - set(missing)
     assert not unexplained, f"metrics recorded as NaN without a reason: {unexplained}"
     epoch_level = metrics[(metrics.iteration == -1) & (metrics.phase == "train")]
-    for metric in ("epoch_time_s", "busy_s", "conv_flops", "peak_mem_bytes"):
+    for metric in ("epoch_time_s", "busy_s", "conv_flops", "peak_rss_bytes"):
         values = epoch_level[epoch_level.metric == metric].value
         assert len(values) and (values > 0).all(), f"{metric} must be measured (> 0): {values.tolist()}"
-    assert summary["conv_flops_per_epoch"] > 0 and summary["peak_mem_bytes"] > 0
+    assert summary["conv_flops_per_epoch"] > 0 and summary["peak_rss_bytes"] > 0
+    # a CPU run has no GPU allocator: no GPU figure at all, and no figure under the old shared name
+    assert summary["gpu_peak_allocated_bytes"] is None and not {"gpu_peak_allocated_bytes", "peak_mem_bytes"} & set(metrics.metric)
+    if name == "flare":  # it counts what autograd saves for the backward; its training memory adds parameters and states
+        saved = epoch_level[epoch_level.metric == "saved_for_backward_bytes"].sort_values(["epoch", "rank"]).value.to_numpy()
+        train = epoch_level[epoch_level.metric == "train_memory_bytes"].sort_values(["epoch", "rank"]).value.to_numpy()
+        assert len(saved) == len(train) > 0 and (saved > 0).all() and (saved < train).all()
+        assert summary["saved_for_backward_bytes"] == saved.max()
     world_size = summary["world_size"]
     assert set(metrics["rank"]) == set(range(world_size))
     if world_size > 1:

@@ -11,7 +11,7 @@ from tests.conftest import TINY_SYNTHETIC
 
 SUMMARY_KEYS = {
     "run_id", "dataset", "model", "sched", "world_size", "epochs", "status", "epoch_time_s", "imbalance_ratio",
-    "final_train_loss", "eval", "comm_bytes_per_epoch", "peak_mem_bytes",
+    "final_train_loss", "eval", "comm_bytes_per_epoch", "gpu_peak_allocated_bytes", "peak_rss_bytes", "saved_for_backward_bytes",
 }
 
 
@@ -32,7 +32,7 @@ def check_run_folder(folder, epochs, world_size):
     summary = json.loads((folder / "summary.json").read_text())
     assert SUMMARY_KEYS <= summary.keys() and summary["status"] == "ok"
     assert summary["world_size"] == world_size and summary["epochs_completed"] == epochs
-    assert summary["comm_bytes_per_epoch"]["allreduce"] > 0 and summary["peak_mem_bytes"] > 0
+    assert summary["comm_bytes_per_epoch"]["allreduce"] > 0 and summary["peak_rss_bytes"] > 0
     assert summary["imbalance_ratio"] >= 1.0
     metrics = pd.read_parquet(folder / "metrics.parquet")
     assert list(metrics.columns) == ["run_id", "epoch", "iteration", "rank", "phase", "metric", "value"]

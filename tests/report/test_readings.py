@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from dygsched.report.readings import READINGS, epoch_time, flare_accuracy, planner, sven_comm
+from dygsched.report.readings import READINGS, epoch_time, flare_accuracy, flare_convergence, flare_memory, planner, sven_comm
 from dygsched.report.targets import TARGETS
 
 
@@ -38,3 +38,28 @@ def test_flare_accuracy_compares_with_full_history_and_sven_comm_per_rank_count(
         "ranks": [2, 2, 2, 8, 8, 8], "strategy": ["sven", "depcomm", "depcache"] * 2, "vs_sven": [1, 20, 0.5, 1, 25, 3.0],
     })  # fmt: skip
     assert sven_comm({"c.csv": comm}) == "bytes per epoch against Sven's: at 2 ranks depcache 0.50x, depcomm 20.00x; at 8 ranks depcache 3.00x, depcomm 25.00x"
+
+
+def test_flare_memory_names_each_measure_and_says_when_the_papers_is_not_measured():
+    table = pd.DataFrame({
+        "model": ["tgcn"] * 2, "variant": ["Full-History", "FlareDTDG"], "gpu_peak_allocated_mb": [float("nan")] * 2,
+        "gpu_peak_allocated_vs_full_history": [float("nan")] * 2, "peak_rss_mb": [3000.0, 2000.0],
+        "train_memory_vs_full_history": [1.0, 0.3],
+    })  # fmt: skip
+    text = flare_memory({"m.csv": table})
+    assert text.startswith("no GPU in these runs, so no figure of the paper's measure") and "FlareDTDG 0.30x" in text
+    assert "peak resident set 2000 to 3000 MB" in text
+    gpu = table.assign(gpu_peak_allocated_mb=[100.0, 40.0], gpu_peak_allocated_vs_full_history=[1.0, 0.4])
+    assert flare_memory({"m.csv": gpu}).startswith("GPU allocator peak per rank (the paper's measure) against Full-History's, tgcn: Full-History 1.00x, FlareDTDG 0.40x")
+
+
+def test_flare_convergence_gives_time_and_epochs_and_says_what_was_not_reached():
+    table = pd.DataFrame({
+        "model": ["tgcn"] * 3, "variant": ["Full-History", "FlareDTDG", "Recent-Only"], "target_val_mse": [0.21] * 3,
+        "time_to_target_s": [50.0, 20.0, float("nan")], "epochs_to_target": [5.0, 4.0, float("nan")],
+        "vs_full_history": [1.0, 0.4, float("nan")], "reached": ["reached in 5 of 10 epochs", "reached in 4 of 10 epochs", "not reached in 10 epochs"],
+    })  # fmt: skip
+    assert flare_convergence({"c.csv": table}) == (
+        "time to the common target, tgcn (target val MSE 0.2100): Full-History 50.0 s in 5 epochs, "
+        "FlareDTDG 20.0 s in 4 epochs, 0.40x Full-History's, Recent-Only not reached in 10 epochs"
+    )

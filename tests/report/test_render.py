@@ -74,6 +74,8 @@ def test_markdown_and_runs_page(results):
     for section in SECTIONS:
         assert f"## {section.title}" in readme
     assert "SMOKE run" in readme and "| greedy" in readme
+    greedy = next(line for line in readme.splitlines() if line.startswith("| synthetic") and "greedy" in line)
+    assert "—" in greedy and "nan" not in greedy  # a missing figure is a dash in the Markdown too
     append_run(results / "smoke" / "table_epoch_time", {"run_id": "tiny-run", "status": "ok", "sched": "psg"})
     folder = render(results, smoke=True)
     runs = (folder / "runs.html").read_text()
@@ -147,3 +149,10 @@ def test_a_benchmark_that_writes_its_table_then_exits_1_is_built_with_a_note(res
     html = (render(results) / "index.html").read_text()
     block = html.split('id="table-sven-comm"')[1].split('class="target"')[0]
     assert 'data-status="built"' in html.split('id="table-sven-comm"')[1][:40] and "exited 1 after writing its outputs" in block
+
+
+def test_an_older_runs_one_memory_figure_shows_under_a_name_that_says_it_is_either(results):
+    append_run(results / "table_epoch_time", {"run_id": "old-run", "status": "ok", "peak_mem_bytes": 1234})
+    runs = (render(results) / "runs.html").read_text()
+    assert "<th>peak_mem_bytes_gpu_or_rss</th>" in runs and "<th>peak_mem_bytes</th>" not in runs
+    assert "<th>peak_rss_bytes</th>" not in runs  # no run here measured it under that name

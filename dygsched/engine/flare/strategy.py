@@ -248,7 +248,9 @@ class FlareStrategy(Strategy):
             "forward_s": clock.seconds["forward"] - (accounting.seconds - accounting.backward_seconds),
             "backward_s": clock.seconds["backward"] - accounting.backward_seconds,
             "halo_s": accounting.seconds,
-            # what a window keeps for its backward (the largest), the parameters and the inherited states
+            # what autograd saved for the backward in the largest window, counted as it is saved
+            "saved_for_backward_bytes": largest_saved,
+            # that, plus the parameters and the inherited states: the window's training memory
             "train_memory_bytes": largest_saved + tensor_bytes(list(self.model.parameters())) + self._state_bytes,
         }
         for layer in range(len(self.model.layers)):
