@@ -202,7 +202,7 @@ table-sven-accuracy: $(SVEN_DIR)/accuracy/runs.parquet ## Sven table 4: test AP 
 table-sven-breakdown: $(SVEN_DIR)/breakdown/runs.parquet ## Sven figure 15 / table 2: epoch time (compute, exchange, all-reduce) of DepCache, DepComm and Sven as each mechanism is added (2 ranks)
 	$(BIN)/python scripts/sven_tables.py breakdown $(SVEN_DIR)/breakdown
 
-bench-vs-pygt: $(STAMP) ## one rank against a plain PyTorch Geometric Temporal loop: ms per training group side by side, TGCN and MPNN-LSTM (about 6 min)
+bench-vs-pygt: $(STAMP) ## one rank against a plain PyTorch Geometric Temporal loop: ms per training group side by side, all six snapshot models (about 12 min)
 	$(BIN)/python scripts/bench_vs_pygt.py --out $(RESULTS)/bench_vs_pygt.csv $(VS_PYGT_ARGS)
 
 bench-tgn-pyg: $(STAMP) ## the one-process TGN reference against a TGN of PyG's temporal modules: epoch time side by side (Enron)

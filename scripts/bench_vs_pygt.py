@@ -1,15 +1,20 @@
 """dygsched on one rank against the loop a user writes by hand with PyTorch Geometric Temporal.
 
-    python scripts/bench_vs_pygt.py                                   # TGCN and MPNN-LSTM, twitter_tennis and a 20,000-node graph
+    python scripts/bench_vs_pygt.py                                   # all six models, twitter_tennis and a 20,000-node graph
     python scripts/bench_vs_pygt.py --models tgcn --datasets twitter_tennis --epochs 5
 
 The plain loop is what tgt's examples do, on the same snapshots and the same training groups
 (sliding windows of ``--window`` snapshots, the time split's training part, in time order): for
-each group, zero the gradients, run tgt's cell over the group's snapshots from a zero state
-(``TGCN`` stacked ``--layers`` deep; ``MPNNLSTM`` over the window as one block-diagonal batch, as
-tgt builds it), a linear head on the last snapshot's output, MSE over the nodes that exist at the
-last snapshot, backward, Adam step. dygsched is ``dygsched run sched=psg world_size=1`` with the
-same model width, layers, windows, optimizer and learning rate.
+each group, zero the gradients, run the model over the group's snapshots from a zero state, a
+linear head on the last snapshot's output, MSE over the nodes that exist at the last snapshot,
+backward, Adam step. The model is tgt's cell where tgt has one: ``TGCN`` stacked ``--layers``
+deep; ``MPNNLSTM`` over the window as one block-diagonal batch, as tgt builds it;
+``EvolveGCNO``/``EvolveGCNH`` stacked ``--layers`` deep with a ReLU after each (tgt's layer has
+none; its weight restarts from the initial weight at each group, ``reinitialize_weight``), whose
+width is the input's (tgt's EvolveGCN keeps it), so both sides run them at ``in_channels``. tgt has
+no WD-GCN or GAT-LSTM: their plain loop is PyG's ``GCNConv``/``GATConv`` and ``nn.LSTMCell``,
+stacked the same way. dygsched is ``dygsched run sched=psg world_size=1`` with the same model
+width, layers, windows, optimizer and learning rate.
 
 Printed per (dataset, model): the median training epoch time per group of both, their ratio
 (dygsched / plain: below 1 is faster), and both training losses per epoch (they must go down
@@ -90,13 +95,78 @@ class PlainMPNNLSTM(nn.Module):
         return self.head(self.cell(x, edge_index, edge_weight)).squeeze(-1)
 
 
+class PlainEvolveGCN(nn.Module):
+    """tgt's ``EvolveGCNO`` or ``EvolveGCNH`` stacked ``layers`` deep (width ``in_channels``), a ReLU
+    after each, and a linear head; each group starts from the initial weights."""
+
+    def __init__(self, kind: str, in_channels: int, num_nodes: int, layers: int) -> None:
+        from torch_geometric_temporal.nn.recurrent import EvolveGCNH, EvolveGCNO
+
+        super().__init__()
+        make = (lambda: EvolveGCNO(in_channels)) if kind == "evolvegcn_o" else (lambda: EvolveGCNH(num_nodes, in_channels))
+        self.cells = nn.ModuleList(make() for _ in range(layers))
+        self.head = nn.Linear(in_channels, 1)
+
+    def forward(self, snapshots) -> torch.Tensor:
+        for cell in self.cells:
+            cell.reinitialize_weight()
+        for snapshot in snapshots:
+            h = snapshot.x
+            for cell in self.cells:
+                h = F.relu(cell(h, snapshot.edge_index, snapshot.edge_weight))
+        return self.head(h).squeeze(-1)
+
+
+class PlainConvLSTM(nn.Module):
+    """A graph convolution and an ``nn.LSTMCell`` per layer, ``layers`` deep, and a linear head:
+    WD-GCN (``GCNConv``, ReLU) or GAT-LSTM (``GATConv`` with ``heads`` concatenated heads, ELU)."""
+
+    def __init__(self, kind: str, in_channels: int, hidden: int, layers: int, heads: int = 4) -> None:
+        from torch_geometric.nn import GATConv, GCNConv
+
+        super().__init__()
+        widths = [in_channels] + [hidden] * layers
+        self.kind = kind
+        if kind == "wdgcn":
+            self.convs = nn.ModuleList(GCNConv(a, b) for a, b in zip(widths, widths[1:]))
+        else:
+            self.convs = nn.ModuleList(GATConv(a, b // heads, heads=heads) for a, b in zip(widths, widths[1:]))
+        self.cells = nn.ModuleList(nn.LSTMCell(hidden, hidden) for _ in range(layers))
+        self.head = nn.Linear(hidden, 1)
+
+    def forward(self, snapshots) -> torch.Tensor:
+        zeros = torch.zeros(snapshots[0].x.shape[0], self.cells[0].hidden_size)
+        states = [(zeros, zeros)] * len(self.cells)
+        for snapshot in snapshots:
+            h = snapshot.x
+            for i, (conv, cell) in enumerate(zip(self.convs, self.cells)):
+                if self.kind == "wdgcn":
+                    s = F.relu(conv(h, snapshot.edge_index, snapshot.edge_weight))
+                else:
+                    s = F.elu(conv(h, snapshot.edge_index))
+                h, c = states[i] = cell(s, states[i])
+        return self.head(h).squeeze(-1)
+
+
+MODELS = ("tgcn", "mpnn_lstm", "evolvegcn_o", "evolvegcn_h", "wdgcn", "gat_lstm")
+
+
+def model_width(model_name: str, in_channels: int, hidden: int) -> int:
+    """tgt's EvolveGCN keeps the input's width; every other model runs at ``--hidden``."""
+    return in_channels if model_name.startswith("evolvegcn") else hidden
+
+
 def plain_epochs(graph, groups, model_name: str, args: argparse.Namespace, lr: float) -> tuple[list[float], list[float]]:
     torch.manual_seed(args.seed)
     in_channels = graph.snapshots[0].x.shape[1]
     if model_name == "tgcn":
         model: nn.Module = PlainTGCN(in_channels, args.hidden, args.layers)
-    else:
+    elif model_name == "mpnn_lstm":
         model = PlainMPNNLSTM(in_channels, args.hidden, graph.num_nodes, args.window, dropout=0.5)
+    elif model_name.startswith("evolvegcn"):
+        model = PlainEvolveGCN(model_name, in_channels, graph.num_nodes, args.layers)
+    else:
+        model = PlainConvLSTM(model_name, in_channels, args.hidden, args.layers)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     times, losses = [], []
     for _ in range(args.epochs):
@@ -115,11 +185,12 @@ def plain_epochs(graph, groups, model_name: str, args: argparse.Namespace, lr: f
     return times, losses
 
 
-def dygsched_epochs(dataset: str, model_name: str, groups: int, args: argparse.Namespace) -> tuple[list[float], list[float]]:
+def dygsched_epochs(dataset: str, model_name: str, groups: int, width: int, args: argparse.Namespace) -> tuple[list[float], list[float]]:
 
     with tempfile.TemporaryDirectory() as results:
         overrides = [
-            *DATASETS[dataset], f"model={model_name}", f"model.hidden_channels={args.hidden}", f"model.num_layers={args.layers}",
+            *DATASETS[dataset], f"model={model_name}", f"model.hidden_channels={width}",
+            f"model.num_layers={1 if model_name == 'mpnn_lstm' else args.layers}",
             "sched=psg", "world_size=1", f"window={args.window}", f"epochs={args.epochs}", f"seed={args.seed}",
             "progress=false", "checkpoint=false", "metrics.count_flops=false", f"results_dir={results}", "run_id=bench",
             *args.dygsched_args,
@@ -137,10 +208,10 @@ def dygsched_epochs(dataset: str, model_name: str, groups: int, args: argparse.N
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", default="twitter_tennis,synthetic20k", help=f"comma-separated, of {sorted(DATASETS)}")
-    parser.add_argument("--models", default="tgcn,mpnn_lstm", help="comma-separated: tgcn, mpnn_lstm")
+    parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--layers", type=int, default=1, help="TGCN layers (MPNN-LSTM is one block)")
+    parser.add_argument("--layers", type=int, default=1, help="layers (MPNN-LSTM is one block)")
     parser.add_argument("--window", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="also write the table as CSV here")
@@ -150,15 +221,16 @@ def main(argv: list[str] | None = None) -> None:
         if name not in DATASETS:
             raise SystemExit(f"bench_vs_pygt: unknown dataset {name!r} (known: {', '.join(sorted(DATASETS))})")
     for model_name in args.models.split(","):
-        if model_name not in ("tgcn", "mpnn_lstm"):
-            raise SystemExit(f"bench_vs_pygt: unknown model {model_name!r} (known: tgcn, mpnn_lstm)")
+        if model_name not in MODELS:
+            raise SystemExit(f"bench_vs_pygt: unknown model {model_name!r} (known: {', '.join(MODELS)})")
     rows = []
     print(f"{'dataset':<16}{'model':<11}{'plain ms/group':>15}{'dygsched ms/group':>19}{'ratio':>8}   losses (plain | dygsched)")
     for name in args.datasets.split(","):
         graph, groups, lr = load(name, args.window)
         for model_name in args.models.split(","):
             plain_times, plain_losses = plain_epochs(graph, groups, model_name, args, lr)
-            ours_times, ours_losses = dygsched_epochs(name, model_name, len(groups), args)
+            width = model_width(model_name, graph.snapshots[0].x.shape[1], args.hidden)
+            ours_times, ours_losses = dygsched_epochs(name, model_name, len(groups), width, args)
             plain, ours = statistics.median(plain_times) * 1e3, statistics.median(ours_times) * 1e3
             losses = f"{[round(x, 4) for x in plain_losses]} | {[round(x, 4) for x in ours_losses]}"
             print(f"{name:<16}{model_name:<11}{plain:>15.2f}{ours:>19.2f}{ours / plain:>7.2f}x   {losses}", flush=True)
