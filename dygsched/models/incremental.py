@@ -94,6 +94,7 @@ class _GCNState:
     s: Tensor | None  # degree^-1/2 (None without normalisation)
     deg_raw: Tensor | None  # weighted in-degree, explicit self-loops included
     has_loop: Tensor | None  # whether a node has an explicit self-loop
+    out_rows: Tensor | None = None  # the rows of ``out`` this step rewrote (None: all, a full aggregation)
 
 
 def _fill_weights(spec: _GCNSpec, has_loop: Tensor, dtype: torch.dtype) -> Tensor:
@@ -230,7 +231,7 @@ def _gcn_diff(state: _GCNState, diff: DiffMap, edges: EdgeSet, z: Tensor, spec: 
         row_ops = sources.numel() * (1 + 2 * is_scaled) + 5 * fill_nodes.numel()
         row_ops += rows.numel() * (1 + is_scaled + (bias is not None))  # u + delta, rescale, bias
         add_flops("elementwise", row_ops * width)
-    return _GCNState(edges, z, u, out, s, deg_raw, has_loop)
+    return _GCNState(edges, z, u, out, s, deg_raw, has_loop, out_rows=rows)
 
 
 def _update_features(z: Tensor, diff: DiffMap, transform: Callable[[Tensor], Tensor] | None) -> Tensor:
@@ -253,16 +254,24 @@ def _gcn_chain(
     paths: Sequence[str] | None,
     spec: _GCNSpec,
     bias: Tensor | None,
+    after: Callable[[Tensor], Tensor] | None = None,
 ) -> list[Tensor]:
+    """The chain's outputs; ``after`` (a row-wise map, e.g. a projection) applied to them, on a
+    step's rewritten rows only (the rows the incremental update left are the last step's)."""
     chosen = resolve_paths(paths, len(diffs))
     state = _gcn_full(first, z, spec, bias)
-    outs = [state.out]
+    outs = [state.out if after is None else after(state.out)]
     for diff, path in zip(diffs, chosen, strict=True):
         edges = apply_diff(state.edges, diff)
         z = _update_features(state.z, diff, transform)
         full = path == "full" or diff.is_full  # a snapshot kept whole has no edge changes to apply
         state = _gcn_full(edges, z, spec, bias) if full else _gcn_diff(state, diff, edges, z, spec, bias)
-        outs.append(state.out)
+        if after is None:
+            outs.append(state.out)
+        elif state.out_rows is None:
+            outs.append(after(state.out))
+        else:
+            outs.append(outs[-1].index_copy(0, state.out_rows, after(state.out[state.out_rows])))
     return outs
 
 
@@ -326,6 +335,34 @@ def projected_gcn_chain(
     if flops.counting():
         add_flops("transform", 2 * x.size(0) * x.size(1) * z.size(1))
     return _gcn_chain(z, lambda rows: F.linear(rows, weight), first, diffs, paths, _GCNSpec(True, fill), bias)
+
+
+def aggregated_projection_chain(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    first: EdgeSet,
+    diffs: Sequence[DiffMap],
+    paths: Sequence[str] | None = None,
+    improved: bool = False,
+    add_self_loops: bool = True,
+) -> list[Tensor]:
+    """``gcn_aggregate(x) @ weight^T + bias`` on every snapshot of the chain: the aggregation
+    incrementally (``gcn_aggregate_chain``), then the projection after it, again only for the rows
+    whose aggregation a step rewrote (REAL 4.1.2, case 2, "selective MatMul": a node whose
+    neighbourhood did not change keeps its projected row). A step the chain aggregates whole
+    (``"full"``, or a snapshot kept whole) is projected whole."""
+    _check_chain(x, first, diffs)
+    fill = (2.0 if improved else 1.0) if add_self_loops else 0.0
+
+    def project(rows: Tensor) -> Tensor:
+        if flops.counting():
+            add_flops("transform", 2 * rows.size(0) * rows.size(1) * weight.size(0))
+            if bias is not None:
+                add_flops("elementwise", rows.size(0) * weight.size(0))
+        return F.linear(rows, weight, bias)
+
+    return _gcn_chain(x, None, first, diffs, paths, _GCNSpec(True, fill), None, after=project)
 
 
 def gcn_aggregate_chain(

@@ -13,7 +13,7 @@ from torch_geometric.nn import GCNConv
 from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models import flops
 from dygsched.models.base import DGNNLayer, GCNStack, State, ZeroState, gcn_aggregate
-from dygsched.models.incremental import gcn_aggregate_chain, projected_gcn_chain
+from dygsched.models.incremental import aggregated_projection_chain, projected_gcn_chain
 
 
 class TGCNLayer(DGNNLayer):
@@ -37,17 +37,18 @@ class TGCNLayer(DGNNLayer):
     ``[L_z^x GCN_z(X) | L_r^x GCN_r(X) | L_h^x GCN_h(X)]`` plus the linears' biases (``[N, 3 out]``);
     it does not read the state, so it can be cached and reused. ``temporal`` adds the state's
     share and runs the GRU-style update. State: ``(H,)`` with ``H`` of shape ``[N, out_channels]``.
-    Reuse (``"gcn"``) keeps the order ``spatial`` computes in, which aggregates the narrower side:
+    Reuse (``"gcn"``): all of ``spatial``, transformation and aggregation, in the order ``spatial``
+    computes in, which aggregates the narrower side. Parameters are frozen within an iteration
+    (REAL 4.2), so ``conv_chain`` folds the weight and bias once per chain:
 
-    * ``in > 3 out`` (project first): all of ``spatial``, transformation and aggregation (REAL
-      4.1.2, case 1). Parameters are frozen within an iteration, so ``conv_chain`` folds the weight
-      and bias once per chain, projects the chain's first input once (then only the rows whose
-      features change) and aggregates the projection incrementally (``projected_gcn_chain``).
-    * ``in <= 3 out`` (aggregate first): the aggregation ``A X`` of the input, incrementally;
-      ``spatial`` projects it per snapshot. Reusing the projection too would aggregate the wider
-      side: fewer counted FLOPs, but on a CPU 21% slower per epoch on the Arxiv-sized graph
-      (128 -> 192 columns; docs/measurements.md), where the dense product is cheap and the
-      sparse aggregation is not.
+    * ``in > 3 out`` (project first; REAL 4.1.2, case 1, pre-aggregation transformation): the
+      chain's first input is projected once, then only the rows whose features change, and the
+      projection is aggregated incrementally (``projected_gcn_chain``).
+    * ``in <= 3 out`` (aggregate first; case 2, post-aggregation transformation): ``A X`` is
+      aggregated incrementally and projected only on the rows whose aggregation changed, the
+      "selective MatMul" (``aggregated_projection_chain``). Projecting first here would aggregate
+      the wider side, 21% slower per epoch on a CPU on the Arxiv-sized graph (128 -> 192
+      columns; docs/measurements.md).
     """
 
     reuse = "gcn"
@@ -83,8 +84,8 @@ class TGCNLayer(DGNNLayer):
         self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
     ) -> torch.Tensor:
         """The input's share of the gates' pre-activations, ``[N, 3 * out_channels]`` (see the class);
-        ``conv_out`` (from ``conv_chain``) is that share when projecting first, else ``A X``."""
-        if conv_out is not None and self._projects_first:
+        ``conv_out`` (from ``conv_chain``) is that share, computed ahead."""
+        if conv_out is not None:
             return conv_out
         weight, bias = self._folded()
         conv, out = self.conv, self.out_channels
@@ -93,9 +94,8 @@ class TGCNLayer(DGNNLayer):
             flops.add_flops("elementwise", x.size(0) * 3 * out)
         if self._projects_first:
             return gcn_aggregate(F.linear(x, weight), edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops) + bias
-        if conv_out is None:
-            conv_out = gcn_aggregate(x, edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops)
-        return F.linear(conv_out, weight, bias)
+        aggregated = gcn_aggregate(x, edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops)
+        return F.linear(aggregated, weight, bias)
 
     @property
     def _projects_first(self) -> bool:
@@ -106,10 +106,9 @@ class TGCNLayer(DGNNLayer):
         self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None
     ) -> list[Any]:
         conv = self.conv
-        if not self._projects_first:
-            return gcn_aggregate_chain(x, first, diffs, paths, improved=conv.improved, add_self_loops=conv.add_self_loops)
         weight, bias = self._folded()  # once per chain: the parameters do not change within an iteration
-        return projected_gcn_chain(x, weight, bias, first, diffs, paths, improved=conv.improved, add_self_loops=conv.add_self_loops)
+        chain = projected_gcn_chain if self._projects_first else aggregated_projection_chain
+        return chain(x, weight, bias, first, diffs, paths, improved=conv.improved, add_self_loops=conv.add_self_loops)
 
     def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         (h,) = state

@@ -18,7 +18,8 @@ from dygsched.data.synthetic import SyntheticSource
 from dygsched.data.temporal_graph import Snapshot
 from dygsched.models import DGNN
 from dygsched.models.base import gcn_aggregate
-from dygsched.models.incremental import gat_conv_chain, gcn_aggregate_chain, gcn_conv_chain, resolve_paths
+from dygsched.models import flops
+from dygsched.models.incremental import aggregated_projection_chain, gat_conv_chain, gcn_aggregate_chain, gcn_conv_chain, resolve_paths
 from tests.data.test_diffmap import snapshot_chains
 from tests.models.snapshots import changing_group
 from tests.models.test_models import NAMES, build
@@ -122,6 +123,45 @@ def test_gcn_aggregate_chain_equals_gcn_aggregate(kwargs: dict[str, Any], data: 
     assert len(outs) == len(snapshots)
     for out, snapshot in zip(outs, snapshots, strict=True):
         torch.testing.assert_close(out, gcn_aggregate(snapshot.x, *coalesced(snapshot), **kwargs), **EXACT)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"improved": True}, {"add_self_loops": False}], ids=["default", "improved", "no_loops"])
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_selective_projection_chain_equals_projecting_every_aggregation(kwargs: dict[str, Any], data: st.DataObject) -> None:
+    """REAL's case 2: aggregate, then project only the rows whose aggregation changed; outputs and
+    the gradients of the weight and bias equal projecting every snapshot's aggregation whole."""
+    snapshots = data.draw(snapshot_chains(features=FEATURES))
+    paths = data.draw(paths_strategy(len(snapshots) - 1))
+    torch.manual_seed(0)
+    projection = nn.Linear(FEATURES, 5).double()
+    x, first, diffs = chain_inputs(snapshots, data.draw(whole_strategy(len(snapshots) - 1)))
+
+    def full(t: int) -> torch.Tensor:
+        return projection(gcn_aggregate(snapshots[t].x, *coalesced(snapshots[t]), **kwargs))
+
+    def chain() -> list[torch.Tensor]:
+        return aggregated_projection_chain(x, projection.weight, projection.bias, first, diffs, paths, **kwargs)
+
+    assert_chain_matches(projection, chain, full, len(snapshots), EXACT)
+
+
+def test_selective_projection_counts_the_rows_a_known_diff_rewrites() -> None:
+    """Hand count on 4 nodes (edges 0->1, 2->3; the next snapshot adds 0->3): node 3's in-degree
+    changes, so its scale, its filled self-loop and its aggregation change; no other row does.
+    The first snapshot is projected whole (4 rows), the second on row 3 alone."""
+    features, width = 3, 5
+    x = torch.randn(4, features, dtype=torch.float64)
+    edges = [torch.tensor([[0, 2], [1, 3]]), torch.tensor([[0, 2, 0], [1, 3, 3]])]
+    snapshots = [Snapshot(e, torch.ones(e.size(1), dtype=torch.float64), x, torch.zeros(4), torch.ones(4, dtype=torch.bool)) for e in edges]
+    projection = nn.Linear(features, width).double()
+    x0, first, diffs = chain_inputs(snapshots)
+    with flops.count_conv_flops() as counter:
+        outs = aggregated_projection_chain(x0, projection.weight, projection.bias, first, diffs, ["diff"])
+    rows_projected = 4 + 1
+    assert counter.by_kind["transform"] == 2 * rows_projected * features * width
+    torch.testing.assert_close(outs[1], projection(gcn_aggregate(x, edges[1])), **EXACT)
+    assert torch.equal(outs[1][:3], outs[0][:3])  # the rows the diff left are the last snapshot's, not recomputed
 
 
 @pytest.mark.parametrize("heads,concat", [(1, True), (3, True), (2, False)])
