@@ -16,10 +16,15 @@ from torch_geometric.nn import GATConv, GCNConv
 from dygsched.data.diffmap import DiffMap, EdgeSet, coalesce, diff_snapshots
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.data.temporal_graph import Snapshot
-from dygsched.models import DGNN
+from dygsched.models import DGNN, flops
 from dygsched.models.base import gcn_aggregate
-from dygsched.models import flops
-from dygsched.models.incremental import aggregated_projection_chain, gat_conv_chain, gcn_aggregate_chain, gcn_conv_chain, resolve_paths
+from dygsched.models.incremental import (
+    aggregated_projection_chain,
+    gat_conv_chain,
+    gcn_aggregate_chain,
+    gcn_conv_chain,
+    resolve_paths,
+)
 from tests.data.test_diffmap import snapshot_chains
 from tests.models.snapshots import changing_group
 from tests.models.test_models import NAMES, build
