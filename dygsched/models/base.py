@@ -381,7 +381,7 @@ def stack_layers(
 class GCNStack(DGNN):
     """A DGNN of ``num_layers`` GCN-based layers of one kind (``layer_type``) and a linear head.
 
-    TGCN, WD-GCN and EvolveGCN-O/-H differ only in their layer; ``improved`` and
+    WD-GCN and EvolveGCN-O/-H differ only in their layer; ``improved`` and
     ``add_self_loops`` are GCN's normalisation options, passed to every layer.
     """
 

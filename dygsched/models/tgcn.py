@@ -12,7 +12,7 @@ from torch_geometric.nn import GCNConv
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models import flops
-from dygsched.models.base import DGNNLayer, GCNStack, State, ZeroState, gcn_aggregate
+from dygsched.models.base import DGNN, DGNNLayer, State, ZeroState, gcn_aggregate, stack_layers
 from dygsched.models.incremental import aggregated_projection_chain, projected_gcn_chain
 
 
@@ -49,12 +49,20 @@ class TGCNLayer(DGNNLayer):
       "selective MatMul" (``aggregated_projection_chain``). Projecting first here would aggregate
       the wider side, 21% slower per epoch on a CPU on the Arxiv-sized graph (128 -> 192
       columns; docs/measurements.md).
+
+    ``project_first`` picks the order (``None``: the narrower aggregated side, as above). Case 1
+    counts far fewer FLOPs under reuse (the projection once per chain; case 2 re-projects every
+    row whose aggregation changed, and with GCN's normalisation a changed edge rewrites the rows of
+    all its endpoints' neighbours), so ``True`` suits a device where the aggregation is cheap.
     """
 
     reuse = "gcn"
 
-    def __init__(self, in_channels: int, out_channels: int, improved: bool = False, add_self_loops: bool = True) -> None:
+    def __init__(
+        self, in_channels: int, out_channels: int, improved: bool = False, add_self_loops: bool = True, project_first: bool | None = None
+    ) -> None:
         super().__init__(in_channels, out_channels)
+        self.project_first = in_channels > 3 * out_channels if project_first is None else bool(project_first)
         self.conv = GCNConv(in_channels, 3 * out_channels, improved=improved, add_self_loops=add_self_loops)
         self.linear_z = nn.Linear(2 * out_channels, out_channels)
         self.linear_r = nn.Linear(2 * out_channels, out_channels)
@@ -92,22 +100,17 @@ class TGCNLayer(DGNNLayer):
         if flops.counting():
             flops.add_flops("transform", 2 * x.size(0) * self.in_channels * 3 * out)
             flops.add_flops("elementwise", x.size(0) * 3 * out)
-        if self._projects_first:
+        if self.project_first:
             return gcn_aggregate(F.linear(x, weight), edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops) + bias
         aggregated = gcn_aggregate(x, edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops)
         return F.linear(aggregated, weight, bias)
-
-    @property
-    def _projects_first(self) -> bool:
-        """Whether the projection comes before the aggregation: it narrows the aggregated side."""
-        return self.in_channels > 3 * self.out_channels
 
     def conv_chain(
         self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None
     ) -> list[Any]:
         conv = self.conv
         weight, bias = self._folded()  # once per chain: the parameters do not change within an iteration
-        chain = projected_gcn_chain if self._projects_first else aggregated_projection_chain
+        chain = projected_gcn_chain if self.project_first else aggregated_projection_chain
         return chain(x, weight, bias, first, diffs, paths, improved=conv.improved, add_self_loops=conv.add_self_loops)
 
     def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
@@ -126,7 +129,19 @@ class TGCNLayer(DGNNLayer):
         return h, (h,)
 
 
-class TGCN(GCNStack):
-    """``num_layers`` stacked T-GCN cells of width ``hidden_channels`` and a linear head."""
+class TGCN(DGNN):
+    """``num_layers`` stacked T-GCN cells of width ``hidden_channels`` and a linear head;
+    ``project_first`` sets every cell's order (see ``TGCNLayer``)."""
 
-    layer_type = TGCNLayer
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        hidden_channels: int = 64,
+        num_layers: int = 2,
+        improved: bool = False,
+        add_self_loops: bool = True,
+        project_first: bool | None = None,
+    ) -> None:
+        make_layer = lambda width: TGCNLayer(width, hidden_channels, improved, add_self_loops, project_first)  # noqa: E731
+        super().__init__(stack_layers(make_layer, in_channels, out_channels, hidden_channels, num_layers), out_channels)

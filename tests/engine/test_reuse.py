@@ -29,8 +29,8 @@ from tests.harness import run_ranks, train_epoch
 # Overlapping groups share a rank in iterations 0 and 2 (type II); iteration 1 leaves rank 1 idle.
 ITERATIONS = (((0, 1), (2,)), ((3,), ()), ((4, 6), (5, 7)))
 MODELS = {
-    "tgcn": lambda: TGCN(4, 1, hidden_channels=8, num_layers=2),  # aggregates first: reuses A X
-    "tgcn_projects_first": lambda: TGCN(4, 1, hidden_channels=1, num_layers=2),  # 4 > 3: reuses the projection too
+    "tgcn": lambda: TGCN(4, 1, hidden_channels=8, num_layers=2),  # aggregates first: A X, then the changed rows projected (case 2)
+    "tgcn_projects_first": lambda: TGCN(4, 1, hidden_channels=8, num_layers=2, project_first=True),  # the projection once per chain (case 1)
     "wdgcn": lambda: WDGCN(4, 1, hidden_channels=8, num_layers=1),
     "gat_lstm": lambda: GATLSTM(4, 1, hidden_channels=8, num_layers=2, heads=2),
     "evolvegcn_o": lambda: EvolveGCNO(4, 1, hidden_channels=8, num_layers=1),
