@@ -322,47 +322,36 @@ def projected_gcn_chain(
     paths: Sequence[str] | None = None,
     improved: bool = False,
     add_self_loops: bool = True,
+    project_first: bool = True,
 ) -> list[Tensor]:
-    """``gcn_aggregate(x @ weight^T) + bias`` on every snapshot of the chain, incrementally: a GCN whose
-    projection is given as a matrix (TGCN's gate linears folded into its convolution), or none
-    (``weight=None``: the aggregation alone). The same update as ``gcn_conv_chain``: ``x @ weight^T``
-    once per chain, again only for changed rows."""
+    """A GCN whose projection is given as a matrix (TGCN's gate linears folded into its
+    convolution), or none (``weight=None``: the aggregation alone), on every snapshot of the chain,
+    incrementally.
+
+    ``project_first``: ``gcn_aggregate(x @ weight^T) + bias``, the same update as
+    ``gcn_conv_chain`` (REAL 4.1.2, case 1: ``x @ weight^T`` once per chain, again only for changed
+    feature rows). Otherwise ``gcn_aggregate(x) @ weight^T + bias``: the aggregation incrementally,
+    then the projection, again only for the rows whose aggregation a step rewrote (case 2, the
+    "selective MatMul": a node whose neighbourhood did not change keeps its projected row); a step
+    the chain aggregates whole (``"full"``, or a snapshot kept whole) is projected whole."""
     _check_chain(x, first, diffs)
-    fill = (2.0 if improved else 1.0) if add_self_loops else 0.0
+    spec = _GCNSpec(True, (2.0 if improved else 1.0) if add_self_loops else 0.0)
     if weight is None:
-        return _gcn_chain(x, None, first, diffs, paths, _GCNSpec(True, fill), bias)
+        return _gcn_chain(x, None, first, diffs, paths, spec, bias)
+    if not project_first:
+
+        def project(rows: Tensor) -> Tensor:
+            if flops.counting():
+                add_flops("transform", 2 * rows.size(0) * rows.size(1) * weight.size(0))
+                if bias is not None:
+                    add_flops("elementwise", rows.size(0) * weight.size(0))
+            return F.linear(rows, weight, bias)
+
+        return _gcn_chain(x, None, first, diffs, paths, spec, None, after=project)
     z = F.linear(x, weight)
     if flops.counting():
         add_flops("transform", 2 * x.size(0) * x.size(1) * z.size(1))
-    return _gcn_chain(z, lambda rows: F.linear(rows, weight), first, diffs, paths, _GCNSpec(True, fill), bias)
-
-
-def aggregated_projection_chain(
-    x: Tensor,
-    weight: Tensor,
-    bias: Tensor | None,
-    first: EdgeSet,
-    diffs: Sequence[DiffMap],
-    paths: Sequence[str] | None = None,
-    improved: bool = False,
-    add_self_loops: bool = True,
-) -> list[Tensor]:
-    """``gcn_aggregate(x) @ weight^T + bias`` on every snapshot of the chain: the aggregation
-    incrementally (``gcn_aggregate_chain``), then the projection after it, again only for the rows
-    whose aggregation a step rewrote (REAL 4.1.2, case 2, "selective MatMul": a node whose
-    neighbourhood did not change keeps its projected row). A step the chain aggregates whole
-    (``"full"``, or a snapshot kept whole) is projected whole."""
-    _check_chain(x, first, diffs)
-    fill = (2.0 if improved else 1.0) if add_self_loops else 0.0
-
-    def project(rows: Tensor) -> Tensor:
-        if flops.counting():
-            add_flops("transform", 2 * rows.size(0) * rows.size(1) * weight.size(0))
-            if bias is not None:
-                add_flops("elementwise", rows.size(0) * weight.size(0))
-        return F.linear(rows, weight, bias)
-
-    return _gcn_chain(x, None, first, diffs, paths, _GCNSpec(True, fill), None, after=project)
+    return _gcn_chain(z, lambda rows: F.linear(rows, weight), first, diffs, paths, spec, bias)
 
 
 def gcn_aggregate_chain(

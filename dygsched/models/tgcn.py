@@ -12,8 +12,8 @@ from torch_geometric.nn import GCNConv
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models import flops
-from dygsched.models.base import DGNN, DGNNLayer, State, ZeroState, gcn_aggregate, stack_layers
-from dygsched.models.incremental import aggregated_projection_chain, projected_gcn_chain
+from dygsched.models.base import DGNNLayer, GCNStack, State, ZeroState, gcn_aggregate
+from dygsched.models.incremental import projected_gcn_chain
 
 
 class TGCNLayer(DGNNLayer):
@@ -46,7 +46,7 @@ class TGCNLayer(DGNNLayer):
       projection is aggregated incrementally (``projected_gcn_chain``).
     * ``in <= 3 out`` (aggregate first; case 2, post-aggregation transformation): ``A X`` is
       aggregated incrementally and projected only on the rows whose aggregation changed, the
-      "selective MatMul" (``aggregated_projection_chain``). Projecting first here would aggregate
+      "selective MatMul" (``projected_gcn_chain(..., project_first=False)``). Projecting first here would aggregate
       the wider side, 21% slower per epoch on a CPU on the Arxiv-sized graph (128 -> 192
       columns; docs/measurements.md).
 
@@ -110,8 +110,9 @@ class TGCNLayer(DGNNLayer):
     ) -> list[Any]:
         conv = self.conv
         weight, bias = self._folded()  # once per chain: the parameters do not change within an iteration
-        chain = projected_gcn_chain if self.project_first else aggregated_projection_chain
-        return chain(x, weight, bias, first, diffs, paths, improved=conv.improved, add_self_loops=conv.add_self_loops)
+        return projected_gcn_chain(
+            x, weight, bias, first, diffs, paths, improved=conv.improved, add_self_loops=conv.add_self_loops, project_first=self.project_first
+        )
 
     def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         (h,) = state
@@ -129,19 +130,8 @@ class TGCNLayer(DGNNLayer):
         return h, (h,)
 
 
-class TGCN(DGNN):
-    """``num_layers`` stacked T-GCN cells of width ``hidden_channels`` and a linear head;
+class TGCN(GCNStack):
+    """``num_layers`` stacked T-GCN cells of width ``hidden_channels`` and a linear head; the option
     ``project_first`` sets every cell's order (see ``TGCNLayer``)."""
 
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        hidden_channels: int = 64,
-        num_layers: int = 2,
-        improved: bool = False,
-        add_self_loops: bool = True,
-        project_first: bool | None = None,
-    ) -> None:
-        make_layer = lambda width: TGCNLayer(width, hidden_channels, improved, add_self_loops, project_first)  # noqa: E731
-        super().__init__(stack_layers(make_layer, in_channels, out_channels, hidden_channels, num_layers), out_channels)
+    layer_type = TGCNLayer

@@ -18,13 +18,7 @@ from dygsched.data.synthetic import SyntheticSource
 from dygsched.data.temporal_graph import Snapshot
 from dygsched.models import DGNN, flops
 from dygsched.models.base import gcn_aggregate
-from dygsched.models.incremental import (
-    aggregated_projection_chain,
-    gat_conv_chain,
-    gcn_aggregate_chain,
-    gcn_conv_chain,
-    resolve_paths,
-)
+from dygsched.models.incremental import gat_conv_chain, gcn_aggregate_chain, gcn_conv_chain, projected_gcn_chain, resolve_paths
 from tests.data.test_diffmap import snapshot_chains
 from tests.models.snapshots import changing_group
 from tests.models.test_models import NAMES, build
@@ -146,7 +140,7 @@ def test_selective_projection_chain_equals_projecting_every_aggregation(kwargs: 
         return projection(gcn_aggregate(snapshots[t].x, *coalesced(snapshots[t]), **kwargs))
 
     def chain() -> list[torch.Tensor]:
-        return aggregated_projection_chain(x, projection.weight, projection.bias, first, diffs, paths, **kwargs)
+        return projected_gcn_chain(x, projection.weight, projection.bias, first, diffs, paths, **kwargs, project_first=False)
 
     assert_chain_matches(projection, chain, full, len(snapshots), EXACT)
 
@@ -162,7 +156,7 @@ def test_selective_projection_counts_the_rows_a_known_diff_rewrites() -> None:
     projection = nn.Linear(features, width).double()
     x0, first, diffs = chain_inputs(snapshots)
     with flops.count_conv_flops() as counter:
-        outs = aggregated_projection_chain(x0, projection.weight, projection.bias, first, diffs, ["diff"])
+        outs = projected_gcn_chain(x0, projection.weight, projection.bias, first, diffs, ["diff"], project_first=False)
     rows_projected = 4 + 1
     assert counter.by_kind["transform"] == 2 * rows_projected * features * width
     torch.testing.assert_close(outs[1], projection(gcn_aggregate(x, edges[1])), **EXACT)
