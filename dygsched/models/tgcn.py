@@ -46,9 +46,9 @@ class TGCNLayer(DGNNLayer):
       projection is aggregated incrementally (``projected_gcn_chain``).
     * ``in <= 3 out`` (aggregate first; case 2, post-aggregation transformation): ``A X`` is
       aggregated incrementally and projected only on the rows whose aggregation changed, the
-      "selective MatMul" (``projected_gcn_chain(..., project_first=False)``). Projecting first here would aggregate
-      the wider side, 21% slower per epoch on a CPU on the Arxiv-sized graph (128 -> 192
-      columns; docs/measurements.md).
+      "selective MatMul" (``projected_gcn_chain(..., project_first=False)``). Projecting first
+      here would aggregate the wider side, 21% slower per epoch on a CPU on the Arxiv-sized graph
+      (128 -> 192 columns; docs/measurements.md).
 
     ``project_first`` picks the order (``None``: the narrower aggregated side, as above). Case 1
     counts far fewer FLOPs under reuse (the projection once per chain; case 2 re-projects every
