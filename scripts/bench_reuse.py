@@ -58,6 +58,7 @@ def run(spec: str, args: argparse.Namespace, round_index: int = 0) -> dict:
         "imbalance_ratio": summary["imbalance_ratio"],
         "final_train_loss": summary["final_train_loss"],
         "reuse_preprocess_s": summary.get("reuse_preprocess_s"),
+        "reuse_case": summary.get("reuse_case"),
         "wall_s": time.perf_counter() - start,
     }
 

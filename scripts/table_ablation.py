@@ -1,7 +1,9 @@
 """REAL's ablation (figure 13): PSG, then + type I, + type II, + REAL-G, + REAL-L, as cumulative speedups.
 
-Reads the runs table a sweep wrote (see `make table-ablation`), writes a tidy CSV beside it and
-prints one row per (dataset, model, step) with the epoch time, the speedup over PSG, the
+Reads the runs table the sweeps wrote (see `make table-ablation`: ABLATION_ROUNDS sweeps, one
+after another, so every step is run once per round and the steps alternate), writes a tidy CSV
+beside it and prints one row per (dataset, model, step): the median over rounds of each run's
+steady epoch time, its spread (the rounds' lowest and highest), the speedup over PSG, the
 graph-convolution FLOPs per epoch and their reduction against PSG.
 """
 
@@ -26,12 +28,16 @@ def build(results_dir: Path) -> pd.DataFrame:
         raise SystemExit(f"no completed ablation runs in {runs_path}")
     runs["step"] = pd.Categorical(runs["sched"].map(STEPS), list(STEPS.values()))
     keys = ["dataset", "model", "world_size"]
-    baseline = runs[runs["sched"] == "psg"].set_index(keys)
-    table = runs[[*keys, "step", "epoch_time_s", "conv_flops_per_epoch", "imbalance_ratio", "final_train_loss"]].copy()
+    grouped = runs.groupby([*keys, "step", "sched"], observed=True)
+    table = grouped[["epoch_time_s", "conv_flops_per_epoch", "imbalance_ratio", "final_train_loss"]].median().reset_index()
+    table["rounds"] = grouped.size().to_numpy()
+    table["epoch_time_min_s"] = grouped["epoch_time_s"].min().to_numpy()
+    table["epoch_time_max_s"] = grouped["epoch_time_s"].max().to_numpy()
+    baseline = table[table["sched"] == "psg"].set_index(keys)
     index = pd.MultiIndex.from_frame(table[keys])
     table["speedup_vs_psg"] = baseline["epoch_time_s"].reindex(index).to_numpy() / table["epoch_time_s"].to_numpy()
     table["flops_reduction_vs_psg"] = baseline["conv_flops_per_epoch"].reindex(index).to_numpy() / table["conv_flops_per_epoch"].to_numpy()
-    return table.sort_values([*keys, "step"]).reset_index(drop=True)
+    return table.drop(columns="sched").sort_values([*keys, "step"]).reset_index(drop=True)
 
 
 def main(argv: list[str]) -> int:

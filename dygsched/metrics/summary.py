@@ -61,6 +61,7 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
 
     flops = _measured(epoch_metric("train", "conv_flops"))
     preprocess = _measured(epoch_metric("train", "reuse_preprocess_s"))
+    case = _measured(epoch_metric("train", "reuse_case")).sort_values("epoch")
 
     return {
         **run_info,
@@ -77,4 +78,6 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
         # graph-convolution FLOPs of the forward passes, all ranks (REAL figure 11)
         "conv_flops_per_epoch": float(_steady(flops, steady_from).groupby("epoch")["value"].sum().median()) if not flops.empty else None,
         "reuse_preprocess_s": float(preprocess["value"].max()) if not preprocess.empty else None,
+        # REAL 4.1.2's case the reuse engine ran layer 0 in, the last epoch's (1: project first, 2: aggregate first)
+        "reuse_case": int(case["value"].iloc[-1]) if not case.empty else None,
     }

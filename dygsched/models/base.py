@@ -94,6 +94,14 @@ class DGNNLayer(nn.Module, ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} has no reusable convolution (reuse = None)")
 
+    def projection_widths(self) -> tuple[int, int] | None:
+        """``(input, projected)`` widths where ``conv_chain`` runs in either order of REAL 4.1.2
+        and takes ``project_first=``: project then aggregate (case 1), or aggregate then project
+        the rows a step rewrote (case 2). The reuse engine then picks the order from its fitted
+        cost curves. None where the order is fixed (GAT scores projected rows; an order set in
+        the config)."""
+        return None
+
     @abstractmethod
     def temporal(self, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
         """Temporal update: ``(output [N, out_channels], new state)``."""

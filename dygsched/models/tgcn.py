@@ -37,23 +37,25 @@ class TGCNLayer(DGNNLayer):
     ``[L_z^x GCN_z(X) | L_r^x GCN_r(X) | L_h^x GCN_h(X)]`` plus the linears' biases (``[N, 3 out]``);
     it does not read the state, so it can be cached and reused. ``temporal`` adds the state's
     share and runs the GRU-style update. State: ``(H,)`` with ``H`` of shape ``[N, out_channels]``.
-    Reuse (``"gcn"``): all of ``spatial``, transformation and aggregation, in the order ``spatial``
-    computes in, which aggregates the narrower side. Parameters are frozen within an iteration
-    (REAL 4.2), so ``conv_chain`` folds the weight and bias once per chain:
+    Reuse (``"gcn"``): all of ``spatial``, transformation and aggregation, in either order.
+    Parameters are frozen within an iteration (REAL 4.2), so ``conv_chain`` folds the weight and
+    bias once per chain:
 
-    * ``in > 3 out`` (project first; REAL 4.1.2, case 1, pre-aggregation transformation): the
-      chain's first input is projected once, then only the rows whose features change, and the
-      projection is aggregated incrementally (``projected_gcn_chain``).
-    * ``in <= 3 out`` (aggregate first; case 2, post-aggregation transformation): ``A X`` is
-      aggregated incrementally and projected only on the rows whose aggregation changed, the
-      "selective MatMul" (``projected_gcn_chain(..., project_first=False)``). Projecting first
-      here would aggregate the wider side, 21% slower per epoch on a CPU on the Arxiv-sized graph
-      (128 -> 192 columns; docs/measurements.md).
+    * project first (REAL 4.1.2, case 1, pre-aggregation transformation): the chain's first input
+      is projected once, then only the rows whose features change, and the projection is
+      aggregated incrementally (``projected_gcn_chain``);
+    * aggregate first (case 2, post-aggregation transformation): ``A X`` is aggregated
+      incrementally and projected only on the rows whose aggregation changed, the "selective
+      MatMul" (``projected_gcn_chain(..., project_first=False)``).
 
-    ``project_first`` picks the order (``None``: the narrower aggregated side, as above). Case 1
-    counts far fewer FLOPs under reuse (the projection once per chain; case 2 re-projects every
-    row whose aggregation changed, and with GCN's normalisation a changed edge rewrites the rows of
-    all its endpoints' neighbours), so ``True`` suits a device where the aggregation is cheap.
+    ``project_first`` (``None``, the default; or ``True``/``False`` to fix it) picks the order.
+    With ``None`` a whole snapshot (training without reuse) aggregates the narrower side (project
+    first where ``in > 3 out``), and a reused chain runs in the order the reuse engine predicts
+    faster on this device (``projection_widths``): it times the aggregation at both widths and
+    the projection, and sums them over the epoch's chains (``sched.aggregation_cost``). Case 1
+    aggregates the wider side where ``in < 3 out`` but projects only changed feature rows; case 2
+    re-projects every row whose aggregation changed, and with GCN's normalisation a changed edge
+    rewrites the rows of all its endpoints' neighbours.
     """
 
     reuse = "gcn"
@@ -63,6 +65,7 @@ class TGCNLayer(DGNNLayer):
     ) -> None:
         super().__init__(in_channels, out_channels)
         self.project_first = in_channels > 3 * out_channels if project_first is None else bool(project_first)
+        self.order_configured = project_first is not None
         self.conv = GCNConv(in_channels, 3 * out_channels, improved=improved, add_self_loops=add_self_loops)
         self.linear_z = nn.Linear(2 * out_channels, out_channels)
         self.linear_r = nn.Linear(2 * out_channels, out_channels)
@@ -105,13 +108,22 @@ class TGCNLayer(DGNNLayer):
         aggregated = gcn_aggregate(x, edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops)
         return F.linear(aggregated, weight, bias)
 
+    def projection_widths(self) -> tuple[int, int] | None:
+        return None if self.order_configured else (self.in_channels, 3 * self.out_channels)
+
     def conv_chain(
-        self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None
+        self,
+        x: torch.Tensor,
+        first: EdgeSet,
+        diffs: Sequence[DiffMap],
+        paths: Sequence[str] | None = None,
+        project_first: bool | None = None,
     ) -> list[Any]:
         conv = self.conv
         weight, bias = self._folded()  # once per chain: the parameters do not change within an iteration
+        order = self.project_first if project_first is None else project_first
         return projected_gcn_chain(
-            x, weight, bias, first, diffs, paths, improved=conv.improved, add_self_loops=conv.add_self_loops, project_first=self.project_first
+            x, weight, bias, first, diffs, paths, improved=conv.improved, add_self_loops=conv.add_self_loops, project_first=order
         )
 
     def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:

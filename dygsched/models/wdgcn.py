@@ -12,7 +12,7 @@ from torch_geometric.nn import GCNConv
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models.base import DGNNLayer, GCNStack, State, ZeroState, gcn_conv, lstm_cell
-from dygsched.models.incremental import gcn_conv_chain
+from dygsched.models.incremental import gcn_conv_chain, projected_gcn_chain
 
 
 class WDGCNLayer(DGNNLayer):
@@ -22,8 +22,9 @@ class WDGCNLayer(DGNNLayer):
         H_t, C_t = LSTMCell(S_t, (H_{t-1}, C_{t-1}))   (weights shared over nodes)
 
     ``spatial`` is the ReLU'd ``GCNConv`` (independent of the state); ``temporal`` is one
-    ``nn.LSTMCell`` step (at a group's start, zero state, without the state's products). State: ``(H, C)``, each ``[N, out_channels]``. Reuse (``"gcn"``): the
-    conv before the ReLU.
+    ``nn.LSTMCell`` step (at a group's start, zero state, without the state's products). State:
+    ``(H, C)``, each ``[N, out_channels]``. Reuse (``"gcn"``): the conv before the ReLU, in either
+    of REAL 4.1.2's orders (``projection_widths``).
     """
 
     reuse = "gcn"
@@ -42,9 +43,24 @@ class WDGCNLayer(DGNNLayer):
     ) -> torch.Tensor:
         return F.relu(gcn_conv(self.conv, x, edge_index, edge_weight) if conv_out is None else conv_out)
 
+    def projection_widths(self) -> tuple[int, int] | None:
+        return (self.in_channels, self.out_channels) if self.conv.normalize else None
+
     def conv_chain(
-        self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None
+        self,
+        x: torch.Tensor,
+        first: EdgeSet,
+        diffs: Sequence[DiffMap],
+        paths: Sequence[str] | None = None,
+        project_first: bool | None = None,
     ) -> list[Any]:
+        """Projecting first (``GCNConv``'s own order, REAL's case 1) unless ``project_first=False``
+        (case 2: aggregate ``A X``, then project the rewritten rows)."""
+        if project_first is False:
+            conv = self.conv
+            return projected_gcn_chain(
+                x, conv.lin.weight, conv.bias, first, diffs, paths, conv.improved, conv.add_self_loops, project_first=False
+            )
         return gcn_conv_chain(self.conv, x, first, diffs, paths)
 
     def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:

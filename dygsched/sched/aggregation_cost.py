@@ -9,7 +9,7 @@ of diff maps come from the engine and the data stage.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,3 +61,91 @@ def choose_path(curve: ConvCostCurve, num_nodes: int, full_messages: int, rows: 
     full = curve.predict(num_nodes, full_messages / max(num_nodes, 1))
     incremental = curve.predict(rows, messages / max(rows, 1)) if rows else 0.0
     return "diff" if incremental <= full and DIFF_MESSAGE_COST * messages < full_messages else "full"
+
+
+# --------------------------------------------------------------------------------------------
+# REAL 4.1.2's two cases: project before the aggregation or after it
+
+
+@dataclass(frozen=True)
+class ProjectionCost:
+    """``seconds = per_mac * rows * in_width * out_width + overhead`` for one dense projection."""
+
+    per_mac: float
+    overhead: float
+
+    def predict(self, rows: float, in_width: int, out_width: int) -> float:
+        return self.per_mac * rows * in_width * out_width + self.overhead if rows else 0.0
+
+
+def fit_projection_cost(macs: Sequence[float], seconds: Sequence[float]) -> ProjectionCost:
+    """Least-squares fit of ``ProjectionCost`` to timed projections of ``macs`` multiply-adds each."""
+    m = np.asarray(macs, dtype=np.float64)
+    t = np.asarray(seconds, dtype=np.float64)
+    if m.shape != t.shape or m.ndim != 1 or len(np.unique(m)) < 2:
+        raise ValueError("fit_projection_cost needs at least 2 distinct sizes, one time each")
+    (per_mac, overhead), *_ = np.linalg.lstsq(np.stack([m, np.ones_like(m)], axis=1), t, rcond=None)
+    return ProjectionCost(max(float(per_mac), 0.0), max(float(overhead), 0.0))
+
+
+@dataclass(frozen=True)
+class ChainStep:
+    """One snapshot of a chain as the reuse engine runs it: ``rows`` output rows rewritten by
+    ``messages`` messages, ``changed_rows`` input rows with new features. A ``full`` step (a
+    chain's first snapshot, or where the curve chose the whole graph) aggregates every row
+    (``rows`` = the node count, ``messages`` = edges plus self-loops) and projects every row."""
+
+    full: bool
+    rows: int
+    messages: int
+    changed_rows: int = 0
+
+
+def predict_chain_seconds(
+    steps: Sequence[ChainStep],
+    aggregation: ConvCostCurve,
+    projection: ProjectionCost,
+    in_width: int,
+    out_width: int,
+    project_first: bool,
+) -> float:
+    """Predicted seconds of a chain's reusable convolution in one order, from the fitted curves.
+
+    ``aggregation`` is the curve fitted at the width that order aggregates (``out_width`` when
+    projecting first, ``in_width`` otherwise); an incremental step's messages cost
+    ``DIFF_MESSAGE_COST`` times a full aggregation's. Projecting first (case 1) projects only the
+    changed feature rows of an incremental step; aggregating first (case 2) projects every row the
+    step's aggregation rewrote (the "selective MatMul").
+    """
+    seconds = 0.0
+    for step in steps:
+        if not step.rows:
+            continue
+        aggregate = aggregation.predict(step.rows, step.messages / step.rows)
+        seconds += aggregate if step.full else DIFF_MESSAGE_COST * aggregate
+        projected = step.changed_rows if project_first and not step.full else step.rows
+        seconds += projection.predict(projected, in_width, out_width)
+    return seconds
+
+
+@dataclass(frozen=True)
+class OrderCosts:
+    """What the choice between REAL 4.1.2's two orders needs: the aggregation curve fitted at
+    each width an order aggregates (``curves``, keyed by width) and the projection's cost."""
+
+    curves: Mapping[int, ConvCostCurve]
+    projection: ProjectionCost
+    in_width: int
+    out_width: int
+
+    def predict(self, chains: Sequence[Sequence[ChainStep]], project_first: bool) -> float:
+        curve = self.curves[self.out_width if project_first else self.in_width]
+        return sum(
+            predict_chain_seconds(steps, curve, self.projection, self.in_width, self.out_width, project_first) for steps in chains
+        )
+
+
+def choose_projection_first(chains: Sequence[Sequence[ChainStep]], costs: OrderCosts) -> bool:
+    """True where projecting before the aggregation (case 1) is predicted faster over ``chains``
+    than aggregating first (case 2)."""
+    return costs.predict(chains, True) < costs.predict(chains, False)

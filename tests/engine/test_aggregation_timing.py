@@ -9,8 +9,13 @@ import torch
 
 from dygsched.data.diffmap import coalesce, diff_snapshots, diff_workload
 from dygsched.data.temporal_graph import Snapshot
-from dygsched.engine.snapshot_groups.aggregation_timing import choose_paths, fit_conv_cost_curve
-from dygsched.sched.aggregation_cost import DIFF_MESSAGE_COST, ConvCostCurve
+from dygsched.engine.snapshot_groups.aggregation_timing import (
+    chain_steps,
+    choose_paths,
+    fit_conv_cost_curve,
+    fit_projection_cost_on,
+)
+from dygsched.sched.aggregation_cost import DIFF_MESSAGE_COST, ChainStep, ConvCostCurve
 
 
 def test_fit_conv_cost_curve_times_real_aggregations() -> None:
@@ -55,3 +60,16 @@ def test_choose_paths_follows_the_curve() -> None:
     # an empty diff costs nothing.
     sparse_penalty = ConvCostCurve(a0=0.0, a1=0.0, a2=10.0, a3=0.0)
     assert choose_paths(sparse_penalty, first, diffs) == ["full", "diff"]
+
+
+def test_fit_projection_cost_times_real_projections() -> None:
+    cost = fit_projection_cost_on("cpu", 8, 24, rows=(500, 4000), repeats=1)
+    assert cost.per_mac > 0 and cost.predict(4000, 8, 24) > cost.predict(500, 8, 24)
+
+
+def test_chain_steps_are_the_first_graph_whole_then_each_diffs_workload() -> None:
+    prev, curr = _chain()
+    first = coalesce(prev.edge_index, prev.edge_weight, 6)
+    diff = diff_snapshots(prev, curr)
+    whole = ChainStep(True, 6, 6 + 6, 6)  # 6 edges and 6 self-loops
+    assert chain_steps(first, [diff, diff], ["diff", "full"]) == [whole, ChainStep(False, 4, 6, 0), whole]

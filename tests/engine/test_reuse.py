@@ -15,7 +15,9 @@ from dygsched.data.synthetic import SyntheticSource
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.profiler import Profiler
 from dygsched.engine.snapshot_groups import GroupObjective, SequentialExecutor
+from dygsched.engine.snapshot_groups import reuse as reuse_module
 from dygsched.engine.snapshot_groups.reuse import Chain, ReuseExecutor, plan_chains
+from dygsched.engine.strategy import Missing
 from dygsched.errors import ConfigError
 from dygsched.models.evolvegcn_o import EvolveGCNO
 from dygsched.models.flops import count_conv_flops
@@ -87,6 +89,19 @@ def _rank(rank, out):
                     "flops_plain": plain_flops,
                     "flops_reuse": flops,
                 }
+    # the order the engine picks from its timed costs is the order it runs, exactly, in either case
+    graph = graphs()["changing"]
+    for name in ("tgcn", "wdgcn"):
+        plain, _, _ = train_once(SequentialExecutor(), MODELS[name], graph)
+        for project_first in (True, False):
+            reuse_module.choose_projection_first = lambda chains, costs, choice=project_first: choice
+            executor = ReuseExecutor(reuse=True, reuse_path="adaptive")
+            reused, _, flops = train_once(executor, MODELS[name], graph)
+            results[f"order/{name}/{project_first}"] = {
+                "param_rel_err": max(float((reused[k] - v).abs().max() / v.abs().max().clamp(min=1e-6)) for k, v in plain.items()),
+                "reuse_case": executor.epoch_metrics()["reuse_case"],
+                "flops_reuse": flops,
+            }
     # a profiling epoch (PSG plan) with reuse records each group's reusable seconds
     profiler = Profiler()
     psg = tuple(((2 * i,), (2 * i + 1,)) for i in range(4))
@@ -200,3 +215,21 @@ def test_tgcn_projecting_first_reuses_its_projection_too(distributed_results):
     ratio = {m: distributed_results[f"static/{m}/diff"]["flops_plain"] / distributed_results[f"static/{m}/diff"]["flops_reuse"]
              for m in ("tgcn", "tgcn_projects_first")}  # fmt: skip
     assert ratio["tgcn_projects_first"] > ratio["tgcn"]
+
+
+@pytest.mark.parametrize("model", ["tgcn", "wdgcn"])
+def test_the_engine_runs_the_order_its_costs_choose(distributed_results, model):
+    """REAL 4.1.2's two cases, picked by the engine (here forced either way): both train exactly as
+    without reuse, the epoch records which case ran, and the cases count different work."""
+    cases = {first: distributed_results[f"order/{model}/{first}"] for first in ("True", "False")}
+    for result in cases.values():
+        assert result["param_rel_err"] < 1e-5
+    assert cases["True"]["reuse_case"] == 1 and cases["False"]["reuse_case"] == 2
+    assert cases["True"]["flops_reuse"] != cases["False"]["flops_reuse"]
+
+
+def test_a_configured_order_is_not_chosen_and_says_so():
+    assert isinstance(ReuseExecutor().epoch_metrics()["reuse_case"], Missing)  # no reuse ran
+    assert TGCN(4, 1, hidden_channels=8, project_first=True).layers[0].projection_widths() is None
+    assert TGCN(4, 1, hidden_channels=8).layers[0].projection_widths() == (4, 24)
+    assert GATLSTM(4, 1, hidden_channels=8, heads=2).layers[0].projection_widths() is None  # attention scores projected rows

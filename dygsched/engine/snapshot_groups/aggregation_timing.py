@@ -1,17 +1,27 @@
 """REAL appendix B on this device: time the chains' aggregation kernel, fit the cost curve, and
-pick the full graph or the diff map for each snapshot of a chain."""
+pick the full graph or the diff map for each snapshot of a chain; time the projection too, so
+the order of a chain's projection and aggregation (REAL 4.1.2's two cases) is chosen from the
+same curves."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
 
 from dygsched.data.diffmap import DiffMap, EdgeSet, diff_workload
 from dygsched.models.incremental import spmm
-from dygsched.sched.aggregation_cost import ConvCostCurve, choose_path, fit_cost_curve
+from dygsched.sched.aggregation_cost import (
+    ChainStep,
+    ConvCostCurve,
+    OrderCosts,
+    ProjectionCost,
+    choose_path,
+    fit_cost_curve,
+    fit_projection_cost,
+)
 
 DEFAULT_SIZES: tuple[tuple[int, float], ...] = (
     (2_000, 1.0),
@@ -25,6 +35,21 @@ DEFAULT_SIZES: tuple[tuple[int, float], ...] = (
 )
 
 
+def _timed(device: torch.device, fn: Callable[[], object], repeats: int) -> float:
+    """Median seconds of ``fn()`` over ``repeats`` calls after one warm-up (synchronised on a GPU)."""
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
 def time_aggregation(
     device: torch.device | str, num_nodes: int, avg_degree: float, width: int = 32, repeats: int = 3, seed: int = 0
 ) -> float:
@@ -36,17 +61,7 @@ def time_aggregation(
     dst = torch.randint(num_nodes, (num_edges,), generator=gen).to(device)
     weight = torch.rand(num_edges, generator=gen).to(device)
     x = torch.randn(num_nodes, width, generator=gen).to(device)
-    spmm(dst, src, weight, x, num_nodes)  # warm-up
-    times = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        start = time.perf_counter()
-        spmm(dst, src, weight, x, num_nodes)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    return _timed(device, lambda: spmm(dst, src, weight, x, num_nodes), repeats)
 
 
 def fit_conv_cost_curve(
@@ -58,6 +73,46 @@ def fit_conv_cost_curve(
     """Time the aggregation on random graphs of the given ``(num_nodes, avg_degree)`` and fit the curve."""
     seconds = [time_aggregation(device, n, d, width, repeats, seed=i) for i, (n, d) in enumerate(sizes)]
     return fit_cost_curve([n for n, _ in sizes], [d for _, d in sizes], seconds)
+
+
+PROJECTION_ROWS: tuple[int, ...] = (2_000, 8_000, 32_000)
+
+
+def fit_projection_cost_on(
+    device: torch.device | str, in_width: int, out_width: int, rows: Sequence[int] = PROJECTION_ROWS, repeats: int = 3
+) -> ProjectionCost:
+    """Time ``x @ W^T`` (``[rows, in_width] -> [rows, out_width]``) at a few row counts and fit
+    ``ProjectionCost``, the other half of a convolution's cost next to the aggregation curve."""
+    device = torch.device(device)
+    gen = torch.Generator().manual_seed(0)
+    weight = torch.randn(out_width, in_width, generator=gen).to(device)
+    seconds = []
+    for n in rows:
+        x = torch.randn(n, in_width, generator=gen).to(device)
+        seconds.append(_timed(device, lambda x=x: torch.nn.functional.linear(x, weight), repeats))
+    return fit_projection_cost([n * in_width * out_width for n in rows], seconds)
+
+
+def fit_order_costs(device: torch.device | str, in_width: int, out_width: int) -> OrderCosts:
+    """The aggregation curve at both widths a reorderable convolution can aggregate, and its
+    projection's cost, timed on ``device``."""
+    curves = {width: fit_conv_cost_curve(device, width=width) for width in sorted({in_width, out_width})}
+    return OrderCosts(curves, fit_projection_cost_on(device, in_width, out_width), in_width, out_width)
+
+
+def chain_steps(first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str], kind: str = "gcn") -> list[ChainStep]:
+    """A chain's snapshots as ``ChainStep``s: the first whole, then each diff map's workload on
+    the chain's first graph (``diff_workload``), or whole where its path is ``"full"``."""
+    n = first.num_nodes
+    whole = ChainStep(True, n, first.num_edges + n, n)
+    steps = [whole]
+    for diff, path in zip(diffs, paths, strict=True):
+        if diff.is_full or path == "full":
+            steps.append(whole)
+            continue
+        rows, messages = diff_workload(first, diff, kind)
+        steps.append(ChainStep(False, rows, messages, int(diff.changed_nodes.numel())))
+    return steps
 
 
 def choose_paths(curve: ConvCostCurve, first: EdgeSet, diffs: Sequence[DiffMap], kind: str = "gcn") -> list[str]:

@@ -41,13 +41,13 @@ from dygsched.data.diffmap import DiffMap, EdgeSet, GraphDiffs, apply_diff, buil
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
 from dygsched.engine.profiler import PhaseTimer
-from dygsched.engine.snapshot_groups.aggregation_timing import choose_paths, fit_conv_cost_curve
+from dygsched.engine.snapshot_groups.aggregation_timing import chain_steps, choose_paths, fit_conv_cost_curve, fit_order_costs
 from dygsched.engine.snapshot_groups.executor import EpochRun, Iteration, SequentialExecutor, loss_scale
 from dygsched.engine.strategy import IterationStats, MetricValue, Missing
 from dygsched.engine.streams import Streams
 from dygsched.errors import ConfigError
 from dygsched.models.base import PLAIN, GivenFirstConv, LayerHooks
-from dygsched.sched.aggregation_cost import ConvCostCurve
+from dygsched.sched.aggregation_cost import ChainStep, ConvCostCurve, OrderCosts, choose_projection_first
 
 REUSE_PATHS = ("adaptive", "diff", "full")
 
@@ -106,6 +106,7 @@ class HostCache:
         self.curve = curve
         self._edge_sets: dict[int, EdgeSet] = {}
         self._paths: dict[tuple[int, int], list[str]] = {}
+        self._steps: dict[tuple[int, int], list[ChainStep]] = {}
 
     def edge_set(self, t: int) -> EdgeSet:
         if t not in self._edge_sets:
@@ -129,6 +130,15 @@ class HostCache:
             diffs = [self.diff(t) for t in range(chain.start + 1, chain.stop)]
             self._paths[key] = choose_paths(self.curve, self.edge_set(chain.start), diffs, self.kind)
         return self._paths[key]
+
+    def steps(self, chain: Chain) -> list[ChainStep]:
+        """The chain's workload per snapshot, for the choice of projection order."""
+        key = (chain.start, chain.stop)
+        if key not in self._steps:
+            diffs = [self.diff(t) for t in range(chain.start + 1, chain.stop)]
+            paths = self.paths(chain) or ["diff"] * len(diffs)
+            self._steps[key] = chain_steps(self.edge_set(chain.start), diffs, paths, self.kind)
+        return self._steps[key]
 
 
 def _pinned(value: Any) -> Any:
@@ -165,6 +175,8 @@ class ReuseExecutor(SequentialExecutor):
         self.streams: Streams | None = None
         self.queue: list[Chain] = []  # this rank's chains still to train this epoch, in order
         self.ahead: LoadedChain | None = None  # the next chain, already on its way to the device
+        self.order_costs: OrderCosts | None = None  # timed in preparation where layer 0's order can change
+        self.project_first: bool | None = None  # this epoch's order for such a layer (REAL 4.1.2's case 1 or 2)
 
     @property
     def merges_pairs(self) -> bool:
@@ -178,27 +190,41 @@ class ReuseExecutor(SequentialExecutor):
             rank, groups = run.rank, run.train_groups
             self.queue = [c for it in run.iterations for c in plan_chains([groups[k] for k in it[rank]], it[rank], self.reuse_group)]
             self.ahead = None
+            if self.order_costs is not None:  # every rank's chains, so every rank picks the same order
+                chains = [c for it in run.iterations for mine in it for c in plan_chains([groups[k] for k in mine], mine, self.reuse_group)]
+                self.project_first = choose_projection_first([self.cache.steps(c) for c in chains], self.order_costs)
         yield
 
     def prepare(self, model: torch.nn.Module, graph: TemporalGraph, device: torch.device) -> None:
-        """Preprocessing, once per run: diff maps, the cost curve (rank 0 fits, all use it), streams."""
+        """Preprocessing, once per run: diff maps, the cost curves (rank 0 fits, all use them), streams.
+
+        Where layer 0 can project before or after its aggregation (``projection_widths``), the
+        aggregation is timed at both widths and the projection too (``fit_order_costs``), and
+        each epoch runs the order predicted faster over that epoch's chains."""
         layer = model.layers[0]
         if getattr(layer, "reuse", None) is None:
             raise ConfigError(f"sched.reuse=true but {type(layer).__name__} has no reusable first-layer convolution")
-        curve = None
+        curve, self.order_costs, self.project_first = None, None, None
         if self.reuse_path == "adaptive":
-            box = [fit_conv_cost_curve(device) if dist.get_rank() == 0 else None]
+            widths = layer.projection_widths()
+            box = [(fit_conv_cost_curve(device), fit_order_costs(device, *widths) if widths else None) if dist.get_rank() == 0 else None]
             if dist.get_world_size() > 1:
                 dist.broadcast_object_list(box, src=0)
-            curve = box[0]
+            curve, self.order_costs = box[0]
         self.cache = HostCache(graph, device, layer.reuse, self.reuse_path, curve)
         self.streams = Streams.create(device, self.use_streams)
 
     def epoch_metrics(self) -> Mapping[str, MetricValue]:
-        """``reuse_preprocess_s``: the diff maps' build time (once per run), only when reuse runs."""
+        """``reuse_preprocess_s``: the diff maps' build time (once per run), only when reuse runs;
+        ``reuse_case``: REAL 4.1.2's case the engine chose this epoch (1: project first, 2:
+        aggregate first), only where it chose one."""
         if self.cache is None:
-            return {"reuse_preprocess_s": Missing("no reuse engine ran (sched.executor.reuse=false)")}
-        return {"reuse_preprocess_s": self.cache.preprocess_s}
+            missing = Missing("no reuse engine ran (sched.executor.reuse=false)")
+            return {"reuse_preprocess_s": missing, "reuse_case": missing}
+        case: MetricValue = Missing("layer 0's order is fixed (by the model, the config or sched.executor.reuse_path)")
+        if self.project_first is not None:
+            case = 1.0 if self.project_first else 2.0
+        return {"reuse_preprocess_s": self.cache.preprocess_s, "reuse_case": case}
 
     def train_iteration(self, run: EpochRun, iteration: Iteration, stats: IterationStats) -> None:
         if not self.reuse:
@@ -273,7 +299,8 @@ class ReuseExecutor(SequentialExecutor):
         streams = self.streams
         paths = self.cache.paths(chain)  # chosen once per chain and kept: preprocessing, not training
         with timer.phase("spatial") if timer else nullcontext(), streams.on(streams.conv):
-            conv_outs = model.layers[0].conv_chain(loaded.x, loaded.first, loaded.diffs, paths)
+            order = {} if self.project_first is None else {"project_first": self.project_first}
+            conv_outs = model.layers[0].conv_chain(loaded.x, loaded.first, loaded.diffs, paths, **order)
             snapshots = self.chain_snapshots(run.graph, loaded, run.device)
         streams.handoff([conv_outs, snapshots], streams.conv)
         total: torch.Tensor | None = None
