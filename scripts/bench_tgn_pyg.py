@@ -70,7 +70,7 @@ def pyg_epochs(stream, train: tuple[int, int], args: argparse.Namespace) -> tupl
     torch.manual_seed(args.seed)
     n, d = stream.num_nodes, args.memory_dim
     t = (stream.t - stream.t[0]).to(torch.long)
-    msg = (stream.weight[:, None] if stream.weight is not None else torch.zeros(stream.num_events, 1)).float()
+    msg = stream.edge_matrix() if stream.edge_dim else torch.zeros(stream.num_events, 1)
     memory = TGNMemory(n, msg.shape[1], d, d, message_module=IdentityMessage(msg.shape[1], d, d), aggregator_module=LastAggregator())
     gnn = Embedding(d, msg.shape[1], memory.time_enc, args.heads)
     predictor = Predictor(d)

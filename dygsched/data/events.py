@@ -31,7 +31,9 @@ class EventSplit:
 @dataclass(frozen=True)
 class EventStream:
     """Events ``k = 0 .. E-1``: ``src[k] -> dst[k]`` at time ``t[k]`` (non-decreasing), with an
-    optional ``weight[k]``; ``node_ids[v]`` is the source's id of compacted node ``v``."""
+    optional ``weight[k]`` and optional features ``edge_features[k]`` (``[E, F]``, float32, what
+    JODIE's, DyGLib's and TGL's files carry per event); ``node_ids[v]`` is the source's id of
+    compacted node ``v``."""
 
     name: str
     src: torch.Tensor
@@ -40,6 +42,7 @@ class EventStream:
     num_nodes: int
     weight: torch.Tensor | None = None
     node_ids: torch.Tensor | None = None
+    edge_features: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         def fail(problem: str) -> None:
@@ -62,6 +65,12 @@ class EventStream:
             fail(f"event node ids must lie in [0, {self.num_nodes}), got [{low}, {high}]")
         if self.weight is not None and (self.weight.shape != (count,) or not bool(torch.isfinite(self.weight).all())):
             fail("event weights must be one finite number per event")
+        if self.edge_features is not None:
+            features = self.edge_features
+            if features.dim() != 2 or features.size(0) != count or not features.is_floating_point():
+                fail(f"edge features must be a float matrix with one row per event ({count}), got shape {tuple(features.shape)}")
+            if not bool(torch.isfinite(features).all()):
+                fail("edge features must be finite")
         if self.node_ids is not None and self.node_ids.shape != (self.num_nodes,):
             fail(f"node_ids must map each of the {self.num_nodes} nodes to its source id")
 
@@ -69,10 +78,24 @@ class EventStream:
     def num_events(self) -> int:
         return int(self.src.numel())
 
+    @property
+    def edge_dim(self) -> int:
+        """The width of ``edge_matrix()``."""
+        features = 0 if self.edge_features is None else int(self.edge_features.size(1))
+        return features + (0 if self.weight is None else 1)
+
+    def edge_matrix(self) -> torch.Tensor:
+        """Each event's features as a model reads them, ``[E, edge_dim]``: the weight (where the
+        source has one), then the edge features; ``[E, 0]`` where it has neither."""
+        columns = [] if self.weight is None else [self.weight[:, None].float()]
+        if self.edge_features is not None:
+            columns.append(self.edge_features.float())
+        return torch.cat(columns, dim=1) if columns else torch.zeros(self.num_events, 0)
+
     def model_dims(self) -> dict[str, int]:
         """What a continuous-time model is built with from this data: the node count and the
-        width of each event's features (its weight, when the source has one)."""
-        return {"num_nodes": self.num_nodes, "edge_dim": 0 if self.weight is None else 1}
+        width of each event's features (``edge_matrix``)."""
+        return {"num_nodes": self.num_nodes, "edge_dim": self.edge_dim}
 
     def split(self, train: float, val: float) -> EventSplit:
         """Chronological train / validation / test by event count (test gets the rest)."""
@@ -91,8 +114,9 @@ class EventStream:
         return [(b, min(b + size, stop)) for b in range(start, stop, size)]
 
 
-def events_from_arrays(name: str, src, dst, times, weight=None, num_nodes: int | None = None) -> EventStream:
-    """An ``EventStream`` from raw id and time arrays (numpy or tensors) in any order.
+def events_from_arrays(name: str, src, dst, times, weight=None, num_nodes: int | None = None, edge_features=None) -> EventStream:
+    """An ``EventStream`` from raw id and time arrays (numpy or tensors) in any order, with
+    optional per-event ``weight`` and ``edge_features`` rows (``[E, F]``).
 
     Without ``num_nodes`` ids are compacted in sorted order of the source ids; with it they are
     kept (and must lie below it). Events are sorted by time with ties kept in row order (a stable
@@ -108,4 +132,10 @@ def events_from_arrays(name: str, src, dst, times, weight=None, num_nodes: int |
         ids = torch.arange(int(num_nodes))
     order = torch.sort(times_t, stable=True).indices
     weight_t = None if weight is None else torch.as_tensor(weight, dtype=torch.float32)[order]
-    return EventStream(name, src_t[order], dst_t[order], times_t[order], int(num_nodes), weight_t, ids)
+    features_t = None
+    if edge_features is not None:
+        features_t = torch.as_tensor(edge_features, dtype=torch.float32)
+        if features_t.dim() != 2 or features_t.size(0) != count:
+            raise DataError(f"dataset '{name}': edge features must have one row per event ({count}), got shape {tuple(features_t.shape)}")
+        features_t = features_t[order]
+    return EventStream(name, src_t[order], dst_t[order], times_t[order], int(num_nodes), weight_t, ids, features_t)

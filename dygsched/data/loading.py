@@ -16,9 +16,13 @@ def instantiate_component(cfg: Mapping[str, Any], what: str, **kwargs: Any) -> A
     """``hydra.utils.instantiate`` that keeps the error to one line naming the component."""
     from hydra.errors import InstantiationException
     from hydra.utils import instantiate
+    from omegaconf.errors import MissingMandatoryValue
 
     try:
         return instantiate(dict(cfg), **kwargs)
+    except MissingMandatoryValue as exc:  # a '???' the user did not fill in
+        key = getattr(exc, "full_key", None) or "a setting"
+        raise ConfigError(f"{what} '{cfg.get('name', cfg.get('_target_'))}' needs {what}.{key}=... (it has no default)") from None
     except InstantiationException as exc:
         cause = exc.__cause__
         if isinstance(cause, DygschedError):

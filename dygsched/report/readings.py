@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 
 Tables = dict[str, pd.DataFrame]
@@ -332,6 +333,17 @@ def tgn_pyg(tables: Tables) -> str:
     return f"the reference TGN takes {_x(table.ratio.iloc[0])} the epoch time of a TGN of PyG's modules"
 
 
+def stream_scaling(tables: Tables) -> str:
+    table = _table(tables)
+    parts = []
+    for model, rows in table.groupby("model", sort=False):
+        rows = rows.sort_values("events")
+        first, last = rows.iloc[0], rows.iloc[-1]
+        slope = np.polyfit(np.log(rows.events), np.log(rows.epoch_time_s), 1)[0] if len(rows) > 1 else float("nan")
+        parts.append(f"{model} {first.epoch_time_s:.2f} s at {int(first.events):,} events to {last.epoch_time_s:.2f} s at {int(last.events):,} (time ~ events^{slope:.2f})")
+    return "seconds per epoch in one process: " + "; ".join(parts)
+
+
 READINGS: dict[str, Callable[[Tables], str]] = {
     "table-epoch-time": epoch_time,
     "fig-convergence": convergence,
@@ -361,5 +373,6 @@ READINGS: dict[str, Callable[[Tables], str]] = {
     "bench-reuse": bench_reuse,
     "bench-flop-counting": flop_counting,
     "bench-vs-pygt": vs_pygt,
+    "bench-stream-scaling": stream_scaling,
     "bench-tgn-pyg": tgn_pyg,
 }

@@ -216,6 +216,12 @@ TARGETS = (
         ("bench_tgn_pyg.csv",), "median over 3 epochs of each", 0.3,
         {"TGN_PYG_ARGS": "--epochs 1 --batch 2000"},
     ),
+    PaperTarget(
+        "bench-stream-scaling", "engine", "TGN, JODIE and APAN in one process as the stream grows to REDDIT's size",
+        "(no paper table)", ("stream_scaling/stream_scaling.csv", "stream_scaling/stream_scaling.png"),
+        "one run per model and size, median over its epochs", 25,
+        {"STREAM_SCALING_ARGS": "--users 200 --items 40 --events 2000,4000 --epochs 1"},
+    ),
 )
 
 

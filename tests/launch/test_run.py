@@ -79,6 +79,8 @@ def test_twitter_tennis_two_ranks(tmp_path, shared_data):
         ([*TINY_SYNTHETIC, "sched=esdg", "world_size=5"], "ESDG needs at least as many snapshots per group"),
         ([*TINY_SYNTHETIC, "sched=blad", "sched.timeline.profile_epochs=1"], "does not profile"),
         ([*TINY_SYNTHETIC, "dataset.growth=linear"], "unknown growth trend"),
+        (["dataset=stream", "model=tgn", "sched=single", "world_size=1"], "dataset 'stream' needs dataset.path=..."),
+        (["dataset=wikipedia_like", "dataset.preset=lastfm", "model=tgn", "sched=single", "world_size=1"], "unknown preset 'lastfm'"),
     ],
 )
 def test_bad_input_is_one_line_and_starts_no_run(tmp_path, overrides, message):

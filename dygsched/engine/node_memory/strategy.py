@@ -172,8 +172,7 @@ class NodeMemoryStrategy(Strategy):
         self.times = relative_times(stream)
         self.split: EventSplit = stream.split(run.settings.train_fraction, run.settings.val_fraction)
         self.neighbours = RecentNeighbours(stream, self.times)
-        edge = stream.weight[:, None] if stream.weight is not None else torch.zeros(stream.num_events, 0)
-        self.edge = edge.to(self.times.dtype)
+        self.edge = stream.edge_matrix().to(self.times.dtype)  # weight and edge features, as the models read them
         self.traffic = Traffic(self.rank, self.world_size)
 
     def objective(self, model: nn.Module) -> nn.Module:
