@@ -66,6 +66,7 @@ def growth_exponent(frame: pd.DataFrame, column: str) -> float:
 
 def plot(table: pd.DataFrame, out: Path) -> None:
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -74,6 +75,9 @@ def plot(table: pd.DataFrame, out: Path) -> None:
     for ax, column, label in ((axes[0], "epoch_time_s", "seconds per training epoch"), (axes[1], "peak_rss_mb", "peak resident set (MB)")):
         for model, rows in table.groupby("model"):
             ax.loglog(rows["events"], rows[column], "o-", label=f"{model} (slope {growth_exponent(rows, column):.2f})")
+        sizes = sorted(table["events"].unique())
+        ax.set_xticks(sizes, [f"{int(e / 1000)}k" for e in sizes])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("events in the stream")
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from dygsched.errors import ConfigError, DataError
@@ -122,6 +123,7 @@ def events_from_arrays(name: str, src, dst, times, weight=None, num_nodes: int |
     kept (and must lie below it). Events are sorted by time with ties kept in row order (a stable
     sort).
     """
+    src, dst, times = (np.array(a) if isinstance(a, np.ndarray) and not a.flags.writeable else a for a in (src, dst, times))
     src_t, dst_t = torch.as_tensor(src, dtype=torch.int64), torch.as_tensor(dst, dtype=torch.int64)
     times_t = torch.as_tensor(times, dtype=torch.float64)
     count = src_t.numel()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from dygsched.models.memory_base import MemoryModel, attend
+from dygsched.models.memory_base import MemoryModel, attend, gather_rows
 
 
 class APAN(MemoryModel):
@@ -58,7 +58,10 @@ class APAN(MemoryModel):
         mail: torch.Tensor,
         mail_time: torch.Tensor,
         query_time: torch.Tensor,
+        rows: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        if rows is not None:  # the mailbox attention is per row: expand the vertices' state
+            memory, memory_time, mail, mail_time = (gather_rows(v, rows) for v in (memory, memory_time, mail, mail_time))
         self._check_mailbox(memory, mail)
         slots = torch.cat([mail, self.time_encoder(query_time[:, None] - mail_time)], dim=-1)
         attended = attend(self.w_q(memory), self.w_k(slots), self.w_v(slots), None, self.heads, self.att_dropout)
@@ -73,5 +76,6 @@ class APAN(MemoryModel):
         neighbour_time: torch.Tensor,
         neighbour_edge: torch.Tensor,
         neighbour_mask: torch.Tensor,
+        neighbour_edge_index: torch.Tensor | None = None,
     ) -> torch.Tensor:
         return self.norm(memory)

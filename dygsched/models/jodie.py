@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from dygsched.models.memory_base import MemoryModel
+from dygsched.models.memory_base import MemoryModel, recurrent_step
 
 
 class TimeProjection(nn.Module):
@@ -65,8 +65,11 @@ class JODIE(MemoryModel):
         mail: torch.Tensor,
         mail_time: torch.Tensor,
         query_time: torch.Tensor,
+        rows: torch.Tensor | None = None,
     ) -> torch.Tensor:
         self._check_mailbox(memory, mail)
+        if rows is not None:  # one entry per vertex, several rows each: the vertex's products once
+            return recurrent_step(self.updater, mail[:, 0], self.time_encoder(query_time - memory_time[rows]), memory, rows)
         x = torch.cat([mail[:, 0], self.time_encoder(query_time - memory_time)], dim=-1)
         return self.updater(x, memory)
 
@@ -79,5 +82,6 @@ class JODIE(MemoryModel):
         neighbour_time: torch.Tensor,
         neighbour_edge: torch.Tensor,
         neighbour_mask: torch.Tensor,
+        neighbour_edge_index: torch.Tensor | None = None,
     ) -> torch.Tensor:
         return self.time_projection(self.norm(memory), memory_time, query_time)

@@ -52,6 +52,36 @@ class TimeEncoding(TimeEncoder):
         return super().forward(t.reshape(-1)).reshape(*t.shape, self.out_channels)
 
 
+def gather_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``x[index]`` for an integer ``index`` of any shape, through ``index_select``: on a CPU its
+    backward (``index_add_``) is about 4.7x faster than advanced indexing's (``index_put_`` with
+    accumulation) for ``[10000, 300]`` rows of 2,000."""
+    return x.index_select(0, index.reshape(-1)).reshape(*index.shape, *x.shape[1:])
+
+
+def recurrent_step(
+    cell: nn.GRUCell | nn.RNNCell, per_vertex: torch.Tensor, per_row: torch.Tensor, hidden: torch.Tensor, rows: torch.Tensor
+) -> torch.Tensor:
+    """``cell([per_vertex[rows] || per_row], hidden[rows])`` with the products of what is per vertex
+    (its input columns and its hidden state) computed once per vertex, then gathered: the cell's
+    equations (PyTorch's ``GRUCell``, or a tanh ``RNNCell``) on every row, the same values up to
+    float rounding. A batch's series reads each vertex at several times (5.3 rows per vertex on
+    the Wikipedia-sized stream), so the updater's matrix products shrink by about that much."""
+    width = per_vertex.shape[-1]
+    gi = gather_rows(nn.functional.linear(per_vertex, cell.weight_ih[:, :width]), rows)
+    gi = gi + nn.functional.linear(per_row, cell.weight_ih[:, width:], cell.bias_ih)
+    gh = gather_rows(nn.functional.linear(hidden, cell.weight_hh, cell.bias_hh), rows)
+    if isinstance(cell, nn.RNNCell):
+        if cell.nonlinearity != "tanh":
+            raise ValueError("recurrent_step supports tanh RNN cells")
+        return torch.tanh(gi + gh)
+    i_r, i_z, i_n = gi.chunk(3, dim=1)
+    h_r, h_z, h_n = gh.chunk(3, dim=1)
+    r, z = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
+    n = torch.tanh(i_n + r * h_n)
+    return torch.lerp(n, gather_rows(hidden, rows), z)  # (1 - z) n + z h
+
+
 class LinkPredictor(nn.Module):
     """TGL's ``EdgePredictor``: ``logit = w_o . ReLU(W_s z_u + b_s + W_d z_v + b_d) + b_o``."""
 
@@ -166,8 +196,13 @@ class MemoryModel(nn.Module, ABC):
         mail: torch.Tensor,
         mail_time: torch.Tensor,
         query_time: torch.Tensor,
+        rows: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``s' [n, d_mem]``: each row's memory after applying its stored mail(s).
+
+        With ``rows [n]``, the state tensors hold one entry per vertex and row ``i`` reads entry
+        ``rows[i]`` (the same vertex queried at several times): the same values as expanding them
+        first, with each vertex's own products computed once.
 
         ``memory [n, d_mem]``, ``memory_time [n]`` (``tau``), ``mail [n, B, d_msg]``, ``mail_time [n, B]``,
         ``query_time [n]`` (the time the row is read at: its root's event time).
@@ -183,6 +218,7 @@ class MemoryModel(nn.Module, ABC):
         neighbour_time: torch.Tensor,
         neighbour_edge: torch.Tensor,
         neighbour_mask: torch.Tensor,
+        neighbour_edge_index: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``z [R, embedding_dim]`` of ``R`` roots.
 
@@ -190,6 +226,8 @@ class MemoryModel(nn.Module, ABC):
         ``query_time [R]`` their event times; ``neighbour_memory [R, k, d_mem]`` the ``s'`` of each
         root's ``k`` most recent neighbours, ``neighbour_time [R, k]`` those events' times,
         ``neighbour_edge [R, k, edge_dim]`` their features, ``neighbour_mask [R, k]`` (False: padding).
+        With ``neighbour_edge_index [R, k]``, ``neighbour_edge`` holds one row per distinct event
+        (``[U, edge_dim]``) and the index picks each neighbour's (padding may pick any row).
         Models with ``embedding_neighbours == 0`` get ``k = 0`` and ignore the neighbour tensors.
         """
 

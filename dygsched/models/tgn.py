@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from dygsched.models.memory_base import MemoryModel, TimeEncoding, attend
+from dygsched.models.memory_base import MemoryModel, TimeEncoding, attend, gather_rows, recurrent_step
 
 
 class TemporalAttention(nn.Module):
@@ -46,14 +46,34 @@ class TemporalAttention(nn.Module):
         neighbour_time: torch.Tensor,
         neighbour_edge: torch.Tensor,
         neighbour_mask: torch.Tensor,
+        neighbour_edge_index: torch.Tensor | None = None,
     ) -> torch.Tensor:
         zero_time = self.time_encoder(torch.zeros_like(query_time))
         query = self.w_q(torch.cat([memory, zero_time], dim=-1))
-        dt = query_time[:, None] - neighbour_time
-        neighbour = torch.cat([neighbour_memory, neighbour_edge.to(memory.dtype), self.time_encoder(dt)], dim=-1)
-        attended = attend(query, self.w_k(neighbour), self.w_v(neighbour), neighbour_mask.bool(), self.heads, self.att_dropout)
+        time_code = self.time_encoder(query_time[:, None] - neighbour_time)
+        if neighbour_edge_index is None:
+            neighbour = torch.cat([neighbour_memory, neighbour_edge.to(memory.dtype), time_code], dim=-1)
+            key, value = self.w_k(neighbour), self.w_v(neighbour)
+        else:
+            key, value = self._keys_values(neighbour_memory, neighbour_edge.to(memory.dtype), neighbour_edge_index, time_code)
+        attended = attend(query, key, value, neighbour_mask.bool(), self.heads, self.att_dropout)
         out = self.w_out(torch.cat([attended, memory], dim=-1))
         return self.norm(torch.relu(self.dropout(out)))
+
+    def _keys_values(
+        self, neighbour_memory: torch.Tensor, edge_rows: torch.Tensor, edge_index: torch.Tensor, time_code: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``W_k`` and ``W_v`` of ``[s'_j || e_j || phi]`` as one product over the columns that vary
+        per neighbour row (memory and time) plus the edge columns' product taken once per distinct
+        event (``edge_rows[edge_index]``): the same values up to float rounding, and the features,
+        constant inputs, need no gradient of their own. Neighbours repeat across a batch's roots."""
+        memory_dim, edge_dim, out = neighbour_memory.shape[-1], edge_rows.shape[-1], self.w_k.out_features
+        weight = torch.cat([self.w_k.weight, self.w_v.weight])  # [2 out, memory + edge + time]
+        per_row = torch.cat([weight[:, :memory_dim], weight[:, memory_dim + edge_dim :]], dim=1)
+        kv = nn.functional.linear(torch.cat([neighbour_memory, time_code], dim=-1), per_row, torch.cat([self.w_k.bias, self.w_v.bias]))
+        if edge_dim:
+            kv = kv + gather_rows(nn.functional.linear(edge_rows, weight[:, memory_dim : memory_dim + edge_dim]), edge_index)
+        return kv[..., :out], kv[..., out:]
 
 
 class TGN(MemoryModel):
@@ -94,8 +114,11 @@ class TGN(MemoryModel):
         mail: torch.Tensor,
         mail_time: torch.Tensor,
         query_time: torch.Tensor,
+        rows: torch.Tensor | None = None,
     ) -> torch.Tensor:
         self._check_mailbox(memory, mail)
+        if rows is not None:  # one entry per vertex, several rows each: the vertex's products once
+            return recurrent_step(self.updater, mail[:, 0], self.time_encoder(query_time - memory_time[rows]), memory, rows)
         x = torch.cat([mail[:, 0], self.time_encoder(query_time - memory_time)], dim=-1)
         return self.updater(x, memory)
 
@@ -108,5 +131,6 @@ class TGN(MemoryModel):
         neighbour_time: torch.Tensor,
         neighbour_edge: torch.Tensor,
         neighbour_mask: torch.Tensor,
+        neighbour_edge_index: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        return self.attention(memory, query_time, neighbour_memory, neighbour_time, neighbour_edge, neighbour_mask)
+        return self.attention(memory, query_time, neighbour_memory, neighbour_time, neighbour_edge, neighbour_mask, neighbour_edge_index)

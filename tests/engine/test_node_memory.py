@@ -11,6 +11,8 @@ a few seconds per rank count.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -343,3 +345,32 @@ def test_a_two_rank_sven_run_from_the_command_line_writes_honest_tables(tmp_path
     assert (epoch[epoch.metric == "exchange_s"].value > 0).all()
     traffic = json.loads((folder / "node_memory_traffic.json").read_text())
     assert len(traffic["ranks"]) == 2 and sum(traffic["ranks"][0]["dispatch"]["received"]) > 0
+
+
+@pytest.mark.parametrize("model_name", ["tgn", "jodie", "apan"])
+def test_edge_features_reach_the_models(model_name):
+    """A stream's features (beside its weight) are part of every event's ``e``: the models are built
+    that wide, read them in their messages, and other features train other losses."""
+    from dygsched.engine.worker import build_model
+    from dygsched.launch.hydra_app import compose_config
+
+    base = stream()
+    features = torch.from_numpy(np.random.default_rng(5).standard_normal((EVENTS, 3)).astype(np.float32))
+
+    def first_losses(scale: float) -> list[float]:
+        data = dataclasses.replace(base, edge_features=features * scale)
+        strategy = SingleProcessStrategy(batch_size=GLOBAL_BATCH)
+        strategy.check(data, SETTINGS, 1)
+        strategy.setup(RunContext(data, SETTINGS, 0, 1, CPU, Artifacts(None, True)))
+        assert strategy.edge.shape == (EVENTS, 4)  # the weight, then the three features
+        torch.manual_seed(0)
+        model = build_model(compose_config([f"model={model_name}", "model.dropout=0.0"]).model, data)
+        assert model.edge_dim == 4
+        module = strategy.objective(model)
+        optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+        seen = []
+        strategy.run_epoch(Epoch(0, module, optimizer, GradientSync(module, 1), CPU, 0, 1, seen.append, lambda *r: None))
+        return [s.loss_sum for s in seen]
+
+    plain, doubled = first_losses(1.0), first_losses(2.0)
+    assert plain[-1] != doubled[-1] and all(np.isfinite(plain))  # the first batch reads no earlier event

@@ -329,3 +329,32 @@ def test_config_instantiates_its_model(name: str, edge_dim: int) -> None:
     }[name]
     state = state_rows(model, 3)
     assert model.update_memory(**state).shape == (3, 100)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_per_vertex_state_read_at_several_times_is_the_expanded_update(name):
+    """``update_memory(..., rows=)``: one state entry per vertex, rows reading it at their own times,
+    the same values and gradients as the expanded call (what the engine's dedup relies on)."""
+    model = build(name, edge_dim=3, dropout=0.0).double()
+    state = {key: value.double() for key, value in state_rows(model, 6).items()}
+    rows = torch.tensor([0, 0, 3, 5, 3, 1, 0, 2])
+    query_time = state["memory_time"][rows] + torch.rand(rows.numel(), dtype=torch.float64) * 20
+    grouped = model.update_memory(**{**state, "query_time": query_time}, rows=rows)
+    expanded = model.update_memory(**{key: value[rows] for key, value in state.items() if key != "query_time"}, query_time=query_time)
+    torch.testing.assert_close(grouped, expanded, atol=1e-12, rtol=0)
+    weights = torch.randn_like(grouped)
+    params = [p for p in model.parameters() if p.requires_grad]
+    first = torch.autograd.grad((grouped * weights).sum(), params, allow_unused=True)
+    second = torch.autograd.grad((expanded * weights).sum(), params, allow_unused=True)
+    for a, b in zip(first, second):
+        assert (a is None) == (b is None) and (a is None or torch.allclose(a, b, atol=1e-12))
+
+
+def test_tgn_reads_each_distinct_neighbour_event_once_with_the_same_result():
+    model = build("tgn", edge_dim=5, dropout=0.0).double()
+    roots = {key: value.double() if value.is_floating_point() else value for key, value in root_rows(model, 7).items()}
+    events = torch.randint(0, 4, roots["neighbour_mask"].shape)  # 4 distinct events among 7 x 4 neighbours
+    features = torch.randn(4, 5, dtype=torch.float64)
+    dense = model.embed(**{**roots, "neighbour_edge": features[events] * roots["neighbour_mask"][..., None]})
+    indexed = model.embed(**{**roots, "neighbour_edge": features}, neighbour_edge_index=events)
+    torch.testing.assert_close(indexed, dense, atol=1e-12, rtol=0)
