@@ -107,6 +107,22 @@ def _numeric(frame: pd.DataFrame, column: str | int, path: Path, what: str, firs
     return values
 
 
+def _endpoints_and_times(
+    frame: pd.DataFrame, path: Path, columns: tuple[str | int, str | int, str | int], first_line: int, names: tuple[str, str] = ("source", "destination")
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The id columns (whole numbers, 0 or more) and the time column (numbers) of an event table."""
+
+    def what(kind: str, column: str | int) -> str:
+        return kind if isinstance(column, int) else f"{kind} ({column})"
+
+    src, dst, time = columns
+    return (
+        _numeric(frame, src, path, what(f"{names[0]} ids", src), first_line, integer=True).astype(np.int64),
+        _numeric(frame, dst, path, what(f"{names[1]} ids", dst), first_line, integer=True).astype(np.int64),
+        _numeric(frame, time, path, what("timestamps", time), first_line, integer=False),
+    )
+
+
 def _read_csv(path: Path, **options) -> pd.DataFrame:
     try:
         return pd.read_csv(path, **options)
@@ -154,9 +170,7 @@ def read_jodie(path: Path, name: str) -> EventStream:
     frame = _read_csv(path, skiprows=1, header=None)
     if frame.shape[1] < 4:
         raise DataError(f"{path}: JODIE's format has user_id, item_id, timestamp and state_label columns, found {frame.shape[1]}")
-    users = _numeric(frame, 0, path, "user ids", 2, integer=True).astype(np.int64)
-    items = _numeric(frame, 1, path, "item ids", 2, integer=True).astype(np.int64)
-    times = _numeric(frame, 2, path, "timestamps", 2, integer=False)
+    users, items, times = _endpoints_and_times(frame, path, (0, 1, 2), 2, names=("user", "item"))
     features = None
     if frame.shape[1] > 4:
         block = frame.iloc[:, 4:].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float32)
@@ -174,9 +188,7 @@ def read_dyglib(path: Path, name: str) -> EventStream:
     missing = [c for c in DYGLIB_COLUMNS if c not in frame.columns]
     if missing:
         raise DataError(f"{path}: DyGLib's ml_<name>.csv needs columns u, i, ts, idx; missing {', '.join(missing)}")
-    src = _numeric(frame, "u", path, "source ids (u)", 2, integer=True).astype(np.int64)
-    dst = _numeric(frame, "i", path, "destination ids (i)", 2, integer=True).astype(np.int64)
-    times = _numeric(frame, "ts", path, "timestamps (ts)", 2, integer=False)
+    src, dst, times = _endpoints_and_times(frame, path, ("u", "i", "ts"), 2)
     idx = _numeric(frame, "idx", path, "event indices (idx)", 2, integer=True).astype(np.int64)
     features = None
     feature_path = path.with_suffix(".npy")
@@ -203,9 +215,7 @@ def read_tgl(path: Path, name: str) -> EventStream:
     missing = [c for c in TGL_COLUMNS if c not in frame.columns]
     if missing:
         raise DataError(f"{file}: TGL's edges.csv needs columns src, dst, time; missing {', '.join(missing)}")
-    src = _numeric(frame, "src", file, "source ids (src)", 2, integer=True).astype(np.int64)
-    dst = _numeric(frame, "dst", file, "destination ids (dst)", 2, integer=True).astype(np.int64)
-    times = _numeric(frame, "time", file, "timestamps (time)", 2, integer=False)
+    src, dst, times = _endpoints_and_times(frame, file, TGL_COLUMNS, 2)
     features = None
     feature_path = folder / "edge_features.pt"
     if feature_path.is_file():
@@ -249,8 +259,5 @@ def read_edgelist(path: Path, name: str) -> EventStream:
     frame = _read_csv(path, sep=separator, header=None, skiprows=1 if has_header else 0)
     if frame.shape[1] < 3:
         raise DataError(f"{path}: an edge list needs three columns (src, dst, t), found {frame.shape[1]}")
-    first = 2 if has_header else 1
-    src = _numeric(frame, 0, path, "source ids", first, integer=True).astype(np.int64)
-    dst = _numeric(frame, 1, path, "destination ids", first, integer=True).astype(np.int64)
-    times = _numeric(frame, 2, path, "timestamps", first, integer=False)
+    src, dst, times = _endpoints_and_times(frame, path, (0, 1, 2), 2 if has_header else 1)
     return _stream(name, path, src, dst, times, None)
