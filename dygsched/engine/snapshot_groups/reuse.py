@@ -120,7 +120,7 @@ class HostCache:
         assert diff is not None, "snapshot 0 has no diff map"
         return diff
 
-    def paths(self, chain: Chain) -> list[str] | None:
+    def paths(self, chain: Chain) -> list[str]:
         """Full graph or diff map for each snapshot after the chain's first."""
         if self.path != "adaptive":  # a snapshot kept whole is computed in full on every path
             return ["full" if self.diff(t).is_full else self.path for t in range(chain.start + 1, chain.stop)]
@@ -136,8 +136,7 @@ class HostCache:
         key = (chain.start, chain.stop)
         if key not in self._steps:
             diffs = [self.diff(t) for t in range(chain.start + 1, chain.stop)]
-            paths = self.paths(chain) or ["diff"] * len(diffs)
-            self._steps[key] = chain_steps(self.edge_set(chain.start), diffs, paths, self.kind)
+            self._steps[key] = chain_steps(self.edge_set(chain.start), diffs, self.paths(chain), self.kind)
         return self._steps[key]
 
 
