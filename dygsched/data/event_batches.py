@@ -4,10 +4,10 @@
   (TGL's "recent" sampler). Every event ``(u, v, t)`` makes ``v`` a neighbour of ``u`` and ``u`` a
   neighbour of ``v`` at ``t`` (a self-loop once). Queries are vectorised: the neighbour lists are one
   array sorted by (node, time, event), and a query is one ``searchsorted``.
-* ``negative_destinations``: one uniformly random destination per event, drawn from a generator
-  seeded by (seed, phase, epoch, global batch), so every rank draws the same global batch's
-  negatives and takes its slice: a run on ``M`` ranks with batch ``b`` sees exactly the negatives
-  of one process with batch ``M b``.
+* ``negative_destinations``: uniformly random destinations from all nodes (TGL's and TGLite's
+  rule), ``per_event`` of them per event, drawn from a generator seeded by (seed, phase, epoch,
+  global batch), so every rank draws the same global batch's negatives and takes its slice: a run
+  on ``M`` ranks with batch ``b`` sees exactly the negatives of one process with batch ``M b``.
 * ``rank_slice``: a rank's contiguous share of a global batch.
 * ``batch_series``: what a slice of events reads: its roots (sources, destinations, negatives) at
   the events' times, their ``k`` recent neighbours, and the flattened series of both (the vertices
@@ -40,12 +40,15 @@ class SampledNeighbours:
 class RecentNeighbours:
     """The ``k`` most recent neighbours of a node with an event time strictly below the query time."""
 
-    def __init__(self, stream: EventStream, times: torch.Tensor | None = None) -> None:
+    def __init__(self, stream: EventStream, times: torch.Tensor | None = None, events: torch.Tensor | None = None) -> None:
+        """``events``: the stream indices that make neighbours (default: every event); the
+        sampled ``events`` are stream indices either way."""
         times = stream.t if times is None else times
-        keep = stream.src != stream.dst  # a self-loop once: only its forward copy
-        event = torch.arange(stream.num_events)
-        owner = torch.cat([stream.src, stream.dst[keep]])
-        other = torch.cat([stream.dst, stream.src[keep]])
+        event = torch.arange(stream.num_events) if events is None else events
+        src, dst = stream.src[event], stream.dst[event]
+        keep = src != dst  # a self-loop once: only its forward copy
+        owner = torch.cat([src, dst[keep]])
+        other = torch.cat([dst, src[keep]])
         events = torch.cat([event, event[keep]])
         # Time ranks make the (node, time) key exact integers whatever the timestamps are.
         distinct, time_rank = torch.unique(times, return_inverse=True)
@@ -80,11 +83,14 @@ class RecentNeighbours:
         )
 
 
-def negative_destinations(seed: int, phase: str, epoch: int, global_batch: int, count: int, num_nodes: int) -> torch.Tensor:
-    """``count`` uniform destinations in ``[0, num_nodes)`` for one global batch (the same on every rank)."""
+def negative_destinations(
+    seed: int, phase: str, epoch: int, global_batch: int, count: int, num_nodes: int, per_event: int = 1
+) -> torch.Tensor:
+    """``[per_event, count]`` uniform destinations in ``[0, num_nodes)`` for the ``count`` events of
+    one global batch (the same on every rank); row 0 is the same whatever ``per_event`` is."""
     entropy = np.random.SeedSequence([int(seed), PHASE_CODES[phase], int(epoch), int(global_batch)])
     generator = torch.Generator().manual_seed(int(entropy.generate_state(1, dtype=np.uint64)[0] >> 1))
-    return torch.randint(0, num_nodes, (count,), generator=generator)
+    return torch.randint(0, num_nodes, (per_event * count,), generator=generator).view(per_event, count)
 
 
 def rank_slice(start: int, stop: int, rank: int, world_size: int) -> tuple[int, int]:
@@ -95,9 +101,9 @@ def rank_slice(start: int, stop: int, rank: int, world_size: int) -> tuple[int, 
 
 @dataclass(frozen=True)
 class BatchSeries:
-    roots: torch.Tensor  # [3 n]: sources, destinations, negatives
-    root_times: torch.Tensor  # [3 n]
-    neighbours: SampledNeighbours  # [3 n, k]
+    roots: torch.Tensor  # [(2 + m) n]: sources, destinations, then m blocks of n negatives
+    root_times: torch.Tensor  # [(2 + m) n]
+    neighbours: SampledNeighbours  # [(2 + m) n, k]
     vertices: torch.Tensor  # roots, then the sampled neighbours row by row
     times: torch.Tensor  # each series vertex's query time (its root's)
 
@@ -106,7 +112,7 @@ def batch_series(
     sampler: RecentNeighbours, src: torch.Tensor, dst: torch.Tensor, negatives: torch.Tensor, times: torch.Tensor, k: int
 ) -> BatchSeries:
     roots = torch.cat([src, dst, negatives])
-    root_times = times.repeat(3)
+    root_times = times.repeat(roots.numel() // max(times.numel(), 1))
     sampled = sampler.sample(roots, root_times, k)
     vertices = torch.cat([roots, sampled.nodes[sampled.mask]])
     series_times = torch.cat([root_times, root_times[:, None].expand(-1, k)[sampled.mask]])

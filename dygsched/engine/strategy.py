@@ -76,13 +76,17 @@ class IterationStats:
 @dataclass(frozen=True)
 class RunSettings:
     """The run-level settings a strategy may read: ``window`` (snapshots per group), the split
-    fractions by time, the seed and the number of epochs."""
+    fractions by time, the seed and the number of epochs; for link prediction on event streams,
+    the share of nodes hidden from training (``split.new_nodes``) and the negatives per
+    evaluated event (``eval_negatives``)."""
 
     window: int
     train_fraction: float
     val_fraction: float
     seed: int
     epochs: int
+    new_node_fraction: float = 0.0
+    eval_negatives: int = 1
 
 
 @dataclass(frozen=True)
@@ -217,12 +221,14 @@ class Strategy(ABC):
     whether its parameters after any number of steps equal single-process training on the same
     units, step for step (the contract tests hold it to that). ``gradient_staleness``: 1 when each
     step applies the previous step's summed gradients (``GradientSync``), so the all-reduce
-    overlaps the next step; 0 (the default) for fresh gradients.
+    overlaps the next step; 0 (the default) for fresh gradients. ``predicts_links``: it reads the
+    link-prediction settings (``split.new_nodes``, ``eval_negatives``); others refuse them.
     """
 
     name: str
     data_kind: ClassVar[type] = object
     exact: ClassVar[bool] = True
+    predicts_links: ClassVar[bool] = False
     gradient_staleness: int = 0
 
     def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
@@ -232,6 +238,10 @@ class Strategy(ABC):
             raise ConfigError(
                 f"sched={self.name} trains on {self.data_kind.__name__} data, but the dataset gives {type(data).__name__} "
                 "(for an edge list, set dataset.kind)"
+            )
+        if not self.predicts_links and (settings.new_node_fraction != 0.0 or settings.eval_negatives != 1):
+            raise ConfigError(
+                f"split.new_nodes and eval_negatives set link prediction on event streams; sched={self.name} does not predict links"
             )
 
     def check_model(self, model: nn.Module) -> None:
@@ -251,7 +261,7 @@ class Strategy(ABC):
         this rank's epoch-level metrics (measured values, or ``Missing`` with the reason)."""
 
     @abstractmethod
-    def evaluate(self, phase: str) -> dict[str, float]:
+    def evaluate(self, phase: str) -> dict[str, MetricValue]:
         """Loss and the task's metric over the ``val`` or ``test`` part, the same on every rank."""
 
     def lr_multiplier(self, epoch: int) -> float:

@@ -73,6 +73,8 @@ def run_settings(cfg: Mapping[str, Any]) -> RunSettings:
         val_fraction=float(cfg["split"]["val"]),
         seed=int(cfg["seed"]),
         epochs=int(cfg["epochs"]),
+        new_node_fraction=float(cfg["split"].get("new_nodes", 0.0)),
+        eval_negatives=int(cfg.get("eval_negatives", 1)),
     )
 
 
@@ -337,7 +339,9 @@ class _RankRun:
             for phase, results in (("val", val), ("test", test)):
                 for metric, value in results.items():
                     record(phase, metric, value)
-            shown = "  ".join(f"val_{k} {v:.4f}" for k, v in val.items() if k != "loss" or len(val) == 1)
+            shown = "  ".join(
+                f"val_{k} {v:.4f}" for k, v in val.items() if (k != "loss" or len(val) == 1) and "inductive" not in k and not isinstance(v, Missing)
+            )
             log.info("epoch %d/%d  train_loss %.4f  %s  time %.2fs", epoch + 1, self.settings.epochs, train_loss, shown, epoch_time)
 
     def _collect(self, with_rng: bool) -> list[Any]:

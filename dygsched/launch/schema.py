@@ -18,6 +18,7 @@ from hydra.core.config_store import ConfigStore
 class SplitSchema:
     train: float = 0.7
     val: float = 0.15
+    new_nodes: float = 0.0
 
 
 @dataclass
@@ -42,6 +43,7 @@ class RunSchema:
     epochs: int = 5
     seed: int = 0
     window: int = 4
+    eval_negatives: int = 1
     split: SplitSchema = field(default_factory=SplitSchema)
     grad_sync: GradSyncSchema = field(default_factory=GradSyncSchema)
     metrics: MetricsSchema = field(default_factory=MetricsSchema)

@@ -21,7 +21,12 @@ aggregated once at the end, so the step is the same whatever the count.
 
 Memory is reset at the start of each epoch; validation continues from the end of training, test
 from the end of validation (TGL's protocol). Timestamps are shifted so the stream starts at 0.
-Evaluation reports the loss, average precision and ROC AUC of every positive and negative pair.
+Evaluation reports the loss, average precision and ROC AUC of every positive and negative pair
+(``ap``, ``auc``: transductive), the same over the events with an endpoint no training event
+touched (``ap_inductive``, ``auc_inductive``; ``split.new_nodes`` hides DyGLib's share of nodes
+from training, ``data.new_nodes``), and with ``eval_negatives = m > 1`` TGB's mean reciprocal
+rank of each positive among its ``m`` fixed negatives (``mrr``). Negatives are drawn uniformly
+from all nodes (TGL's rule); training always draws one per event.
 
 Epoch metrics: ``redundancy_dispatch`` and ``redundancy_aggregate`` (the share of the series and
 of the written endpoints that repeats a vertex: eta1, eta2), ``state_bytes`` (this rank's table) and
@@ -58,11 +63,12 @@ from dygsched.data.event_batches import (
 )
 from dygsched.data.events import EventSplit, EventStream
 from dygsched.data.loading import DynamicData
+from dygsched.data.new_nodes import NewNodeSplit, new_node_split
 from dygsched.engine.node_memory.organise import RedundancyFree
 from dygsched.engine.node_memory.state import NodeState, NodeStateTable, Ownership
 from dygsched.engine.node_memory.updates import StateUpdates
 from dygsched.engine.node_partition.exchange import all_to_all_later, exchange_counts, exchange_rows
-from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy
+from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, Missing, RunContext, RunSettings, Strategy
 from dygsched.errors import ConfigError
 from dygsched.models.memory_base import gather_rows
 
@@ -71,7 +77,8 @@ PHASES = ("train", "val", "test")
 
 @dataclass(frozen=True)
 class RankBatch:
-    """This rank's slice ``[start, stop)`` of global batch ``index`` ``[global_start, global_stop)``."""
+    """This rank's slice ``[start, stop)`` of global batch ``index`` ``[global_start, global_stop)``,
+    positions in its phase's events (``NodeMemoryStrategy.events_of`` maps them to the stream)."""
 
     phase: str
     index: int
@@ -131,11 +138,68 @@ class Traffic:
         return {kind: {"sent": self.sent[kind].tolist(), "received": self.received[kind].tolist()} for kind in self.sent}
 
 
+@dataclass(frozen=True)
+class EvaluationScores:
+    """One phase's scores: the loss sum, ``positive [n]`` and ``negative [n, m]`` logits, and
+    ``inductive [n]`` (the event has an endpoint no training event touched)."""
+
+    loss: float
+    positive: np.ndarray
+    negative: np.ndarray
+    inductive: np.ndarray
+
+    @staticmethod
+    def cat(parts: list[EvaluationScores]) -> EvaluationScores:
+        return EvaluationScores(
+            sum(p.loss for p in parts),
+            np.concatenate([p.positive for p in parts]),
+            np.concatenate([p.negative for p in parts]),
+            np.concatenate([p.inductive for p in parts]),
+        )
+
+
+def ranking_metrics(positive: np.ndarray, negative: np.ndarray) -> tuple[float, float]:
+    """Average precision and ROC AUC of every positive against every negative."""
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    scores = np.concatenate([positive, negative.reshape(-1)])
+    labels = np.concatenate([np.ones(positive.size), np.zeros(negative.size)])
+    return float(average_precision_score(labels, scores)), float(roc_auc_score(labels, scores))
+
+
+def mean_reciprocal_rank(positive: np.ndarray, negative: np.ndarray) -> float:
+    """TGB's MRR: each positive ranked among its own row of negatives, ties counted half (the mean
+    of the optimistic and pessimistic ranks), ``1 / rank`` averaged over the events."""
+    above = (negative > positive[:, None]).sum(1)
+    tied = (negative == positive[:, None]).sum(1)
+    return float(np.mean(1.0 / (1.0 + above + 0.5 * tied)))
+
+
+NO_NEW_ENDPOINT = "no event of this phase has an endpoint that no training event touched"
+
+
+def link_prediction_metrics(scores: EvaluationScores, with_mrr: bool) -> dict[str, MetricValue]:
+    """Transductive (every event) and inductive (events with a new endpoint) AP and AUC, and TGB's MRR."""
+    new = scores.inductive
+    out: dict[str, MetricValue] = {"loss": scores.loss / max(scores.positive.size, 1)}
+    out["ap"], out["auc"] = ranking_metrics(scores.positive, scores.negative)
+    if new.any():
+        out["ap_inductive"], out["auc_inductive"] = ranking_metrics(scores.positive[new], scores.negative[new])
+    else:
+        out["ap_inductive"] = out["auc_inductive"] = Missing(NO_NEW_ENDPOINT)
+    out["inductive_share"] = float(new.mean())
+    if with_mrr:
+        out["mrr"] = mean_reciprocal_rank(scores.positive, scores.negative)
+        out["mrr_inductive"] = mean_reciprocal_rank(scores.positive[new], scores.negative[new]) if new.any() else Missing(NO_NEW_ENDPOINT)
+    return out
+
+
 class NodeMemoryStrategy(Strategy):
     """The shared loop of the node-memory strategies (see the module docstring)."""
 
     data_kind = EventStream
     exact = True
+    predicts_links = True
     embed_distinct_roots = True  # one embedding per distinct (root, time) pair (``_embedded_roots``)
 
     def __init__(self, name: str, batch_size: int = 600, micro_batches: int = 1) -> None:
@@ -152,11 +216,12 @@ class NodeMemoryStrategy(Strategy):
     def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
         super().check(data, settings, world_size)
         assert isinstance(data, EventStream)
-        train = data.split(settings.train_fraction, settings.val_fraction).train
-        if self.batch_size * world_size > train[1] - train[0]:
-            raise ConfigError(
-                f"a global batch of {self.batch_size} x {world_size} ranks is more than the {train[1] - train[0]} training events"
-            )
+        if settings.eval_negatives < 1:
+            raise ConfigError(f"eval_negatives must be at least 1 negative per event, got {settings.eval_negatives}")
+        split = data.split(settings.train_fraction, settings.val_fraction)
+        training_events = int(new_node_split(data, split, settings.new_node_fraction).train_events.numel())  # refuses an impossible share
+        if self.batch_size * world_size > training_events:
+            raise ConfigError(f"a global batch of {self.batch_size} x {world_size} ranks is more than the {training_events} training events")
 
     def check_model(self, model: nn.Module) -> None:
         from dygsched.models.memory_base import MemoryModel
@@ -172,7 +237,13 @@ class NodeMemoryStrategy(Strategy):
         self.artifacts = run.artifacts
         self.times = relative_times(stream)
         self.split: EventSplit = stream.split(run.settings.train_fraction, run.settings.val_fraction)
+        self.new_nodes: NewNodeSplit = new_node_split(stream, self.split, run.settings.new_node_fraction)
         self.neighbours = RecentNeighbours(stream, self.times)
+        # training samples neighbours among the events it trains on (all of them unless nodes are hidden)
+        self.train_neighbours = (
+            RecentNeighbours(stream, self.times, self.new_nodes.train_events) if self.new_nodes.drops_events else self.neighbours
+        )
+        self.eval_negatives = int(run.settings.eval_negatives)
         self.edge = stream.edge_matrix().to(self.times.dtype)  # weight and edge features, as the models read them
         self.traffic = Traffic(self.rank, self.world_size)
 
@@ -199,11 +270,26 @@ class NodeMemoryStrategy(Strategy):
         """Write ``updates`` (this rank's, all ranks' together) wherever the state lives."""
 
     # ---- batches ----------------------------------------------------------------------------------
-    def batches(self, phase: str) -> list[RankBatch]:
+    def phase_size(self, phase: str) -> int:
+        if phase == "train" and self.new_nodes.drops_events:
+            return int(self.new_nodes.train_events.numel())
         start, stop = self.split.phase(phase)
+        return stop - start
+
+    def events_of(self, batch: RankBatch) -> slice | torch.Tensor:
+        """The stream indices of ``batch``'s events (a slice unless training skips hidden nodes' events)."""
+        if batch.phase == "train" and self.new_nodes.drops_events:
+            return self.new_nodes.train_events[batch.start : batch.stop]
+        first = self.split.phase(batch.phase)[0]
+        return slice(first + batch.start, first + batch.stop)
+
+    def sampler(self, phase: str) -> RecentNeighbours:
+        return self.train_neighbours if phase == "train" else self.neighbours
+
+    def batches(self, phase: str) -> list[RankBatch]:
         size = self.batch_size * self.world_size
         out = []
-        for index, (g0, g1) in enumerate(self.stream.batches(start, stop, size)):
+        for index, (g0, g1) in enumerate(self.stream.batches(0, self.phase_size(phase), size)):
             a, b = rank_slice(g0, g1, self.rank, self.world_size)
             out.append(RankBatch(phase, index, g0, g1, a, b))
         return out
@@ -220,23 +306,29 @@ class NodeMemoryStrategy(Strategy):
             yield batch, [(part, self.inputs(part)) for part in self.parts(batch)]
 
     def _negatives(self, batch: RankBatch) -> torch.Tensor:
-        epoch = self._epoch if batch.phase == "train" else 0  # evaluation sees the same negatives every epoch
-        drawn = negative_destinations(self.settings.seed, batch.phase, epoch, batch.index, batch.global_events, self.stream.num_nodes)
-        return drawn[batch.start - batch.global_start : batch.stop - batch.global_start]
+        """One negative per event in training; ``eval_negatives`` per event in evaluation, in blocks of one per event."""
+        training = batch.phase == "train"
+        epoch = self._epoch if training else 0  # evaluation sees the same negatives every epoch
+        per_event = 1 if training else self.eval_negatives
+        drawn = negative_destinations(
+            self.settings.seed, batch.phase, epoch, batch.index, batch.global_events, self.stream.num_nodes, per_event
+        )
+        return drawn[:, batch.start - batch.global_start : batch.stop - batch.global_start].reshape(-1)
 
     # ---- one batch ----------------------------------------------------------------------------------
     def inputs(self, batch: RankBatch) -> BatchInputs:
         """The events of ``batch``, its roots (sources, destinations, negatives), their sampled neighbours and the series."""
-        src, dst = self.stream.src[batch.start : batch.stop], self.stream.dst[batch.start : batch.stop]
-        t = self.times[batch.start : batch.stop]
-        read = batch_series(self.neighbours, src, dst, self._negatives(batch), t, int(self.model.embedding_neighbours))
+        events = self.events_of(batch)
+        src, dst, t = self.stream.src[events], self.stream.dst[events], self.times[events]
+        read = batch_series(self.sampler(batch.phase), src, dst, self._negatives(batch), t, int(self.model.embedding_neighbours))
         return BatchInputs(src, dst, t, read.roots, read.root_times, read.neighbours, Series(read.vertices, read.times))
 
     def _step(
         self, batch: RankBatch, inputs: BatchInputs, stats: IterationStats, upcoming: Series | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, StateUpdates]:
-        """This rank's loss sum, positive and negative logits, and state writes for ``batch``
-        (``upcoming``: the series of the next micro-batch of the same batch, if any)."""
+        """This rank's loss sum, positive logits ``[n]``, negative logits ``[n, m]`` (``m`` negatives
+        per event), and state writes for ``batch`` (``upcoming``: the series of the next
+        micro-batch of the same batch, if any)."""
         model, n = self.model, batch.events
         src, dst, t, roots, root_times, sampled, series = (
             inputs.src, inputs.dst, inputs.times, inputs.roots, inputs.root_times, inputs.neighbours, inputs.series
@@ -260,12 +352,14 @@ class NodeMemoryStrategy(Strategy):
             neighbour_edge_index=event_index.to(dev),
         )
         z = gather_rows(z, expand)
+        per_event = (roots.numel() - 2 * n) // max(n, 1)
         positive = model.score(z[:n], z[n : 2 * n])
-        negative = model.score(z[:n], z[2 * n :])
+        negative = model.score(z[:n].repeat(per_event, 1) if per_event > 1 else z[:n], z[2 * n :])
         loss_sum = F.binary_cross_entropy_with_logits(positive, torch.ones_like(positive), reduction="sum") + (
             F.binary_cross_entropy_with_logits(negative, torch.zeros_like(negative), reduction="sum")
         )
-        return loss_sum, positive.detach(), negative.detach(), self._updates(batch, memory[: 2 * n].detach(), src, dst, t)
+        negative = negative.detach().view(per_event, n).t()
+        return loss_sum, positive.detach(), negative, self._updates(batch, memory[: 2 * n].detach(), src, dst, t)
 
     def _embedded_roots(self, roots: torch.Tensor, root_times: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The roots to embed (the first of each distinct (vertex, time) pair) and the index that
@@ -288,16 +382,17 @@ class NodeMemoryStrategy(Strategy):
     def _updates(self, batch: RankBatch, endpoint_memory: torch.Tensor, src, dst, t) -> StateUpdates:
         model, n, dev = self.model, batch.events, self.device
         s_src, s_dst = endpoint_memory[:n], endpoint_memory[n:]
-        edge = self.edge[batch.start : batch.stop].to(dev)
+        events = self.events_of(batch)
+        edge = self.edge[events].to(dev)
         with torch.no_grad():
             mail_src, mail_dst = model.mail(s_src, s_dst, edge), model.mail(s_dst, s_src, edge)
         k = int(model.mail_neighbours)
         slots = 2 + 2 * k
-        event = torch.arange(batch.start, batch.stop)
+        event = torch.arange(events.start, events.stop) if isinstance(events, slice) else events
         keys = torch.cat([event * slots, event * slots + 1])
         endpoints, endpoint_times = torch.cat([src, dst]), t.repeat(2)
         if k:
-            sampled = self.neighbours.sample(endpoints, endpoint_times, k)
+            sampled = self.sampler(batch.phase).sample(endpoints, endpoint_times, k)
             slot = 2 + torch.arange(2 * k).reshape(2, 1, k).expand(2, n, k).reshape(2 * n, k)
             delivery_keys = (keys[:, None] - keys[:, None] % slots + slot)[sampled.mask]
             delivered_to = sampled.nodes[sampled.mask]
@@ -374,7 +469,7 @@ class NodeMemoryStrategy(Strategy):
         return {"ranks": gathered}
 
     # ---- evaluation -------------------------------------------------------------------------------
-    def evaluate(self, phase: str) -> dict[str, float]:
+    def evaluate(self, phase: str) -> dict[str, MetricValue]:
         if phase not in ("val", "test"):
             raise ValueError(phase)
         previous = PHASES[PHASES.index(phase) - 1]
@@ -383,45 +478,35 @@ class NodeMemoryStrategy(Strategy):
             self._position = None
             for earlier in PHASES[: PHASES.index(phase)]:
                 self._stream_through(earlier)
-        losses, positives, negatives = self._stream_through(phase)
-        return self._metrics(losses, positives, negatives)
+        return self._metrics(self._stream_through(phase))
 
-    def _stream_through(self, phase: str) -> tuple[float, list[torch.Tensor], list[torch.Tensor]]:
+    def _stream_through(self, phase: str) -> EvaluationScores:
         """Every batch of ``phase`` without training: scores and state writes."""
         self.model.eval()
         self._counting = False
-        loss, positives, negatives = 0.0, [], []
+        loss, positives, negatives, inductive = 0.0, [], [], []
         with torch.no_grad():
             for batch in self.batches(phase):
                 stats = IterationStats(batch.index)
                 self._comm_s = 0.0
-                loss_sum, positive, negative, updates = self._step(batch, self.inputs(batch), stats)
+                inputs = self.inputs(batch)
+                loss_sum, positive, negative, updates = self._step(batch, inputs, stats)
                 self.aggregate(updates, stats)
                 loss += float(loss_sum)
                 positives.append(positive.cpu())
                 negatives.append(negative.cpu())
+                inductive.append(self.new_nodes.inductive(inputs.src, inputs.dst))
         self._position = phase
         self._counting = True
         self.model.train()
-        return loss, positives, negatives
+        return EvaluationScores(loss, torch.cat(positives).numpy(), torch.cat(negatives).numpy(), torch.cat(inductive).numpy())
 
-    def _metrics(self, loss: float, positives: list[torch.Tensor], negatives: list[torch.Tensor]) -> dict[str, float]:
-        from sklearn.metrics import average_precision_score, roc_auc_score
-
-        mine = (loss, torch.cat(positives).numpy(), torch.cat(negatives).numpy())
+    def _metrics(self, mine: EvaluationScores) -> dict[str, MetricValue]:
         parts = [mine]
         if self.world_size > 1:
             parts = [None] * self.world_size
             dist.all_gather_object(parts, mine)
-        positive = np.concatenate([p[1] for p in parts])
-        negative = np.concatenate([p[2] for p in parts])
-        scores = np.concatenate([positive, negative])
-        labels = np.concatenate([np.ones_like(positive), np.zeros_like(negative)])
-        return {
-            "loss": sum(p[0] for p in parts) / max(positive.size, 1),
-            "ap": float(average_precision_score(labels, scores)),
-            "auc": float(roc_auc_score(labels, scores)),
-        }
+        return link_prediction_metrics(EvaluationScores.cat(parts), with_mrr=self.eval_negatives > 1)
 
     # ---- helpers for subclasses -------------------------------------------------------------------
     def memory_at(self, keys: torch.Tensor, times: torch.Tensor, read: Callable[[torch.Tensor], NodeState]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -91,7 +91,7 @@ def epoch_reads(
     sampler = sampler or RecentNeighbours(stream, times)
     start, stop = events
     for index, (g0, g1) in enumerate(stream.batches(start, stop, batch_size * world_size)):
-        negatives = negative_destinations(seed, "train", epoch, index, g1 - g0, stream.num_nodes)
+        negatives = negative_destinations(seed, "train", epoch, index, g1 - g0, stream.num_nodes)[0]
         for rank in range(world_size):
             a, b = rank_slice(g0, g1, rank, world_size)
             src, dst, t = stream.src[a:b], stream.dst[a:b], times[a:b]
