@@ -99,7 +99,9 @@ def _numeric(frame: pd.DataFrame, column: str | int, path: Path, what: str, firs
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values)
     if bad.any():
-        raise _bad_row(path, f"{what} must be numbers, got {frame[column].iloc[int(np.flatnonzero(bad)[0])]!r}", bad, first_line)
+        raw = frame[column].iloc[int(np.flatnonzero(bad)[0])]
+        got = "nothing (a missing value)" if pd.isna(raw) else repr(raw)
+        raise _bad_row(path, f"{what} must be numbers, got {got}", bad, first_line)
     if integer:
         bad = (np.mod(values, 1) != 0) | (values < 0)
         if bad.any():

@@ -107,7 +107,7 @@ def test_collegemsg(shared_data):
 BAD = {
     "no format": ("stream.csv", "a;b;c\n1;2;3\n", "not a stream format"),
     "text id": ("s.txt", "src,dst,t\n1,2,3\nx,2,4\n", "source ids must be numbers, got 'x' (line 3)"),
-    "missing time": ("s.txt", "src,dst,t\n1,2,3\n1,2,\n", "timestamps must be numbers"),
+    "missing time": ("s.txt", "src,dst,t\n1,2,3\n1,2,\n", "timestamps must be numbers, got nothing (a missing value) (line 3)"),
     "fractional id": ("s.txt", "1 2 3\n1.5 2 4\n", "must be whole numbers of 0 or more (line 2)"),
     "jodie feature": ("j.csv", "user_id,item_id,timestamp,state_label,f\n0,1,2,0,0.5\n0,1,3,0,zz\n", "features must be numbers (line 3)"),
     "empty": ("e.txt", "src,dst,t\n", "no events"),
