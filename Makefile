@@ -10,7 +10,7 @@ RUN_ARGS ?=
 RESULTS ?= results
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint test-slow test-gpu clean paper table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting table-flare-accuracy table-flare-memory table-flare-convergence table-flare-time table-flare-breakdown fig-flare-heatmap fig-flare-scaling table-distdy-storage table-distdy-partition table-distdy-traffic table-distdy-time fig-distdy-params fig-distdy-capacity table-sven-comm table-sven-balance table-sven-accuracy table-sven-breakdown bench-tgn-pyg bench-vs-pygt bench-stream-scaling
+.PHONY: help install run test lint test-slow test-gpu clean paper table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting table-flare-accuracy table-flare-memory table-flare-convergence table-flare-time table-flare-breakdown fig-flare-heatmap fig-flare-scaling table-distdy-storage table-distdy-partition table-distdy-traffic table-distdy-time fig-distdy-params fig-distdy-capacity table-sven-comm table-sven-balance table-sven-accuracy table-sven-breakdown bench-tgn-pyg bench-vs-pygt bench-stream-scaling table-stream-accuracy
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -211,6 +211,10 @@ bench-vs-pygt: $(STAMP) ## one rank against a plain PyTorch Geometric Temporal l
 STREAM_SCALING_ARGS ?=
 bench-stream-scaling: $(STAMP) ## TGN, JODIE, APAN in one process on REDDIT-shaped streams of 20,000-672,447 events: seconds per epoch and peak memory, a table and a log-log plot
 	$(BIN)/python scripts/bench_stream_scaling.py --results-dir $(RESULTS)/stream_scaling $(STREAM_SCALING_ARGS)
+
+STREAM_ACCURACY_ARGS ?=
+table-stream-accuracy: $(STAMP) ## TGN, JODIE, APAN: test AP and AUC, transductive and inductive (DyGLib's split), 3 seeds, on CollegeMsg and the REDDIT-sized stream
+	$(BIN)/python scripts/stream_accuracy.py --results-dir $(RESULTS)/stream_accuracy $(STREAM_ACCURACY_ARGS)
 
 bench-tgn-pyg: $(STAMP) ## the one-process TGN reference against a TGN of PyG's temporal modules: epoch time side by side (Enron)
 	$(BIN)/python scripts/bench_tgn_pyg.py --out $(RESULTS)/bench_tgn_pyg.csv $(TGN_PYG_ARGS)

@@ -94,7 +94,7 @@ def build_model(model_cfg: Mapping[str, Any], data: DynamicData) -> torch.nn.Mod
     from dygsched.data.events import EventStream
     from dygsched.models.memory_base import MemoryModel
 
-    params = {k: v for k, v in model_cfg.items() if k != "name"}
+    params = {k: v for k, v in model_cfg.items() if k not in ("name", "default_lr")}  # default_lr is optim.lr's default
     try:
         target = get_class(str(params.get("_target_", "")))
     except Exception:  # not a class, or not importable: instantiate_component says which, in one line

@@ -344,6 +344,15 @@ def stream_scaling(tables: Tables) -> str:
     return "seconds per epoch in one process: " + "; ".join(parts)
 
 
+def stream_accuracy(tables: Tables) -> str:
+    table = _table(tables)
+    parts = []
+    for (dataset, setting), rows in table[table["metric"] == "ap"].groupby(["dataset", "setting"], sort=False):
+        shown = ", ".join(f"{r.model} {r['mean']:.3f}" + (f" ± {r['std']:.3f}" if r["seeds"] > 1 else "") for _, r in rows.iterrows())
+        parts.append(f"{dataset} {setting}: {shown}")
+    return "test AP at the best validation epoch, mean ± std over seeds: " + "; ".join(parts)
+
+
 READINGS: dict[str, Callable[[Tables], str]] = {
     "table-epoch-time": epoch_time,
     "fig-convergence": convergence,
@@ -374,5 +383,6 @@ READINGS: dict[str, Callable[[Tables], str]] = {
     "bench-flop-counting": flop_counting,
     "bench-vs-pygt": vs_pygt,
     "bench-stream-scaling": stream_scaling,
+    "table-stream-accuracy": stream_accuracy,
     "bench-tgn-pyg": tgn_pyg,
 }

@@ -222,6 +222,12 @@ TARGETS = (
         "one run per model and size, median over its epochs", 19,
         {"STREAM_SCALING_ARGS": "--users 200 --items 40 --events 2000,4000 --epochs 1"},
     ),
+    PaperTarget(
+        "table-stream-accuracy", "engine", "TGN, JODIE and APAN: test AP and AUC, transductive and inductive, over seeds",
+        "(no paper table; DyGLib's protocol)", ("stream_accuracy/stream_accuracy.csv",),
+        "one run per model and seed; test at the best validation epoch; mean and standard deviation over 3 seeds", 60,
+        {"STREAM_ACCURACY_ARGS": "--datasets bipartite --seeds 0 --epochs 1 --extra dataset.num_users=200 dataset.num_items=40 dataset.num_events=3000"},
+    ),
 )
 
 
