@@ -196,8 +196,9 @@ $(SVEN_DIR)/breakdown/runs.parquet: | $(STAMP)
 table-sven-comm: $(STAMP) ## Sven figure 12: bytes per epoch of DepCache, DepComm and Sven, 2-64 virtual ranks, with the closed forms
 	$(BIN)/python scripts/sven_tables.py comm --out $(SVEN_DIR) $(SVEN_TABLE_ARGS)
 
-table-sven-balance: $(STAMP) ## Sven figure 14: the largest receive volume under range, interval and Re-FlexBiCut owners
-	$(BIN)/python scripts/sven_tables.py balance --out $(SVEN_DIR) $(SVEN_TABLE_ARGS)
+SVEN_BALANCE_ARGS ?=
+table-sven-balance: $(STAMP) ## Sven figure 14: per-step link balance (Equation 2) of the dispatch under range, interval and Re-FlexBiCut owners; APAN, REDDIT-sized stream, 8 trainers, batch 400-2400, 10 epochs
+	$(BIN)/python scripts/sven_tables.py balance --out $(SVEN_DIR) $(SVEN_BALANCE_ARGS)
 
 table-sven-accuracy: $(SVEN_DIR)/accuracy/runs.parquet ## Sven table 4: test AP and AUC of TGN, JODIE, APAN, one process vs Sven on 2 ranks, staleness 0 and 1 (SVEN_SEEDS=0,1,2 for several seeds)
 	$(BIN)/python scripts/sven_tables.py accuracy $(SVEN_DIR)/accuracy

@@ -1,7 +1,7 @@
 """Sven's tables and figures (see the `make table-sven-*` targets).
 
     python scripts/sven_tables.py comm      --out results/sven            # figure 12: bytes per epoch, 2-64 virtual ranks
-    python scripts/sven_tables.py balance   --out results/sven            # figure 14: largest receive volume per partition
+    python scripts/sven_tables.py balance   --out results/sven            # figure 14: per-step link balance per partition
     python scripts/sven_tables.py accuracy  results/sven/accuracy         # table 4: test AP / AUC, one process vs Sven
     python scripts/sven_tables.py breakdown results/sven/breakdown        # figure 15: epoch time as each mechanism is added
 
@@ -107,43 +107,96 @@ def comm(args: argparse.Namespace) -> None:
 
 
 # ---- figure 14 ------------------------------------------------------------------------------------
-def balance(args: argparse.Namespace) -> None:
-    from dygsched.data.event_batches import RecentNeighbours, relative_times
-    from dygsched.engine.node_memory.volumes import demand_matrix, epoch_reads
-    from dygsched.sched.vertex_partition import partition_vertices
+BALANCE_PARTITIONS = ("range", "interval", "reflexbicut")
 
-    rows = []
+
+def balance(args: argparse.Namespace) -> None:
+    """Section 5.4's balance cost: per training step, the trainer-pair matrix C of Sven's dispatch
+    all-to-all and its residual against the slowest link (Equation 2), under each partition, over
+    ``--epochs`` epochs (each draws its own negatives); owners from the pre-sampling of epoch 0."""
+    from dygsched.data.event_batches import RecentNeighbours, relative_times
+    from dygsched.engine.node_memory.volumes import demand_matrix, dispatch_pairs, epoch_reads
+    from dygsched.sched.vertex_partition import link_balance, partition_vertices
+
+    rows, per_step = [], []
     for dataset in args.datasets:
         cfg, stream, model = stream_and_model(dataset, args.model)
         train = stream.split(cfg["split"]["train"], cfg["split"]["val"]).train
         sampler = RecentNeighbours(stream, relative_times(stream))
+        k = model.embedding_neighbours
         for batch in args.batches:
             for ranks in args.ranks:
                 if batch * ranks > train[1] - train[0]:
+                    print(f"skipped: batch {batch} x {ranks} ranks is more than the {train[1] - train[0]} training events of {dataset}")
                     continue
-                reads = epoch_reads(stream, train, batch, ranks, cfg["seed"], 0, model.embedding_neighbours, sampler=sampler)
-                demand = demand_matrix(reads, ranks, stream.num_nodes)
+                reads = [list(epoch_reads(stream, train, batch, ranks, cfg["seed"], epoch, k, sampler=sampler)) for epoch in range(args.epochs)]
+                demand = demand_matrix(iter(reads[0]), ranks, stream.num_nodes)
                 found = {}
-                for method in ("range", "interval", "reflexbicut"):
+                for method in BALANCE_PARTITIONS:
                     start = time.perf_counter()
-                    found[method] = (partition_vertices(method, demand, capacity_slack=args.capacity_slack), time.perf_counter() - start)
-                for method, (result, seconds) in found.items():
-                    volume = result.largest_receive_volume
+                    partition = partition_vertices(method, demand, capacity_slack=args.capacity_slack)
+                    seconds = time.perf_counter() - start
+                    pairs = np.concatenate([dispatch_pairs(iter(epoch), partition.owner, ranks) for epoch in reads])
+                    costs = link_balance(pairs)
+                    found[method] = costs
+                    for step, value in enumerate(costs["balance_cost"]):
+                        per_step.append({"dataset": dataset, "batch_per_rank": batch, "ranks": ranks, "partition": method, "step": step,
+                                         "balance_cost": value, "slowest_link": costs["slowest_link"][step]})  # fmt: skip
+                    cost = costs["balance_cost"]
                     rows.append({
-                        "dataset": dataset, "batch_per_rank": batch, "ranks": ranks, "partition": method, "used": result.used,
-                        "largest_receive_rows": volume, "mean_receive_rows": float(result.receive_volumes.mean()),
-                        "largest_part": int(result.part_sizes.max()), "partition_s": seconds,
-                        "vs_range_pct": 100 * (volume / found["range"][0].largest_receive_volume - 1),
-                        "vs_interval_pct": 100 * (volume / found["interval"][0].largest_receive_volume - 1),
+                        "dataset": dataset, "batch_per_rank": batch, "ranks": ranks, "partition": method, "used": partition.used,
+                        "steps": int(cost.size), "max_balance_cost": float(cost.max()),
+                        "upper_quartile_balance_cost": float(np.percentile(cost, 75)), "median_balance_cost": float(np.median(cost)),
+                        "max_slowest_link": float(costs["slowest_link"].max()), "mean_residual": float(costs["mean_residual"].mean()),
+                        "dispatch_rows_per_step": float(pairs.sum(axis=(1, 2)).mean()),
+                        "largest_receive_rows": partition.largest_receive_volume, "partition_s": seconds,
                     })  # fmt: skip
+                for row in rows[-len(BALANCE_PARTITIONS) :]:
+                    for baseline in ("range", "interval"):
+                        row[f"vs_{baseline}_pct"] = 100 * (row["max_balance_cost"] / found[baseline]["balance_cost"].max() - 1)
+    table = pd.DataFrame(rows)
     show(
-        pd.DataFrame(rows),
+        table,
         args.out,
         "balance",
         PAPER_BALANCE,
-        f"model={args.model}; the balance cost is the largest receive volume in N&M rows over one epoch's pre-sampling; "
+        f"model={args.model}; {args.epochs} epoch(s); per step, C[i, j] = N&M rows trainer i receives from trainer j in Sven's "
+        "dispatch all-to-all (distinct vertices); balance cost = max(C) - min(C) over the links, the largest entry of the "
+        "residual R = max(C) J - C (Equation 2); max_* over every step; owners from epoch 0's pre-sampling; "
         f"capacity slack {args.capacity_slack}.",
     )
+    if per_step:
+        plot_balance(pd.DataFrame(per_step), args.out / "sven_balance.png")
+        print(f"written: {args.out / 'sven_balance.png'}")
+
+
+def plot_balance(steps: pd.DataFrame, out: Path) -> None:
+    """Figure 14's box plots: the per-step balance cost of each partition, per batch size and rank count."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    settings = steps.groupby(["dataset", "ranks"], sort=False)
+    fig, axes = plt.subplots(1, settings.ngroups, figsize=(5 * settings.ngroups, 4), squeeze=False)
+    for ax, ((dataset, ranks), rows) in zip(axes[0], settings, strict=True):
+        batches = sorted(rows["batch_per_rank"].unique())
+        width = 0.8 / len(BALANCE_PARTITIONS)
+        for offset, method in enumerate(BALANCE_PARTITIONS):
+            data = [rows[(rows.batch_per_rank == b) & (rows.partition == method)]["balance_cost"].to_numpy() for b in batches]
+            positions = [i + (offset - 1) * width for i in range(len(batches))]
+            box = ax.boxplot(data, positions=positions, widths=width * 0.9, patch_artist=True, showfliers=False)
+            for patch in box["boxes"]:
+                patch.set_facecolor(f"C{offset}")
+            ax.plot([], [], color=f"C{offset}", linewidth=6, label=method)
+        ax.set_xticks(range(len(batches)), [str(b) for b in batches])
+        ax.set_xlabel("batch per trainer")
+        ax.set_ylabel("balance cost (N&M rows, slowest link - fastest)")
+        ax.set_title(f"{dataset}, {ranks} trainers")
+        ax.legend()
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
 
 
 # ---- run folders ----------------------------------------------------------------------------------
@@ -233,6 +286,8 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--ranks", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64] if name == "comm" else [4, 8, 16])
         p.add_argument("--out", type=Path, default=Path("results/sven"))
     sub.choices["balance"].add_argument("--capacity-slack", type=float, default=0.1)
+    sub.choices["balance"].add_argument("--epochs", type=int, default=10, help="figure 14 plots 10 epochs")
+    sub.choices["balance"].set_defaults(datasets=["reddit_like"], model="apan", batches=[400, 800, 1200, 1600, 2000, 2400], ranks=[8])
     for name in ("accuracy", "breakdown"):
         sub.add_parser(name).add_argument("results", type=Path)
     args = parser.parse_args(argv)

@@ -260,7 +260,8 @@ def sven_balance(tables: Tables) -> str:
     table = _table(tables)
     cut = table[table.partition == "reflexbicut"]
     return (
-        f"Re-FlexBiCut's largest receive volume is {_span(cut.vs_range_pct, lambda v: f'{v:+.1f}%')} against range and "
+        f"Re-FlexBiCut's largest per-step balance cost (slowest link minus fastest, Equation 2) is "
+        f"{_span(cut.vs_range_pct, lambda v: f'{v:+.1f}%')} against range and "
         f"{_span(cut.vs_interval_pct, lambda v: f'{v:+.1f}%')} against interval over {len(cut)} settings"
     )
 

@@ -10,12 +10,15 @@ Baselines: ``range`` (contiguous blocks of ids) and ``interval`` (``v mod M``).
 ``re_flexbicut`` follows Alg. 3: while vertices are unassigned, each trainer ``t_i`` in turn cuts the
 unassigned vertices ``U`` between itself (source) and the other trainers (sink). In this bipartite
 graph a vertex costs ``demand[i, v]`` on the sink side and ``sum_{j != i} demand[j, v]`` on the source
-side, so the cut ranks vertices by ``gain = demand[i, v] - sum_{j != i} demand[j, v]``; the
-approximate cut takes the best-ranked vertices ``t_i`` needs, at most a round's quota. Vertices
-that the sink needs at least as much (``gain <= 0``: the overlap of both sides, line 9) go back to
-the sink when that lowers the balance cost (lines 9-12). Every part holds at most
-``ceil((1 + capacity_slack) N / M)`` vertices: without a limit the cut gives nearly everything to
-one trainer. Vertices nobody needs fill the parts with room, smallest first.
+side, so the minimum cut puts on the source side exactly the vertices with
+``gain = demand[i, v] - sum_{j != i} demand[j, v] > 0``; the approximate cut takes the best-ranked
+of them, at most a round's quota. The vertices every trainer needs about equally (``gain <= 0``
+for each: the overlap of lines 8-12) are left to the sink until no trainer's cut takes anything;
+then each, the most needed first, goes where it lowers the balance cost ``max_j zeta_j`` most: to
+the trainer with room that receives the most (the flexible reassignment). Hot vertices are thus
+dealt out by what each trainer receives, not in blocks to whichever trainer cuts first. Every
+part holds at most ``ceil((1 + capacity_slack) N / M)`` vertices: without a limit the cut gives
+nearly everything to one trainer. Vertices nobody needs fill the parts with room, smallest first.
 
 ``partition_vertices`` runs the requested method and, for ``reflexbicut``, falls back to the better
 baseline if the cut's balance cost is worse, saying so in ``note``. Numpy and scipy only.
@@ -76,6 +79,26 @@ def receive_volumes(demand, owner: np.ndarray) -> np.ndarray:
     return np.where(owned, 0.0, matrix).sum(axis=1)
 
 
+def link_balance(pairs: np.ndarray) -> dict[str, np.ndarray]:
+    """Per step, the balance of one all-to-all as section 5.4 measures it (Equation 2).
+
+    ``pairs [steps, M, M]``: ``C[s, i, j]``, the N&M rows trainer ``i`` receives from trainer ``j``
+    in step ``s`` (the diagonal, a trainer's own rows, is no link and is ignored). The residual
+    ``R = max(C) J - C`` is how far each link is below the slowest one. Returns, per step,
+    ``balance_cost`` (the largest residual: the slowest link minus the fastest), ``slowest_link``
+    (``max C``, what the all-to-all waits for) and ``mean_residual``."""
+    steps, ranks, _ = pairs.shape
+    if ranks < 2:
+        raise ConfigError("link balance needs at least 2 trainers")
+    links = pairs[:, ~np.eye(ranks, dtype=bool)].astype(np.float64)
+    slowest = links.max(axis=1)
+    return {
+        "balance_cost": slowest - links.min(axis=1),
+        "slowest_link": slowest,
+        "mean_residual": (slowest[:, None] - links).mean(axis=1),
+    }
+
+
 def capacity(num_vertices: int, num_ranks: int, capacity_slack: float) -> int:
     return max(1, math.ceil((1.0 + capacity_slack) * num_vertices / num_ranks))
 
@@ -100,25 +123,11 @@ def re_flexbicut(demand, capacity_slack: float = 0.1, rounds: int = 8) -> np.nda
                 continue
             wanted = matrix[trainer, unassigned]
             gain = wanted - (total[unassigned] - wanted)  # the cut's cost of the sink side minus the source side
-            candidates = np.flatnonzero(wanted > 0)
+            candidates = np.flatnonzero((wanted > 0) & (gain > 0))
             if not candidates.size:
                 continue
             order = candidates[np.lexsort((-wanted[candidates], -gain[candidates]))]
             taken = order[: min(quota, room)]
-            overlap = taken[gain[taken] <= 0]
-            if overlap.size:
-                # Lines 8-12: the balance cost with the overlap on t_i, and with it left to the sink (its
-                # vertices go, in the end, to whichever other trainer needs them most).
-                vertices = unassigned[overlap]
-                with_source = zeta.copy()
-                with_source[trainer] -= matrix[trainer, vertices].sum()
-                others = matrix[:, vertices].copy()
-                others[trainer] = -1.0
-                sink = others.argmax(axis=0)
-                with_sink = zeta.copy()
-                np.subtract.at(with_sink, sink, matrix[sink, vertices])
-                if with_source.max() > with_sink.max():
-                    taken = taken[gain[taken] > 0]
             if not taken.size:
                 continue
             vertices = unassigned[taken]
@@ -128,14 +137,18 @@ def re_flexbicut(demand, capacity_slack: float = 0.1, rounds: int = 8) -> np.nda
             unassigned = np.delete(unassigned, taken)
             progressed = True
         if not progressed:
-            # Every trainer left the rest to the others, or has no room for what it needs: each
-            # remaining vertex goes to the trainer with room that needs it most.
+            # Every trainer left the rest to the others (vertices all of them need about equally),
+            # or has no room for what it needs. Each remaining vertex, the most needed first, goes
+            # where it lowers the balance cost zeta(W) = max_j zeta_j most: to the trainer with room
+            # that receives the most now (among those that need it; ties: the one needing it most).
             for vertex in unassigned[np.argsort(-total[unassigned], kind="stable")]:
-                needs = np.where(sizes < limit, matrix[:, vertex], -np.inf)
-                chosen = int(np.argmax(needs))
+                needs = matrix[:, vertex]
+                open_ = sizes < limit
+                eligible = open_ & (needs > 0) if (open_ & (needs > 0)).any() else open_
+                chosen = int(np.lexsort((-needs, -np.where(eligible, zeta, -np.inf)))[0])
                 owner[vertex] = chosen
                 sizes[chosen] += 1
-                zeta[chosen] -= matrix[chosen, vertex]
+                zeta[chosen] -= needs[chosen]
             unassigned = unassigned[:0]
 
     for vertex in np.flatnonzero(owner < 0):

@@ -85,3 +85,32 @@ def test_bad_input():
         partition_vertices("reflexbicut", -np.ones((2, 4)))
     with pytest.raises(ConfigError, match="shape"):
         partition_vertices("interval", np.ones(4))
+
+
+def test_link_balance_reads_equation_2_per_step():
+    from dygsched.sched.vertex_partition import link_balance
+
+    pairs = np.array([[[9, 4, 2], [1, 9, 3], [6, 5, 9]], [[0, 2, 2], [2, 0, 2], [2, 2, 0]]])  # diagonals are no link
+    got = link_balance(pairs)
+    assert got["slowest_link"].tolist() == [6, 2]
+    assert got["balance_cost"].tolist() == [5, 0]  # 6 - 1; every link equal
+    assert got["mean_residual"].tolist() == pytest.approx([(2 + 4 + 5 + 3 + 0 + 1) / 6, 0.0])
+    with pytest.raises(ConfigError, match="at least 2 trainers"):
+        link_balance(np.zeros((3, 1, 1)))
+
+
+def test_reflexbicut_spreads_vertices_every_trainer_needs_by_what_each_receives():
+    """Hot vertices all trainers need alike go to whoever receives most, so the owned demand (and
+    the links to each owner) stay balanced; vertices one trainer needs most stay with it."""
+    from dygsched.sched.vertex_partition import re_flexbicut
+
+    ranks, hot = 4, 40
+    demand = np.zeros((ranks, hot + ranks * 10))
+    demand[:, :hot] = np.linspace(40, 1, hot)[None, :]  # needed by every trainer, hottest first
+    for trainer in range(ranks):
+        demand[trainer, hot + 10 * trainer : hot + 10 * (trainer + 1)] = 1.0  # needed by one trainer only
+    owner = re_flexbicut(demand, capacity_slack=0.5)
+    for trainer in range(ranks):
+        assert set(owner[hot + 10 * trainer : hot + 10 * (trainer + 1)].tolist()) == {trainer}
+    owned_heat = np.bincount(owner[:hot], weights=demand[0, :hot], minlength=ranks)
+    assert owned_heat.max() / owned_heat.min() < 1.1  # round-robin by heat, not blocks of the hottest

@@ -7,7 +7,8 @@ rank pair, as the strategies move it (a test checks the counts against what real
 record), and the partitioners get their pre-sampling demand from the same reads.
 
 ``epoch_reads`` yields, per global batch and rank, the series (every occurrence), the positive
-endpoints written and the vertices that receive a delivered mail (APAN). ``count_traffic`` turns
+endpoints written and the vertices that receive a delivered mail (APAN). ``dispatch_pairs`` gives
+Sven's dispatch per step and trainer pair (what section 5.4's balance cost reads). ``count_traffic`` turns
 them into bytes per kind, ``[from rank, to rank]``, for ``depcache``, ``depcomm`` and ``sven``
 under an owner map, with the row sizes of a model (``RowSizes``):
 
@@ -116,6 +117,20 @@ def demand_matrix(reads: Iterator[RankReads], world_size: int, num_nodes: int):
     row = np.concatenate(rows) if rows else np.zeros(0, np.int64)
     col = np.concatenate(cols) if cols else np.zeros(0, np.int64)
     return coo_matrix((np.ones(row.size), (row, col)), shape=(world_size, num_nodes)).tocsr()
+
+
+def dispatch_pairs(reads: Iterator[RankReads], owner: np.ndarray, world_size: int) -> np.ndarray:
+    """Sven's dispatch, step by step: ``[steps, M, M]`` with ``[s, i, j]`` the distinct vertices of
+    trainer ``i``'s series in step ``s`` that trainer ``j`` owns (the rows ``i`` receives from ``j``,
+    in units of one vertex's N&M; the diagonal is what ``i`` owns itself, never sent, kept 0)."""
+    owner = np.asarray(owner)
+    steps: dict[int, np.ndarray] = {}
+    for read in reads:
+        matrix = steps.setdefault(read.batch, np.zeros((world_size, world_size), np.int64))
+        matrix[read.rank] += np.bincount(owner[torch.unique(read.series).numpy()], minlength=world_size)
+    pairs = np.stack([steps[index] for index in sorted(steps)]) if steps else np.zeros((0, world_size, world_size), np.int64)
+    pairs[:, np.arange(world_size), np.arange(world_size)] = 0
+    return pairs
 
 
 def count_traffic(reads: Iterator[RankReads], owner: np.ndarray, world_size: int, sizes: RowSizes) -> dict[str, dict[str, np.ndarray]]:
