@@ -387,3 +387,23 @@ def test_edge_features_reach_the_models(model_name):
 
     plain, doubled = first_losses(1.0), first_losses(2.0)
     assert plain[-1] != doubled[-1] and all(np.isfinite(plain))  # the first batch reads no earlier event
+
+
+def test_more_ranks_than_vertices_are_refused_and_a_rank_without_events_is_logged(caplog):
+    import logging
+
+    data = stream()
+    with pytest.raises(ConfigError, match=f"has only {NODES}"):
+        SvenStrategy(batch_size=1).check(data, SETTINGS, NODES + 1)
+    strategy = SvenStrategy(batch_size=30, partition="reflexbicut", prefetch=False)
+    strategy.setup(RunContext(data, SETTINGS, 0, 1, CPU, Artifacts(None, True)))
+    strategy.demand = lambda: np.zeros((1, NODES))  # a pre-sampling pass that saw no event for rank 0
+    logger = logging.getLogger("dygsched")
+    logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.WARNING, logger="dygsched"):
+            strategy.objective(MODELS["jodie"]())
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert "found no training events for rank(s) 0" in caplog.text
+    assert int((strategy.ownership.owner == 0).sum()) == NODES  # still a complete partition, not an empty cut

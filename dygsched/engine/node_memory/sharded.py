@@ -13,19 +13,22 @@ deliveries), and each owner applies what it received from every rank, the latest
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
 import torch
 
+from dygsched.data.loading import DynamicData
 from dygsched.engine.node_memory.state import Ownership
 from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
 from dygsched.engine.node_memory.updates import StateUpdates
 from dygsched.engine.node_memory.volumes import demand_matrix, epoch_reads
-from dygsched.engine.strategy import IterationStats, broadcast_from_rank0
+from dygsched.engine.strategy import IterationStats, RunSettings, broadcast_from_rank0
 from dygsched.errors import ConfigError
 
 PARTITIONS = ("interval", "range", "reflexbicut")
+log = logging.getLogger("dygsched")
 
 
 class ShardedMemoryStrategy(NodeMemoryStrategy):
@@ -40,12 +43,27 @@ class ShardedMemoryStrategy(NodeMemoryStrategy):
         self.partition, self.capacity_slack = partition, float(capacity_slack)
         self.partition_note: dict[str, Any] = {}
 
+    def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
+        super().check(data, settings, world_size)
+        if world_size > data.num_nodes:
+            raise ConfigError(
+                f"sched={self.name} gives each of its {world_size} ranks a share of the vertices, but the stream has only {data.num_nodes}"
+            )
+
     def build_ownership(self) -> Ownership:
         from dygsched.sched.vertex_partition import partition_vertices
 
         chosen = None
         if self.rank == 0:
             demand = self.demand() if self.partition == "reflexbicut" else np.zeros((self.world_size, self.stream.num_nodes))
+            if self.partition == "reflexbicut":
+                idle = np.flatnonzero(np.asarray(demand.sum(axis=1)).reshape(-1) == 0)
+                if idle.size:
+                    log.warning(
+                        "dygsched: sched=%s: the pre-sampling pass found no training events for rank(s) %s; "
+                        "Re-FlexBiCut gives them only vertices no rank reads",
+                        self.name, ", ".join(map(str, idle.tolist())),
+                    )  # fmt: skip
             result = partition_vertices(self.partition, demand, capacity_slack=self.capacity_slack, seed=self.settings.seed)
             chosen = (result.owner, {"partition": result.method, "partition_used": result.used, "partition_note": result.note})
         owner, self.partition_note = broadcast_from_rank0(chosen)
