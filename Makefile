@@ -178,10 +178,12 @@ SVEN_ARGS ?= epochs=5 optim.lr=0.001
 SVEN_SEEDS ?= 0
 SVEN_MODELS ?= tgn,jodie,apan
 SVEN_STALENESS ?= 0,1
-SVEN_RUN := $(BIN)/dygsched run dataset=events progress=false checkpoint=false
+# table-sven-accuracy and -breakdown read this stream (wikipedia_like or reddit_like: the paper's regime)
+SVEN_DATASET ?= events
+SVEN_RUN := $(BIN)/dygsched run dataset=$(SVEN_DATASET) progress=false checkpoint=false
 $(SVEN_DIR)/accuracy/runs.parquet: | $(STAMP)
-	$(BIN)/dygsched run -m dataset=events model=$(SVEN_MODELS) sched=single sched.batch_size=600 world_size=1 seed=$(SVEN_SEEDS) results_dir=$(SVEN_DIR)/accuracy progress=false checkpoint=false $(SVEN_ARGS)
-	$(BIN)/dygsched run -m dataset=events model=$(SVEN_MODELS) sched=sven sched.batch_size=300 sched.staleness=$(SVEN_STALENESS) world_size=2 seed=$(SVEN_SEEDS) results_dir=$(SVEN_DIR)/accuracy progress=false checkpoint=false $(SVEN_ARGS)
+	$(BIN)/dygsched run -m dataset=$(SVEN_DATASET) model=$(SVEN_MODELS) sched=single sched.batch_size=600 world_size=1 seed=$(SVEN_SEEDS) results_dir=$(SVEN_DIR)/accuracy progress=false checkpoint=false $(SVEN_ARGS)
+	$(BIN)/dygsched run -m dataset=$(SVEN_DATASET) model=$(SVEN_MODELS) sched=sven sched.batch_size=300 sched.staleness=$(SVEN_STALENESS) world_size=2 seed=$(SVEN_SEEDS) results_dir=$(SVEN_DIR)/accuracy progress=false checkpoint=false $(SVEN_ARGS)
 # Figure 15's steps, each one run; SVEN_STEPS picks some (the table needs depcomm, its baseline).
 SVEN_STEPS ?= depcache depcomm redundancy_free reflexbicut micro_batch async_allreduce
 SVEN_STEP_depcache := sched=depcache
