@@ -39,6 +39,7 @@ def run(spec: str, args: argparse.Namespace, round_index: int = 0) -> dict:
         f"epochs={args.epochs}",
         f"results_dir={args.results_dir}",
         f"run_id={run_id}",
+        "overwrite=true",  # a rerun replaces this script's earlier run (moved aside)
         "progress=false",
         *args.extra,
         *own,

@@ -40,6 +40,7 @@ def run(model: str, events: int, args: argparse.Namespace) -> dict:
         f"seed={args.seed}",
         f"results_dir={args.results_dir}",
         f"run_id={run_id}",
+        "overwrite=true",  # a rerun replaces this script's earlier run (moved aside)
         "progress=false",
         *args.extra,
     ]

@@ -37,7 +37,7 @@ def run(dataset: str, model: str, seed: int, args: argparse.Namespace) -> Path:
     overrides = [
         f"dataset={dataset}", f"model={model}", "sched=single", "world_size=1", f"epochs={args.epochs}", f"seed={seed}",
         f"split.new_nodes={args.new_nodes}", f"results_dir={args.results_dir}", f"run_id={run_id(dataset, model, seed)}",
-        "progress=false", "checkpoint=false", *args.extra,
+        "overwrite=true", "progress=false", "checkpoint=false", *args.extra,
     ]  # fmt: skip
     # parallel runs share the cores: one thread each, or they oversubscribe them
     env = {**os.environ, "OMP_NUM_THREADS": "1"} if args.jobs > 1 else None

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import time
 import signal
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -62,6 +64,9 @@ def resolve_world_size(value: Any) -> int:
     return size
 
 
+PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
 def check_config(cfg: Mapping[str, Any]) -> None:
     """The checks that need no data: every one fails before anything starts."""
     if int(cfg["epochs"]) < 1:
@@ -81,7 +86,16 @@ def check_config(cfg: Mapping[str, Any]) -> None:
     resume = cfg.get("resume")
     if resume is not None and not isinstance(resume, (bool, str)):
         raise ConfigError(f"resume must be true, false or a run folder, got {resume!r}")
+    if cfg.get("run_id") is not None:
+        check_plain_name(str(cfg["run_id"]), "run_id")
     build_strategy(cfg["sched"])  # an unknown solver, option name or value: one line now
+
+
+def check_plain_name(name: str, what: str) -> None:
+    """A name the project turns into a path (a run folder): letters, digits, '-', '_' and '.', no
+    separator, not '.' or '..', so it cannot point outside the folder it is meant for."""
+    if not PLAIN_NAME.fullmatch(name) or name in (".", ".."):
+        raise ConfigError(f"{what} must be a plain name (letters, digits, '-', '_', '.'; no path), got {name!r}")
 
 
 def build_launcher(cfg: Mapping[str, Any]) -> Launcher:
@@ -167,6 +181,17 @@ def _run_folder(config: dict[str, Any]) -> RunFolder:
             log.info("dygsched: nothing to resume for these settings; starting a new run")
         config["resume"] = None
         config["run_id"] = config.get("run_id") or new_run_id(config["dataset"]["name"], config["model"]["name"], config["sched"]["name"])
+        check_plain_name(config["run_id"], "run_id (made of the dataset, model and sched names)")
+        existing = Path(config["results_dir"]) / config["run_id"]
+        if existing.exists():
+            if not config.get("overwrite"):
+                raise ConfigError(
+                    f"run_id={config['run_id']} already names a run in {existing}: resume={existing} continues it, "
+                    "overwrite=true moves it aside and starts anew"
+                )
+            aside = existing.with_name(f"{existing.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}")
+            existing.rename(aside)
+            log.info("dygsched: moved the earlier run %s aside to %s", existing, aside)
     return RunFolder(Path(config["results_dir"]), config["run_id"])
 
 

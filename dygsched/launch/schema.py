@@ -53,6 +53,7 @@ class RunSchema:
     resume: Any = None  # null, true/false, or a run folder
     results_dir: str = "results"
     run_id: str | None = None
+    overwrite: bool = False
     progress: bool = True
 
 

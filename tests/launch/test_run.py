@@ -81,6 +81,9 @@ def test_twitter_tennis_two_ranks(tmp_path, shared_data):
         ([*TINY_SYNTHETIC, "dataset.growth=linear"], "unknown growth trend"),
         (["dataset=stream", "model=tgn", "sched=single", "world_size=1"], "dataset 'stream' needs dataset.path=..."),
         (["dataset=wikipedia_like", "dataset.preset=lastfm", "model=tgn", "sched=single", "world_size=1"], "unknown preset 'lastfm'"),
+        ([*TINY_SYNTHETIC, "run_id=../escape_probe"], "run_id must be a plain name"),
+        ([*TINY_SYNTHETIC, "run_id=a/b"], "run_id must be a plain name"),
+        ([*TINY_SYNTHETIC, "run_id=.."], "run_id must be a plain name"),
     ],
 )
 def test_bad_input_is_one_line_and_starts_no_run(tmp_path, overrides, message):
@@ -113,3 +116,18 @@ def test_a_plan_for_another_world_size_fails_before_workers_start(tmp_path):
     assert result.returncode == 1 and result.stderr.count("\n") == 1
     assert "is for 3 ranks, this run has world_size=2" in result.stderr
     assert not (tmp_path / "results").exists() or not [p for p in (tmp_path / "results").iterdir() if p.is_dir()]
+
+
+def test_an_existing_run_id_is_refused_unless_resumed_or_moved_aside(tmp_path):
+    first = dygsched(tmp_path, "run", *TINY_SYNTHETIC, "epochs=1", "world_size=1", "run_id=mine", "progress=false")
+    assert first.returncode == 0, first.stderr
+    before = (tmp_path / "results" / "mine" / "summary.json").read_text()
+    again = dygsched(tmp_path, "run", *TINY_SYNTHETIC, "model=wdgcn", "epochs=1", "world_size=1", "run_id=mine", "progress=false")
+    lines = again.stderr.strip().splitlines()
+    assert again.returncode == 1 and len(lines) == 1 and "already names a run" in lines[0] and "overwrite=true" in lines[0]
+    assert (tmp_path / "results" / "mine" / "summary.json").read_text() == before  # untouched
+    replaced = dygsched(tmp_path, "run", *TINY_SYNTHETIC, "epochs=1", "world_size=1", "run_id=mine", "overwrite=true", "progress=false")
+    assert replaced.returncode == 0, replaced.stderr
+    aside = list((tmp_path / "results").glob("mine.replaced-*"))
+    assert len(aside) == 1 and (aside[0] / "summary.json").read_text() == before
+    assert not (tmp_path / "escape_probe").exists()
