@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 import os
 import re
-import time
 import signal
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
