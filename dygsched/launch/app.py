@@ -38,6 +38,7 @@ from dygsched.errors import ConfigError, DygschedError
 from dygsched.launch.base import Launcher, LaunchFailed
 from dygsched.metrics.log import configure_logging
 from dygsched.metrics.run_folder import RunFolder, new_run_id
+from dygsched.metrics.runs_table import check_runs_table
 
 log = logging.getLogger("dygsched")
 
@@ -150,7 +151,9 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None) -> dict[str, An
     launcher.check(world_size)
     config["world_size"] = world_size
     data = prepare(config, world_size)
+    check_runs_table(Path(config["results_dir"]))  # a table the run could not append to: refused before it trains
     folder = _run_folder(config)
+    check_runs_table(folder.results_dir)  # a resumed run's own results folder
     resumed = f", resuming after epoch {load_checkpoint(folder.path)['epoch'] + 1}" if config.get("resume") else ""
     log.info(
         "dygsched run %s: %s on %s (%s), sched=%s, %d ranks, launcher=%s%s",

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from dygsched.errors import ConfigError
-from dygsched.metrics.runs_table import RUNS_TABLE, read_runs
+from dygsched.errors import ConfigError, DataError
+from dygsched.metrics.runs_table import RUNS_TABLE, read_runs, runs_from_folders
 
 HEADLINE = (
     "run_id", "status", "dataset", "model", "sched", "world_size", "epochs_completed", "epoch_time_s", "imbalance_ratio",
@@ -92,7 +93,11 @@ def main(argv: list[str]) -> int:
     path = Path(args.results) / RUNS_TABLE
     if not path.is_file():
         raise ConfigError(f"no runs table at {path} (train something with `dygsched run`, or pass --results)")
-    runs = read_runs(Path(args.results))
+    try:
+        runs = read_runs(Path(args.results))
+    except DataError as exc:
+        print(f"dygsched: warning: {exc}; listing the runs from their folders instead", file=sys.stderr)
+        runs = runs_from_folders(Path(args.results))
     if args.compare:
         print(compare(runs, *args.compare).to_string())
         return 0

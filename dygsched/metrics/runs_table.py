@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from dygsched.errors import DataError
 from dygsched.metrics.atomic import write_parquet
 
 RUNS_TABLE = "runs.parquet"
@@ -46,6 +47,24 @@ def flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def _read_table(path: Path) -> pd.DataFrame:
+    """The runs table at ``path``; one ``DataError`` line naming the file if it cannot be read."""
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several kinds for a damaged file
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(
+            f"the runs table {path} cannot be read ({reason}); move it aside: every run's folder keeps its summary.json"
+        ) from None
+
+
+def check_runs_table(results_dir: Path) -> None:
+    """Before a run trains: the table its row will be appended to must be readable (or absent)."""
+    path = Path(results_dir) / RUNS_TABLE
+    if path.exists():
+        _read_table(path)
+
+
 def append_run(results_dir: Path, summary: dict[str, Any]) -> Path:
     """Add the run's row, replacing an earlier row of the same ``run_id`` (a resume, a failure re-marked)."""
     path = Path(results_dir) / RUNS_TABLE
@@ -53,7 +72,7 @@ def append_run(results_dir: Path, summary: dict[str, Any]) -> Path:
     row = pd.DataFrame([flatten(summary)])
     with _locked(path):
         if path.exists():
-            frame = pd.read_parquet(path)
+            frame = _read_table(path)
             if "run_id" in frame.columns and "run_id" in row.columns:
                 frame = frame[frame["run_id"] != row["run_id"].iloc[0]]
             row = pd.concat([frame, row], ignore_index=True) if not frame.empty else row
@@ -63,7 +82,20 @@ def append_run(results_dir: Path, summary: dict[str, Any]) -> Path:
 
 def read_runs(results_dir: Path) -> pd.DataFrame:
     path = Path(results_dir) / RUNS_TABLE
-    return pd.read_parquet(path).rename(columns=LEGACY_COLUMNS) if path.exists() else pd.DataFrame()
+    return _read_table(path).rename(columns=LEGACY_COLUMNS) if path.exists() else pd.DataFrame()
+
+
+def runs_from_folders(results_dir: Path) -> pd.DataFrame:
+    """The rows the table would hold, rebuilt from the run folders' ``summary.json`` (unreadable ones skipped)."""
+    import json
+
+    rows = []
+    for summary_path in sorted(Path(results_dir).glob("*/summary.json")):
+        try:
+            rows.append(flatten(json.loads(summary_path.read_text())))
+        except (OSError, ValueError):
+            continue
+    return pd.DataFrame(rows).rename(columns=LEGACY_COLUMNS)
 
 
 def completed_runs(results: Path, who: str) -> list[tuple[dict, pd.DataFrame, dict]]:

@@ -44,3 +44,26 @@ def test_bad_requests_are_one_line(results, capsys, args, message):
 def test_no_runs_table_is_one_line(tmp_path, capsys):
     assert main(["runs", "--results", str(tmp_path)]) == 1
     assert "no runs table" in capsys.readouterr().err
+
+
+def test_a_damaged_runs_table_is_named_refused_before_training_and_listed_from_folders(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import TINY_SYNTHETIC
+
+    results = tmp_path / "results"
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "dygsched", *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+    ok = cli("run", *TINY_SYNTHETIC, "epochs=1", "world_size=1", "run_id=first", f"results_dir={results}", "progress=false")
+    assert ok.returncode == 0, ok.stderr
+    (results / "runs.parquet").write_bytes(b"PAR1 not a table")
+    refused = cli("run", *TINY_SYNTHETIC, "epochs=1", "world_size=1", "run_id=second", f"results_dir={results}", "progress=false")
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 1 and len(lines) == 1 and "runs.parquet cannot be read" in lines[0]
+    assert not (results / "second").exists()  # refused before anything was written
+    listed = cli("runs", "--results", str(results))
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr
+    assert "runs.parquet cannot be read" in listed.stderr and "first" in listed.stdout
