@@ -56,10 +56,9 @@ class RunFailed(DygschedError):
 def resolve_world_size(value: Any) -> int:
     if value == "auto":
         return torch.cuda.device_count() or 2
-    try:
-        size = int(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"world_size must be a positive integer or 'auto', got {value!r}") from None
+    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.strip().lstrip("-").isdigit())):
+        raise ConfigError(f"world_size must be a positive integer or 'auto', got {value!r}")
+    size = int(value)
     if size < 1:
         raise ConfigError(f"world_size must be at least 1, got {size}")
     return size
@@ -75,6 +74,9 @@ def check_config(cfg: Mapping[str, Any]) -> None:
     if not 0 <= int(cfg["seed"]) < 2**32:
         raise ConfigError(f"seed must be in [0, 2**32), got {cfg['seed']}")
     optim = cfg["optim"]
+    for key, value in optim.items():  # every setting of the optimiser a number or a flag, not text or null
+        if key not in ("name", "_target_") and not isinstance(value, (int, float, bool, list, tuple)):
+            raise ConfigError(f"optim.{key} must be a number, got {value!r}")
     if "lr" in optim and not float(optim["lr"]) > 0:
         raise ConfigError(f"optim.lr must be positive, got {optim['lr']}")
     if float(optim.get("weight_decay") or 0.0) < 0:
@@ -90,6 +92,16 @@ def check_config(cfg: Mapping[str, Any]) -> None:
     if cfg.get("run_id") is not None:
         check_plain_name(str(cfg["run_id"]), "run_id")
     build_strategy(cfg["sched"])  # an unknown solver, option name or value: one line now
+
+
+def check_results_dir(results: Path) -> None:
+    """``results_dir`` must be a folder this process can create and write, checked before any rank starts."""
+    try:
+        results.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"results_dir {results} cannot be used: {exc.strerror or exc}") from None
+    if not os.access(results, os.W_OK | os.X_OK):
+        raise ConfigError(f"results_dir {results} cannot be used: not writable")
 
 
 def check_plain_name(name: str, what: str) -> None:
@@ -147,6 +159,7 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None) -> dict[str, An
         return run_rank(config, env)
 
     launcher.check_here()
+    check_results_dir(Path(config["results_dir"]))
     world_size = resolve_world_size(config["world_size"])
     launcher.check(world_size)
     config["world_size"] = world_size

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -82,6 +83,10 @@ def test_twitter_tennis_two_ranks(tmp_path, shared_data):
         (["dataset=stream", "model=tgn", "sched=single", "world_size=1"], "dataset 'stream' needs dataset.path=..."),
         (["dataset=wikipedia_like", "dataset.preset=lastfm", "model=tgn", "sched=single", "world_size=1"], "unknown preset 'lastfm'"),
         ([*TINY_SYNTHETIC, "run_id=../escape_probe"], "run_id must be a plain name"),
+        ([*TINY_SYNTHETIC, "optim.lr=fast"], "optim.lr must be a number, got 'fast'"),
+        ([*TINY_SYNTHETIC, "optim.lr=null"], "optim.lr must be a number, got None"),
+        ([*TINY_SYNTHETIC, "optim.weight_decay=abc"], "optim.weight_decay must be a number"),
+        ([*TINY_SYNTHETIC, "world_size=1.5"], "world_size must be a positive integer or 'auto', got 1.5"),
         ([*TINY_SYNTHETIC, "run_id=a/b"], "run_id must be a plain name"),
         ([*TINY_SYNTHETIC, "run_id=.."], "run_id must be a plain name"),
     ],
@@ -131,3 +136,16 @@ def test_an_existing_run_id_is_refused_unless_resumed_or_moved_aside(tmp_path):
     aside = list((tmp_path / "results").glob("mine.replaced-*"))
     assert len(aside) == 1 and (aside[0] / "summary.json").read_text() == before
     assert not (tmp_path / "escape_probe").exists()
+
+
+@pytest.mark.parametrize("where", ["file", "/proc/x"])
+def test_a_results_dir_that_cannot_be_a_folder_is_refused_before_any_worker(tmp_path, where):
+    results = tmp_path / "a_file" if where == "file" else Path(where)
+    if where == "file":
+        results.write_text("not a folder")
+    done = subprocess.run(
+        [sys.executable, "-m", "dygsched", "run", *TINY_SYNTHETIC, f"results_dir={results}"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1 and f"results_dir {results} cannot be used" in lines[0]
