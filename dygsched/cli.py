@@ -54,6 +54,16 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "plan": _plan, "
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(argv)
+    except BrokenPipeError:  # the reader went away (`dygsched --help | head`): nothing more to say
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes at exit
+        return 0
+
+
+def _dispatch(argv: list[str]) -> int:
     if not argv or argv[0] in {"-h", "--help", "help"}:
         print(USAGE)
         return 0 if argv else 2

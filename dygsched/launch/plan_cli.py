@@ -17,9 +17,11 @@ def read_problem_file(path: str | Path) -> tuple[list[float], list[list[float]] 
     """Group times (and an optional reuse table) from JSON (a list, or ``{"group_times", "reuse"}``) or CSV (column ``time``)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScheduleError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ScheduleError(f"{path} is not a text file (byte {exc.start} is not UTF-8): give a JSON or CSV of group times") from None
     if path.suffix.lower() == ".csv":
         rows = list(csv.DictReader(text.splitlines()))
         if not rows or "time" not in rows[0]:

@@ -40,3 +40,24 @@ def test_dataset_files_resolve_from_the_checkout_in_any_directory(tmp_path, monk
     monkeypatch.setenv("DYGSCHED_DATA", str(tmp_path / "mine"))
     path = OmegaConf.to_container(compose_config(["dataset=edgelist"]), resolve=True)["dataset"]["path"]
     assert path == str(tmp_path / "mine" / "enron_edges.csv")
+
+
+def test_a_binary_group_times_file_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "times.json"
+    path.write_bytes(b"\xff\xfe\x00binary")
+    done = subprocess.run([sys.executable, "-m", "dygsched", "plan", str(path)], capture_output=True, text=True, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1 and "is not a text file" in lines[0]
+
+
+def test_a_reader_that_closes_the_pipe_gets_no_traceback():
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-m", "dygsched", "--help"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # `dygsched --help | head -0`: the reader is gone before the first line
+    _, err = process.communicate(timeout=120)
+    assert b"Traceback" not in err and b"BrokenPipe" not in err
