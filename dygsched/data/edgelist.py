@@ -25,7 +25,6 @@ snapshot, more than ``MAX_SNAPSHOTS`` snapshots, or a graph that would not fit i
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +33,7 @@ import pandas as pd
 import torch
 
 from dygsched.data.events import EventStream, events_from_arrays
+from dygsched.data.memory_budget import check_fits
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.errors import DataError
 
@@ -43,13 +43,6 @@ FEATURES = ("log_degree", "flare")
 MAX_SNAPSHOTS = 100_000
 MAX_NODE_ID = 2**53  # ids read as floats are exact below this
 BYTES_PER_NODE = 2 * 4 + 4 + 1 + 2 * 8  # features, target, mask, and the two degree counts while building
-
-
-def physical_memory() -> int:
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return 2**62
 
 
 @dataclass(frozen=True)
@@ -158,12 +151,7 @@ class EdgeListSource:
         count = int(cut.max()) + 1
         if count < 2:
             raise DataError(f"dataset '{self.name}': the edges span a single snapshot; use a shorter snapshot_duration")
-        need = count * n * BYTES_PER_NODE
-        if need > physical_memory():
-            raise DataError(
-                f"dataset '{self.name}': {count} snapshots of {n:,} nodes need about {need / 2**30:.1f} GiB, "
-                f"more than this machine's memory (num_nodes too large?)"
-            )
+        check_fits(count * n * BYTES_PER_NODE, f"dataset '{self.name}': {count} snapshots of {n:,} nodes (num_nodes too large?)")
 
         if count - self.lags < 2:
             raise DataError(f"dataset '{self.name}': {count} intervals with lags={self.lags} leave fewer than 2 snapshots")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from dygsched.data.memory_budget import check_fits
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.errors import DataError
 
@@ -71,8 +72,15 @@ class SyntheticSource:
         if self.task not in {t.value for t in Task}:
             raise DataError(f"synthetic: unknown task '{self.task}' (choose from regression, classification)")
 
+    def estimated_bytes(self) -> float:
+        """What ``load`` builds: the features, then per snapshot its edges (int64 pair, float weight,
+        the int64 keys kept while drawing) and the per-node target, mask and working arrays."""
+        n, t = self.num_nodes, self.num_snapshots
+        return n * self.feature_dim * 4 + t * (self.avg_degree * n * (2 * 8 + 4 + 8) + n * (4 + 1 + 3 * 8))
+
     def load(self) -> TemporalGraph:
         self._check()
+        check_fits(self.estimated_bytes(), f"synthetic: {self.num_snapshots} snapshots of {self.num_nodes:,} nodes")
         rng = np.random.default_rng(self.seed)
         n = self.num_nodes
         node_frac, edge_frac = growth_curve(self.growth, self.num_snapshots, rng)
