@@ -7,8 +7,10 @@ value is one clear line before anything starts; then ``hydra.main`` runs the job
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,14 +37,61 @@ def compose_config(overrides: list[str]) -> DictConfig:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    check_added_keys(overrides)
     try:
         with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
             return compose(config_name=CONFIG_NAME, overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         message = " ".join(str(exc).split()).split(" Config search path")[0]
+        unknown = re.match(r"Could not override '([^']+)'\. To append to your config use \+", message)
+        if unknown:  # Hydra's advice (add it with +) would only make the setting silently unread here
+            raise ConfigError(unknown_key_message(unknown.group(1))) from None
         if exc.__cause__ is not None:  # e.g. the type error behind "Error merging override"
             message += ": " + str(exc.__cause__).strip().splitlines()[0]
         raise ConfigError(message.replace("In 'config': ", "").replace(" Available options", "; available options")) from None
+
+
+def config_groups() -> list[str]:
+    """The config groups (folders of ``conf/``): ``model=``, ``sched=``, ``+experiment=``..."""
+    from importlib.resources import files
+
+    return sorted(entry.name for entry in files(CONFIG_MODULE).iterdir() if entry.is_dir() and not entry.name.startswith("_"))
+
+
+def top_level_keys() -> list[str]:
+    from dygsched.launch.schema import RunSchema
+
+    return sorted(RunSchema.__dataclass_fields__)
+
+
+def unknown_key_message(key: str) -> str:
+    """One line for a key no config has, with the keys and groups that are close to it."""
+    head, _, rest = key.lstrip("+~").partition(".")
+    known = sorted(set(top_level_keys()) | set(config_groups()))
+    if rest and head in known:
+        try:
+            node = OmegaConf.select(compose_config([]), head)
+            siblings = sorted(node.keys()) if isinstance(node, DictConfig) else []
+        except DygschedError:
+            siblings = []
+        close = difflib.get_close_matches(rest.split(".")[0], siblings, n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(f'{head}.{c}' for c in close)}? " if close else ""
+        return f"unknown key '{key}': {hint}{head} has {', '.join(siblings)}"
+    close = difflib.get_close_matches(head, known, n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    return f"unknown key '{key}': {hint}keys: {', '.join(top_level_keys())}; groups: {', '.join(config_groups())}"
+
+
+def check_added_keys(overrides: list[str]) -> None:
+    """``+name=value`` may add a config group (``+experiment=...``) or a key inside a component
+    (``+model.option=...``, which its class then checks); a new top-level key would be read by
+    nothing, so it is refused with what is close to it."""
+    known = set(top_level_keys()) | set(config_groups())
+    for override in overrides:
+        if override.startswith("+") and not override.startswith("++") and "=" in override:
+            key = override[1:].split("=", 1)[0]
+            if key.split(".")[0] not in known:
+                raise ConfigError(unknown_key_message(key))
 
 
 def print_summary(summary: dict[str, Any], run_dir: str) -> None:

@@ -149,3 +149,21 @@ def test_a_results_dir_that_cannot_be_a_folder_is_refused_before_any_worker(tmp_
     )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and len(lines) == 1 and f"results_dir {results} cannot be used" in lines[0]
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("modle=tgcn", "unknown key 'modle': did you mean model"),
+        ("+modle=tgcn", "unknown key 'modle': did you mean model"),
+        ("epohcs=3", "unknown key 'epohcs': did you mean epochs?"),
+        ("model.hiden_channels=4", "unknown key 'model.hiden_channels': did you mean model.hidden_channels?"),
+    ],
+)
+def test_a_mistyped_key_names_what_is_close_instead_of_adding_it(override, message):
+    from dygsched.errors import ConfigError
+    from dygsched.launch.hydra_app import compose_config
+
+    with pytest.raises(ConfigError) as error:
+        compose_config([override])
+    assert str(error.value).startswith(message) and "To append" not in str(error.value)
