@@ -15,3 +15,15 @@ class ConfigError(DygschedError):
 
 class ScheduleError(DygschedError):
     """A scheduling problem or solver request that cannot be served."""
+
+
+class Terminated(DygschedError):
+    """The run was stopped by a signal (SIGTERM from ``timeout``, SLURM or Kubernetes); the CLI exits
+    with ``128 + signal``, as a shell reports a process the signal ended."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        self.signal_name = signal.Signals(signum).name
+        self.exit_code = 128 + int(signum)
+        super().__init__(f"terminated by {self.signal_name}")

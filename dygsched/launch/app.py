@@ -34,7 +34,7 @@ from dygsched.engine.worker import (
     run_settings,
     train_rank,
 )
-from dygsched.errors import ConfigError, DygschedError
+from dygsched.errors import ConfigError, DygschedError, Terminated
 from dygsched.launch.base import Launcher, LaunchFailed
 from dygsched.metrics.log import configure_logging
 from dygsched.metrics.run_folder import RunFolder, new_run_id
@@ -173,15 +173,26 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None) -> dict[str, An
         folder.run_id, config["model"]["name"], config["dataset"]["name"], describe_data(data), config["sched"]["name"], world_size,
         launcher.name, resumed,
     )  # fmt: skip
+    try:  # the launcher stops its workers, then records the run
+        previous = signal.signal(signal.SIGTERM, _terminated)
+    except ValueError:  # not the main thread (an embedding application): its own handler stays
+        previous = None
     try:
         launcher.launch(config, data, folder, world_size, overrides)
     except LaunchFailed as exc:
         mark_failed(folder, run_identity(config, folder.run_id, world_size), exc.reason)
         raise RunFailed(f"run {folder.run_id} failed: {exc.reason} (details in {folder.path})") from None
+    except Terminated as exc:
+        mark_failed(folder, run_identity(config, folder.run_id, world_size), str(exc))
+        exc.args = (f"run {folder.run_id} {exc}: its completed epochs are in {folder.path}; resume={folder.path} continues it",)
+        raise
     except KeyboardInterrupt:
         if folder.path.is_dir():
             mark_failed(folder, run_identity(config, folder.run_id, world_size), "interrupted")
         raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     if not (folder.path / "summary.json").exists():
         return {}  # rank 0 ran on another machine: its summary is there
     return {**folder.read_summary(), "run_dir": str(folder.path)}
@@ -224,6 +235,11 @@ def run_rank(config: dict[str, Any], env: DistEnv) -> dict[str, Any]:
         raise
     except BaseException as exc:
         raise RunFailed(f"rank {env.rank}: {failure_text(exc).splitlines()[0]}") from None
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    signal.signal(signum, signal.SIG_IGN)  # once: stopping the workers and recording the run must not be cut short
+    raise Terminated(signum)
 
 
 def _stopped(signum: int, frame: Any) -> None:

@@ -26,7 +26,7 @@ from dygsched.launch.torchrun import SUPERVISED_ENV
 CONFIG_MODULE = "dygsched.conf"
 CONFIG_NAME = "config"
 
-_failures: list[str] = []
+_failures: list[DygschedError] = []
 register_schema()
 register_resolver()
 
@@ -135,7 +135,7 @@ def _hydra_job(cfg: DictConfig) -> None:
         summary = run(cfg, overrides=list(HydraConfig.get().overrides.task))
     except DygschedError as exc:
         print(f"dygsched: error: {exc}", file=sys.stderr, flush=True)
-        _failures.append(str(exc))
+        _failures.append(exc)
         return
     if summary and not os.environ.get(SUPERVISED_ENV):  # empty on ranks other than 0; the launcher prints its own
         print_summary(summary, str(summary.get("run_dir") or Path(str(cfg.results_dir)) / str(summary.get("run_id"))))
@@ -185,4 +185,4 @@ def main(argv: list[str]) -> int:
         _hydra_job()
     finally:
         sys.argv = saved
-    return 1 if _failures else 0
+    return max(getattr(failure, "exit_code", 1) for failure in _failures) if _failures else 0

@@ -121,11 +121,32 @@ class LocalLauncher(Launcher):
                 join=False,
                 start_method="spawn",
             )
-            while not context.join(grace_period=self.grace_period_s):
-                pass
+            try:
+                while not context.join(grace_period=self.grace_period_s):
+                    pass
+            except (ProcessExitedException, ProcessRaisedException):
+                raise
+            except BaseException:  # SIGTERM or Ctrl-C to this process alone: its workers stop with it
+                stop_workers(context.processes, self.grace_period_s)
+                raise
         except ProcessExitedException as exc:
             raise LaunchFailed(death_reason(folder, exc.error_index, exc.exit_code, exc.signal_name)) from None
         except ProcessRaisedException as exc:
             raise LaunchFailed(death_reason(folder, exc.error_index, None, None)) from None
         finally:
             data_path.unlink(missing_ok=True)
+
+
+def stop_workers(processes: Sequence[Any], grace_s: float) -> None:
+    """SIGTERM every live worker, then SIGKILL what is left after ``grace_s`` seconds."""
+    import time
+
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    deadline = time.monotonic() + grace_s
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()
+            process.join(1.0)

@@ -275,3 +275,48 @@ def test_slurm_tasks_are_the_ranks(tmp_path, reference):
     assert results[0]["status"] == "ok" and results[0]["world_size"] == 2 and results[1] == {}  # rank 0 reports
     ours, expected = losses(tmp_path / "results" / "slurm"), [row for row in reference if row[0] < 3]
     assert [row[5] for row in ours] == pytest.approx([row[5] for row in expected], rel=1e-5, abs=1e-7)
+
+
+def start_and_signal_the_launcher(tmp_path: Path, sig: int) -> tuple[subprocess.CompletedProcess, float, list]:
+    """Start a long 2-rank run, send ``sig`` to the launcher alone after the first checkpoint."""
+    folder = tmp_path / "results" / "victim"
+    command = [sys.executable, "-m", "dygsched", "run", *VICTIM]
+    proc = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + 240
+    while not (folder / "checkpoint.pt").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    ranks = json.loads((folder / "ranks.json").read_text())
+    start = time.monotonic()
+    os.kill(proc.pid, sig)
+    try:
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        for rank in ranks:
+            if alive(rank["pid"]):
+                os.kill(rank["pid"], signal.SIGKILL)
+    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr), time.monotonic() - start, ranks
+
+
+@pytest.mark.parametrize("sig, code, reason", [(signal.SIGTERM, 143, "terminated by SIGTERM"), (signal.SIGINT, 130, "interrupted")])
+def test_a_signal_to_the_launcher_stops_the_workers_and_records_the_run(tmp_path, sig, code, reason):
+    """What `timeout`, SLURM preemption and Kubernetes send (SIGTERM), or Ctrl-C to the launcher alone:
+    the workers stop, the completed epochs and a failed summary are written, the runs row appended,
+    no temporary file is left, and the run resumes."""
+    done, down_s, ranks = start_and_signal_the_launcher(tmp_path, sig)
+    assert done.returncode == code and down_s < 15, (done.returncode, down_s, done.stderr)
+    assert "Traceback" not in done.stderr
+    time.sleep(0.5)
+    assert not [r["pid"] for r in ranks if alive(r["pid"])]
+    folder = tmp_path / "results" / "victim"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["reason"] == reason and summary["epochs_completed"] >= 1
+    assert (folder / "metrics.parquet").exists() and not list(folder.glob("*.tmp*"))
+    assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]
+    resumed = subprocess.run(
+        [sys.executable, "-m", "dygsched", "run", *TINY_SYNTHETIC, f"epochs={summary['epochs_completed'] + 1}",
+         "results_dir=results", f"resume={folder}", "progress=false"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
