@@ -199,6 +199,8 @@ def failure_text(exc: BaseException) -> str:
     """One line of reason, then the traceback for anything that is not a user-facing error."""
     if isinstance(exc, DygschedError):
         return str(exc)
+    if isinstance(exc, OSError) and exc.errno is not None and exc.filename:  # a write that failed: the disk's own words
+        return f"cannot write {exc.filename}: {exc.strerror}\n\n{traceback.format_exc()}"
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     message = re.sub(r"^\[[^\]]*\]\s*", "", message)  # gloo's "[/path/file.cc:78] " prefix
     message = message.split(". This is typically caused")[0]  # and its generic advice

@@ -180,7 +180,10 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None) -> dict[str, An
     try:
         launcher.launch(config, data, folder, world_size, overrides)
     except LaunchFailed as exc:
-        mark_failed(folder, run_identity(config, folder.run_id, world_size), exc.reason)
+        try:
+            mark_failed(folder, run_identity(config, folder.run_id, world_size), exc.reason)
+        except OSError as write:  # the folder itself is what failed (read-only, full): say so, in the same line
+            raise RunFailed(f"run {folder.run_id} failed: {exc.reason}; it could not be marked failed either ({write.strerror})") from None
         raise RunFailed(f"run {folder.run_id} failed: {exc.reason} (details in {folder.path})") from None
     except Terminated as exc:
         mark_failed(folder, run_identity(config, folder.run_id, world_size), str(exc))

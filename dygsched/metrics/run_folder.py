@@ -58,6 +58,8 @@ class RunFolder:
             summary = {**run_info, "epochs_completed": 0}
         summary.update(status="failed", reason=reason)
         write_json(self.path / "summary.json", summary)
+        for rank, _ in self.failures():  # the reasons that had to be left outside the folder are recorded now
+            self.fallback_failure_file(rank).unlink(missing_ok=True)
         append_run(self.results_dir, summary)
         return summary
 
@@ -67,17 +69,34 @@ class RunFolder:
     def failure_file(self, rank: int) -> Path:
         return self.path / f"failure-rank{rank}.txt"
 
+    def fallback_failure_file(self, rank: int) -> Path:
+        """Where a rank leaves its reason when the run folder cannot be written (read-only, full):
+        the system's temporary folder, named after the run."""
+        import tempfile
+
+        return Path(tempfile.gettempdir()) / f"dygsched-{self.run_id}-failure-rank{rank}.txt"
+
     def write_failure(self, rank: int, text: str) -> None:
-        """A rank's reason for failing (first line: the reason; then details such as a traceback)."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        write_text(self.failure_file(rank), text)
+        """A rank's reason for failing (first line: the reason; then details such as a traceback),
+        in the run folder, else beside the system's temporary files; never raises."""
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            write_text(self.failure_file(rank), text)
+        except OSError:
+            try:
+                self.fallback_failure_file(rank).write_text(text)
+            except OSError:
+                pass
 
     def failures(self) -> list[tuple[int, str]]:
         """``(rank, first line)`` of every failure file, earliest written first (the cause before its echoes)."""
+        import tempfile
+
         found = []
-        for path in self.path.glob("failure-rank*.txt"):
+        fallback = Path(tempfile.gettempdir()).glob(f"dygsched-{self.run_id}-failure-rank*.txt")
+        for path in [*self.path.glob("failure-rank*.txt"), *fallback]:
             try:
-                rank = int(path.stem.removeprefix("failure-rank"))
+                rank = int(path.stem.rsplit("failure-rank", 1)[1])
                 lines = path.read_text().strip().splitlines()
                 found.append((path.stat().st_mtime_ns, rank, lines[0] if lines else "no reason given"))
             except (OSError, ValueError):
