@@ -43,6 +43,12 @@ def compose_config(overrides: list[str]) -> DictConfig:
             return compose(config_name=CONFIG_NAME, overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         message = " ".join(str(exc).split()).split(" Config search path")[0]
+        if "LexerNoViableAltException" in message or "mismatched input" in message:
+            raise ConfigError(
+                f"cannot parse the override {message.split(': ', 1)[-1].split(' See https')[0].removesuffix('^').strip()!r}: a value with spaces, "
+                "non-ASCII letters or other special characters must be quoted for Hydra, e.g. 'dataset.path=\"/data/my file.csv\"' "
+                "(docs/operations.md)"
+            ) from None
         unknown = re.match(r"Could not override '([^']+)'\. To append to your config use \+", message)
         if unknown:  # Hydra's advice (add it with +) would only make the setting silently unread here
             raise ConfigError(unknown_key_message(unknown.group(1))) from None
