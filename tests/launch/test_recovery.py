@@ -192,6 +192,12 @@ def start_and_kill(
 ) -> tuple[subprocess.CompletedProcess, float, list]:
     """Start ``command`` (a run with run_id=victim), send ``sig`` to rank 1 after the first checkpoint,
     wait for the command to end; returns it, the seconds it took to end, and the ranks."""
+    proc, ranks = start_victim(tmp_path, command, env)
+    return signal_and_wait(proc, command, ranks, ranks[1]["pid"], sig, timeout=180)
+
+
+def start_victim(tmp_path: Path, command: list[str], env: dict | None = None) -> tuple[subprocess.Popen, list]:
+    """Start ``command`` (a run with run_id=victim) and wait for its first checkpoint; the process and its ranks."""
     folder = tmp_path / "results" / "victim"
     proc = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
@@ -199,11 +205,17 @@ def start_and_kill(
     while not (folder / "checkpoint.pt").exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.02)
-    ranks = json.loads((folder / "ranks.json").read_text())
+    return proc, json.loads((folder / "ranks.json").read_text())
+
+
+def signal_and_wait(
+    proc: subprocess.Popen, command: list[str], ranks: list, pid: int, sig: int, timeout: float
+) -> tuple[subprocess.CompletedProcess, float, list]:
+    """Send ``sig`` to ``pid``, wait for ``proc`` to end; it, the seconds it took, and the ranks (any left alive are killed)."""
     start = time.monotonic()
-    os.kill(ranks[1]["pid"], sig)
+    os.kill(pid, sig)
     try:
-        stdout, stderr = proc.communicate(timeout=180)
+        stdout, stderr = proc.communicate(timeout=timeout)
     finally:
         for rank in ranks:  # a stopped rank is ours to clean up
             if alive(rank["pid"]):
@@ -279,24 +291,9 @@ def test_slurm_tasks_are_the_ranks(tmp_path, reference):
 
 def start_and_signal_the_launcher(tmp_path: Path, sig: int) -> tuple[subprocess.CompletedProcess, float, list]:
     """Start a long 2-rank run, send ``sig`` to the launcher alone after the first checkpoint."""
-    folder = tmp_path / "results" / "victim"
     command = [sys.executable, "-m", "dygsched", "run", *VICTIM]
-    proc = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    deadline = time.monotonic() + 240
-    while not (folder / "checkpoint.pt").exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.02)
-    ranks = json.loads((folder / "ranks.json").read_text())
-    start = time.monotonic()
-    os.kill(proc.pid, sig)
-    try:
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        for rank in ranks:
-            if alive(rank["pid"]):
-                os.kill(rank["pid"], signal.SIGKILL)
-    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr), time.monotonic() - start, ranks
+    proc, ranks = start_victim(tmp_path, command)
+    return signal_and_wait(proc, command, ranks, proc.pid, sig, timeout=60)
 
 
 @pytest.mark.parametrize("sig, code, reason", [(signal.SIGTERM, 143, "terminated by SIGTERM"), (signal.SIGINT, 130, "interrupted")])
