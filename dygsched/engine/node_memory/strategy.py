@@ -24,7 +24,7 @@ from the end of validation (TGL's protocol). Timestamps are shifted so the strea
 Evaluation reports the loss, average precision and ROC AUC of every positive and negative pair
 (``ap``, ``auc``: transductive), the same over the events with an endpoint no training event
 touched (``ap_inductive``, ``auc_inductive``; ``split.new_nodes`` hides DyGLib's share of nodes
-from training, ``data.new_nodes``), and with ``eval_negatives = m > 1`` TGB's mean reciprocal
+from training, ``dygsched/data/new_nodes.py``), and with ``eval_negatives = m > 1`` TGB's mean reciprocal
 rank of each positive among its ``m`` fixed negatives (``mrr``). Negatives are drawn uniformly
 from all nodes (TGL's rule); training always draws one per event.
 
