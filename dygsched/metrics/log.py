@@ -18,4 +18,5 @@ def configure_logging(progress: bool) -> logging.Logger:
         logger.addHandler(handler)
     logger.setLevel(logging.INFO if progress else logging.WARNING)
     logger.propagate = False
+    logger.disabled = False  # a logging config with disable_existing_loggers must not silence the run
     return logger

@@ -318,8 +318,8 @@ def test_bad_settings_and_shapes_are_refused() -> None:
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_config_instantiates_its_model(name: str, edge_dim: int) -> None:
     cfg = OmegaConf.load(CONF / f"{name}.yaml")
-    assert cfg.name == name
-    cfg = OmegaConf.masked_copy(cfg, [key for key in cfg if key != "name"])
+    assert cfg.name == name and cfg.default_lr == 1e-4  # TGL's learning rate, what optim.lr takes by default
+    cfg = OmegaConf.masked_copy(cfg, [key for key in cfg if key not in ("name", "default_lr")])
     model = instantiate(cfg, num_nodes=10, edge_dim=edge_dim)
     assert type(model) is MODELS[name] and isinstance(model, MemoryModel)
     assert (model.num_nodes, model.edge_dim, model.memory_dim, model.time_dim) == (10, edge_dim, 100, 100)
