@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import TINY_SYNTHETIC
 
@@ -167,3 +169,17 @@ def test_a_mistyped_key_names_what_is_close_instead_of_adding_it(override, messa
     with pytest.raises(ConfigError) as error:
         compose_config([override])
     assert str(error.value).startswith(message) and "To append" not in str(error.value)
+
+
+@settings(deadline=None)  # the first example imports the launcher (torch)
+@given(st.text(min_size=1, max_size=40))
+def test_no_run_id_names_a_folder_outside_results_dir(name):
+    from dygsched.errors import ConfigError
+    from dygsched.launch.app import check_plain_name
+
+    results = Path("/results")
+    try:
+        check_plain_name(name, "run_id")
+    except ConfigError:
+        return
+    assert (results / name).resolve().parent == results.resolve() and (results / name).name == name
