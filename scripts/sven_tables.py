@@ -16,6 +16,7 @@ written as CSV.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -114,6 +115,8 @@ def balance(args: argparse.Namespace) -> None:
     """Section 5.4's balance cost: per training step, the trainer-pair matrix C of Sven's dispatch
     all-to-all and its residual against the slowest link (Equation 2), under each partition, over
     ``--epochs`` epochs (each draws its own negatives); owners from the pre-sampling of epoch 0."""
+    import torch
+
     from dygsched.data.event_batches import RecentNeighbours, relative_times
     from dygsched.engine.node_memory.volumes import demand_matrix, dispatch_pairs, epoch_reads
     from dygsched.sched.vertex_partition import link_balance, partition_vertices
@@ -129,7 +132,11 @@ def balance(args: argparse.Namespace) -> None:
                 if batch * ranks > train[1] - train[0]:
                     print(f"skipped: batch {batch} x {ranks} ranks is more than the {train[1] - train[0]} training events of {dataset}")
                     continue
-                reads = [list(epoch_reads(stream, train, batch, ranks, cfg["seed"], epoch, k, sampler=sampler)) for epoch in range(args.epochs)]
+                # each step's distinct vertices once (what the demand and the dispatch count), not every occurrence per partition
+                reads = [
+                    [dataclasses.replace(read, series=torch.unique(read.series)) for read in epoch_reads(stream, train, batch, ranks, cfg["seed"], epoch, k, sampler=sampler)]
+                    for epoch in range(args.epochs)
+                ]  # fmt: skip
                 demand = demand_matrix(iter(reads[0]), ranks, stream.num_nodes)
                 found = {}
                 for method in BALANCE_PARTITIONS:

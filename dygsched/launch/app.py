@@ -164,9 +164,11 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None) -> dict[str, An
     launcher.check(world_size)
     config["world_size"] = world_size
     data = prepare(config, world_size)
-    check_runs_table(Path(config["results_dir"]))  # a table the run could not append to: refused before it trains
+    asked = Path(config["results_dir"])
+    check_runs_table(asked)  # a table the run could not append to: refused before it trains
     folder = _run_folder(config)
-    check_runs_table(folder.results_dir)  # a resumed run's own results folder
+    if Path(folder.results_dir) != asked:  # resume= named a run in another results folder
+        check_runs_table(folder.results_dir)
     resumed = f", resuming after epoch {load_checkpoint(folder.path)['epoch'] + 1}" if config.get("resume") else ""
     log.info(
         "dygsched run %s: %s on %s (%s), sched=%s, %d ranks, launcher=%s%s",
