@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 import time
 from collections.abc import Mapping, Sequence
@@ -36,6 +35,7 @@ from dygsched.engine.worker import (
 )
 from dygsched.errors import ConfigError, DygschedError, Terminated
 from dygsched.launch.base import Launcher, LaunchFailed
+from dygsched.launch.config_checks import check_plain_name, check_results_dir, check_settings, check_world_size
 from dygsched.metrics.log import configure_logging
 from dygsched.metrics.run_folder import RunFolder, new_run_id
 from dygsched.metrics.runs_table import check_runs_table
@@ -54,61 +54,14 @@ class RunFailed(DygschedError):
 
 
 def resolve_world_size(value: Any) -> int:
-    if value == "auto":
-        return torch.cuda.device_count() or 2
-    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.strip().lstrip("-").isdigit())):
-        raise ConfigError(f"world_size must be a positive integer or 'auto', got {value!r}")
-    size = int(value)
-    if size < 1:
-        raise ConfigError(f"world_size must be at least 1, got {size}")
-    return size
-
-
-PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+    check_world_size(value)
+    return (torch.cuda.device_count() or 2) if value == "auto" else int(value)
 
 
 def check_config(cfg: Mapping[str, Any]) -> None:
     """The checks that need no data: every one fails before anything starts."""
-    if int(cfg["epochs"]) < 1:
-        raise ConfigError(f"epochs must be at least 1, got {cfg['epochs']}")
-    if not 0 <= int(cfg["seed"]) < 2**32:
-        raise ConfigError(f"seed must be in [0, 2**32), got {cfg['seed']}")
-    optim = cfg["optim"]
-    for key, value in optim.items():  # every setting of the optimiser a number or a flag, not text or null
-        if key not in ("name", "_target_") and not isinstance(value, (int, float, bool, list, tuple)):
-            raise ConfigError(f"optim.{key} must be a number, got {value!r}")
-    if "lr" in optim and not float(optim["lr"]) > 0:
-        raise ConfigError(f"optim.lr must be positive, got {optim['lr']}")
-    if float(optim.get("weight_decay") or 0.0) < 0:
-        raise ConfigError(f"optim.weight_decay must be non-negative, got {optim['weight_decay']}")
-    if not float(cfg["dist_timeout_s"]) > 0:
-        raise ConfigError(f"dist_timeout_s must be positive seconds, got {cfg['dist_timeout_s']}")
-    bucket_mb = (cfg.get("grad_sync") or {}).get("bucket_mb", 25)
-    if not float(bucket_mb) > 0:
-        raise ConfigError(f"grad_sync.bucket_mb must be positive, got {bucket_mb}")
-    resume = cfg.get("resume")
-    if resume is not None and not isinstance(resume, (bool, str)):
-        raise ConfigError(f"resume must be true, false or a run folder, got {resume!r}")
-    if cfg.get("run_id") is not None:
-        check_plain_name(str(cfg["run_id"]), "run_id")
+    check_settings(cfg)
     build_strategy(cfg["sched"])  # an unknown solver, option name or value: one line now
-
-
-def check_results_dir(results: Path) -> None:
-    """``results_dir`` must be a folder this process can create and write, checked before any rank starts."""
-    try:
-        results.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"results_dir {results} cannot be used: {exc.strerror or exc}") from None
-    if not os.access(results, os.W_OK | os.X_OK):
-        raise ConfigError(f"results_dir {results} cannot be used: not writable")
-
-
-def check_plain_name(name: str, what: str) -> None:
-    """A name the project turns into a path (a run folder): letters, digits, '-', '_' and '.', no
-    separator, not '.' or '..', so it cannot point outside the folder it is meant for."""
-    if not PLAIN_NAME.fullmatch(name) or name in (".", ".."):
-        raise ConfigError(f"{what} must be a plain name (letters, digits, '-', '_', '.'; no path), got {name!r}")
 
 
 def build_launcher(cfg: Mapping[str, Any]) -> Launcher:

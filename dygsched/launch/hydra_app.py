@@ -21,7 +21,6 @@ from omegaconf import DictConfig, OmegaConf
 from dygsched.data.paths import register_resolver
 from dygsched.errors import ConfigError, DygschedError
 from dygsched.launch.schema import register as register_schema
-from dygsched.launch.torchrun import SUPERVISED_ENV
 
 CONFIG_MODULE = "dygsched.conf"
 CONFIG_NAME = "config"
@@ -136,6 +135,7 @@ def _hydra_job(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
     from dygsched.launch.app import run
+    from dygsched.launch.torchrun import SUPERVISED_ENV
 
     try:
         summary = run(cfg, overrides=list(HydraConfig.get().overrides.task))
@@ -178,10 +178,22 @@ def check_sweep(overrides: list[str]) -> None:
             raise ConfigError(f"{exc} (sweep point: {' '.join(point) or 'defaults'})") from None
 
 
+def precheck(cfg: DictConfig) -> None:
+    """What the settings alone can refuse, before torch is imported (see ``config_checks``)."""
+    from dygsched.launch.config_checks import check_results_dir, check_settings
+
+    try:
+        config = OmegaConf.to_container(cfg, resolve=True)
+    except Exception:  # an interpolation that cannot resolve: the run says so in its own words
+        return
+    check_settings(config)  # type: ignore[arg-type]
+    check_results_dir(Path(str(config["results_dir"])))  # type: ignore[index]
+
+
 def main(argv: list[str]) -> int:
     flags = {"-m", "--multirun", "--help", "-h", "--cfg", "-c", "--info", "--hydra-help", "--resolve"}
     if not any(arg in flags or arg.startswith("--cfg") for arg in argv):
-        compose_config(argv)
+        precheck(compose_config(argv))
     elif any(arg in {"-m", "--multirun"} for arg in argv) and not any(arg in flags - {"-m", "--multirun"} for arg in argv):
         check_sweep([arg for arg in argv if arg not in {"-m", "--multirun"}])
     _failures.clear()

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import TINY_SYNTHETIC
+from tests.conftest import ROOT, TINY_SYNTHETIC
 
 SUMMARY_KEYS = {
     "run_id", "dataset", "model", "sched", "world_size", "epochs", "status", "epoch_time_s", "imbalance_ratio",
@@ -175,7 +175,7 @@ def test_a_mistyped_key_names_what_is_close_instead_of_adding_it(override, messa
 @given(st.text(min_size=1, max_size=40))
 def test_no_run_id_names_a_folder_outside_results_dir(name):
     from dygsched.errors import ConfigError
-    from dygsched.launch.app import check_plain_name
+    from dygsched.launch.config_checks import check_plain_name
 
     results = Path("/results")
     try:
@@ -183,3 +183,16 @@ def test_no_run_id_names_a_folder_outside_results_dir(name):
     except ConfigError:
         return
     assert (results / name).resolve().parent == results.resolve() and (results / name).name == name
+
+
+@pytest.mark.parametrize("override", ["optim.lr=fast", "world_size=1.5", "run_id=../x", "epochs=0", "model=nosuch", "+modle=tgcn"])
+def test_a_rejected_input_is_answered_before_torch_is_imported(override):
+    """What the settings alone refuse is refused at once: the answer does not wait for torch."""
+    probe = (
+        "import sys\nfrom dygsched.cli import main\n"
+        f"code = main(['run', {override!r}])\n"
+        "print('torch imported' if 'torch' in sys.modules else 'no torch', code)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.stdout.strip() == "no torch 1", (done.stdout, done.stderr)
+    assert done.stderr.startswith("dygsched: error:") and len(done.stderr.strip().splitlines()) == 1

@@ -1,0 +1,84 @@
+"""The checks a run's settings get before anything heavy is imported.
+
+``dygsched run`` composes the config and runs these at once, so a mistyped number, a run id that
+is a path or a results folder that cannot be written is refused in about the time Python and
+Hydra take to start. What needs the code of a component (a strategy's own options, the data, the
+model) is checked afterwards, still before any worker starts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dygsched.errors import ConfigError
+
+PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_settings(cfg: Mapping[str, Any]) -> None:
+    """The top-level settings and the optimiser's, from their values alone."""
+    for key in ("epochs", "seed"):
+        if not _integer(cfg[key]):
+            raise ConfigError(f"{key} must be an integer, got {cfg[key]!r}")
+    if cfg["epochs"] < 1:
+        raise ConfigError(f"epochs must be at least 1, got {cfg['epochs']}")
+    if not 0 <= cfg["seed"] < 2**32:
+        raise ConfigError(f"seed must be in [0, 2**32), got {cfg['seed']}")
+    check_world_size(cfg["world_size"])
+    optim = cfg["optim"]
+    for key, value in optim.items():  # every setting of the optimiser a number or a flag, not text or null
+        if key not in ("name", "_target_") and not isinstance(value, (int, float, bool, list, tuple)):
+            raise ConfigError(f"optim.{key} must be a number, got {value!r}")
+    if "lr" in optim and not float(optim["lr"]) > 0:
+        raise ConfigError(f"optim.lr must be positive, got {optim['lr']}")
+    if float(optim.get("weight_decay") or 0.0) < 0:
+        raise ConfigError(f"optim.weight_decay must be non-negative, got {optim['weight_decay']}")
+    if not _number(cfg["dist_timeout_s"]) or not cfg["dist_timeout_s"] > 0:
+        raise ConfigError(f"dist_timeout_s must be positive seconds, got {cfg['dist_timeout_s']!r}")
+    bucket_mb = (cfg.get("grad_sync") or {}).get("bucket_mb", 25)
+    if not _number(bucket_mb) or not bucket_mb > 0:
+        raise ConfigError(f"grad_sync.bucket_mb must be a positive number, got {bucket_mb!r}")
+    resume = cfg.get("resume")
+    if resume is not None and not isinstance(resume, (bool, str)):
+        raise ConfigError(f"resume must be true, false or a run folder, got {resume!r}")
+    if cfg.get("run_id") is not None:
+        check_plain_name(str(cfg["run_id"]), "run_id")
+
+
+def check_world_size(value: Any) -> None:
+    """A positive integer (or a string of one, as a shell passes it), or ``auto``."""
+    if value == "auto":
+        return
+    if isinstance(value, bool) or not (_integer(value) or (isinstance(value, str) and value.strip().lstrip("-").isdigit())):
+        raise ConfigError(f"world_size must be a positive integer or 'auto', got {value!r}")
+    if int(value) < 1:
+        raise ConfigError(f"world_size must be at least 1, got {int(value)}")
+
+
+def check_results_dir(results: Path) -> None:
+    """``results_dir`` must be a folder this process can create and write, checked before any rank starts."""
+    try:
+        results.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"results_dir {results} cannot be used: {exc.strerror or exc}") from None
+    if not os.access(results, os.W_OK | os.X_OK):
+        raise ConfigError(f"results_dir {results} cannot be used: not writable")
+
+
+def check_plain_name(name: str, what: str) -> None:
+    """A name the project turns into a path (a run folder): letters, digits, '-', '_' and '.', no
+    separator, not '.' or '..', so it cannot point outside the folder it is meant for."""
+    if not PLAIN_NAME.fullmatch(name) or name in (".", ".."):
+        raise ConfigError(f"{what} must be a plain name (letters, digits, '-', '_', '.'; no path), got {name!r}")
