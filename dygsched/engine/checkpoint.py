@@ -4,9 +4,12 @@ At the end of every epoch rank 0 writes ``checkpoint.pt`` into the run folder, a
 temporary name, then a rename): the model and optimizer states (identical on every rank after
 the gradient all-reduce, so rank 0's copy serves all), the last completed epoch, the strategy's
 state (``Strategy.state_dict``: for snapshot groups, the plan being trained and whether it already
-replaced the profiling plan), the metrics not measured and why, every rank's random
-number generator states (torch, numpy, random and, on GPU, CUDA; gathered to rank 0) and the metric
-rows so far. Only plain containers and tensors are stored, so it loads with ``weights_only=True``.
+replaced the profiling plan), the metrics not measured and why, and every rank's random
+number generator states (torch, numpy, random and, on GPU, CUDA; gathered to rank 0). Only plain
+containers and tensors are stored, so it loads with ``weights_only=True``. The metric rows are not
+in it: each epoch's rows are written beside it (``RunFolder.save_epoch_rows``) before it, and its
+own ``checkpoint_s``/``checkpoint_bytes`` rows after it, so the checkpoint stays the size of the
+model however long the run.
 
 Resuming loads it on rank 0, which hands every rank the model, the optimizer and its own RNG
 states; training continues at the next epoch exactly as if it had never stopped.
@@ -30,7 +33,8 @@ from dygsched.metrics.run_folder import RunFolder
 
 CHECKPOINT_FILE = "checkpoint.pt"
 CONFIG_FILE = "config.yaml"
-FORMAT_VERSION = 2  # 2: the strategy's own state under "strategy" (1 held the snapshot-group timeline)
+FORMAT_VERSION = 3  # 3: metric rows in the run folder's metrics.epochs; 2 held them under "rows"
+READABLE_FORMATS = (2, FORMAT_VERSION)  # a format-2 checkpoint resumes with the rows it carries
 
 # Settings a resumed run may change: they do not alter what is trained or how.
 RESUMABLE_CHANGES = (
@@ -90,20 +94,30 @@ def load_checkpoint(run_dir: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot resume: {Path(run_dir)} has no {CHECKPOINT_FILE}") from None
     except Exception as exc:  # truncated by hand, another format, not a checkpoint at all
         raise ConfigError(f"cannot resume: {path} is not a readable checkpoint ({str(exc).strip().splitlines()[0]})") from None
-    if not isinstance(state, dict) or state.get("format") != FORMAT_VERSION:
+    if not isinstance(state, dict) or state.get("format") not in READABLE_FORMATS:
         raise ConfigError(f"cannot resume: {path} is not a dygsched checkpoint of format {FORMAT_VERSION}")
     return state
 
 
 def mark_failed(folder: RunFolder, run_info: dict[str, Any], reason: str) -> dict[str, Any]:
-    """Mark the run failed with ``reason``, keeping the metrics of the epochs its checkpoint holds."""
-    frame = None
-    try:
-        rows = load_checkpoint(folder.path)["rows"]
-        frame = MetricRecorder.frame([tuple(row) for row in rows]) if rows else None
-    except ConfigError:  # no checkpoint yet (failed in its first epoch, or checkpoint=false)
-        pass
+    """Mark the run failed with ``reason``, keeping the metrics of its completed epochs."""
+    frame = folder.epoch_rows()
+    if frame is None:  # a run folder of format 2 keeps its rows in the checkpoint
+        try:
+            rows = load_checkpoint(folder.path).get("rows")
+            frame = MetricRecorder.frame([tuple(row) for row in rows]) if rows else None
+        except ConfigError:  # no checkpoint either: failed in its first epoch
+            pass
     return folder.fail(run_info, reason, frame)
+
+
+def resumed_rows(folder: RunFolder, state: Mapping[str, Any]) -> list[tuple]:
+    """The metric rows of the epochs a checkpoint completed, from the run folder (or, for a
+    format-2 checkpoint, from the checkpoint itself); a later epoch's rows are dropped."""
+    if "rows" in state:
+        return [tuple(row) for row in state["rows"]]
+    frame = folder.resume_epoch_rows(through_epoch=int(state["epoch"]))
+    return [] if frame is None else list(frame.itertuples(index=False, name=None))
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -163,9 +177,13 @@ def find_resume(config: Mapping[str, Any]) -> Path | None:
         results = Path(config["results_dir"])
         if config.get("run_id"):
             folder = results / str(config["run_id"])
-            return folder if checkpoint_path(folder).is_file() and not _differs(folder, config) else None
-        candidates = [p.parent for p in results.glob(f"*/{CHECKPOINT_FILE}") if not _differs(p.parent, config)]
-        return max(candidates, key=lambda p: checkpoint_path(p).stat().st_mtime, default=None)
+            found = folder if checkpoint_path(folder).is_file() and not _differs(folder, config) else None
+        else:
+            candidates = [p.parent for p in results.glob(f"*/{CHECKPOINT_FILE}") if not _differs(p.parent, config)]
+            found = max(candidates, key=lambda p: checkpoint_path(p).stat().st_mtime, default=None)
+        if found is not None:
+            check_epochs_left(found, config)
+        return found
     if not isinstance(resume, str):
         raise ConfigError(f"resume must be true, false or a run folder, got {resume!r}")
     folder = Path(resume).expanduser()
@@ -174,7 +192,18 @@ def find_resume(config: Mapping[str, Any]) -> Path | None:
     if not folder.is_dir():
         raise ConfigError(f"cannot resume: no run folder {folder}")
     check_resumable(folder, config)
+    check_epochs_left(folder, config)
     return folder
+
+
+def check_epochs_left(folder: Path, config: Mapping[str, Any]) -> None:
+    """Refuse ``epochs`` below what the run already completed: its summary would contradict itself."""
+    completed = int(load_checkpoint(folder)["epoch"]) + 1
+    if int(config["epochs"]) < completed:
+        raise ConfigError(
+            f"cannot resume {folder.name} with epochs={config['epochs']}: it has completed {completed} epochs already "
+            f"(give epochs={completed} or more)"
+        )
 
 
 def _differs(folder: Path, config: Mapping[str, Any]) -> bool:

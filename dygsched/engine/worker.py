@@ -27,7 +27,15 @@ import torch.distributed as dist
 from omegaconf import OmegaConf
 
 from dygsched.data.loading import DynamicData, instantiate_component, load_data
-from dygsched.engine.checkpoint import capture_rng, find_resume, load_checkpoint, mark_failed, restore_rng, save_checkpoint
+from dygsched.engine.checkpoint import (
+    capture_rng,
+    find_resume,
+    load_checkpoint,
+    mark_failed,
+    restore_rng,
+    resumed_rows,
+    save_checkpoint,
+)
 from dygsched.engine.distributed import (
     DistEnv,
     abandon_process_group,
@@ -257,12 +265,15 @@ class _RankRun:
         self.rank, self.world_size, self.is_main = env.rank, env.world_size, env.rank == 0
         configure_logging(bool(cfg.get("progress", True)) and self.is_main)
         start = _start(cfg, self.world_size) if self.is_main else None
-        self.rows: list[tuple] = list(start[2].pop("rows")) if start and start[2] else []  # rank 0 keeps every rank's rows
+        if start is not None:  # before any rank knows the folder, so before any can fail into it
+            RunFolder(start[0], start[1]).forget_old_failures()
         results_dir, self.run_id, resumed = broadcast_from_rank0(start)
         self.folder = where.folder = RunFolder(results_dir, self.run_id)
+        self.rows: list[tuple] = []  # rank 0 keeps every rank's rows
         if self.is_main:
             self.folder.create(OmegaConf.to_yaml(OmegaConf.create(dict(cfg, run_id=self.run_id, results_dir=results_dir))))
-            if resumed:  # what a killed writer of the interrupted run may have left
+            if resumed:  # the completed epochs' rows, and nothing a killed writer of the interrupted run left
+                self.rows = resumed_rows(self.folder, resumed)
                 remove_stale_temporaries(self.folder.path)
         _record_ranks(self.folder, self.rank, self.world_size, device)
         data = data if data is not None else load_data(cfg["dataset"])
@@ -346,21 +357,26 @@ class _RankRun:
             )
             log.info("epoch %d/%d  train_loss %.4f  %s  time %.2fs", epoch + 1, self.settings.epochs, train_loss, shown, epoch_time)
 
-    def _collect(self, with_rng: bool) -> list[Any]:
-        """Rank 0 collects every rank's new rows and missing-metric reasons (and RNG states)."""
+    def _collect(self, with_rng: bool) -> tuple[list[tuple], list[Any]]:
+        """Rank 0 collects every rank's new rows and missing-metric reasons (and RNG states);
+        returns the new rows (on rank 0) and the RNG states."""
         rng = capture_rng(self.device) if with_rng else None
         gathered = _gather_to_rank0((self.recorder.take(), self.recorder.missing, rng), self.world_size, self.is_main)
+        new_rows = [row for part, _, _ in gathered for row in part]
         if self.is_main:
-            self.rows.extend(row for part, _, _ in gathered for row in part)
+            self.rows.extend(new_rows)
             for _, missing, _ in gathered:
                 self.recorder.missing.update(missing)
-        return [rng for _, _, rng in gathered]
+        return new_rows, [rng for _, _, rng in gathered]
 
     def end_epoch(self, epoch: int) -> None:
-        """Collect the epoch's rows on rank 0 and write the checkpoint."""
+        """Collect the epoch's rows on rank 0, write them, then the checkpoint and its own rows."""
         save_start = time.perf_counter()
-        rngs = self._collect(self.checkpointing)
-        if not (self.is_main and self.checkpointing):
+        new_rows, rngs = self._collect(self.checkpointing)
+        if not self.is_main:
+            return
+        self.folder.save_epoch_rows(MetricRecorder.frame(new_rows), f"epoch-{epoch:05d}")
+        if not self.checkpointing:
             return
         state = {
             "epoch": epoch,
@@ -370,12 +386,15 @@ class _RankRun:
             "optimizer": self.optimizer.state_dict(),
             "strategy": self.strategy.state_dict(),
             "rng": rngs,
-            "rows": self.rows,
             "missing": dict(self.recorder.missing),
         }
         size = save_checkpoint(self.folder.path, state)
-        self.recorder.add(epoch, "train", "checkpoint_s", time.perf_counter() - save_start)
-        self.recorder.add(epoch, "train", "checkpoint_bytes", size)
+        # The checkpoint's own cost, saved at once: a resume from this checkpoint keeps these rows.
+        saving = MetricRecorder(self.run_id, self.rank)
+        saving.add(epoch, "train", "checkpoint_s", time.perf_counter() - save_start)
+        saving.add(epoch, "train", "checkpoint_bytes", size)
+        self.rows.extend(saving.rows)
+        self.folder.save_epoch_rows(MetricRecorder.frame(saving.rows), f"epoch-{epoch:05d}-checkpoint")
 
     def finish(self) -> dict[str, Any] | None:
         """Rank 0 writes the metrics and the summary and returns the summary; other ranks return None."""

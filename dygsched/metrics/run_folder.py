@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from dygsched.metrics.atomic import remove_stale_temporaries, write_json, write_parquet, write_text
+from dygsched.metrics.recorder import COLUMNS
 from dygsched.metrics.runs_table import append_run
 from dygsched.metrics.summary import summarize
 
@@ -36,11 +38,53 @@ class RunFolder:
     def write_plan(self, plan: dict[str, Any], name: str = "plan.json") -> None:
         write_json(self.path / name, plan)
 
+    @property
+    def epoch_rows_dir(self) -> Path:
+        """The metric rows of each completed epoch while the run trains, one file per write."""
+        return self.path / "metrics.epochs"
+
+    def save_epoch_rows(self, frame: pd.DataFrame, name: str) -> None:
+        """Keep rows of completed epochs on disk (atomically, as ``<name>.parquet``, a name that
+        starts ``epoch-<number>``), so that a run
+        killed at any moment still has them for its failure record and for ``resume=``."""
+        self.epoch_rows_dir.mkdir(exist_ok=True)
+        write_parquet(self.epoch_rows_dir / f"{name}.parquet", frame)
+
+    def epoch_rows(self, through_epoch: int | None = None) -> pd.DataFrame | None:
+        """The rows saved so far (those of epochs up to ``through_epoch`` when given), or ``None``."""
+        parts = []
+        for path in sorted(self.epoch_rows_dir.glob("*.parquet")):
+            try:
+                parts.append(pd.read_parquet(path))
+            except Exception:  # a file damaged by hand: the epochs it held are lost, not the run
+                continue
+        if not parts:
+            return None
+        frame = pd.concat(parts, ignore_index=True)[COLUMNS]
+        if through_epoch is not None:
+            frame = frame[frame["epoch"] <= through_epoch].reset_index(drop=True)
+        return frame
+
+    def resume_epoch_rows(self, through_epoch: int) -> pd.DataFrame | None:
+        """The rows of epochs up to ``through_epoch`` for a resumed run, with later epochs' rows
+        forgotten (it trains them again). A run that had finished keeps its rows in
+        ``metrics.parquet`` only: they are saved epoch by epoch again, so that the resumed run,
+        should it stop too, still has them."""
+        if not any(self.epoch_rows_dir.glob("*.parquet")) and (self.path / "metrics.parquet").is_file():
+            earlier = pd.read_parquet(self.path / "metrics.parquet")
+            for epoch, rows in earlier[earlier["epoch"] <= through_epoch].groupby("epoch"):
+                self.save_epoch_rows(rows[COLUMNS].reset_index(drop=True), f"epoch-{int(epoch):05d}")
+        for path in self.epoch_rows_dir.glob("epoch-*.parquet"):
+            if int(path.stem.split("-")[1]) > through_epoch:
+                path.unlink(missing_ok=True)
+        return self.epoch_rows(through_epoch)
+
     def finish(self, frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
         """Write metrics and summary, then append the runs-table row (last, so a row means a complete folder)."""
         write_parquet(self.path / "metrics.parquet", frame)
         summary = summarize(frame, run_info)
         write_json(self.path / "summary.json", summary)
+        shutil.rmtree(self.epoch_rows_dir, ignore_errors=True)  # all of it is in metrics.parquet now
         append_run(self.results_dir, summary)
         return summary
 
@@ -71,10 +115,25 @@ class RunFolder:
 
     def fallback_failure_file(self, rank: int) -> Path:
         """Where a rank leaves its reason when the run folder cannot be written (read-only, full):
-        the system's temporary folder, named after the run."""
+        the system's temporary folder, named after the run and its folder."""
+        return self._fallback_dir() / f"{self._fallback_prefix()}-failure-rank{rank}.txt"
+
+    def _fallback_dir(self) -> Path:
         import tempfile
 
-        return Path(tempfile.gettempdir()) / f"dygsched-{self.run_id}-failure-rank{rank}.txt"
+        return Path(tempfile.gettempdir())
+
+    def _fallback_prefix(self) -> str:
+        import hashlib
+
+        where = hashlib.sha1(str(self.path.resolve()).encode()).hexdigest()[:10]  # another folder's run of the same id is not ours
+        return f"dygsched-{self.run_id}-{where}"
+
+    def forget_old_failures(self) -> None:
+        """Remove the reasons an earlier attempt of this run left (in its folder, or outside it when
+        the folder could not be written): a resumed run reports only its own."""
+        for path in [*self.path.glob("failure-rank*.txt"), *self._fallback_dir().glob(f"{self._fallback_prefix()}-failure-rank*.txt")]:
+            path.unlink(missing_ok=True)
 
     def write_failure(self, rank: int, text: str) -> None:
         """A rank's reason for failing (first line: the reason; then details such as a traceback),
@@ -90,10 +149,8 @@ class RunFolder:
 
     def failures(self) -> list[tuple[int, str]]:
         """``(rank, first line)`` of every failure file, earliest written first (the cause before its echoes)."""
-        import tempfile
-
         found = []
-        fallback = Path(tempfile.gettempdir()).glob(f"dygsched-{self.run_id}-failure-rank*.txt")
+        fallback = self._fallback_dir().glob(f"{self._fallback_prefix()}-failure-rank*.txt")
         for path in [*self.path.glob("failure-rank*.txt"), *fallback]:
             try:
                 rank = int(path.stem.rsplit("failure-rank", 1)[1])

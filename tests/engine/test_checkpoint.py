@@ -18,6 +18,7 @@ from dygsched.engine.checkpoint import (
     load_checkpoint,
     mark_failed,
     restore_rng,
+    resumed_rows,
     save_checkpoint,
 )
 from dygsched.engine.snapshot_groups.timeline import Timeline, TimelineConfig
@@ -146,14 +147,15 @@ def test_find_resume(tmp_path):
         find_resume(config(resume=str(results / "empty")))
 
 
-def test_mark_failed_keeps_the_checkpointed_epochs(tmp_path):
+def test_mark_failed_keeps_the_completed_epochs(tmp_path):
     folder = RunFolder(tmp_path, "run")
-    rec = MetricRecorder("run", 0)
+    folder.path.mkdir()
     for epoch in range(3):
+        rec = MetricRecorder("run", 0)
         rec.add(epoch, "train", "epoch_time_s", 1.0)
         rec.add(epoch, "train", "loss", 1.0 / (epoch + 1))
-    folder.path.mkdir()
-    save_checkpoint(folder.path, {"epoch": 2, "rows": rec.rows})
+        folder.save_epoch_rows(MetricRecorder.frame(rec.rows), f"epoch-{epoch:05d}")
+    save_checkpoint(folder.path, {"epoch": 1})  # the third epoch's rows were written, its checkpoint not
     (folder.path / ".metrics.parquet.123.tmp").write_text("half a table")  # left by a killed writer
     summary = mark_failed(folder, {"run_id": "run", "world_size": 1}, "rank 1 was killed by SIGKILL")
     assert summary["status"] == "failed" and summary["reason"] == "rank 1 was killed by SIGKILL"
@@ -161,6 +163,51 @@ def test_mark_failed_keeps_the_checkpointed_epochs(tmp_path):
     assert not list(folder.path.glob("*.tmp"))
     no_checkpoint = mark_failed(RunFolder(tmp_path, "early"), {"run_id": "early"}, "boom")
     assert no_checkpoint["epochs_completed"] == 0 and no_checkpoint["status"] == "failed"
+
+
+def test_a_format_2_checkpoint_still_gives_its_rows(tmp_path):
+    """Run folders written before the rows moved out of the checkpoint keep resuming and failing cleanly."""
+    folder = RunFolder(tmp_path, "old")
+    folder.path.mkdir()
+    rec = MetricRecorder("old", 0)
+    rec.add(0, "train", "loss", 0.5)
+    torch.save({"format": 2, "epoch": 0, "rows": rec.rows}, folder.path / CHECKPOINT_FILE)
+    assert resumed_rows(folder, load_checkpoint(folder.path)) == rec.rows
+    assert mark_failed(folder, {"run_id": "old"}, "boom")["final_train_loss"] == 0.5
+
+
+def test_resumed_rows_stop_at_the_checkpointed_epoch(tmp_path):
+    folder = RunFolder(tmp_path, "run")
+    folder.path.mkdir()
+    for epoch in range(3):
+        rec = MetricRecorder("run", 0)
+        rec.add(epoch, "train", "loss", float(epoch))
+        folder.save_epoch_rows(MetricRecorder.frame(rec.rows), f"epoch-{epoch:05d}")
+    rows = resumed_rows(folder, {"epoch": 1})
+    assert [row[1] for row in rows] == [0, 1]
+    assert sorted(p.name for p in folder.epoch_rows_dir.iterdir()) == ["epoch-00000.parquet", "epoch-00001.parquet"]
+
+
+def test_a_finished_run_resumes_with_the_rows_of_its_metrics_table(tmp_path):
+    folder = RunFolder(tmp_path, "done")
+    folder.path.mkdir()
+    rec = MetricRecorder("done", 0)
+    for epoch in range(3):
+        rec.add(epoch, "train", "loss", float(epoch))
+    folder.finish(MetricRecorder.frame(rec.rows), {"run_id": "done"})
+    assert not folder.epoch_rows_dir.exists()
+    assert [row[1] for row in resumed_rows(folder, {"epoch": 2})] == [0, 1, 2]
+    assert len(list(folder.epoch_rows_dir.glob("epoch-*.parquet"))) == 3  # saved again, should the resumed run stop
+
+
+def test_resume_with_fewer_epochs_than_completed_is_refused(tmp_path):
+    results = tmp_path / "results"
+    done = write_run(results, "three", config(), epoch=2)
+    with pytest.raises(ConfigError, match=r"epochs=2: it has completed 3 epochs already \(give epochs=3 or more\)"):
+        find_resume(config(results_dir=str(results), resume=str(done), epochs=2))
+    with pytest.raises(ConfigError, match="completed 3 epochs"):
+        find_resume(config(results_dir=str(results), resume=True, epochs=1))
+    assert find_resume(config(results_dir=str(results), resume=str(done), epochs=3)) == done
 
 
 def timeline(tmp_path, profile_epochs, world_size=2):

@@ -69,9 +69,19 @@ def test_resume_continues_exactly(tmp_path, reference):
     results = tmp_path / "results"
     first = train(results, "epochs=3", "run_id=part")
     assert first["status"] == "ok" and first["epochs_completed"] == 3
+    checkpoint_size = (results / "part" / "checkpoint.pt").stat().st_size
+    with pytest.raises(ConfigError, match="completed 3 epochs already"):
+        train(results, "epochs=2", f"resume={results / 'part'}")  # the summary would say 2 of 3 epochs
     summary = train(results, f"epochs={EPOCHS}", f"resume={results / 'part'}")
     assert summary["run_id"] == "part" and summary["status"] == "ok" and summary["epochs_completed"] == EPOCHS
+    assert summary["epochs"] == EPOCHS
     assert losses(results / "part") == reference
+    # every epoch's checkpoint cost survives the resume; the checkpoint holds no metric rows, so it does not grow
+    metrics = pd.read_parquet(results / "part" / "metrics.parquet")
+    for metric in ("checkpoint_s", "checkpoint_bytes"):
+        assert sorted(metrics.loc[metrics.metric == metric, "epoch"]) == list(range(EPOCHS))
+    assert (results / "part" / "checkpoint.pt").stat().st_size == checkpoint_size
+    assert not (results / "part" / "metrics.epochs").exists()  # all of it is in metrics.parquet
     runs = pd.read_parquet(results / "runs.parquet")
     assert runs["run_id"].tolist() == ["part"] and runs["epochs_completed"].tolist() == [EPOCHS]  # one row, updated
 
