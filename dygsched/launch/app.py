@@ -184,13 +184,20 @@ def run_rank(config: dict[str, Any], env: DistEnv) -> dict[str, Any]:
     """This process is one rank of a job started by torchrun or SLURM: validate, then train it."""
     config["world_size"] = env.world_size
     data = prepare(config, env.world_size)
-    if under_torchrun() and env.rank == 0:
-        # torchrun stops the surviving ranks with SIGTERM; rank 0 first marks the run failed.
-        signal.signal(signal.SIGTERM, _stopped)
+    # SIGTERM reaches every rank: from torchrun (sent on, or stopping the others when one rank
+    # fails) and from SLURM (preemption, scancel, the time limit). Each rank stops where it is;
+    # rank 0 records the run as failed with its completed epochs (or with the failed rank's
+    # reason when one failed first), and resume= continues it.
+    try:
+        signal.signal(signal.SIGTERM, _terminated)
+    except ValueError:  # not the main thread
+        pass
     try:
         return train_rank(config, env, data, mark_failure=True) or {}
     except DygschedError:
         raise
+    except SystemExit as exc:  # submitit's preemption handler on rank 0, after it requeued the job
+        raise RunFailed(f"rank {env.rank}: stopped by the cluster (exit {exc.code}); a requeued job with resume=true continues it") from None
     except BaseException as exc:
         raise RunFailed(f"rank {env.rank}: {failure_text(exc).splitlines()[0]}") from None
 
@@ -200,6 +207,3 @@ def _terminated(signum: int, frame: Any) -> None:
     raise Terminated(signum)
 
 
-def _stopped(signum: int, frame: Any) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: let the failure be recorded
-    raise RunFailed("stopped by SIGTERM (torchrun stops every rank when one fails)")

@@ -18,6 +18,7 @@ import signal
 import socket
 import sys
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +135,8 @@ class LocalLauncher(Launcher):
         except ProcessRaisedException as exc:
             raise LaunchFailed(death_reason(folder, exc.error_index, None, None)) from None
         finally:
-            data_path.unlink(missing_ok=True)
+            with suppress(OSError):  # a folder gone read-only keeps it; the failure already says why
+                data_path.unlink(missing_ok=True)
 
 
 def stop_workers(processes: Sequence[Any], grace_s: float) -> None:

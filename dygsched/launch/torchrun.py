@@ -32,6 +32,7 @@ from dygsched.metrics.run_folder import RunFolder
 RDZV_BACKENDS = ("c10d", "static")
 LOG_FILE = "torchrun.log"
 SUPERVISED_ENV = "DYGSCHED_SUPERVISED"  # set for ranks whose launcher reports the run itself
+TORCHRUN_STOP_S = 30.0  # torchrun's own wait for its ranks after it sends them SIGTERM
 # Overrides the launcher sets itself for the ranks it starts.
 _OWN_KEYS = ("run_id", "resume", "results_dir")
 
@@ -85,6 +86,7 @@ class TorchrunLauncher(Launcher):
         join_timeout_s: float = 600.0,
         max_restarts: int = 0,
         extra_args: Sequence[str] = (),
+        grace_period_s: float = 2.0,
     ) -> None:
         self.nnodes = int(nnodes)
         self.nproc_per_node = None if nproc_per_node is None else int(nproc_per_node)
@@ -95,6 +97,7 @@ class TorchrunLauncher(Launcher):
         self.join_timeout_s = float(join_timeout_s)
         self.max_restarts = int(max_restarts)
         self.extra_args = [str(a) for a in extra_args]
+        self.grace_period_s = float(grace_period_s)
 
     def check(self, world_size: int) -> None:
         if self.nnodes < 1:
@@ -156,16 +159,33 @@ class TorchrunLauncher(Launcher):
         log_path = folder.path / LOG_FILE
         with open(log_path, "w") as log:
             # torchrun stops its ranks on SIGTERM, which it gets if this process dies first
-            result = subprocess.run(
+            torchrun = subprocess.Popen(
                 cmd,
                 stdin=subprocess.DEVNULL,
                 stderr=log,
-                check=False,
                 env={**os.environ, SUPERVISED_ENV: "1"},
                 preexec_fn=lambda: die_with_parent(signal.SIGTERM),
             )
-        if result.returncode != 0:
-            raise LaunchFailed(failure_reason(folder, log_path.read_text(errors="replace"), result.returncode))
+            try:
+                returncode = torchrun.wait()
+            except BaseException:  # SIGTERM or Ctrl-C to this process: torchrun stops its ranks, then we record the run
+                stop_torchrun(torchrun, self.grace_period_s)
+                raise
+        if returncode != 0:
+            raise LaunchFailed(failure_reason(folder, log_path.read_text(errors="replace"), returncode))
+
+
+def stop_torchrun(torchrun: subprocess.Popen, grace_period_s: float) -> None:
+    """SIGTERM to torchrun (it sends SIGTERM on to its ranks and waits for them), SIGKILL if it
+    is not done within ``grace_period_s`` plus its own wait for the ranks."""
+    if torchrun.poll() is not None:
+        return
+    torchrun.send_signal(signal.SIGTERM)
+    try:
+        torchrun.wait(timeout=grace_period_s + TORCHRUN_STOP_S)
+    except subprocess.TimeoutExpired:
+        torchrun.kill()
+        torchrun.wait()
 
 
 def failure_reason(folder: RunFolder, log_text: str, returncode: int) -> str:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,17 @@ def replacing(path: Path) -> Iterator[Path]:
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as exc:  # the disk's words, about the file the caller asked for, not our temporary name
+        code = exc.errno
+        if code is None and str(tmp) in str(exc):  # pyarrow's OSError keeps the errno in its text only
+            found = re.search(r"\[errno (\d+)\]", str(exc))
+            code = int(found.group(1)) if found else None
+        if code is not None and (exc.filename is None or exc.filename == str(tmp)):
+            raise OSError(code, os.strerror(code), str(path)) from exc
+        raise
     finally:
-        tmp.unlink(missing_ok=True)
+        with suppress(OSError):  # a folder gone read-only cannot even lose it
+            tmp.unlink(missing_ok=True)
 
 
 def write_with(path: Path, write: Callable[[Path], Any]) -> None:

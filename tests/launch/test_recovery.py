@@ -277,6 +277,43 @@ def test_under_bare_torchrun_rank_0_marks_the_run_failed(tmp_path):
     assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]
 
 
+@pytest.mark.slow
+def test_sigterm_under_bare_torchrun_records_the_run_and_it_resumes(tmp_path):
+    """SIGTERM to a hand-typed torchrun (what SLURM sends a job step, or Kubernetes a pod): torchrun
+    sends it on; every rank stops, rank 0 records the completed epochs and a failed summary."""
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", f"--master-port={free_port()}"]
+    command = [*torchrun, "-m", "dygsched", "run", *VICTIM, "progress=false"]
+    proc, ranks = start_victim(tmp_path, command)
+    done, down_s, _ = signal_and_wait(proc, command, ranks, proc.pid, signal.SIGTERM, timeout=90)
+    assert done.returncode != 0 and down_s < 60, (done.returncode, down_s, done.stderr[-2000:])
+    time.sleep(0.5)
+    assert not [r["pid"] for r in ranks if alive(r["pid"])]
+    folder = tmp_path / "results" / "victim"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "failed" and "terminated by SIGTERM" in summary["reason"], summary["reason"]
+    assert summary["epochs_completed"] >= 1 and (folder / "metrics.parquet").exists()
+    assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]
+    resumed = subprocess.run(
+        [sys.executable, "-m", "dygsched", "run", *TINY_SYNTHETIC, f"epochs={summary['epochs_completed'] + 1}",
+         "results_dir=results", f"resume={folder}", "progress=false"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=240, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_dygsched_launcher_stops_torchrun_and_records_the_run(tmp_path):
+    command = [sys.executable, "-m", "dygsched", "run", *VICTIM, "launcher=torchrun", "progress=false"]
+    proc, ranks = start_victim(tmp_path, command)
+    done, down_s, _ = signal_and_wait(proc, command, ranks, proc.pid, signal.SIGTERM, timeout=90)
+    assert done.returncode == 143 and down_s < 45, (done.returncode, down_s, done.stderr[-2000:])
+    assert "Traceback" not in done.stderr
+    time.sleep(0.5)
+    assert not [r["pid"] for r in ranks if alive(r["pid"])]
+    summary = json.loads((tmp_path / "results" / "victim" / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["reason"] == "terminated by SIGTERM" and summary["epochs_completed"] >= 1
+
+
 def _slurm_task(overrides: list[str]) -> dict:
     return run(compose_config(overrides))
 
