@@ -78,7 +78,7 @@ class RunSettings:
     """The run-level settings a strategy may read: ``window`` (snapshots per group), the split
     fractions by time, the seed and the number of epochs; for link prediction on event streams,
     the share of nodes hidden from training (``split.new_nodes``) and the negatives per
-    evaluated event (``eval_negatives``)."""
+    evaluated event (``eval_negatives``, or TGB's fixed ones: ``tgb_negatives``)."""
 
     window: int
     train_fraction: float
@@ -87,6 +87,7 @@ class RunSettings:
     epochs: int
     new_node_fraction: float = 0.0
     eval_negatives: int = 1
+    tgb_negatives: str | None = None
 
 
 @dataclass(frozen=True)
@@ -239,9 +240,9 @@ class Strategy(ABC):
                 f"sched={self.name} trains on {self.data_kind.__name__} data, but the dataset gives {type(data).__name__} "
                 "(for an edge list, set dataset.kind)"
             )
-        if not self.predicts_links and (settings.new_node_fraction != 0.0 or settings.eval_negatives != 1):
+        if not self.predicts_links and (settings.new_node_fraction != 0.0 or settings.eval_negatives != 1 or settings.tgb_negatives):
             raise ConfigError(
-                f"split.new_nodes and eval_negatives set link prediction on event streams; sched={self.name} does not predict links"
+                f"split.new_nodes, eval_negatives and tgb_negatives set link prediction on event streams; sched={self.name} does not predict links"
             )
 
     def check_model(self, model: nn.Module) -> None:

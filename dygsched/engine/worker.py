@@ -83,6 +83,7 @@ def run_settings(cfg: Mapping[str, Any]) -> RunSettings:
         epochs=int(cfg["epochs"]),
         new_node_fraction=float(cfg["split"].get("new_nodes", 0.0)),
         eval_negatives=int(cfg.get("eval_negatives", 1)),
+        tgb_negatives=str(cfg["tgb_negatives"]) if cfg.get("tgb_negatives") else None,
     )
 
 

@@ -44,6 +44,7 @@ class RunSchema:
     seed: int = 0
     window: int = 4
     eval_negatives: int = 1
+    tgb_negatives: str | None = None  # <folder>/<name>: TGB's <name>_val_ns.pkl and <name>_test_ns.pkl
     split: SplitSchema = field(default_factory=SplitSchema)
     grad_sync: GradSyncSchema = field(default_factory=GradSyncSchema)
     metrics: MetricsSchema = field(default_factory=MetricsSchema)

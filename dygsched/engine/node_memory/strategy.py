@@ -64,6 +64,7 @@ from dygsched.data.event_batches import (
 from dygsched.data.events import EventSplit, EventStream
 from dygsched.data.loading import DynamicData
 from dygsched.data.new_nodes import NewNodeSplit, new_node_split
+from dygsched.data.tgb_negatives import FixedNegatives, read_phase_negatives
 from dygsched.engine.node_memory.organise import RedundancyFree
 from dygsched.engine.node_memory.state import NodeState, NodeStateTable, Ownership
 from dygsched.engine.node_memory.updates import StateUpdates
@@ -162,6 +163,7 @@ def ranking_metrics(positive: np.ndarray, negative: np.ndarray) -> tuple[float, 
     """Average precision and ROC AUC of every positive against every negative."""
     from sklearn.metrics import average_precision_score, roc_auc_score
 
+    negative = negative[~np.isnan(negative)]  # places an event has no negative for (TGB's files)
     scores = np.concatenate([positive, negative.reshape(-1)])
     labels = np.concatenate([np.ones(positive.size), np.zeros(negative.size)])
     return float(average_precision_score(labels, scores)), float(roc_auc_score(labels, scores))
@@ -219,6 +221,10 @@ class NodeMemoryStrategy(Strategy):
         if settings.eval_negatives < 1:
             raise ConfigError(f"eval_negatives must be at least 1 negative per event, got {settings.eval_negatives}")
         split = data.split(settings.train_fraction, settings.val_fraction)
+        if settings.tgb_negatives:
+            if settings.eval_negatives != 1:
+                raise ConfigError("give eval_negatives (uniform negatives) or tgb_negatives (TGB's fixed ones), not both")
+            read_phase_negatives(settings.tgb_negatives, data, {"val": split.val, "test": split.test})  # one line if it does not fit
         training_events = int(new_node_split(data, split, settings.new_node_fraction).train_events.numel())  # refuses an impossible share
         if self.batch_size * world_size > training_events:
             raise ConfigError(f"a global batch of {self.batch_size} x {world_size} ranks is more than the {training_events} training events")
@@ -244,6 +250,11 @@ class NodeMemoryStrategy(Strategy):
             RecentNeighbours(stream, self.times, self.new_nodes.train_events) if self.new_nodes.drops_events else self.neighbours
         )
         self.eval_negatives = int(run.settings.eval_negatives)
+        self.fixed_negatives: dict[str, FixedNegatives] = (
+            read_phase_negatives(run.settings.tgb_negatives, stream, {"val": self.split.val, "test": self.split.test})
+            if run.settings.tgb_negatives
+            else {}
+        )
         self.edge = stream.edge_matrix().to(self.times.dtype)  # weight and edge features, as the models read them
         self.traffic = Traffic(self.rank, self.world_size)
 
@@ -308,6 +319,8 @@ class NodeMemoryStrategy(Strategy):
     def _negatives(self, batch: RankBatch) -> torch.Tensor:
         """One negative per event in training; ``eval_negatives`` per event in evaluation, in blocks of one per event."""
         training = batch.phase == "train"
+        if batch.phase in self.fixed_negatives:  # TGB's, the same every epoch
+            return self.fixed_negatives[batch.phase].destinations[batch.start : batch.stop].t().reshape(-1)
         epoch = self._epoch if training else 0  # evaluation sees the same negatives every epoch
         per_event = 1 if training else self.eval_negatives
         drawn = negative_destinations(
@@ -494,6 +507,8 @@ class NodeMemoryStrategy(Strategy):
                 self.aggregate(updates, stats)
                 loss += float(loss_sum)
                 positives.append(positive.cpu())
+                if phase in self.fixed_negatives:  # places an event has no negative for: left out of every metric
+                    negative = negative.cpu().masked_fill(~self.fixed_negatives[phase].present[batch.start : batch.stop], float("nan"))
                 negatives.append(negative.cpu())
                 inductive.append(self.new_nodes.inductive(inputs.src, inputs.dst))
         self._position = phase
@@ -506,7 +521,12 @@ class NodeMemoryStrategy(Strategy):
         if self.world_size > 1:
             parts = [None] * self.world_size
             dist.all_gather_object(parts, mine)
-        return link_prediction_metrics(EvaluationScores.cat(parts), with_mrr=self.eval_negatives > 1)
+        scores = EvaluationScores.cat(parts)
+        metrics = link_prediction_metrics(scores, with_mrr=scores.negative.shape[1] > 1)
+        fixed = self.fixed_negatives.get(self._position or "")
+        if fixed is not None and fixed.uneven:
+            metrics["loss"] = Missing("TGB's file gives some events fewer negatives: their loss would count stand-ins")
+        return metrics
 
     # ---- helpers for subclasses -------------------------------------------------------------------
     def memory_at(self, keys: torch.Tensor, times: torch.Tensor, read: Callable[[torch.Tensor], NodeState]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,0 +1,114 @@
+"""TGB's fixed evaluation negatives: files in its format, matched to a stream's events by its ids and
+times, read without running anything a pickle asks for, and scored as TGB's evaluator does."""
+
+from __future__ import annotations
+
+import os
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from dygsched.data.events import EventStream
+from dygsched.data.tgb_negatives import negative_files, read_negatives, read_phase_negatives
+from dygsched.engine.gradient_sync import GradientSync
+from dygsched.engine.node_memory.single import SingleProcessStrategy
+from dygsched.engine.strategy import Artifacts, Epoch, RunContext
+from dygsched.errors import ConfigError, DataError
+from dygsched.models.tgn import TGN
+from tests.engine.test_node_memory import NODES, SETTINGS, stream
+
+
+def write_tgb_file(path, events: EventStream, first: int, stop: int, count, ids=None, rng=None):
+    """``{(src, dst, t): negatives}`` with numpy keys and arrays, as TGB writes them; ``count(k)``
+    negatives for the k-th event of the phase."""
+    rng = rng or np.random.default_rng(0)
+    ids = ids if ids is not None else np.arange(events.num_nodes)
+    table = {}
+    for k in range(first, stop):
+        key = (np.int64(ids[int(events.src[k])]), np.int64(ids[int(events.dst[k])]), np.int64(int(events.t[k])))
+        table[key] = ids[rng.integers(0, events.num_nodes, count(k - first))]
+    with open(path, "wb") as handle:
+        pickle.dump(table, handle)
+    return table
+
+
+def relabelled(events: EventStream, ids: np.ndarray) -> EventStream:
+    """The same stream, read from a file whose node ids were ``ids`` (the reader compacts them)."""
+    return EventStream(events.name, events.src, events.dst, events.t, events.num_nodes, node_ids=torch.as_tensor(ids))
+
+
+def test_negatives_are_matched_by_the_files_ids_and_times_even_when_uneven(tmp_path):
+    ids = np.arange(NODES) * 7 + 1000  # the ids the edge list had
+    data = relabelled(stream(), ids)
+    first, stop = 350, 420
+    table = write_tgb_file(tmp_path / "x_val_ns.pkl", data, first, stop, lambda k: 5 if k % 3 else 3, ids)
+    fixed = read_negatives(tmp_path / "x_val_ns.pkl", data, first, stop)
+    assert fixed.destinations.shape == (70, 5) and fixed.uneven
+    for k in (0, 1, 69):
+        key = (ids[int(data.src[first + k])], ids[int(data.dst[first + k])], int(data.t[first + k]))
+        expected = table[tuple(np.int64(v) for v in key)]
+        got = fixed.destinations[k][fixed.present[k]]
+        assert ids[got.numpy()].tolist() == expected.tolist()
+    keys = [(ids[int(data.src[k])], ids[int(data.dst[k])], int(data.t[k])) for k in range(first, stop)]
+    assert int(fixed.present.sum()) == sum(len(table[tuple(np.int64(v) for v in key)]) for key in keys)  # a repeated event shares its key
+
+
+def test_a_pickle_that_asks_for_code_is_refused_without_running_it(tmp_path):
+    probe = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {probe}",))
+
+    path = tmp_path / "evil_val_ns.pkl"
+    path.write_bytes(pickle.dumps({(1, 2, 3): Payload()}))
+    with pytest.raises(DataError, match="is not a TGB negatives file .*asks for (posix|os).system"):
+        read_negatives(path, stream(), 0, 1)
+    assert not probe.exists()
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p, d: p.write_bytes(b"\x80\x04not a pickle"), "is not a TGB negatives file"),
+        (lambda p, d: p.write_bytes(pickle.dumps([1, 2, 3])), "holds a list, not a dictionary"),
+        (lambda p, d: write_tgb_file(p, d, 351, 420, lambda k: 4), "no negatives for event 350 .*another stream or another split"),
+        (lambda p, d: pickle.dump({k: np.array([NODES + 5]) for k in write_tgb_file(p, d, 350, 420, lambda k: 1)}, open(p, "wb")),
+         f"names node {NODES + 5}, which the stream does not have"),
+    ],
+)  # fmt: skip
+def test_files_that_do_not_fit_are_one_line(tmp_path, make, message):
+    data, path = stream(), tmp_path / "x_val_ns.pkl"
+    make(path, data)
+    with pytest.raises(DataError, match=message):
+        read_negatives(path, data, 350, 420)
+    with pytest.raises(DataError, match="no file .*nowhere_val_ns.pkl"):
+        read_phase_negatives(tmp_path / "nowhere", data, {"val": (350, 420), "test": (420, 500)})
+
+
+def test_a_run_scores_every_event_against_the_files_negatives(tmp_path):
+    import dataclasses
+
+    data = stream()
+    split = data.split(SETTINGS.train_fraction, SETTINGS.val_fraction)
+    prefix = tmp_path / "tgbl-toy"
+    files = negative_files(prefix)
+    write_tgb_file(files["val"], data, *split.val, lambda k: 6)
+    write_tgb_file(files["test"], data, *split.test, lambda k: 6 if k % 2 else 2)  # uneven: loss not comparable
+    settings = dataclasses.replace(SETTINGS, tgb_negatives=str(prefix))
+    strategy = SingleProcessStrategy(batch_size=60)
+    strategy.check(data, settings, 1)
+    strategy.setup(RunContext(data, settings, 0, 1, torch.device("cpu"), Artifacts(None, True)))
+    module = strategy.objective(TGN(NODES, 1, memory_dim=8, time_dim=4, neighbours=3, heads=2, dropout=0.0))
+    optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+    strategy.run_epoch(Epoch(0, module, optimizer, GradientSync(module, 1), torch.device("cpu"), 0, 1, lambda s: None, lambda *r: None))
+    val, test = strategy.evaluate("val"), strategy.evaluate("test")
+    assert 0 < val["mrr"] <= 1 and 0 < test["mrr"] <= 1 and isinstance(val["loss"], float)
+    assert "fewer negatives" in test["loss"].reason
+    batch = strategy.batches("val")[0]
+    negatives = strategy._negatives(batch).view(6, batch.events).t()
+    assert torch.equal(negatives, strategy.fixed_negatives["val"].destinations[batch.start : batch.stop])
+    with pytest.raises(ConfigError, match="not both"):
+        SingleProcessStrategy(batch_size=60).check(data, dataclasses.replace(settings, eval_negatives=3), 1)
