@@ -188,6 +188,10 @@ def precheck(cfg: DictConfig) -> None:
         return
     check_settings(config)  # type: ignore[arg-type]
     check_results_dir(Path(str(config["results_dir"])))  # type: ignore[index]
+    if (config.get("launcher") or {}).get("name") == "local" and "RANK" not in os.environ:  # type: ignore[union-attr]
+        from dygsched.launch.fork_server import start_fork_server
+
+        start_fork_server()  # the ranks' imports now, beside the launcher's
 
 
 def main(argv: list[str]) -> int:

@@ -30,6 +30,7 @@ from dygsched.data.loading import DynamicData
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.worker import failure_text, train_rank
 from dygsched.launch.base import Launcher, LaunchFailed
+from dygsched.launch.fork_server import start_fork_server
 from dygsched.metrics.atomic import write_with
 from dygsched.metrics.run_folder import RunFolder
 
@@ -56,8 +57,8 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
 
 
 def _worker(local_rank: int, cfg: Mapping[str, Any], world_size: int, port: int, run_dir: str, parent: int) -> None:
-    die_with_parent()
-    if os.getppid() != parent:  # the parent died before we could ask to follow it
+    die_with_parent()  # the fork server (or, spawned, the launcher), which ends when the launcher does
+    if not _alive(parent):  # the launcher died before we could ask to follow it
         os._exit(1)
     os.environ.update(
         RANK=str(local_rank),
@@ -81,6 +82,16 @@ def _worker(local_rank: int, cfg: Mapping[str, Any], world_size: int, port: int,
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def death_reason(folder: RunFolder, rank: int, exit_code: int | None, signal_name: str | None) -> str:
@@ -120,7 +131,7 @@ class LocalLauncher(Launcher):
                 args=(dict(config), world_size, free_port(), str(run_dir), os.getpid()),
                 nprocs=world_size,
                 join=False,
-                start_method="spawn",
+                start_method=start_fork_server(),
             )
             try:
                 while not context.join(grace_period=self.grace_period_s):
