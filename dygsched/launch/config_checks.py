@@ -57,6 +57,30 @@ def check_settings(cfg: Mapping[str, Any]) -> None:
         check_plain_name(str(cfg["run_id"]), "run_id")
 
 
+GROUPS_CHECKED = ("dataset", "model", "sched", "launcher")
+
+
+def check_group_types(cfg: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
+    """Every setting of a component keeps the kind of its default: a number where the config
+    file has a number (or null, which the component then refuses or fills in), a flag where it
+    has true/false. ``defaults`` is the config composed with the same choices and no values."""
+    for group in GROUPS_CHECKED:
+        _check_types(cfg.get(group), defaults.get(group), group)
+
+
+def _check_types(value: Any, default: Any, where: str) -> None:
+    if isinstance(default, Mapping) and isinstance(value, Mapping):
+        for key, inner in value.items():
+            if key in default:
+                _check_types(inner, default[key], f"{where}.{key}")
+        return
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false, got {value!r}")
+    elif _number(default) and value is not None and not _number(value):
+        raise ConfigError(f"{where} must be a number, got {value!r}")
+
+
 def check_world_size(value: Any) -> None:
     """A positive integer (or a string of one, as a shell passes it), or ``auto``."""
     if value == "auto":
@@ -67,13 +91,20 @@ def check_world_size(value: Any) -> None:
         raise ConfigError(f"world_size must be at least 1, got {int(value)}")
 
 
-def check_results_dir(results: Path) -> None:
-    """``results_dir`` must be a folder this process can create and write, checked before any rank starts."""
+def check_results_dir(results: Path, keep: bool = True) -> None:
+    """``results_dir`` must be a folder this process can create and write, checked before any rank
+    starts; with ``keep=False`` the folders the check had to create are removed again (a run
+    refused later leaves nothing behind)."""
+    missing = [folder for folder in [results, *results.parents] if not folder.exists()]
     try:
         results.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"results_dir {results} cannot be used: {exc.strerror or exc}") from None
-    if not os.access(results, os.W_OK | os.X_OK):
+    writable = os.access(results, os.W_OK | os.X_OK)
+    if not keep:
+        for folder in missing:  # deepest first
+            folder.rmdir()
+    if not writable:
         raise ConfigError(f"results_dir {results} cannot be used: not writable")
 
 

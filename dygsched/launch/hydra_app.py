@@ -164,30 +164,40 @@ def sweep_points(overrides: list[str]) -> list[list[str]]:
 
 def check_sweep(overrides: list[str]) -> None:
     """Compose and check every point of a sweep before the first job starts (or is submitted)."""
-    from dygsched.launch.app import static_checks
-
     try:
         points = sweep_points(overrides)
     except Exception:  # a sweep form expanded only by Hydra's sweeper (glob, ...): it reports its own errors
         return
-    for point in points:
+    composed = []
+    for point in points:  # what the settings alone refuse, for every point, before torch is imported
         cfg = compose_config(point)
+        try:
+            precheck(cfg, point)
+        except DygschedError as exc:
+            raise ConfigError(f"{exc} (sweep point: {' '.join(point) or 'defaults'})") from None
+        composed.append((point, cfg))
+    from dygsched.launch.app import static_checks
+
+    for point, cfg in composed:
         try:
             static_checks(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
         except DygschedError as exc:
             raise ConfigError(f"{exc} (sweep point: {' '.join(point) or 'defaults'})") from None
 
 
-def precheck(cfg: DictConfig) -> None:
+def precheck(cfg: DictConfig, overrides: list[str]) -> None:
     """What the settings alone can refuse, before torch is imported (see ``config_checks``)."""
-    from dygsched.launch.config_checks import check_results_dir, check_settings
+    from dygsched.launch.config_checks import check_group_types, check_results_dir, check_settings
 
     try:
         config = OmegaConf.to_container(cfg, resolve=True)
+        choices = [o for o in overrides if "=" in o and "." not in o.split("=", 1)[0] and o.lstrip("+~").split("=", 1)[0] in config_groups()]
+        defaults = OmegaConf.to_container(compose_config(choices), resolve=True)
     except Exception:  # an interpolation that cannot resolve: the run says so in its own words
         return
     check_settings(config)  # type: ignore[arg-type]
-    check_results_dir(Path(str(config["results_dir"])))  # type: ignore[index]
+    check_group_types(config, defaults)  # type: ignore[arg-type]
+    check_results_dir(Path(str(config["results_dir"])), keep=False)  # type: ignore[index]
     if (config.get("launcher") or {}).get("name") == "local" and "RANK" not in os.environ:  # type: ignore[union-attr]
         from dygsched.launch.fork_server import start_fork_server
 
@@ -197,7 +207,7 @@ def precheck(cfg: DictConfig) -> None:
 def main(argv: list[str]) -> int:
     flags = {"-m", "--multirun", "--help", "-h", "--cfg", "-c", "--info", "--hydra-help", "--resolve"}
     if not any(arg in flags or arg.startswith("--cfg") for arg in argv):
-        precheck(compose_config(argv))
+        precheck(compose_config(argv), argv)
     elif any(arg in {"-m", "--multirun"} for arg in argv) and not any(arg in flags - {"-m", "--multirun"} for arg in argv):
         check_sweep([arg for arg in argv if arg not in {"-m", "--multirun"}])
     _failures.clear()

@@ -91,6 +91,10 @@ def test_twitter_tennis_two_ranks(tmp_path, shared_data):
         ([*TINY_SYNTHETIC, "world_size=1.5"], "world_size must be a positive integer or 'auto', got 1.5"),
         ([*TINY_SYNTHETIC, "run_id=a/b"], "run_id must be a plain name"),
         ([*TINY_SYNTHETIC, "run_id=.."], "run_id must be a plain name"),
+        ([*TINY_SYNTHETIC, "model.hidden_channels=abc"], "model.hidden_channels must be a number, got 'abc'"),
+        ([*TINY_SYNTHETIC, "dataset.num_nodes=lots"], "dataset.num_nodes must be a number"),
+        ([*TINY_SYNTHETIC, "launcher.grace_period_s=soon"], "launcher.grace_period_s must be a number"),
+        (["dataset=events", "model=tgn", "sched=sven", "sched.prefetch=yes"], "sched.prefetch must be true or false, got 'yes'"),
     ],
 )
 def test_bad_input_is_one_line_and_starts_no_run(tmp_path, overrides, message):
