@@ -1,5 +1,3 @@
-import sys
+from dygsched.cli import console
 
-from dygsched.cli import main
-
-sys.exit(main())
+console()
