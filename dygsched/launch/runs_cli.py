@@ -4,6 +4,7 @@
     dygsched runs sched=greedy model=tgcn      only the runs whose columns have those values
     dygsched runs --compare RUN_A RUN_B        two runs side by side (ids or unique prefixes)
     dygsched runs --columns run_id,epoch_time_s --results results/table_epoch_time
+    dygsched runs --plot loss sched=sven           a metric over the epochs of the selected runs, as a PNG
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--results", default="results", help="the results folder holding runs.parquet (default: results)")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="show two runs side by side, every column (ids or unique prefixes)")
     parser.add_argument("--columns", default=None, help="comma-separated columns to show (default: the headline figures)")
+    parser.add_argument("--plot", metavar="METRIC", help="draw METRIC over the epochs of the selected runs into a PNG")
+    parser.add_argument("--phase", default=None, help="with --plot: train, val or test (default: val, else train, else test)")
+    parser.add_argument("--out", default=None, help="with --plot: the PNG to write (default: <results>/runs_<metric>.png)")
     return parser
 
 
@@ -111,6 +115,15 @@ def main(argv: list[str]) -> int:
         columns = [c for c in HEADLINE if c in runs.columns]
     if runs.empty:
         print("no run matches")
+        return 0
+    if args.plot:
+        from dygsched.metrics.run_plot import plot_runs
+
+        out = Path(args.out) if args.out else Path(args.results) / f"runs_{args.plot}.png"
+        written, notes = plot_runs(runs, Path(args.results), args.plot, args.phase, out)
+        for note in notes:
+            print(f"dygsched: note: left out {note}", file=sys.stderr)
+        print(f"{args.plot} of {len(runs) - len(notes)} run(s) drawn in {written}")
         return 0
     with pd.option_context("display.width", 200, "display.max_columns", None, "display.max_colwidth", 60):
         print(runs[columns].to_string(index=False))

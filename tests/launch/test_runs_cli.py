@@ -67,3 +67,40 @@ def test_a_damaged_runs_table_is_named_refused_before_training_and_listed_from_f
     listed = cli("runs", "--results", str(results))
     assert listed.returncode == 0 and "Traceback" not in listed.stderr
     assert "runs.parquet cannot be read" in listed.stderr and "first" in listed.stdout
+
+
+def write_metrics(results, run_id, losses):
+    from dygsched.metrics.atomic import write_parquet
+    from dygsched.metrics.recorder import MetricRecorder
+
+    recorder = MetricRecorder(run_id, 0)
+    for epoch, loss in enumerate(losses):
+        recorder.add(epoch, "train", "loss", loss)
+        recorder.add(epoch, "val", "loss", loss + 0.1)
+        recorder.add(epoch, "train", "busy_s", 1.0, iteration=0)  # an iteration row: not an epoch's figure
+    (results / run_id).mkdir(exist_ok=True)
+    write_parquet(results / run_id / "metrics.parquet", MetricRecorder.frame(recorder.rows))
+
+
+def test_plot_draws_a_metric_over_epochs_for_the_selected_runs(results, capsys):
+    import pandas as pd
+
+    from dygsched.metrics.run_plot import epoch_series
+
+    write_metrics(results, "r1-psg", [1.0, 0.5, 0.25])
+    write_metrics(results, "r2-greedy", [0.9, 0.4])
+    assert main(["runs", "--results", str(results), "--plot", "loss", "--phase", "train"]) == 0
+    captured = capsys.readouterr()
+    png = results / "runs_loss.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "loss of 2 run(s) drawn" in captured.out
+    assert "left out r3-greedy: no readable metrics.parquet" in captured.err  # a run without its folder is said, not fatal
+    phase, values = epoch_series(pd.read_parquet(results / "r1-psg" / "metrics.parquet"), "loss", None)
+    assert phase == "val" and values.tolist() == pytest.approx([1.1, 0.6, 0.35])  # val is preferred when there are several
+
+
+def test_plot_of_a_metric_no_run_has_lists_the_recorded_ones(results, capsys):
+    write_metrics(results, "r1-psg", [1.0])
+    assert main(["runs", "--results", str(results), "sched=psg", "--plot", "accuracy"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no selected run has the metric 'accuracy'" in err[0] and "recorded: loss" in err[0]
+    assert not (results / "runs_accuracy.png").exists()
