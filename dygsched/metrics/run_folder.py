@@ -130,9 +130,12 @@ class RunFolder:
         return f"dygsched-{self.run_id}-{where}"
 
     def forget_old_failures(self) -> None:
-        """Remove the reasons an earlier attempt of this run left (in its folder, or outside it when
-        the folder could not be written): a resumed run reports only its own."""
-        for path in [*self.path.glob("failure-rank*.txt"), *self._fallback_dir().glob(f"{self._fallback_prefix()}-failure-rank*.txt")]:
+        """Set aside the reasons an earlier attempt of this run left, so that a resumed run reports
+        only its own: in the folder they are kept as ``earlier-failure-rank<r>.txt`` (their
+        tracebacks stay readable); those left outside it are removed."""
+        for path in self.path.glob("failure-rank*.txt"):
+            path.replace(path.with_name(f"earlier-{path.name}"))
+        for path in self._fallback_dir().glob(f"{self._fallback_prefix()}-failure-rank*.txt"):
             path.unlink(missing_ok=True)
 
     def write_failure(self, rank: int, text: str) -> None:

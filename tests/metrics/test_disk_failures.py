@@ -39,6 +39,7 @@ def test_reasons_left_outside_belong_to_their_folder_and_a_new_attempt_forgets_t
         here.forget_old_failures()
         blocked.forget_old_failures()
         assert here.failures() == [] and blocked.failures() == []
+        assert (here.path / "earlier-failure-rank1.txt").read_text().startswith("rank 1's reason")  # kept, set aside
     finally:
         blocked.fallback_failure_file(0).unlink(missing_ok=True)
 
