@@ -48,10 +48,6 @@ class FixedNegatives:
     present: torch.Tensor
 
     @property
-    def per_event(self) -> int:
-        return int(self.destinations.size(1))
-
-    @property
     def uneven(self) -> bool:
         return not bool(self.present.all())
 
@@ -89,9 +85,7 @@ def read_negatives(path: Path, stream: EventStream, first: int, stop: int) -> Fi
     times = stream.t[first:stop].tolist()
     rows: list[np.ndarray] = []
     for k, key in enumerate(zip(src, dst, times)):
-        found = table.get(key)
-        if found is None:
-            found = table.get((key[0], key[1], int(key[2]))) if float(key[2]).is_integer() else None
+        found = table.get(key)  # TGB's integer times match our float ones: equal numbers hash alike
         if found is None:
             raise DataError(
                 f"tgb_negatives: {path} has no negatives for event {first + k} (source {key[0]}, destination {key[1]}, "

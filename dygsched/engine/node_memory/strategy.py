@@ -508,7 +508,7 @@ class NodeMemoryStrategy(Strategy):
                 loss += float(loss_sum)
                 positives.append(positive.cpu())
                 if phase in self.fixed_negatives:  # places an event has no negative for: left out of every metric
-                    negative = negative.cpu().masked_fill(~self.fixed_negatives[phase].present[batch.start : batch.stop], float("nan"))
+                    negative = negative.masked_fill(~self.fixed_negatives[phase].present[batch.start : batch.stop].to(negative.device), float("nan"))
                 negatives.append(negative.cpu())
                 inductive.append(self.new_nodes.inductive(inputs.src, inputs.dst))
         self._position = phase
