@@ -1,4 +1,4 @@
-"""``dygsched run | plan | simulate | runs | report``: a thin dispatcher; the work lives in the stages."""
+"""``dygsched run | plan | simulate | runs | datasets | report``: a thin dispatcher; the work lives in the stages."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ commands:
   plan      plan group times onto GPUs and print the plan, its predicted time, bound and gap
   simulate  plan a simulated dynamic graph for 4 ... 1,024 GPUs and report parallel efficiency
   runs      list the runs of a results folder (filters KEY=VALUE) or compare two (--compare A B)
+  datasets  list the real datasets (shipped, downloaded, or to fetch) or download one (fetch NAME)
   report    render every paper table and figure into results/report/ (--run-missing runs what is missing)
 
 Run 'dygsched COMMAND --help' for a command's options."""
@@ -43,13 +44,19 @@ def _runs(argv: list[str]) -> int:
     return runs_main(argv)
 
 
+def _datasets(argv: list[str]) -> int:
+    from dygsched.launch.datasets_cli import main as datasets_main
+
+    return datasets_main(argv)
+
+
 def _report(argv: list[str]) -> int:
     from dygsched.launch.report_cli import main as report_main
 
     return report_main(argv)
 
 
-COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "plan": _plan, "simulate": _simulate, "runs": _runs, "report": _report}
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "plan": _plan, "simulate": _simulate, "runs": _runs, "datasets": _datasets, "report": _report}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,6 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
 
 # Small, fast settings for runs in tests: every override is a real config key.
 TINY_SYNTHETIC = [
@@ -38,6 +37,8 @@ def compose(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    assert SHARED_DATA.is_dir(), f"the shared datasets are expected at {SHARED_DATA}"
-    return SHARED_DATA
+def shipped_data() -> Path:
+    """The real datasets that ship inside the package (``dygsched/data/shipped``)."""
+    from dygsched.data.catalog import SHIPPED_DIR
+
+    return SHIPPED_DIR

@@ -198,6 +198,11 @@ def precheck(cfg: DictConfig, overrides: list[str]) -> None:
     check_settings(config)  # type: ignore[arg-type]
     check_group_types(config, defaults)  # type: ignore[arg-type]
     check_results_dir(Path(str(config["results_dir"])), keep=False)  # type: ignore[index]
+    dataset_path = (config.get("dataset") or {}).get("path")  # type: ignore[union-attr]
+    if isinstance(dataset_path, str):
+        from dygsched.data.download import ensure_readable
+
+        ensure_readable(dataset_path)  # a catalogued download: there, and its bytes intact
     if (config.get("launcher") or {}).get("name") == "local" and "RANK" not in os.environ:  # type: ignore[union-attr]
         from dygsched.launch.fork_server import start_fork_server
 

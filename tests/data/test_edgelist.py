@@ -12,8 +12,8 @@ def write(tmp_path, text):
     return str(path)
 
 
-def test_enron_loads_with_flaredtdg_features(shared_data):
-    graph = EdgeListSource(path=str(shared_data / "enron_edges.csv"), num_snapshots=20).load()
+def test_enron_loads_with_flaredtdg_features(shipped_data):
+    graph = EdgeListSource(path=str(shipped_data / "enron_edges.csv"), num_snapshots=20).load()
     assert graph.num_snapshots == 19  # the last cut only gives targets
     assert graph.num_nodes == 143 and graph.num_features == 2
     first, second = graph.snapshots[0], graph.snapshots[1]
@@ -23,8 +23,8 @@ def test_enron_loads_with_flaredtdg_features(shared_data):
     assert torch.allclose(first.y, torch.log1p(degree_next.float()))
 
 
-def test_sfhh_compacts_ids_and_fixed_duration(shared_data):
-    graph = EdgeListSource(path=str(shared_data / "sfhh_contacts.csv"), num_snapshots=None, snapshot_duration=3600).load()
+def test_sfhh_compacts_ids_and_fixed_duration(shipped_data):
+    graph = EdgeListSource(path=str(shipped_data / "sfhh_contacts.csv"), num_snapshots=None, snapshot_duration=3600).load()
     assert graph.num_nodes == 403
     assert graph.num_snapshots > 10
 

@@ -16,8 +16,8 @@ def test_events_are_sorted_by_time_with_ties_in_row_order_and_ids_compacted():
     assert list(zip(stream.src.tolist(), stream.dst.tolist())) == [(0, 1), (0, 2), (2, 0), (1, 2)]
 
 
-def test_the_edge_list_source_gives_a_stream_of_every_row(shared_data):
-    stream = EdgeListSource(str(shared_data / "enron_edges.csv"), kind="events").load()
+def test_the_edge_list_source_gives_a_stream_of_every_row(shipped_data):
+    stream = EdgeListSource(str(shipped_data / "enron_edges.csv"), kind="events").load()
     assert isinstance(stream, EventStream)
     assert stream.num_events == 22_784 and stream.num_nodes == 143
     assert bool((stream.t[1:] >= stream.t[:-1]).all())

@@ -98,8 +98,8 @@ def test_the_weight_and_the_features_form_one_edge_matrix(tmp_path):
     assert weighted.edge_dim == 3 and torch.equal(weighted.edge_matrix()[:, 0], torch.ones(4))
 
 
-def test_collegemsg(shared_data):
-    stream = StreamFileSource(str(shared_data / "collegemsg.csv"), name="collegemsg").load()
+def test_collegemsg(shipped_data):
+    stream = StreamFileSource(str(shipped_data / "collegemsg.csv"), name="collegemsg").load()
     assert (stream.num_events, stream.num_nodes, stream.edge_dim) == (59_835, 1_899, 0)
     assert bool((stream.t[1:] >= stream.t[:-1]).all())
 

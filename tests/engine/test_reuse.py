@@ -185,9 +185,9 @@ def test_reuse_switch_keeps_losses_on_synthetic(tmp_path):
 
 
 @pytest.mark.slow  # two GAT-LSTM runs on the real data, over a minute on 2 cores: `make test-slow`
-def test_reuse_switch_keeps_losses_on_twitter_tennis(tmp_path, shared_data):
+def test_reuse_switch_keeps_losses_on_twitter_tennis(tmp_path, shipped_data):
     common = [
-        "dataset=twitter_tennis", f"dataset.path={shared_data / 'twitter_tennis_rg17.json'}", "model=gat_lstm",
+        "dataset=twitter_tennis", f"dataset.path={shipped_data / 'twitter_tennis_rg17.json'}", "model=gat_lstm",
         "model.hidden_channels=16", "model.num_layers=1", "sched=greedy", "sched.timeline.profile_epochs=0", "epochs=2",
         "world_size=2", "progress=false",
     ]

@@ -27,8 +27,8 @@ def test_plan_needs_exactly_one_source():
         main([])
 
 
-def test_dataset_files_resolve_from_the_checkout_in_any_directory(tmp_path, monkeypatch, shared_data):
-    """``${dygsched_data:NAME}`` follows the repository (or DYGSCHED_DATA), not the working directory."""
+def test_dataset_files_resolve_from_the_package_in_any_directory(tmp_path, monkeypatch, shipped_data):
+    """``${dygsched_data:NAME}`` finds the package's copy (or the user's in DYGSCHED_DATA), not the working directory's."""
     from omegaconf import OmegaConf
 
     from dygsched.launch.hydra_app import compose_config
@@ -36,7 +36,9 @@ def test_dataset_files_resolve_from_the_checkout_in_any_directory(tmp_path, monk
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DYGSCHED_DATA", raising=False)
     path = OmegaConf.to_container(compose_config(["dataset=twitter_tennis"]), resolve=True)["dataset"]["path"]
-    assert path == str((shared_data / "twitter_tennis_rg17.json").resolve())
+    assert path == str((shipped_data / "twitter_tennis_rg17.json").resolve())
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "enron_edges.csv").write_text("src,dst,t\n0,1,5\n")
     monkeypatch.setenv("DYGSCHED_DATA", str(tmp_path / "mine"))
     path = OmegaConf.to_container(compose_config(["dataset=edgelist"]), resolve=True)["dataset"]["path"]
     assert path == str(tmp_path / "mine" / "enron_edges.csv")

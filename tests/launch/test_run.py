@@ -57,9 +57,9 @@ def test_synthetic_two_ranks(tmp_path):
     assert summary["comm_bytes_per_epoch"]["hidden_state"] == 0  # PSG never ships hidden states
 
 
-def test_twitter_tennis_two_ranks(tmp_path, shared_data):
+def test_twitter_tennis_two_ranks(tmp_path, shipped_data):
     result = dygsched(
-        tmp_path, "run", "dataset=twitter_tennis", f"dataset.path={shared_data / 'twitter_tennis_rg17.json'}",
+        tmp_path, "run", "dataset=twitter_tennis", f"dataset.path={shipped_data / 'twitter_tennis_rg17.json'}",
         "model.hidden_channels=16", "model.num_layers=1", "world_size=2", "epochs=3", "progress=false",
     )
     assert result.returncode == 0, result.stderr

@@ -1,0 +1,67 @@
+"""``dygsched datasets``: the real datasets the project knows, where each is, and fetching one.
+
+``dygsched datasets`` lists them (shipped in the package, downloaded into the cache, or not yet);
+``dygsched datasets fetch NAME...`` downloads into the cache (``DYGSCHED_CACHE``) and checks the
+bytes against the catalogue. Nothing else in the project downloads.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from dygsched.data.catalog import CATALOG, CatalogEntry, cache_dir, entry, locate, user_dir
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="dygsched datasets",
+        description="List the real datasets (dataset=NAME in a run) and where each is read from, or download one into the cache.",
+    )
+    commands = parser.add_subparsers(dest="command")
+    fetch = commands.add_parser("fetch", help="download datasets into the cache, checking size and SHA-256")
+    fetch.add_argument("names", nargs="+", metavar="NAME")
+    fetch.add_argument("--unverified", action="store_true", help="also fetch a dataset whose checksum the catalogue does not record")
+    fetch.add_argument("--timeout", type=float, default=60.0, help="seconds without an answer before giving up (default 60)")
+    args = parser.parse_args(argv)
+    if args.command == "fetch":
+        from dygsched.data.download import fetch as download
+
+        entries = [entry(name) for name in args.names]  # every name checked before the first download
+        for item in entries:
+            path = download(item, unverified=args.unverified, timeout=args.timeout)
+            print(f"{item.name}: {path}")
+        return 0
+    print_catalog()
+    return 0
+
+
+def print_catalog() -> None:
+    rows = [(item.name, _where(item), _size(item), item.description) for item in CATALOG]
+    widths = [max(len(row[i]) for row in [("dataset", "where", "size", ""), *rows]) for i in range(3)]
+    print(f"{'dataset':<{widths[0]}}  {'where':<{widths[1]}}  {'size':>{widths[2]}}  what")
+    for name, where, size, what in rows:
+        print(f"{name:<{widths[0]}}  {where:<{widths[1]}}  {size:>{widths[2]}}  {what}")
+    print(f"\ncache: {cache_dir()} (DYGSCHED_CACHE)" + (f"; your copies: {user_dir()} (DYGSCHED_DATA)" if user_dir() else ""))
+    print("fetch one with: dygsched datasets fetch NAME; train on it with: dygsched run dataset=NAME model=...")
+
+
+def _where(item: CatalogEntry) -> str:
+    path = locate(item.file)
+    if user_dir() is not None and path.parent == user_dir():
+        return "DYGSCHED_DATA"
+    if item.shipped:
+        return "shipped"
+    if path.is_file():
+        return "downloaded"
+    return "fetch" if item.verifiable else "fetch --unverified"
+
+
+def _size(item: CatalogEntry) -> str:
+    if item.size is None:
+        return "?"
+    value, unit = float(item.size), "B"
+    for bigger in ("KB", "MB", "GB"):
+        if value < 1000:
+            break
+        value, unit = value / 1000, bigger
+    return f"{value:.0f} B" if unit == "B" else f"{value:.1f} {unit}"
