@@ -30,7 +30,7 @@ $(TEST_STAMP): $(STAMP)
 	# torch-geometric-temporal needs torch-scatter and torch-sparse, which compile against the installed torch.
 	$(BIN)/python -c "import torch_scatter, torch_sparse" 2>/dev/null || \
 		MAX_JOBS=2 $(BIN)/python -m pip install -q --no-build-isolation torch-scatter torch-sparse
-	$(BIN)/python -m pip install -q --no-build-isolation -e '.[test,pgt]'
+	$(BIN)/python -m pip install -q --no-build-isolation -e '.[test,pgt,tgb]'
 	touch $@
 
 install: $(STAMP) ## create .venv and install dygsched with everything a run needs (make test adds the test tools)

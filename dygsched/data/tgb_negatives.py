@@ -60,8 +60,14 @@ class _ArraysOnly(pickle.Unpickler):
 
 
 def negative_files(prefix: str | Path) -> dict[str, Path]:
-    """The two files ``tgb_negatives=<prefix>`` names."""
-    return {phase: Path(pattern.format(prefix=str(prefix))).expanduser() for phase, pattern in PHASE_FILES.items()}
+    """The two files ``tgb_negatives=<prefix>`` names: ``<prefix>_val_ns.pkl``, or the newest
+    version TGB keeps of it (``<prefix>_val_ns_v2.pkl`` for its second release of a stream)."""
+    files = {}
+    for phase, pattern in PHASE_FILES.items():
+        path = Path(pattern.format(prefix=str(prefix))).expanduser()
+        versions = sorted(path.parent.glob(f"{path.stem}_v*.pkl"), key=lambda p: (len(p.name), p.name))
+        files[phase] = path if path.is_file() or not versions else versions[-1]
+    return files
 
 
 def load_negatives_file(path: Path) -> dict:

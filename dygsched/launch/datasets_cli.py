@@ -25,24 +25,36 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.command == "fetch":
         from dygsched.data.download import fetch as download
+        from dygsched.data.tgb_streams import fetch_tgb
 
-        entries = [entry(name) for name in args.names]  # every name checked before the first download
+        tgb = [name for name in args.names if name.startswith("tgbl-")]
+        entries = [entry(name) for name in args.names if name not in tgb]  # every name checked before the first download
         for item in entries:
             path = download(item, unverified=args.unverified, timeout=args.timeout)
             print(f"{item.name}: {path}")
+        for name in tgb:
+            print(f"{name}: {fetch_tgb(name)}")
         return 0
     print_catalog()
     return 0
 
 
 def print_catalog() -> None:
+    from dygsched.data.tgb_streams import is_downloaded, tgb_link_datasets
+
     rows = [(item.name, _where(item), _size(item), item.description) for item in CATALOG]
+    rows += [
+        (name, "downloaded" if is_downloaded(name) else "fetch (py-tgb)", "?", f"TGB stream: dataset=tgb dataset.stream={name}")
+        for name in tgb_link_datasets()
+    ]
     widths = [max(len(row[i]) for row in [("dataset", "where", "size", ""), *rows]) for i in range(3)]
     print(f"{'dataset':<{widths[0]}}  {'where':<{widths[1]}}  {'size':>{widths[2]}}  what")
     for name, where, size, what in rows:
         print(f"{name:<{widths[0]}}  {where:<{widths[1]}}  {size:>{widths[2]}}  {what}")
     print(f"\ncache: {cache_dir()} (DYGSCHED_CACHE)" + (f"; your copies: {user_dir()} (DYGSCHED_DATA)" if user_dir() else ""))
     print("fetch one with: dygsched datasets fetch NAME; train on it with: dygsched run dataset=NAME model=...")
+    if not tgb_link_datasets():
+        print("TGB's streams (tgbl-wiki, ...) are listed once its package is installed: pip install 'dygsched[tgb]'")
 
 
 def _where(item: CatalogEntry) -> str:

@@ -112,3 +112,13 @@ def test_a_run_scores_every_event_against_the_files_negatives(tmp_path):
     assert torch.equal(negatives, strategy.fixed_negatives["val"].destinations[batch.start : batch.stop])
     with pytest.raises(ConfigError, match="not both"):
         SingleProcessStrategy(batch_size=60).check(data, dataclasses.replace(settings, eval_negatives=3), 1)
+
+
+def test_the_files_of_tgbs_later_releases_are_found_by_the_same_prefix(tmp_path):
+    """TGB's second release of a stream names its files ``<name>_val_ns_v2.pkl``."""
+    for name in ("tgbl-wiki_val_ns_v2.pkl", "tgbl-wiki_test_ns_v2.pkl", "tgbl-uci_val_ns.pkl", "tgbl-uci_test_ns.pkl"):
+        (tmp_path / name).write_bytes(b"")
+    assert {phase: path.name for phase, path in negative_files(tmp_path / "tgbl-wiki").items()} == {
+        "val": "tgbl-wiki_val_ns_v2.pkl", "test": "tgbl-wiki_test_ns_v2.pkl",
+    }  # fmt: skip
+    assert negative_files(tmp_path / "tgbl-uci")["val"].name == "tgbl-uci_val_ns.pkl"

@@ -73,3 +73,20 @@ def test_a_series_dataset_trains_from_a_users_copy(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "status                    ok" in done.stdout
+
+
+def test_without_tgbs_package_its_streams_say_how_to_get_them(tmp_path, monkeypatch, capsys):
+    from dygsched.data.tgb_streams import TGBStreamSource
+    from dygsched.errors import DataError
+    from dygsched.launch.datasets_cli import main
+
+    for module in ("tgb", "tgb.utils", "tgb.utils.info", "tgb.linkproppred", "tgb.linkproppred.dataset"):
+        monkeypatch.setitem(sys.modules, module, None)  # any import of it now fails, as when it is not installed
+    monkeypatch.setenv("DYGSCHED_CACHE", str(tmp_path / "cache"))
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert not any(line.startswith("tgbl-") for line in out.splitlines()) and "pip install 'dygsched[tgb]'" in out
+    with pytest.raises(DataError, match=r"need its package: pip install 'dygsched\[tgb\]'"):
+        TGBStreamSource(stream="tgbl-wiki").load()
+    with pytest.raises(DataError, match="need its package"):
+        main(["fetch", "tgbl-wiki"])
