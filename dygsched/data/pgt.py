@@ -207,3 +207,56 @@ def _parse(name: str, path: Path, build: Any) -> TemporalGraph:
         raise DataError(f"dataset '{name}': {path} misses key {exc}") from None
     except (TypeError, ValueError, IndexError, RuntimeError) as exc:
         raise DataError(f"dataset '{name}': {path} is malformed ({exc})") from None
+
+
+SERIES_LAYOUTS = ("chickenpox", "pedalme", "montevideo_bus")
+
+
+@dataclass(frozen=True)
+class LaggedSeriesSource:
+    """PyTorch Geometric Temporal's static-graph series (``ChickenpoxDatasetLoader``,
+    ``PedalMeDatasetLoader``, ``MontevideoBusDatasetLoader``) from a local JSON.
+
+    One fixed graph and one value per node and time step: snapshot ``i`` has the values of steps
+    ``i .. i + lags - 1`` as features and step ``i + lags`` as the target, as the loaders build
+    their ``StaticGraphTemporalSignal``. ``layout`` names the file's shape: ``chickenpox``
+    (``edges``, weekly counts ``FX``, unit weights), ``pedalme`` (``edges``, ``weights``, ``X``),
+    ``montevideo_bus`` (``nodes`` with their series ``y``, weighted ``links`` between bus stops;
+    the series standardised per node, as that loader does).
+    """
+
+    path: str
+    layout: str
+    lags: int = 4
+    name: str = "series"
+
+    def load(self) -> TemporalGraph:
+        if self.layout not in SERIES_LAYOUTS:
+            raise DataError(f"dataset '{self.name}': unknown layout '{self.layout}' (choose from {', '.join(SERIES_LAYOUTS)})")
+        path = Path(self.path).expanduser()
+        data = read_json(path, self.name)
+        return _parse(self.name, path, lambda: self._snapshots(data, path))
+
+    def _snapshots(self, data: dict, path: Path) -> tuple[Snapshot, ...]:
+        if self.layout == "montevideo_bus":
+            stops = [node["bus_stop"] for node in data["nodes"]]
+            index = {stop: i for i, stop in enumerate(stops)}
+            edges = np.array([(index[link["source"]], index[link["target"]]) for link in data["links"]]).reshape(-1, 2).T
+            weights = np.array([link["weight"] for link in data["links"]], dtype=np.float64)
+            series = np.stack([np.array(node["y"], dtype=np.float64) for node in data["nodes"]]).T
+            features = np.stack([np.array(node["X"]["y"], dtype=np.float64) for node in data["nodes"]]).T
+            series = (series - series.mean(axis=0)) / series.std(axis=0)
+            features = (features - features.mean(axis=0)) / features.std(axis=0)
+        else:
+            edges = np.array(data["edges"]).reshape(-1, 2).T
+            series = np.array(data["FX" if self.layout == "chickenpox" else "X"], dtype=np.float64)
+            weights = np.ones(edges.shape[1]) if self.layout == "chickenpox" else np.array(data["weights"], dtype=np.float64).reshape(-1)
+            features = series
+        if series.ndim != 2:
+            raise ValueError(f"the series must be a [time, nodes] table, got shape {series.shape}")
+        steps = series.shape[0]
+        if not 1 <= self.lags < steps:
+            raise DataError(f"dataset '{self.name}': lags must be in [1, {steps - 1}], got {self.lags}")
+        if edges.size and (edges.min() < 0 or edges.max() >= series.shape[1]):
+            raise ValueError(f"edges refer to nodes outside 0..{series.shape[1] - 1}")
+        return tuple(_snapshot(edges, weights, features[i : i + self.lags, :].T, series[i + self.lags, :].T) for i in range(steps - self.lags))
