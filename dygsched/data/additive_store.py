@@ -199,11 +199,6 @@ def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _from_keys(np.union1d(_keys(a), _keys(b)))
 
 
-def full_snapshot_bytes(x_rows: int, width: int, itemsize: int, num_edges: int) -> int:
-    """What storing one snapshot whole takes: every row of features and every edge."""
-    return x_rows * width * itemsize + num_edges * EDGE_BYTES
-
-
 @dataclass(frozen=True)
 class HistoryStorage:
     """A whole history of snapshots on one store, stored whole and additively (DistDy figures 7-9):

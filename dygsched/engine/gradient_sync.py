@@ -80,11 +80,6 @@ class GradientSync:
         self._handles = [p.register_post_accumulate_grad_hook(self._on_grad) for p in params] if self.overlap else []
         self.buffers = [b for b in module.buffers() if b.is_floating_point()]
 
-    @property
-    def gradient_bytes(self) -> int:
-        """Bytes one synchronisation all-reduces for the gradients."""
-        return sum(bucket.nbytes for bucket in self.buckets)
-
     def zero_grad(self) -> None:
         for param in self.module.parameters():
             if param.grad is not None:

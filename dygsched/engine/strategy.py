@@ -19,7 +19,6 @@ for one it does not measure; the worker records those as NaN with the reason, ne
 
 from __future__ import annotations
 
-import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
@@ -279,8 +278,3 @@ class Strategy(ABC):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from ``state_dict()``'s output (called after ``setup``)."""
-
-
-def metric_value(value: MetricValue) -> float:
-    """The number a tidy row holds: NaN for ``Missing``."""
-    return math.nan if isinstance(value, Missing) else float(value)

@@ -1,14 +1,14 @@
 """A plan: for each iteration, for each GPU (rank), the units of work it trains.
 
-A solver plans the problem's units by index (``0 .. n-1``); a strategy may relabel the cells with
-its own units (``Plan.relabel``): a snapshot group's index, a ``(group, partition)`` pair, an
-event batch. Units are any hashable values that JSON can hold (ints, strings, tuples of them).
+A solver plans the problem's units by index (``0 .. n-1``): a snapshot group's index, a
+``(group, partition)`` pair, an event batch. Units are any hashable values that JSON can hold
+(ints, strings, tuples of them).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from pathlib import Path
@@ -85,18 +85,9 @@ class Plan:
         iterations = tuple(tuple(iteration[(r - shift) % g] for r in range(g)) for iteration in self.iterations)
         return replace(self, iterations=iterations)
 
-    def groups_of(self, rank: int) -> list[tuple[Hashable, ...]]:
-        """The units ``rank`` trains, one tuple per iteration (empty when idle)."""
-        return [iteration[rank] for iteration in self.iterations]
-
     def units(self) -> list[Hashable]:
         """Every unit the plan trains, in iteration then rank order."""
         return [unit for iteration in self.iterations for cell in iteration for unit in cell]
-
-    def relabel(self, units: Sequence[Hashable]) -> Plan:
-        """The same plan with each index ``k`` replaced by ``units[k]``."""
-        iterations = tuple(tuple(tuple(units[k] for k in cell) for cell in iteration) for iteration in self.iterations)
-        return replace(self, iterations=iterations)
 
     def validate(self, problem: ScheduleProblem) -> None:
         """Raise unless every group appears exactly once and capacity holds."""
