@@ -207,7 +207,7 @@ class SnapshotFileSource:
         if task is Task.CLASSIFICATION:
             if any(y.is_floating_point() for *_, y in parts):
                 raise DataError(f"{path}: task=classification needs integer targets y, got floating-point ones")
-            num_classes = self.num_classes if self.num_classes is not None else max(int(y.max()) for *_, y in parts if y.numel()) + 1
+            num_classes = self.num_classes if self.num_classes is not None else max((int(y.max()) for *_, y in parts if y.numel()), default=-1) + 1
         snapshots = tuple(_padded(edge_index, weight, x, y, n, task) for edge_index, weight, x, y in parts)
         return TemporalGraph(self.name, snapshots, task, num_classes)
 
@@ -235,6 +235,8 @@ def _checked(path: Path, t: int, edge_index: Any, edge_weight: Any, edge_attr: A
     n = int(x.shape[0])
     if y.dim() == 0 or y.shape[0] != n or (y.dim() > 1 and y.flatten(1).shape[1] == 0):
         raise fail(f"has targets y of shape {list(y.shape)} for {n} nodes")
+    if y.is_complex():
+        raise fail(f"has targets y of type {y.dtype}, expected real numbers")
     if y.dim() > 1:
         y = y.flatten(1)[:, 0]
     if edges.numel() == 0:  # no edges, of any type (torch.empty(2, 0) is float)

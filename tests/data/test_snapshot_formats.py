@@ -209,6 +209,8 @@ BAD = {
     "no features": ([Data(edge_index=edges((0, 1)), y=torch.zeros(3), num_nodes=3)], "snapshot 0 has no x"),
     "no targets": ([Data(edge_index=edges((0, 1)), x=torch.ones(3, 2))], "snapshot 0 has no y"),
     "targets for other nodes": ([snapshot(y=torch.zeros(4))], "targets y of shape [4] for 3 nodes"),
+    "complex targets": ([snapshot(y=torch.zeros(3, dtype=torch.complex64))], "targets y of type torch.complex64"),
+    "text features": ([snapshot(x="abc")], "snapshot 0: x is a str, not an array of numbers"),
     "weights for other edges": ([snapshot(edge_weight=torch.ones(2))], "edge_weight of shape [2] for 1 edges"),
     "NaN features": ([snapshot(x=torch.full((3, 2), float("nan")))], "NaN or infinite features"),
     "negative weights": ([snapshot(edge_weight=torch.tensor([-1.0]))], "edge weights that are not finite non-negative"),
@@ -232,6 +234,9 @@ def test_classification_needs_integer_targets(tmp_path):
     torch.save([snapshot(y=torch.tensor([0.5, 1.0, 0.0]))], tmp_path / "float.pt")
     with pytest.raises(DataError, match="task=classification needs integer targets"):
         load(tmp_path / "float.pt", task="classification")
+    torch.save([Data(edge_index=torch.zeros(2, 0), x=torch.ones(0, 2), y=torch.zeros(0, dtype=torch.long))], tmp_path / "none.pt")
+    with pytest.raises(DataError, match="at least 2 classes"):  # no targets: no classes
+        load(tmp_path / "none.pt", task="classification")
     with pytest.raises(DataError, match="unknown task 'ranking'"):
         load(tmp_path / "float.pt", task="ranking")
 
