@@ -10,8 +10,9 @@ The file holds one of:
   as its iterator would give them).
 
 Reading needs neither code from the file nor PyTorch Geometric Temporal: the file is loaded with
-``torch.load(weights_only=True)``, which builds only the classes listed in ``ALLOWED``: PyG's
-``Data`` and its storage classes, NumPy arrays, and for each signal class a stand-in here that
+``torch.load(weights_only=True)``, which builds only tensors, plain containers, the classes PyG
+registers as safe to load (``Data``, ``TemporalData``, ...), and those ``allowed_globals()``
+adds: ``Data``'s storage classes, NumPy arrays, and for each signal class a stand-in here that
 only holds its arrays. A file that asks for anything else is refused, naming the global it asks
 for, before that global is looked up.
 
