@@ -246,6 +246,48 @@ def test_a_snapshot_without_edges_is_kept(tmp_path):
     trains(graph)
 
 
+# ---- snapshots saved with torch.save -------------------------------------------------------------
+
+
+@st.composite
+def saved_snapshots(draw):
+    """A list of PyG ``Data`` as a careless script might save it: node counts, feature widths,
+    id ranges, shapes and types of every field drawn, values sometimes NaN, fields sometimes absent."""
+    from torch_geometric.data import Data
+
+    snapshots = []
+    for _ in range(draw(st.integers(0, 4))):
+        n = draw(st.integers(0, 5))
+        fields = {}
+        x = torch.tensor(draw(st.lists(st.floats(-3, 3), min_size=n * 2, max_size=n * 2))).reshape(n, 2)
+        fields["x"] = draw(st.sampled_from([x, x, x, x[:, :1], x.long(), x.reshape(-1), None, torch.full_like(x, math.nan)]))
+        count = draw(st.integers(0, 6)) if n else 0
+        ids = torch.tensor(draw(st.lists(st.integers(0, max(n - 1, 0)), min_size=2 * count, max_size=2 * count)), dtype=torch.long)
+        edges = ids.reshape(2, count)
+        outside = edges.clone()
+        if count:
+            outside[draw(st.integers(0, 1)), draw(st.integers(0, count - 1))] = draw(st.sampled_from([-1, n]))
+        fields["edge_index"] = draw(st.sampled_from([edges, edges, edges, outside, ids, edges.float(), edges[:1], torch.empty(2, 0)]))
+        weights = torch.tensor(draw(st.lists(st.one_of(st.floats(-1, 3), st.just(math.nan)), min_size=count, max_size=count)))
+        fields[draw(st.sampled_from(["edge_weight", "edge_attr"]))] = draw(st.sampled_from([None, weights, weights[:1], weights.reshape(-1, 1)]))
+        y = torch.tensor(draw(st.lists(st.floats(-2, 2), min_size=n, max_size=n)))
+        fields["y"] = draw(st.sampled_from([y, y, y.reshape(-1, 1), torch.cat([y, y]), y.long(), None]))
+        snapshots.append(Data(**{k: v for k, v in fields.items() if v is not None}))
+    return snapshots
+
+
+@given(snapshots=saved_snapshots())
+@SETTINGS
+def test_saved_snapshots_fuzz(tmp_path, snapshots):
+    from dygsched.data.snapshot_formats import SnapshotFileSource
+
+    torch.save(snapshots, tmp_path / "snapshots.pt")
+    graph = loads_or_refuses(SnapshotFileSource(str(tmp_path / "snapshots.pt")).load)
+    if graph is not None:
+        assert graph.num_snapshots == len(snapshots)
+        trains(graph)
+
+
 # ---- any source: the graph itself ---------------------------------------------------------------
 
 bad_values = st.sampled_from([math.nan, math.inf, -math.inf])

@@ -83,6 +83,7 @@ def test_twitter_tennis_two_ranks(tmp_path, shipped_data):
         ([*TINY_SYNTHETIC, "sched=blad", "sched.timeline.profile_epochs=1"], "does not profile"),
         ([*TINY_SYNTHETIC, "dataset.growth=linear"], "unknown growth trend"),
         (["dataset=stream", "model=tgn", "sched=single", "world_size=1"], "dataset 'stream' needs dataset.path=..."),
+        (["dataset=snapshots"], "dataset 'snapshots' needs dataset.path=..."),
         (["dataset=wikipedia_like", "dataset.preset=lastfm", "model=tgn", "sched=single", "world_size=1"], "unknown preset 'lastfm'"),
         ([*TINY_SYNTHETIC, "run_id=../escape_probe"], "run_id must be a plain name"),
         ([*TINY_SYNTHETIC, "optim.lr=fast"], "optim.lr must be a number, got 'fast'"),
@@ -103,6 +104,36 @@ def test_bad_input_is_one_line_and_starts_no_run(tmp_path, overrides, message):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in result.stderr
     assert not [p for p in (tmp_path / "results").glob("*") if p.is_dir()]
+
+
+class RunsACommand:
+    """Unpickling it would call ``os.system``."""
+
+    def __init__(self, command):
+        self.command = command
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (self.command,)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ({"model": [1, 2]}, "holds a dict with keys 'model', not a list of torch_geometric Data snapshots"),
+        ("payload", "refused: it asks for posix.system"),
+    ],
+)
+def test_a_snapshot_file_holding_something_else_is_one_line(tmp_path, content, message):
+    import torch
+
+    marker = tmp_path / "ran"
+    torch.save([RunsACommand(f"touch {marker}")] if content == "payload" else content, tmp_path / "file.pt")
+    result = dygsched(tmp_path, "run", "dataset=snapshots", f"dataset.path={tmp_path / 'file.pt'}", "progress=false")
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and message in lines[0] and "Traceback" not in result.stderr
+    assert not marker.exists() and not [p for p in (tmp_path / "results").glob("*") if p.is_dir()]
 
 
 @pytest.mark.slow  # two CLI runs; the contract battery shows two runs of one seed train the same first epoch
