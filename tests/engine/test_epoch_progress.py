@@ -3,6 +3,8 @@ strategy family, run through the worker's own code path in this process (one ran
 
 from __future__ import annotations
 
+import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,3 +93,29 @@ def test_progress_false_makes_no_bar(tmp_path, monkeypatch):
     assert config["progress"] is False  # type: ignore[index]
     train_in_group(config, DistEnv(0, 1, 0), torch.device("cpu"), None, _RunPlace(None))  # type: ignore[arg-type]
     assert RecordingBar.made == []
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class ImmediateBar(StepBar):
+    """Drawn from the first step and at every step, however fast the epoch."""
+
+    def __init__(self, description: str) -> None:
+        super().__init__(description, delay_s=0.0)
+        self._bar.mininterval = 0.0
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "log"])
+def test_a_bar_is_drawn_on_a_terminal_only(terminal, tmp_path, monkeypatch):
+    stderr = Terminal() if terminal else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    monkeypatch.setattr(worker, "StepBar", ImmediateBar)
+    run_in_process(RUNS["psg"], tmp_path / "results")
+    drawn = stderr.getvalue()
+    if terminal:
+        assert "epoch 1/2" in drawn and "epoch 2/2" in drawn and "iteration/s" in drawn and "<" in drawn
+    else:
+        assert drawn == ""
