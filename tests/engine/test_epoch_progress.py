@@ -118,4 +118,4 @@ def test_a_bar_is_drawn_on_a_terminal_only(terminal, tmp_path, monkeypatch):
     if terminal:
         assert "epoch 1/2" in drawn and "epoch 2/2" in drawn and "iteration/s" in drawn and "<" in drawn
     else:
-        assert drawn == ""
+        assert drawn == "", drawn
