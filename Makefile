@@ -53,8 +53,8 @@ test-gpu: $(TEST_STAMP) ## the tests that need a CUDA device
 # Every paper table and figure into $(RESULTS)/report/ (index.html, README.md, runs.html), running
 # the targets whose outputs are missing first; REUSE=1 only renders; SMOKE=1: tiny sizes in $(RESULTS)/smoke.
 PAPER_RESULTS = $(if $(SMOKE),$(RESULTS)/smoke,$(RESULTS))
-paper: $(STAMP) ## every paper table and figure into results/report/ (REUSE=1: only render; SMOKE=1: tiny sizes, ~5 min)
-	$(BIN)/dygsched report $(PAPER_RESULTS) $(if $(REUSE),,--run-missing) $(if $(SMOKE),--smoke) $(if $(ONLY),--only $(ONLY))
+paper: $(STAMP) ## every paper table and figure into results/report/ (REUSE=1: only render; SMOKE=1: tiny sizes, ~5 min; PROGRESS=false: no line per target)
+	$(BIN)/dygsched report $(PAPER_RESULTS) $(if $(REUSE),,--run-missing) $(if $(SMOKE),--smoke) $(if $(ONLY),--only $(ONLY)) $(if $(filter false,$(PROGRESS)),--no-progress)
 
 TABLE_SCHEDS ?= psg,esdg,blad,dygnex_g,dygnex_l,greedy,ilp
 TABLE_MODELS ?= tgcn,wdgcn

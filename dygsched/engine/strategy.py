@@ -6,7 +6,9 @@ A strategy is named by ``conf/sched/<name>.yaml`` (``_target_`` plus its typed b
 * its units of work, built from the data (sliding snapshot groups; group x node-partition blocks;
   event batches) and its planning, including any profiling or re-planning timeline;
 * its objective (``objective(model)``: the module the optimizer trains) and its evaluation;
-* ``run_epoch``: every optimizer step of one epoch, each ended by ``Epoch.finish_iteration``;
+* ``run_epoch``: every optimizer step of one epoch, each ended by ``Epoch.finish_iteration``, and
+  as soon as it knows how many there will be (after any planning), ``Epoch.expect_steps`` (the
+  progress bar's total, so it can show the time left);
 * its checkpoint state (``state_dict`` / ``load_state_dict``).
 
 The worker (``dygsched.engine.worker``) owns only what every strategy shares: the process group,
@@ -150,7 +152,9 @@ class Epoch:
     optimizer, clears the gradients and records the iteration. With the all-reduce overlapping
     the backward there is no separate wait: waiting for the slowest rank is part of ``comm_s``. ``backward(loss, final=True)``
     marks the last backward of this rank's step, which the gradient synchronisation may overlap.
-    ``record`` adds an epoch-level row (e.g. a plan switch).
+    ``record`` adds an epoch-level row (e.g. a plan switch). ``expect_steps(count, unit)`` says how
+    many optimizer steps this epoch takes, once the strategy knows (after planning, which is part of
+    the timed epoch and may need every rank): ``on_expected`` receives it (rank 0's progress bar).
     """
 
     def __init__(
@@ -165,6 +169,7 @@ class Epoch:
         on_iteration: Callable[[IterationStats], None],
         record: Callable[[str, str, float], None],
         flops: FlopCounter | None = None,
+        on_expected: Callable[[int, str], None] | None = None,
     ) -> None:
         self.index = index
         self.module = module
@@ -176,6 +181,7 @@ class Epoch:
         self._on_iteration = on_iteration
         self._record = record
         self.flops = flops
+        self._on_expected = on_expected
         self._ready = torch.zeros(1, device=device)
 
     def backward(self, loss: torch.Tensor, final: bool = False) -> None:
@@ -212,6 +218,12 @@ class Epoch:
 
     def record(self, phase: str, metric: str, value: float) -> None:
         self._record(phase, metric, value)
+
+    def expect_steps(self, count: int, unit: str = "step") -> None:
+        """This epoch takes ``count`` optimizer steps (``finish_iteration`` calls), each training one
+        ``unit`` ("iteration", "window", "batch"). A strategy that never says so still shows its rate."""
+        if self._on_expected is not None:
+            self._on_expected(int(count), unit)
 
 
 class Strategy(ABC):
@@ -257,8 +269,9 @@ class Strategy(ABC):
 
     @abstractmethod
     def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
-        """Train one epoch, ending every optimizer step with ``epoch.finish_iteration``; returns
-        this rank's epoch-level metrics (measured values, or ``Missing`` with the reason)."""
+        """Train one epoch, ending every optimizer step with ``epoch.finish_iteration`` and saying how
+        many there will be with ``epoch.expect_steps`` once known; returns this rank's epoch-level
+        metrics (measured values, or ``Missing`` with the reason)."""
 
     @abstractmethod
     def evaluate(self, phase: str) -> dict[str, MetricValue]:

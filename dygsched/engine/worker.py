@@ -15,8 +15,8 @@ import signal
 import socket
 import time
 import traceback
-from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -60,6 +60,7 @@ from dygsched.engine.strategy import (
 from dygsched.errors import ConfigError, DygschedError
 from dygsched.metrics.atomic import remove_stale_temporaries, write_json
 from dygsched.metrics.log import configure_logging
+from dygsched.metrics.progress import StepBar
 from dygsched.metrics.recorder import MetricRecorder
 from dygsched.metrics.run_folder import RunFolder, new_run_id
 from dygsched.models.flops import count_conv_flops
@@ -137,7 +138,7 @@ def run_identity(cfg: Mapping[str, Any], run_id: str, world_size: int) -> dict[s
 class _EpochTotals:
     """Sums one rank's iteration stats over an epoch, recording each iteration as rows too."""
 
-    def __init__(self, recorder: MetricRecorder, epoch: int, measures_wait: bool, progress: Any = None) -> None:
+    def __init__(self, recorder: MetricRecorder, epoch: int, measures_wait: bool, progress: StepBar | None = None) -> None:
         self.recorder, self.epoch, self.progress = recorder, epoch, progress
         self.measures_wait = measures_wait
         self.busy = self.wait = self.comm = self.loss_sum = 0.0
@@ -161,7 +162,7 @@ class _EpochTotals:
         for kind, count in stats.bytes.items():
             self.bytes[kind] = self.bytes.get(kind, 0) + count
         if self.progress is not None:
-            self.progress.update(1)
+            self.progress.advance()
 
 
 def train_rank(cfg: Mapping[str, Any], env: DistEnv, data: DynamicData | None = None, mark_failure: bool = False) -> dict[str, Any] | None:
@@ -311,11 +312,14 @@ class _RankRun:
             group["lr"] = base * self.strategy.lr_multiplier(epoch)
         record = partial(_record, self.recorder, epoch)
         with ExitStack() as stack:
-            bar = stack.enter_context(progress_bar(epoch, self.settings.epochs)) if self.show_progress else None
+            bar = stack.enter_context(StepBar(f"epoch {epoch + 1}/{self.settings.epochs}")) if self.show_progress else None
             totals = _EpochTotals(self.recorder, epoch, not self.sync.overlap, bar)
             rss_resettable = reset_memory_peaks(self.device)
             flops = stack.enter_context(count_conv_flops(self.module)) if self.count_flops else None
-            run = Epoch(epoch, self.module, self.optimizer, self.sync, self.device, self.rank, self.world_size, totals, record, flops)
+            run = Epoch(
+                epoch, self.module, self.optimizer, self.sync, self.device, self.rank, self.world_size, totals, record, flops,
+                on_expected=bar.expect if bar is not None else None,
+            )
             start_time = time.perf_counter()
             measured = self.strategy.run_epoch(run)
             epoch_time = time.perf_counter() - start_time
@@ -411,19 +415,6 @@ class _RankRun:
             "missing": dict(sorted(self.recorder.missing.items())),
         }
         return self.folder.finish(MetricRecorder.frame(self.rows), info)
-
-
-@contextmanager
-def progress_bar(epoch: int, epochs: int) -> Iterator[Any]:
-    """A progress bar over an epoch's optimizer steps on rank 0's terminal (shown only in a
-    terminal, and only once the epoch has run for two seconds)."""
-    from tqdm import tqdm
-
-    bar = tqdm(desc=f"epoch {epoch + 1}/{epochs}", unit="step", delay=2.0, leave=False, disable=None)
-    try:
-        yield bar
-    finally:
-        bar.close()
 
 
 def _gather_to_rank0(value: Any, world_size: int, is_main: bool) -> list[Any]:

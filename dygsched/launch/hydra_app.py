@@ -2,16 +2,19 @@
 
 Overrides are composed once up front with Hydra's compose API, so an unknown name or a bad
 value is one clear line before anything starts; then ``hydra.main`` runs the job (or a sweep with
-``-m``), so launcher plugins and multirun work as in any Hydra app.
+``-m``), so launcher plugins and multirun work as in any Hydra app. As each run of a sweep starts,
+one line says which of how many it is and what it sets (quiet with ``progress=false``).
 """
 
 from __future__ import annotations
 
 import difflib
 import itertools
+import logging
 import os
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,17 @@ from dygsched.launch.schema import register as register_schema
 CONFIG_MODULE = "dygsched.conf"
 CONFIG_NAME = "config"
 
+
+@dataclass(frozen=True)
+class SweepShape:
+    """A ``-m`` sweep as its progress lines name it: how many runs, and the keys that vary."""
+
+    runs: int
+    varied: tuple[str, ...]
+
+
 _failures: list[DygschedError] = []
+_sweep: SweepShape | None = None  # the sweep ``main`` is running, where it could expand its points
 register_schema()
 register_resolver()
 
@@ -133,12 +146,18 @@ def _megabytes(value: int | None, otherwise: str) -> str:
 @hydra.main(config_path="pkg://dygsched.conf", config_name=CONFIG_NAME, version_base="1.3")
 def _hydra_job(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
 
     from dygsched.launch.app import run
     from dygsched.launch.torchrun import SUPERVISED_ENV
+    from dygsched.metrics.log import LOGGER, configure_logging
 
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode == RunMode.MULTIRUN and os.environ.get("SLURM_PROCID", "0") == "0":  # one line per run, not per SLURM task
+        configure_logging(bool(cfg.get("progress", True)))
+        logging.getLogger(LOGGER).info(sweep_run_line(int(hydra_cfg.job.num), list(hydra_cfg.overrides.task), _sweep))
     try:
-        summary = run(cfg, overrides=list(HydraConfig.get().overrides.task))
+        summary = run(cfg, overrides=list(hydra_cfg.overrides.task))
     except DygschedError as exc:
         print(f"dygsched: error: {exc}", file=sys.stderr, flush=True)
         _failures.append(exc)
@@ -147,8 +166,17 @@ def _hydra_job(cfg: DictConfig) -> None:
         print_summary(summary, str(summary.get("run_dir") or Path(str(cfg.results_dir)) / str(summary.get("run_id"))))
 
 
-def sweep_points(overrides: list[str]) -> list[list[str]]:
-    """The override lists of every job a ``-m`` sweep runs (``a,b`` and ``range()`` sweeps expanded)."""
+def sweep_run_line(number: int, overrides: list[str], sweep: SweepShape | None) -> str:
+    """``sweep: run 3 of 8: sched=greedy model=tgcn``, as the sweep's run ``number`` (from 0) starts:
+    the overrides of the keys the sweep varies (all of them where the sweep could not be expanded)."""
+    if sweep is None:
+        return f"sweep: run {number + 1}: {' '.join(overrides) or 'defaults'}"
+    shown = [o for o in overrides if o.split("=", 1)[0] in sweep.varied] or overrides
+    return f"sweep: run {number + 1} of {sweep.runs}: {' '.join(shown) or 'defaults'}"
+
+
+def _sweep_choices(overrides: list[str]) -> list[tuple[str, list[str]]]:
+    """Each override's key and its values as overrides (several for an ``a,b`` or ``range()`` sweep)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     choices = []
@@ -158,8 +186,25 @@ def sweep_points(overrides: list[str]) -> list[list[str]]:
             values = [f"{key}={value}" for value in override.sweep_string_iterator()]
         else:
             values = [override.input_line]
-        choices.append(values)
-    return [list(point) for point in itertools.product(*choices)]
+        choices.append((key, values))
+    return choices
+
+
+def sweep_points(overrides: list[str]) -> list[list[str]]:
+    """The override lists of every job a ``-m`` sweep runs (``a,b`` and ``range()`` sweeps expanded)."""
+    return [list(point) for point in itertools.product(*(values for _, values in _sweep_choices(overrides)))]
+
+
+def sweep_shape(overrides: list[str]) -> SweepShape | None:
+    """How many runs a ``-m`` sweep has and which keys vary; ``None`` for a form only Hydra expands."""
+    try:
+        choices = _sweep_choices(overrides)
+    except Exception:  # a glob or another sweeper's syntax
+        return None
+    runs = 1
+    for _, values in choices:
+        runs *= len(values)
+    return SweepShape(runs, tuple(key for key, values in choices if len(values) > 1))
 
 
 def check_sweep(overrides: list[str]) -> None:
@@ -210,12 +255,15 @@ def precheck(cfg: DictConfig, overrides: list[str]) -> None:
 
 
 def main(argv: list[str]) -> int:
+    global _sweep
     flags = {"-m", "--multirun", "--help", "-h", "--cfg", "-c", "--info", "--hydra-help", "--resolve"}
     if not any(arg in flags or arg.startswith("--cfg") for arg in argv):
         precheck(compose_config(argv), argv)
     elif any(arg in {"-m", "--multirun"} for arg in argv) and not any(arg in flags - {"-m", "--multirun"} for arg in argv):
         check_sweep([arg for arg in argv if arg not in {"-m", "--multirun"}])
     _failures.clear()
+    multirun = any(arg in {"-m", "--multirun"} for arg in argv)
+    _sweep = sweep_shape([arg for arg in argv if arg not in {"-m", "--multirun"}]) if multirun else None
     saved = sys.argv
     sys.argv = ["dygsched run", *argv]
     try:

@@ -4,6 +4,7 @@
     dygsched report results/smoke --smoke    the smoke run's report (numbers marked as not measurements)
     dygsched report --run-missing            first run, through make, every target whose outputs are missing
     dygsched report --run-missing --only table-sven-comm,simulate
+    dygsched report --run-missing --no-progress   no line per target (make paper PROGRESS=false)
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--run-missing", action="store_true", help="run every target with a missing output first (make <target>)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes for every target (with --run-missing), and say so in the report")
     parser.add_argument("--only", default=None, help="comma-separated targets to run (with --run-missing); the report shows them all")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --run-missing, a line as each target starts (which of how many, its expected time) and ends (default: on)",
+    )
     return parser
 
 
@@ -39,7 +46,7 @@ def main(argv: list[str]) -> int:
             raise ConfigError(exc.args[0]) from None
     if args.run_missing:
         results.mkdir(parents=True, exist_ok=True)
-        ran = run_missing(chosen, results, args.smoke)
+        ran = run_missing(chosen, results, args.smoke, progress=args.progress)
     elif not results.is_dir():
         raise ConfigError(f"no results folder {results}: run the targets first (make paper, or dygsched report --run-missing)")
     else:

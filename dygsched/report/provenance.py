@@ -137,15 +137,25 @@ def run_target(paper_target: PaperTarget, results: Path, smoke: bool, make: str 
     return record
 
 
-def run_missing(targets: tuple[PaperTarget, ...], results: Path, smoke: bool, make: str = "make") -> list[Provenance]:
-    """Run every target with an output missing, in order; one progress line per target on stderr."""
-    ran = []
+def run_missing(
+    targets: tuple[PaperTarget, ...], results: Path, smoke: bool, make: str = "make", progress: bool = True
+) -> list[Provenance]:
+    """Run every target with an output missing, in order. With ``progress``, one line on stderr as
+    each target starts (which of how many, its expected time) and one as it ends (how, how long),
+    then the tally: one line per event, on a terminal and in a log alike."""
+
+    def say(line: str) -> None:
+        if progress:
+            print(line, file=sys.stderr, flush=True)
+
+    ran, present, failed = [], 0, 0
     for number, paper_target in enumerate(targets, start=1):
-        label = f"[{number}/{len(targets)}] {paper_target.name}"
+        label = f"target {number} of {len(targets)}: {paper_target.name}"
         if not missing_outputs(paper_target, results):
-            print(f"{label}: present, not rerun", file=sys.stderr, flush=True)
+            say(f"{label}: present, not rerun")
+            present += 1
             continue
-        print(f"{label}: running ...", file=sys.stderr, flush=True)
+        say(f"{label} ({'smoke size' if smoke else paper_target.expected}) ...")
         record = run_target(paper_target, results, smoke, make)
         log = f"log: {results / PROVENANCE_DIR / paper_target.name}.log"
         if record.ok:
@@ -154,6 +164,13 @@ def run_missing(targets: tuple[PaperTarget, ...], results: Path, smoke: bool, ma
             status = f"exit {record.exit_code} after writing its outputs (an unmet benchmark target?; {log})"
         else:
             status = f"FAILED (exit {record.exit_code}; {log})"
-        print(f"{label}: {status} in {record.wall_s:.0f} s", file=sys.stderr, flush=True)
+            failed += 1
+        say(f"{label}: {status} in {wall_time(record.wall_s)}")
         ran.append(record)
+    say(f"targets: {len(ran)} run ({len(ran) - failed} built, {failed} failed), {present} present")
     return ran
+
+
+def wall_time(seconds: float) -> str:
+    """``42 s`` under two minutes, else ``12.5 min``."""
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"

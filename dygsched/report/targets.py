@@ -29,9 +29,13 @@ class PaperTarget:
     smoke: dict[str, str] = field(default_factory=dict)  # Make variables for SMOKE=1 (seconds, not minutes)
 
     @property
+    def expected(self) -> str:
+        """Its wall time at full size, in words: "about 10 min", "under a minute"."""
+        return "under a minute" if self.minutes < 1 else f"about {round(self.minutes)} min"
+
+    @property
     def duration(self) -> str:
-        size = "under a minute" if self.minutes < 1 else f"about {round(self.minutes)} min"
-        return f"{size} at full size on 2 CPU cores"
+        return f"{self.expected} at full size on 2 CPU cores"
 
     @property
     def tables(self) -> tuple[str, ...]:

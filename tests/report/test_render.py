@@ -1,6 +1,7 @@
 """The report: every section and target, our tables beside the paper's, honest gaps, runs page, atomic."""
 
 import json
+import os
 import re
 
 import numpy as np
@@ -156,3 +157,49 @@ def test_an_older_runs_one_memory_figure_shows_under_a_name_that_says_it_is_eith
     runs = (render(results) / "runs.html").read_text()
     assert "<th>peak_mem_bytes_gpu_or_rss</th>" in runs and "<th>peak_mem_bytes</th>" not in runs
     assert "<th>peak_rss_bytes</th>" not in runs  # no run here measured it under that name
+
+
+def fake_make_writing_sven_comm(folder):
+    """A make that builds table-sven-comm's output (and prints nothing for -n)."""
+    fake_make = folder / "make"
+    fake_make.write_text(
+        "#!/bin/sh\nfor a in \"$@\"; do case $a in -n) exit 0;; RESULTS=*) root=${a#RESULTS=};; esac; done\n"
+        "mkdir -p \"$root/sven\" && echo 'ranks,strategy,vs_sven' > \"$root/sven/sven_comm.csv\"\n"
+    )
+    fake_make.chmod(0o755)
+    return fake_make
+
+
+def test_run_missing_says_which_target_of_how_many_and_its_expected_time(results, tmp_path, capsys):
+    from dygsched.report.provenance import run_missing
+
+    chosen = (target("table-epoch-time"), target("table-sven-comm"))
+    run_missing(chosen, results, smoke=False, make=str(fake_make_writing_sven_comm(tmp_path)))
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[:2] == [
+        "target 1 of 2: table-epoch-time: present, not rerun",
+        f"target 2 of 2: table-sven-comm ({target('table-sven-comm').expected}) ...",
+    ]
+    assert re.fullmatch(r"target 2 of 2: table-sven-comm: ok in \d+ s", lines[2])
+    assert lines[3:] == ["targets: 1 run (1 built, 0 failed), 1 present"]
+    (results / "sven" / "sven_comm.csv").unlink()
+    run_missing(chosen[1:], results, smoke=True, make=str(fake_make_writing_sven_comm(tmp_path)))
+    assert capsys.readouterr().err.splitlines()[0] == "target 1 of 1: table-sven-comm (smoke size) ..."
+
+
+def test_make_paper_progress_false_prints_no_target_lines(results, tmp_path, capsys, monkeypatch):
+    fake_make_writing_sven_comm(tmp_path)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert main(["report", str(results), "--run-missing", "--only", "table-sven-comm", "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert (results / "sven" / "sven_comm.csv").exists()  # it ran
+    assert captured.err == "" and "target" not in captured.out
+
+
+def test_the_expected_time_in_words():
+    from dygsched.report.provenance import wall_time
+
+    assert [paper_target.expected for paper_target in TARGETS if paper_target.name in ("table-epoch-time", "table-solve-time")] == [
+        "about 10 min", "under a minute",
+    ]  # fmt: skip
+    assert (wall_time(42.4), wall_time(750.0)) == ("42 s", "12.5 min")

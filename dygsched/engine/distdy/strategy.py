@@ -251,6 +251,7 @@ class DistDyStrategy(Strategy):
         clock = dict.fromkeys(("partition", "store", "reconstruct"), 0.0)
         traffic = self._no_traffic()
         cut, iteration, held = [], 0, None
+        epoch.expect_steps(len(steps) * self.batches_per_step, "batch")
         for tau in steps:
             while not store.snapshots or store.snapshots[-1] < tau:  # the snapshots that arrived up to tau
                 t = store.snapshots[-1] + 1 if store.snapshots else 0

@@ -227,7 +227,9 @@ class FlareStrategy(Strategy):
         accounting = HaloAccounting()
         largest_saved = 0
         iteration = 0
-        for segment in self.epoch_windows(epoch.index):
+        segments = self.epoch_windows(epoch.index)
+        epoch.expect_steps(sum(len(segment) for segment in segments), "window")
+        for segment in segments:
             saved: dict[int, Any] | None = {} if self.inherit else None  # states reset at each segment's start
             for group in segment:
                 stats = IterationStats(iteration=iteration, units=1 if self.rank == 0 else 0)

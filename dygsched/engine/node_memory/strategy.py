@@ -428,6 +428,7 @@ class NodeMemoryStrategy(Strategy):
         self.model.train()
         self._series_vertices = self._series_unique = self._endpoints = self._endpoints_unique = 0
         exchange_s = 0.0
+        epoch.expect_steps(len(self.batches("train")), "batch")
         for batch, parts in self.prepared("train"):
             stats = IterationStats(batch.index, units=batch.events)
             start = time.perf_counter()

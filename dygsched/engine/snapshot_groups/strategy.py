@@ -109,6 +109,7 @@ class SnapshotGroupStrategy(Strategy):
             self._objective, self.graph, self.split.train, plan.iterations, self.rank, self.world_size, self.device, epoch, profiler
         )
         comm_seconds = []
+        epoch.expect_steps(len(plan.iterations), "iteration")
         with self.executor.epoch_scope(run):
             for i, iteration in enumerate(plan.iterations):
                 stats = IterationStats(iteration=i)
