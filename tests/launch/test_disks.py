@@ -40,6 +40,15 @@ def start_run(tmp_path: Path, results: Path) -> subprocess.Popen:
     return proc
 
 
+def remount_read_only(disk: Path) -> None:
+    """Linux refuses the remount (EBUSY) while a file on the disk is open for writing, which the run
+    does for a moment every epoch: try again until it lands between two writes."""
+    deadline = time.monotonic() + 60
+    while subprocess.run(["mount", "-o", "remount,ro", str(disk)], capture_output=True).returncode != 0:
+        assert time.monotonic() < deadline, "the disk stayed busy for a minute"
+        time.sleep(0.01)
+
+
 def fill(disk: Path) -> None:
     with open(disk / "filler", "wb") as handle:
         try:
@@ -69,7 +78,7 @@ def test_a_full_disk_is_named_in_one_line(tmp_path, small_disk):
 
 def test_a_results_folder_turned_read_only_is_named_in_one_line(tmp_path, small_disk):
     proc = start_run(tmp_path, small_disk / "results")
-    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    remount_read_only(small_disk)
     try:
         code, lines = finish(proc)
     finally:
