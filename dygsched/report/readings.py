@@ -345,6 +345,23 @@ def stream_scaling(tables: Tables) -> str:
     return "seconds per epoch in one process: " + "; ".join(parts)
 
 
+def scaling(tables: Tables) -> str:
+    """The fitted exponents per strategy, nodes then snapshots, and which of them grow faster than linear (above 1.1)."""
+    fits = _table(tables, "scaling_exponents.csv")
+    parts, faster = [], []
+    for sched, rows in fits.groupby("sched", sort=False):
+        by_axis = rows.set_index("axis")
+        shown = []
+        for axis in ("nodes", "snapshots"):
+            if axis in by_axis.index:
+                fit = by_axis.loc[axis]
+                shown.append(f"{axis}^{fit.time_exponent:.2f} (memory ^{fit.memory_exponent:.2f})")
+                faster += [f"{sched}'s {what} in {axis}" for what, value in (("time", fit.time_exponent), ("memory", fit.memory_exponent)) if value > 1.1]
+        parts.append(f"{sched} time ~ " + ", ".join(shown))
+    verdict = "super-linear (exponent above 1.1): " + ", ".join(faster) if faster else "none grows faster than linear (every exponent at most 1.1)"
+    return "epoch time and peak memory per rank against the graph's size: " + "; ".join(parts) + f"; {verdict}"
+
+
 def stream_accuracy(tables: Tables) -> str:
     table = _table(tables)
     parts = []
@@ -384,6 +401,7 @@ READINGS: dict[str, Callable[[Tables], str]] = {
     "bench-flop-counting": flop_counting,
     "bench-vs-pygt": vs_pygt,
     "bench-stream-scaling": stream_scaling,
+    "bench-scaling": scaling,
     "table-stream-accuracy": stream_accuracy,
     "bench-tgn-pyg": tgn_pyg,
 }
