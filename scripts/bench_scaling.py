@@ -155,7 +155,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--scheds", default="psg,greedy,flare,distdy")
     parser.add_argument("--nodes", default="1000,3000,10000,30000,100000", help="node counts, at --base-snapshots")
     parser.add_argument("--snapshots", default="24,48,120,240", help="snapshot counts, at --base-nodes")
-    parser.add_argument("--base-nodes", type=int, default=10_000, help="the node count of the snapshot axis")
+    parser.add_argument("--base-nodes", type=int, default=3_000, help="the node count of the snapshot axis")
     parser.add_argument("--base-snapshots", type=int, default=24, help="the snapshot count of the node axis")
     parser.add_argument("--avg-degree", type=float, default=6.0, help="edges per node in every snapshot")
     parser.add_argument("--epochs", type=int, default=2, help="the last one is measured")

@@ -226,7 +226,7 @@ TARGETS = (
     PaperTarget(
         "bench-scaling", "engine", "PSG, greedy, FlareDTDG and DistDy as the snapshot graph grows in nodes and in snapshots",
         "(no paper table)", ("scaling/scaling.csv", "scaling/scaling_exponents.csv", "scaling/scaling.png"),
-        "one run per strategy and size, its last (2nd) epoch", 75,
+        "one run per strategy and size, its last (2nd) epoch", 39,
         {"SCALING_ARGS": "--scheds psg,greedy --nodes 300,600 --snapshots 10,20 --base-nodes 300 --base-snapshots 10"},
     ),
     PaperTarget(
