@@ -74,6 +74,8 @@ def test_scaling_gives_each_strategys_exponents_and_names_the_super_linear_ones(
     })  # fmt: skip
     text = scaling({"scaling/scaling.csv": pd.DataFrame(), "scaling/scaling_exponents.csv": fits})
     assert "psg time ~ nodes^0.98 (memory ^0.40), snapshots^1.02 (memory ^0.10)" in text
-    assert text.endswith("super-linear (exponent above 1.1): flare's time in nodes")
+    assert text.endswith("faster than linear (exponent above 1.1): flare's time in nodes (1.35 over all sizes)")
     linear = fits.assign(time_exponent=1.0)
     assert scaling({"scaling/scaling_exponents.csv": linear}).endswith("every exponent at most 1.1)")
+    steep_end = linear.assign(time_exponent_top=[1.0, 1.0, 1.49, 1.0], memory_exponent_top=0.8)
+    assert scaling({"scaling/scaling_exponents.csv": steep_end}).endswith("flare's time in nodes (1.49 over the two largest)")
