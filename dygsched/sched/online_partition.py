@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dygsched.data.sorted_keys import sorted_unique
 from dygsched.errors import ScheduleError
 from dygsched.sched.jit import compiled
 
@@ -110,7 +111,7 @@ def edge_weights(
     src, dst = edges
     keep = src != dst
     a, b = np.minimum(src[keep], dst[keep]), np.maximum(src[keep], dst[keep])
-    keys = np.unique(a * num_nodes + b)
+    keys = sorted_unique(a * num_nodes + b)
     u, v = keys // num_nodes, keys % num_nodes
     degree = np.bincount(np.concatenate([u, v]), minlength=num_nodes).astype(float)
     p = np.zeros(num_nodes)
