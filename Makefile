@@ -14,7 +14,7 @@ RUN_ARGS ?=
 RESULTS ?= results
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint test-slow test-gpu clean paper table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting table-flare-accuracy table-flare-memory table-flare-convergence table-flare-time table-flare-breakdown fig-flare-heatmap fig-flare-scaling table-distdy-storage table-distdy-partition table-distdy-traffic table-distdy-time fig-distdy-params fig-distdy-capacity table-sven-comm table-sven-balance table-sven-accuracy table-sven-breakdown bench-tgn-pyg bench-vs-pygt bench-stream-scaling table-stream-accuracy
+.PHONY: help install run test lint test-slow test-gpu clean paper table-epoch-time fig-convergence bench-planner bench-planner-certify table-solve-time simulate table-ablation table-reuse-memory bench-reuse bench-flop-counting table-flare-accuracy table-flare-memory table-flare-convergence table-flare-time table-flare-breakdown fig-flare-heatmap fig-flare-scaling table-distdy-storage table-distdy-partition table-distdy-traffic table-distdy-time fig-distdy-params fig-distdy-capacity table-sven-comm table-sven-balance table-sven-accuracy table-sven-breakdown bench-tgn-pyg bench-vs-pygt bench-stream-scaling bench-scaling table-stream-accuracy
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -222,6 +222,10 @@ bench-vs-pygt: $(TEST_STAMP) ## one rank against a plain PyTorch Geometric Tempo
 STREAM_SCALING_ARGS ?=
 bench-stream-scaling: $(STAMP) ## TGN, JODIE, APAN in one process on REDDIT-shaped streams of 20,000-672,447 events: seconds per epoch and peak memory, a table and a log-log plot
 	$(BIN)/python scripts/bench_stream_scaling.py --results-dir $(RESULTS)/stream_scaling $(STREAM_SCALING_ARGS)
+
+SCALING_ARGS ?=
+bench-scaling: $(STAMP) ## PSG, greedy, FlareDTDG, DistDy on 2 ranks as the synthetic graph grows (1,000-100,000 nodes, 24-240 snapshots): epoch time and peak memory per rank, a table, a log-log plot and the fitted exponents
+	$(BIN)/python scripts/bench_scaling.py --results-dir $(RESULTS)/scaling $(SCALING_ARGS)
 
 STREAM_ACCURACY_ARGS ?=
 table-stream-accuracy: $(STAMP) ## TGN, JODIE, APAN: test AP and AUC, transductive and inductive (DyGLib's split), 3 seeds, on CollegeMsg and the REDDIT-sized stream

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dygsched.data.sorted_keys import sorted_difference, sorted_union, sorted_unique
+
 REFERENCE_BYTES = 8  # a pointer to an unchanged segment stored earlier
 EDGE_BYTES = 16  # (source, target) as two int64 ids
 
@@ -100,7 +102,7 @@ class GraphStore:
         this snapshot takes (``a_t`` of the partition problem)."""
         if self.versions and t != self.versions[-1][0] + 1:
             raise ValueError(f"snapshot {t} does not follow {self.versions[-1][0]}")
-        nodes = np.unique(np.asarray(nodes, dtype=np.int64))
+        nodes = sorted_unique(np.asarray(nodes, dtype=np.int64))
         previous = self._latest_features()
         if previous is None:
             before_nodes, before_rows = np.zeros(0, np.int64), np.zeros((0, self.width), x.dtype)
@@ -188,15 +190,15 @@ def _from_keys(keys: np.ndarray) -> np.ndarray:
 
 def _incident(edges: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     mask = np.isin(edges[0], nodes) | np.isin(edges[1], nodes)
-    return _from_keys(np.unique(_keys(edges[:, mask])))
+    return _from_keys(sorted_unique(_keys(edges[:, mask])))
 
 
 def _difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return _from_keys(np.setdiff1d(_keys(a), _keys(b)))
+    return _from_keys(sorted_difference(_keys(a), _keys(b)))
 
 
 def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return _from_keys(np.union1d(_keys(a), _keys(b)))
+    return _from_keys(sorted_union(_keys(a), _keys(b)))
 
 
 @dataclass(frozen=True)
@@ -235,7 +237,7 @@ def history_storage(snapshots: list[tuple[np.ndarray, np.ndarray, np.ndarray]], 
     start = time.perf_counter()
     for t, (x, edges, nodes) in enumerate(snapshots):
         held_nodes, rows = store.features(t)
-        if not (np.array_equal(held_nodes, np.unique(nodes)) and np.array_equal(rows, x[held_nodes])):
+        if not (np.array_equal(held_nodes, sorted_unique(nodes)) and np.array_equal(rows, x[held_nodes])):
             raise AssertionError(f"snapshot {t} did not reconstruct exactly")
         if store.edges(t).shape[1] != _incident(edges, nodes).shape[1]:
             raise AssertionError(f"snapshot {t}'s edges did not reconstruct exactly")
@@ -243,7 +245,7 @@ def history_storage(snapshots: list[tuple[np.ndarray, np.ndarray, np.ndarray]], 
     held = store.nbytes()
     return HistoryStorage(
         snapshots=len(snapshots),
-        full_feature_bytes=sum(np.unique(nodes).size * width * itemsize for _, _, nodes in snapshots),
+        full_feature_bytes=sum(sorted_unique(nodes).size * width * itemsize for _, _, nodes in snapshots),
         full_edge_bytes=sum(_incident(edges, nodes).shape[1] * EDGE_BYTES for _, edges, nodes in snapshots),
         additive_feature_bytes=held["features_full"] + held["features_additive"],
         additive_edge_bytes=held["edges"],

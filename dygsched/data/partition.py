@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dygsched.data.sorted_keys import sorted_unique
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.errors import ConfigError, DataError
 
@@ -59,7 +60,7 @@ def union_graph(graph: TemporalGraph, snapshots: Sequence[int]) -> UnionGraph:
     src, dst = edges[0].astype(np.int64), edges[1].astype(np.int64)
     keep = src != dst
     src, dst = np.concatenate([src[keep], dst[keep]]), np.concatenate([dst[keep], src[keep]])
-    keys = np.unique(src * n + dst)
+    keys = sorted_unique(src * n + dst)
     rows, cols = keys // n, keys % n
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.add.at(indptr, rows + 1, 1)
@@ -150,7 +151,7 @@ def metis_parts(
     )
     rows, cols = np.concatenate([src[keep], dst[keep]]), np.concatenate([dst[keep], src[keep]])
     w = np.concatenate([weights, weights])
-    keys = np.unique(rows * num_nodes + cols)
+    keys = sorted_unique(rows * num_nodes + cols)
     summed = np.bincount(np.searchsorted(keys, rows * num_nodes + cols), weights=w, minlength=keys.size).astype(np.int64)
     rows, cols = keys // num_nodes, keys % num_nodes
     return _part_graph(num_nodes, rows, cols, parts, seed, np.maximum(summed, 1))

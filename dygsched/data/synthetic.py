@@ -116,7 +116,7 @@ class SyntheticSource:
         targets = _as_targets(raw_targets, task, self.num_classes)
         snapshots = tuple(
             Snapshot(
-                edge_index=torch.from_numpy(ei.astype(np.int64)),
+                edge_index=torch.from_numpy(ei.astype(np.int64, copy=False)),  # already int64: no second copy of every edge
                 edge_weight=torch.ones(ei.shape[1], dtype=torch.float32),
                 x=x,
                 y=y,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from dygsched.data.sorted_keys import sorted_unique
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.errors import DataError
 
@@ -81,7 +82,7 @@ class UniformDynamicSource:
                 replaced = rng.choice(m, int(round(self.edge_change * m)), replace=False)
                 edges = edges.copy()
                 edges[:, replaced] = draw(replaced.size)
-            keys = np.unique(edges[0] * n + edges[1])
+            keys = sorted_unique(edges[0] * n + edges[1])
             src, dst = keys // n, keys % n
             keep = src != dst
             src, dst = src[keep], dst[keep]

@@ -345,6 +345,25 @@ def stream_scaling(tables: Tables) -> str:
     return "seconds per epoch in one process: " + "; ".join(parts)
 
 
+def scaling(tables: Tables) -> str:
+    """The fitted exponents per strategy, nodes then snapshots, and which grow faster than linear (above
+    1.1) over every size or over the two largest (where the libraries' fixed memory no longer hides it)."""
+    fits = _table(tables, "scaling_exponents.csv")
+    parts, faster = [], []
+    for sched, rows in fits.groupby("sched", sort=False):
+        shown = []
+        for fit in rows.itertuples():
+            shown.append(f"{fit.axis}^{fit.time_exponent:.2f} (memory ^{fit.memory_exponent:.2f})")
+            for what in ("time", "memory"):
+                over = {span: getattr(fit, f"{what}_exponent{suffix}", float("nan")) for span, suffix in (("all sizes", ""), ("the two largest", "_top"))}
+                over = {span: value for span, value in over.items() if value > 1.1}
+                if over:
+                    faster.append(f"{sched}'s {what} in {fit.axis} (" + ", ".join(f"{v:.2f} over {span}" for span, v in over.items()) + ")")
+        parts.append(f"{sched} time ~ " + ", ".join(shown))
+    verdict = "faster than linear (exponent above 1.1): " + "; ".join(faster) if faster else "none grows faster than linear (every exponent at most 1.1)"
+    return "epoch time and peak memory per rank against the graph's size: " + "; ".join(parts) + f"; {verdict}"
+
+
 def stream_accuracy(tables: Tables) -> str:
     table = _table(tables)
     parts = []
@@ -384,6 +403,7 @@ READINGS: dict[str, Callable[[Tables], str]] = {
     "bench-flop-counting": flop_counting,
     "bench-vs-pygt": vs_pygt,
     "bench-stream-scaling": stream_scaling,
+    "bench-scaling": scaling,
     "table-stream-accuracy": stream_accuracy,
     "bench-tgn-pyg": tgn_pyg,
 }

@@ -228,6 +228,12 @@ TARGETS = (
         {"STREAM_SCALING_ARGS": "--users 200 --items 40 --events 2000,4000 --epochs 1"},
     ),
     PaperTarget(
+        "bench-scaling", "engine", "PSG, greedy, FlareDTDG and DistDy as the snapshot graph grows in nodes and in snapshots",
+        "(no paper table)", ("scaling/scaling.csv", "scaling/scaling_exponents.csv", "scaling/scaling.png"),
+        "one run per strategy and size, its last (2nd) epoch", 39,
+        {"SCALING_ARGS": "--scheds psg,greedy --nodes 300,600 --snapshots 10,20 --base-nodes 300 --base-snapshots 10"},
+    ),
+    PaperTarget(
         "table-stream-accuracy", "engine", "TGN, JODIE and APAN: test AP and AUC, transductive and inductive, over seeds",
         "(no paper table; DyGLib's protocol)", ("stream_accuracy/stream_accuracy.csv",),
         "one run per model and seed; test at the best validation epoch; mean and standard deviation over 3 seeds", 45,

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dygsched.data.sorted_keys import sorted_unique
 from dygsched.errors import ScheduleError
 from dygsched.sched.jit import compiled
 
@@ -110,7 +111,7 @@ def edge_weights(
     src, dst = edges
     keep = src != dst
     a, b = np.minimum(src[keep], dst[keep]), np.maximum(src[keep], dst[keep])
-    keys = np.unique(a * num_nodes + b)
+    keys = sorted_unique(a * num_nodes + b)
     u, v = keys // num_nodes, keys % num_nodes
     degree = np.bincount(np.concatenate([u, v]), minlength=num_nodes).astype(float)
     p = np.zeros(num_nodes)
@@ -475,6 +476,23 @@ def _aligned(labels: np.ndarray, previous: np.ndarray, stores: int) -> np.ndarra
     return np.where(labels >= 0, rename[np.maximum(labels, 0)], -1)
 
 
+def _place_new_nodes(store: np.ndarray, graph: SnapshotGraph, new: np.ndarray, stores: int) -> None:
+    """The greedy baseline's new nodes, in id order, each onto the store that holds most of its placed
+    neighbours, then the smallest store, then the first (in place in ``store``). Sequential: a node
+    sees the stores of the new nodes placed before it. The store sizes are counted once and kept up
+    to date, so a snapshot costs its edges plus a few operations per new node (counting every node
+    again for each new one made a growing graph's snapshot quadratic in its nodes)."""
+    indptr, neighbours, _ = _csr(graph)
+    sizes = np.bincount(store[store >= 0], minlength=stores)
+    for v in new.tolist():
+        around = store[neighbours[indptr[v] : indptr[v + 1]]]
+        around = around[around >= 0]
+        counts = np.bincount(around, minlength=stores) if around.size else np.zeros(stores)
+        k = int(np.lexsort((sizes, -counts))[0])  # most neighbours, then the smallest store
+        store[v] = k
+        sizes[k] += 1
+
+
 def baseline_partitions(method: str, graphs: Sequence[SnapshotGraph], stores: int, seed: int = 0) -> list[SnapshotPartition]:
     """Every snapshot's partition by a baseline (``BASELINES``), in order, each with its storage and time."""
     from dygsched.data.partition import metis_parts
@@ -508,13 +526,7 @@ def baseline_partitions(method: str, graphs: Sequence[SnapshotGraph], stores: in
                 store = np.full(graph.num_nodes, -1, dtype=np.int64)
                 kept = graph.nodes[previous[graph.nodes] >= 0]
                 store[kept] = previous[kept]
-                indptr, neighbours, _ = _csr(graph)
-                for v in graph.nodes[previous[graph.nodes] < 0].tolist():  # new nodes, in id order
-                    around = store[neighbours[indptr[v] : indptr[v + 1]]]
-                    around = around[around >= 0]
-                    sizes = np.bincount(store[store >= 0], minlength=stores)
-                    counts = np.bincount(around, minlength=stores) if around.size else np.zeros(stores)
-                    store[v] = int(np.lexsort((sizes, -counts))[0])  # most neighbours, then the smallest store
+                _place_new_nodes(store, graph, graph.nodes[previous[graph.nodes] < 0], stores)
         seconds = time.perf_counter() - start + (spread if method == "metis" else 0.0)
         out.append(_record(store, previous, graph, stores, seconds))
         previous = store

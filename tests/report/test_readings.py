@@ -63,3 +63,19 @@ def test_flare_convergence_gives_time_and_epochs_and_says_what_was_not_reached()
         "time to the common target, tgcn (target val MSE 0.2100): Full-History 50.0 s in 5 epochs, "
         "FlareDTDG 20.0 s in 4 epochs, 0.40x Full-History's, Recent-Only not reached in 10 epochs"
     )
+
+
+def test_scaling_gives_each_strategys_exponents_and_names_the_super_linear_ones():
+    from dygsched.report.readings import scaling
+
+    fits = pd.DataFrame({
+        "sched": ["psg", "psg", "flare", "flare"], "axis": ["nodes", "snapshots"] * 2,
+        "time_exponent": [0.98, 1.02, 1.35, 0.9], "memory_exponent": [0.4, 0.1, 0.5, 0.2],
+    })  # fmt: skip
+    text = scaling({"scaling/scaling.csv": pd.DataFrame(), "scaling/scaling_exponents.csv": fits})
+    assert "psg time ~ nodes^0.98 (memory ^0.40), snapshots^1.02 (memory ^0.10)" in text
+    assert text.endswith("faster than linear (exponent above 1.1): flare's time in nodes (1.35 over all sizes)")
+    linear = fits.assign(time_exponent=1.0)
+    assert scaling({"scaling/scaling_exponents.csv": linear}).endswith("every exponent at most 1.1)")
+    steep_end = linear.assign(time_exponent_top=[1.0, 1.0, 1.49, 1.0], memory_exponent_top=0.8)
+    assert scaling({"scaling/scaling_exponents.csv": steep_end}).endswith("flare's time in nodes (1.49 over the two largest)")

@@ -239,3 +239,36 @@ def test_baselines_place_every_present_node(method):
     if method == "greedy":  # a node keeps its store
         shared = np.intersect1d(snapshots[0].nodes, snapshots[1].nodes)
         assert np.array_equal(placed[0].store[shared], placed[1].store[shared])
+
+
+def _greedy_reference(snapshots, stores):
+    """The greedy baseline as first written: store sizes counted again for every new node."""
+    from dygsched.data.partition import metis_parts
+    from dygsched.sched.online_partition import _csr, _present
+
+    out, previous = [], None
+    for graph in snapshots:
+        if previous is None:
+            store = _present(metis_parts(graph.num_nodes, graph.edges, stores, 0), graph)
+        else:
+            store = np.full(graph.num_nodes, -1, dtype=np.int64)
+            kept = graph.nodes[previous[graph.nodes] >= 0]
+            store[kept] = previous[kept]
+            indptr, neighbours, _ = _csr(graph)
+            for v in graph.nodes[previous[graph.nodes] < 0].tolist():
+                around = store[neighbours[indptr[v] : indptr[v + 1]]]
+                around = around[around >= 0]
+                sizes = np.bincount(store[store >= 0], minlength=stores)
+                counts = np.bincount(around, minlength=stores) if around.size else np.zeros(stores)
+                store[v] = int(np.lexsort((sizes, -counts))[0])
+        out.append(store)
+        previous = store
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_greedy_baseline_places_new_nodes_as_the_recount_for_every_node_did(seed):
+    snapshots = graphs(count=5, nodes=120, edges=300, seed=seed, leave=0.4)  # many nodes arrive in every snapshot
+    placed = baseline_partitions("greedy", snapshots, 3, seed=0)
+    for result, expected in zip(placed, _greedy_reference(snapshots, 3), strict=True):
+        assert np.array_equal(result.store, expected)

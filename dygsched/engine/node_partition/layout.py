@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from dygsched.data.partition import NodePartition
+from dygsched.data.sorted_keys import sorted_unique
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
 
 
@@ -151,7 +152,7 @@ class RankLayout:
         into_mine = part[dst] == self.rank
         src_in, dst_in, w_in = src[into_mine], dst[into_mine], weight[into_mine]
         local_src = part[src_in] == self.rank
-        by_id = np.unique(src_in[~local_src])
+        by_id = sorted_unique(src_in[~local_src])
         grouped = np.lexsort((by_id, part[by_id]))  # by owner rank, then id
         halo_ids = by_id[grouped]
         position = np.empty(by_id.size, dtype=np.int64)
@@ -163,7 +164,7 @@ class RankLayout:
         from_mine = (part[src] == self.rank) & (part[dst] != self.rank)
         pairs = np.unique(np.stack([part[dst[from_mine]], src[from_mine]]), axis=1) if from_mine.any() else np.zeros((2, 0), np.int64)
         crossing = part[src] != part[dst]
-        all_halo = int(np.unique(part[dst[crossing]] * snapshot.num_nodes + src[crossing]).size) if crossing.any() else 0
+        all_halo = int(sorted_unique(part[dst[crossing]] * snapshot.num_nodes + src[crossing]).size) if crossing.any() else 0
         send_counts = np.bincount(pairs[0], minlength=self.world_size).tolist() if pairs.size else [0] * self.world_size
         return _GlobalSnapshot(
             inner=np.stack([src_in[local_src], dst_in[local_src]]).astype(np.int64),
