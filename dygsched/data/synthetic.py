@@ -98,14 +98,14 @@ class SyntheticSource:
         for t in range(self.num_snapshots):
             active = max(2, int(round(node_frac[t] * n)))
             want = int(round(edge_frac[t] * self.avg_degree * n))
+            mask = np.zeros(n, dtype=bool)
+            mask[order[:active]] = True
             if keys.size:
                 keep = rng.random(keys.size) >= self.change_rate
-                keys = keys[keep]
+                keys = keys[keep & mask[keys // n] & mask[keys % n]]  # a node that left takes its edges with it
             keys = _add_edges(keys, want - keys.size, order[:active], popularity[:active], n, rng)
             src, dst = keys // n, keys % n
             edge_indices.append(np.stack([src, dst]))
-            mask = np.zeros(n, dtype=bool)
-            mask[order[:active]] = True
             masks.append(mask)
             in_degree = np.bincount(dst, minlength=n)
             message = np.bincount(dst, weights=signal[src], minlength=n).astype(np.float32) / np.maximum(in_degree, 1)
