@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from dygsched.data.memory_budget import check_fits
+from dygsched.data.sorted_keys import sorted_unique
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.errors import DataError
 
@@ -140,7 +141,7 @@ def _add_edges(
         draw = int(need * 1.3) + 8
         src = active[rng.integers(0, active.size, draw)]
         dst = active[rng.choice(active.size, draw, p=p)]
-        fresh = _sorted_unique((src.astype(np.int64) * n + dst)[src != dst])
+        fresh = sorted_unique((src.astype(np.int64) * n + dst)[src != dst])
         if keys.size:
             at = np.minimum(np.searchsorted(keys, fresh), keys.size - 1)
             fresh = fresh[keys[at] != fresh]
@@ -149,17 +150,6 @@ def _add_edges(
         keys = np.concatenate([keys, fresh])
         keys.sort(kind="stable")
     return keys
-
-
-def _sorted_unique(values: np.ndarray) -> np.ndarray:
-    """``np.unique`` by sorting (numpy 2's hash-based unique is much slower on millions of keys)."""
-    values = np.sort(values)
-    if values.size == 0:
-        return values
-    keep = np.empty(values.size, dtype=bool)
-    keep[0] = True
-    np.not_equal(values[1:], values[:-1], out=keep[1:])
-    return values[keep]
 
 
 def _as_targets(raw: list[np.ndarray], task: Task, num_classes: int) -> list[torch.Tensor]:
