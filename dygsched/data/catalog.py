@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from dygsched.errors import ConfigError
+
 DATA_ENV = "DYGSCHED_DATA"
 CACHE_ENV = "DYGSCHED_CACHE"
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
@@ -125,8 +127,6 @@ CATALOG: tuple[CatalogEntry, ...] = (
 
 def entry(name: str) -> CatalogEntry:
     """The catalogue's dataset ``name``; an unknown name is one line listing the known ones."""
-    from dygsched.errors import ConfigError
-
     for item in CATALOG:
         if item.name == name:
             return item

@@ -1,10 +1,11 @@
 """PyTorch Geometric Temporal's datasets and signal objects.
 
-The two sources read the JSON files of PyTorch Geometric Temporal's ``TwitterTennisDatasetLoader``
-and ``EnglandCovidDatasetLoader`` from a local path and apply the loaders' feature and target
+The sources read the JSON files of PyTorch Geometric Temporal's ``TwitterTennisDatasetLoader``,
+``EnglandCovidDatasetLoader`` and its static-graph series (``LaggedSeriesSource``: chickenpox,
+PedalMe, Montevideo bus) from a local path and apply the loaders' feature and target
 transformations, written here in numpy, so that a run does not need the library installed (it
 needs torch-scatter and torch-sparse, which compile for many minutes). The tests check, snapshot
-by snapshot, that both give exactly what the library's own loaders give on the same files, when
+by snapshot, that they give exactly what the library's own loaders give on the same files, when
 the library is installed (``pip install dygsched[pgt]``, what ``make test`` installs).
 ``from_signal`` converts any of the library's signal objects.
 """

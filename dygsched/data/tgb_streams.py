@@ -20,6 +20,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from dygsched.data.catalog import cache_dir
 from dygsched.errors import DataError
 
@@ -87,8 +89,6 @@ class TGBStreamSource:
         data = _dataset(self.stream, download=False).full_data
         features = data.get("edge_feat")
         try:
-            import numpy as np
-
             features = None if features is None else np.require(features, dtype=np.float32, requirements="W")
             return events_from_arrays(
                 self.stream, np.asarray(data["sources"], dtype=np.int64), np.asarray(data["destinations"], dtype=np.int64),

@@ -256,14 +256,16 @@ def precheck(cfg: DictConfig, overrides: list[str]) -> None:
 
 def main(argv: list[str]) -> int:
     global _sweep
-    flags = {"-m", "--multirun", "--help", "-h", "--cfg", "-c", "--info", "--hydra-help", "--resolve"}
+    multirun_flags = {"-m", "--multirun"}
+    flags = {*multirun_flags, "--help", "-h", "--cfg", "-c", "--info", "--hydra-help", "--resolve"}
+    multirun = any(arg in multirun_flags for arg in argv)
+    sweep_args = [arg for arg in argv if arg not in multirun_flags]
     if not any(arg in flags or arg.startswith("--cfg") for arg in argv):
         precheck(compose_config(argv), argv)
-    elif any(arg in {"-m", "--multirun"} for arg in argv) and not any(arg in flags - {"-m", "--multirun"} for arg in argv):
-        check_sweep([arg for arg in argv if arg not in {"-m", "--multirun"}])
+    elif multirun and not any(arg in flags - multirun_flags for arg in argv):
+        check_sweep(sweep_args)
     _failures.clear()
-    multirun = any(arg in {"-m", "--multirun"} for arg in argv)
-    _sweep = sweep_shape([arg for arg in argv if arg not in {"-m", "--multirun"}]) if multirun else None
+    _sweep = sweep_shape(sweep_args) if multirun else None
     saved = sys.argv
     sys.argv = ["dygsched run", *argv]
     try:
