@@ -1,4 +1,4 @@
-"""``dygsched run | plan | simulate | runs | datasets | report``: a thin dispatcher; the work lives in the stages."""
+"""``dygsched run | plan | simulate | runs | datasets | paper | report``: a thin dispatcher; the work lives in the stages."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ commands:
   simulate  plan a simulated dynamic graph for 4 ... 1,024 GPUs and report parallel efficiency
   runs      list the runs of a results folder (filters KEY=VALUE) or compare two (--compare A B)
   datasets  list the real datasets (shipped, downloaded, or to fetch) or download one (fetch NAME)
-  report    render every paper table and figure into results/report/ (--run-missing runs what is missing)
+  paper     list the paper targets, or build them (dygsched paper table-sven-comm) and render results/report/
+  report    render every paper table and figure into results/report/ from what a results folder holds
 
 Run 'dygsched COMMAND --help' for a command's options."""
 
@@ -50,13 +51,19 @@ def _datasets(argv: list[str]) -> int:
     return datasets_main(argv)
 
 
+def _paper(argv: list[str]) -> int:
+    from dygsched.launch.paper_cli import main as paper_main
+
+    return paper_main(argv)
+
+
 def _report(argv: list[str]) -> int:
     from dygsched.launch.report_cli import main as report_main
 
     return report_main(argv)
 
 
-COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "plan": _plan, "simulate": _simulate, "runs": _runs, "datasets": _datasets, "report": _report}
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "plan": _plan, "simulate": _simulate, "runs": _runs, "datasets": _datasets, "paper": _paper, "report": _report}
 
 
 def main(argv: list[str] | None = None) -> int:

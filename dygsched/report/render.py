@@ -1,8 +1,10 @@
 """Render a results root into `report/index.html`, `report/runs.html` and `report/README.md`.
 
-One section per paper and shared target (targets.SECTIONS); each target shows our tables and
-figures beside the paper's published numbers (published.csv), a one-line reading, and how it was
-made (provenance.json). A target not built yet says so and gives the command that builds it. The
+The first screen is the verdict of every target (does the paper's shape reproduce here:
+``dygsched.paper.verdict``); then one section per paper module (``dygsched.paper.registry``), where
+each target shows ours laid out as the paper's table beside the paper's published numbers
+(``dygsched/paper/published/``), the verdict's checks, a one-line reading, our full tables and
+figures, and how it was made (provenance.json). A target not built yet says so and gives the command that builds it. The
 report is written to a temporary folder and renamed into place, so a reader never sees half of one.
 """
 
@@ -12,19 +14,20 @@ import html
 import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from importlib import resources
 from pathlib import Path
 
 import jinja2
 import pandas as pd
 
 from dygsched.metrics.runs_table import LEGACY_COLUMNS
-from dygsched.report.provenance import Provenance, commit, machine, missing_outputs, read_provenance
-from dygsched.report.readings import READINGS
-from dygsched.report.targets import SECTIONS, TARGETS, PaperTarget
+from dygsched.paper.build import SMOKE_DIR
+from dygsched.paper.published import published_numbers
+from dygsched.paper.registry import SECTIONS, TARGETS
+from dygsched.paper.target import PaperTarget, Tables
+from dygsched.paper.verdict import Verdict, judge
+from dygsched.report.provenance import Provenance, commit, machine, read_provenance
 
 REPORT_DIR = "report"
-SMOKE_DIR = "smoke"  # make paper SMOKE=1 writes under <results>/smoke
 MAX_ROWS = 40  # longer tables show their first rows and link the whole CSV
 RUN_COLUMNS = (
     "run_id", "status", "dataset", "model", "sched", "world_size", "epochs", "epoch_time_s", "imbalance_ratio",
@@ -59,6 +62,10 @@ class TargetView:
     reading: str
     provenance: Provenance | None
     missing: tuple[str, ...]
+    paper_shape: RenderedTable | None = None  # ours laid out as the paper's table
+    paper_shape_ref: str = ""
+    verdict: Verdict | None = None
+    verdict_note: str = ""  # why there is no verdict, where there is none
 
 
 def _number(value: float) -> str:
@@ -76,11 +83,6 @@ def render_table(frame: pd.DataFrame, name: str) -> RenderedTable:
     numbers = head.map(lambda v: _number(v) if isinstance(v, float) and v == v else v)  # a NaN stays missing: a dash
     markdown = _shown(numbers).to_markdown(index=False)
     return RenderedTable(name, html, markdown, len(frame), len(head))
-
-
-def published_numbers() -> pd.DataFrame:
-    with resources.files("dygsched.report").joinpath("published.csv").open() as handle:
-        return pd.read_csv(handle, dtype={"value": float}, keep_default_na=False, na_values={"value": [""]})
 
 
 def published_tables(published: pd.DataFrame, name: str) -> tuple[PublishedTable, ...]:
@@ -101,18 +103,42 @@ def published_tables(published: pd.DataFrame, name: str) -> tuple[PublishedTable
     return tuple(tables)
 
 
-def _reading(paper_target: PaperTarget, frames: dict[str, pd.DataFrame]) -> str:
-    read = READINGS.get(paper_target.name)
-    if read is None or not frames:
+TABLE_LACKS = (KeyError, ValueError, IndexError, TypeError, ZeroDivisionError, AttributeError)
+
+
+def _reading(paper_target: PaperTarget, frames: Tables) -> str:
+    if not frames:
         return ""
     try:
-        return read(frames)
-    except (KeyError, ValueError, IndexError, TypeError, ZeroDivisionError, AttributeError) as exc:
+        return paper_target.reading(frames)
+    except TABLE_LACKS as exc:
         return f"(no reading: the table lacks what the reading needs: {exc!r})"
 
 
+def _compared(paper_target: PaperTarget, frames: Tables, published: pd.DataFrame) -> tuple[RenderedTable | None, str, Verdict | None, str]:
+    """Ours in the paper's layout, and the verdict; where either cannot be made, why."""
+    if not paper_target.reproduces_paper:
+        return None, "", None, "a project benchmark: no paper table to reproduce"
+    if not frames:
+        return None, "", None, "not built"
+    rows = published[published.target == paper_target.name]
+    try:
+        shape = paper_target.shape(frames) if paper_target.shape else None
+        headlines = paper_target.headlines(frames, rows) if paper_target.headlines else ()
+    except TABLE_LACKS as exc:
+        return None, "", None, f"the table lacks what the comparison needs: {exc!r}"
+    shown = None
+    ref = ""
+    if shape is not None:
+        laid_out = shape.frame.reset_index().rename(columns={shape.frame.index.name or "index": ""})
+        laid_out.columns = [str(c) for c in laid_out.columns]
+        shown = render_table(laid_out, f"ours as {shape.paper_ref}" + (f" ({shape.unit})" if shape.unit else ""))
+        ref = shape.paper_ref + (f" ({shape.paper_dataset})" if shape.paper_dataset else "")
+    return shown, ref, judge(shape, rows, tuple(headlines)), ""
+
+
 def view_of(paper_target: PaperTarget, results: Path, published: pd.DataFrame, figures_dir: Path) -> TargetView:
-    missing = tuple(missing_outputs(paper_target, results))
+    missing = tuple(paper_target.missing_outputs(results))
     provenance = read_provenance(results, paper_target.name)
     frames = {path: pd.read_csv(results / path) for path in paper_target.tables if path not in missing}
     figures = []
@@ -127,6 +153,7 @@ def view_of(paper_target: PaperTarget, results: Path, published: pd.DataFrame, f
         status = "failed"
     else:
         status = "partial" if len(missing) < len(paper_target.outputs) else "missing"
+    paper_shape, paper_shape_ref, verdict, verdict_note = _compared(paper_target, frames, published)
     return TargetView(
         target=paper_target,
         status=status,
@@ -136,6 +163,10 @@ def view_of(paper_target: PaperTarget, results: Path, published: pd.DataFrame, f
         reading=_reading(paper_target, frames),
         provenance=provenance,
         missing=missing,
+        paper_shape=paper_shape,
+        paper_shape_ref=paper_shape_ref,
+        verdict=verdict,
+        verdict_note=verdict_note,
     )
 
 
@@ -189,10 +220,11 @@ def render(results: Path, smoke: bool = False) -> Path:
     published = published_numbers()
     views = {section.key: [] for section in SECTIONS}
     for paper_target in TARGETS:
-        views[paper_target.section].append(view_of(paper_target, results, published, building / "figures"))
+        views[paper_target.paper].append(view_of(paper_target, results, published, building / "figures"))
     runs = runs_table(results)
     context = {
         "sections": SECTIONS,
+        "verdicts": [view for section in SECTIONS for view in views[section.key]],
         "views": views,
         "runs_count": len(runs),
         "smoke": smoke,

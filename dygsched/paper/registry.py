@@ -1,0 +1,40 @@
+"""Every paper target, in the report's order: one module per paper and one for the project's own
+benchmarks, each with its ``SECTION`` and ``TARGETS``. Adding a table is a ``PaperTarget`` in its
+paper's module (and its rows in ``published/<paper>.csv``); nothing here changes.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from dygsched.errors import ConfigError
+from dygsched.paper.target import PaperTarget, Section
+
+MODULES = ("dygnex", "real", "flare", "distdy", "sven", "planner", "engine")
+
+
+def _load() -> tuple[tuple[Section, ...], tuple[PaperTarget, ...]]:
+    sections, targets = [], []
+    for name in MODULES:
+        module = import_module(f"dygsched.paper.{name}")
+        sections.append(module.SECTION)
+        targets.extend(module.TARGETS)
+    return tuple(sections), tuple(targets)
+
+
+SECTIONS, TARGETS = _load()
+
+
+def target(name: str) -> PaperTarget:
+    for candidate in TARGETS:
+        if candidate.name == name:
+            return candidate
+    raise ConfigError(f"unknown paper target '{name}' (known: {', '.join(t.name for t in TARGETS)})")
+
+
+def targets_named(names: list[str]) -> tuple[PaperTarget, ...]:
+    """The named targets in the report's order; ``all`` (or no name) is every one."""
+    if not names or names == ["all"]:
+        return TARGETS
+    chosen = {target(name).name for name in names}
+    return tuple(t for t in TARGETS if t.name in chosen)

@@ -1,0 +1,86 @@
+"""Running a target's training sweep: the Hydra compose API and the same ``run(cfg)`` that
+``dygsched run`` runs, one job after another as ``dygsched run -m`` would (``a,b`` and ``range()``
+expand), every run into one results folder that keeps one ``runs.parquet``.
+
+Every point of the sweep is composed and checked before the first one trains, so a bad override is
+one line and nothing half-written. A sweep that finished writes ``sweep.json`` (what it ran); a
+folder with the same record is reused, any other is moved aside and the sweep runs anew, so a crashed
+sweep never leaves duplicate rows behind.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import time
+from pathlib import Path
+
+from dygsched.errors import ConfigError
+from dygsched.paper.target import Overrides, Sweep
+
+RECORD = "sweep.json"
+log = logging.getLogger("dygsched")
+
+
+def planned_runs(sweep: Sweep, smoke: bool, extra: Overrides = ()) -> list[Overrides]:
+    """The multiruns this sweep runs, in order: its runs (or smoke runs) once per round, each with
+    ``extra`` appended (a user's overrides for every run, e.g. ``dataset=twitter_tennis``)."""
+    runs = sweep.smoke if smoke else sweep.runs
+    rounds = sweep.smoke_rounds if smoke else sweep.rounds
+    return [(*run, *extra) for _ in range(rounds) for run in runs]
+
+
+def command_lines(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -> list[str]:
+    """Each multirun as the ``dygsched run -m`` line that would run it by hand."""
+    folder = results / sweep.folder
+    return [shlex.join(["dygsched", "run", "-m", *run, f"results_dir={folder}", "progress=false"]) for run in planned_runs(sweep, smoke, extra)]
+
+
+def is_complete(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -> bool:
+    record = results / sweep.folder / RECORD
+    if not record.is_file() or not (results / sweep.folder / "runs.parquet").is_file():
+        return False
+    try:
+        return json.loads(record.read_text()).get("runs") == [list(run) for run in planned_runs(sweep, smoke, extra)]
+    except ValueError:
+        return False
+
+
+def _points(run: Overrides, folder: Path) -> list[list[str]]:
+    """Every job of one multirun, composed and checked now (a bad override: one line, nothing run)."""
+    from dygsched.errors import DygschedError
+    from dygsched.launch.hydra_app import compose_config, precheck, sweep_points
+
+    points = []
+    for point in sweep_points([*run, f"results_dir={folder}", "progress=false"]):
+        cfg = compose_config(point)
+        try:
+            precheck(cfg, point)
+        except DygschedError as exc:
+            raise ConfigError(f"{exc} (sweep point: {' '.join(point)})") from None
+        points.append((point, cfg))
+    return points
+
+
+def run_sweep(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -> Path:
+    """Run the sweep into ``<results>/<folder>`` unless it is there complete; returns the folder.
+    A run that fails stops the sweep with its one-line error (the runs before it stay recorded)."""
+    from dygsched.launch.app import run
+
+    folder = results / sweep.folder
+    if is_complete(sweep, results, smoke, extra):
+        log.info("sweep %s: complete, reused", folder)
+        return folder
+    multiruns = planned_runs(sweep, smoke, extra)
+    jobs = [job for run in multiruns for job in _points(run, folder)]  # all checked before the first trains
+    if folder.exists():
+        aside = folder.with_name(f"{folder.name}.incomplete-{time.strftime('%Y%m%d-%H%M%S')}")
+        folder.rename(aside)
+        log.info("sweep %s: an earlier, incomplete sweep moved aside to %s", folder, aside)
+    folder.mkdir(parents=True)
+    for number, (point, cfg) in enumerate(jobs, start=1):
+        log.info("sweep: run %d of %d: %s", number, len(jobs), " ".join(o for o in point if not o.startswith(("results_dir=", "progress="))))
+        run(cfg, overrides=point)
+    (folder / RECORD).write_text(json.dumps({"runs": [list(run) for run in multiruns]}, indent=2))
+    return folder

@@ -1,0 +1,167 @@
+"""What a paper target is: the table or figure it reproduces, the runs it needs, how it turns them
+into tables and figures, the sentence that reads them, and how ours sits beside the paper's numbers.
+
+A target is one ``PaperTarget`` in its paper's module (``dygsched/paper/<paper>.py``), with its
+published rows in ``published/<paper>.csv``; the registry, ``dygsched paper``, the report and CI's
+smoke run all read it from there. Nothing in this module imports torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import pandas as pd
+
+Overrides = tuple[str, ...]
+Tables = dict[str, pd.DataFrame]  # a target's CSV outputs, keyed by their path under the results root
+
+
+@dataclass(frozen=True)
+class Section:
+    """One paper (or the project's own benchmarks): a section of the report."""
+
+    key: str
+    title: str
+    about: str
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The training runs a target reads: each entry of ``runs`` is one multirun (``a,b`` and
+    ``range()`` expand as with ``dygsched run -m``) of the same ``run(cfg)`` the CLI runs, all into
+    ``<results>/<folder>`` with one ``runs.parquet``; ``smoke`` is the same at tiny sizes. ``rounds``
+    repeats the whole list, alternated, for medians over rounds. Targets that read the same folder
+    share its runs."""
+
+    folder: str
+    runs: tuple[Overrides, ...]
+    smoke: tuple[Overrides, ...]
+    rounds: int = 1
+    smoke_rounds: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.runs or not self.smoke:
+            raise ValueError(f"sweep {self.folder}: needs its runs and its smoke runs")
+
+
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The builder's keyword arguments at full size and at the smoke run's tiny size (the smoke
+    settings are applied over the full ones)."""
+
+    full: Mapping[str, Any] = field(default_factory=dict)
+    smoke: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "full", _frozen(self.full))
+        object.__setattr__(self, "smoke", _frozen(self.smoke))
+
+    def at(self, smoke: bool) -> dict[str, Any]:
+        return {**self.full, **(self.smoke if smoke else {})}
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One ratio the paper states (e.g. DyGNeX-L's epoch time over PSG's) and ours, measured the same
+    way (``None`` where we did not measure it: missing, never 0)."""
+
+    label: str
+    paper: float
+    ours: float | None
+    ratio: bool = True  # False: a plain value (a share, a saving), checked for closeness only
+
+    @property
+    def quotient(self) -> float | None:
+        """Ours over the paper's: 1 where they agree exactly."""
+        if self.ours is None or self.ours != self.ours or not self.paper:
+            return None
+        return self.ours / self.paper
+
+
+@dataclass(frozen=True)
+class PaperShape:
+    """Our numbers laid out as the paper lays its table out: ``frame`` has the paper's row labels as
+    its index and its column labels as columns, in the paper's units (ratios against the paper's
+    baseline where it prints ratios). ``paper_ref`` and ``paper_dataset`` pick the published table it
+    is compared with; ``rank_within`` says along which axis the paper's order is read ("rows": each
+    row ranks its columns; "columns": each column ranks its rows); ``lower_is_better`` only words the
+    order."""
+
+    frame: pd.DataFrame
+    paper_ref: str
+    paper_dataset: str = ""
+    rank_within: str = "columns"
+    unit: str = ""
+
+    def __post_init__(self) -> None:
+        if self.rank_within not in ("rows", "columns"):
+            raise ValueError(f"rank_within is 'rows' or 'columns', not {self.rank_within!r}")
+
+
+Builder = Callable[..., None]  # builder(results_root, **settings) writes the target's outputs
+Reading = Callable[[Tables], str]
+Shaper = Callable[[Tables], PaperShape]
+Headliner = Callable[[Tables, pd.DataFrame], tuple[Headline, ...]]  # (our tables, the target's published rows)
+
+
+@dataclass(frozen=True)
+class PaperTarget:
+    """One table or figure: ``dygsched paper <name>`` builds it, the report shows it.
+
+    ``build(results, **settings)`` writes ``outputs`` (paths under the results root) from the runs of
+    ``sweep`` (run first when missing) or from measurements of its own; ``reading`` turns the written
+    tables into one sentence; ``shape`` lays ours out as the paper's table and ``headlines`` computes
+    the paper's stated ratios from ours, for the verdict. A target that reproduces no paper table
+    (a project benchmark) has no published rows, shape or headlines."""
+
+    name: str
+    paper: str  # its Section's key
+    title: str
+    reproduces: str  # the paper's table or figure, as the paper numbers it; "(no paper table)" for our benchmarks
+    outputs: tuple[str, ...]  # files under the results root: .csv tables, .png figures
+    repeats: str  # how many times each number was measured, and how they are combined
+    minutes: float  # wall time at full size on a 2-core CPU machine
+    build: Builder
+    reading: Reading
+    sweep: Sweep | None = None
+    settings: Settings = field(default_factory=Settings)
+    shape: Shaper | None = None
+    headlines: Headliner | None = None
+
+    def __post_init__(self) -> None:
+        if not self.outputs:
+            raise ValueError(f"target {self.name}: writes no outputs")
+        if self.sweep is None and not self.settings.full and not self.settings.smoke:
+            raise ValueError(f"target {self.name}: has neither a sweep nor settings for its measurement")
+
+    @property
+    def reproduces_paper(self) -> bool:
+        return not self.reproduces.startswith("(no paper")
+
+    @property
+    def expected(self) -> str:
+        """Its wall time at full size, in words: "about 10 min", "under a minute"."""
+        return "under a minute" if self.minutes < 1 else f"about {round(self.minutes)} min"
+
+    @property
+    def duration(self) -> str:
+        return f"{self.expected} at full size on 2 CPU cores"
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return tuple(path for path in self.outputs if path.endswith(".csv"))
+
+    @property
+    def figures(self) -> tuple[str, ...]:
+        return tuple(path for path in self.outputs if path.endswith(".png"))
+
+    def missing_outputs(self, results: Path) -> list[str]:
+        return [path for path in self.outputs if not (Path(results) / path).is_file()]
