@@ -5,7 +5,9 @@
     dygsched paper all --smoke                      every target at tiny sizes, under results/smoke/ (what CI runs)
     dygsched paper all --reuse                      only render what results/ holds
     dygsched paper table-epoch-time --rerun         build it again, its sweep too
-    dygsched paper table-epoch-time --extra dataset=twitter_tennis   an override appended to every run of its sweep
+    dygsched paper table-epoch-time --set sched=psg,greedy dataset=twitter_tennis   in place of the sweep's own, or added
+    dygsched paper table-sven-comm --set ranks=2,4,8  a builder setting
+    dygsched paper table-sven-comm --in-process     build in this process (a debugger steps into the builder)
 """
 
 from __future__ import annotations
@@ -25,24 +27,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, under <results>/smoke; the report says the numbers are not measurements")
     parser.add_argument("--reuse", action="store_true", help="run nothing: render what the results root holds")
     parser.add_argument("--rerun", action="store_true", help="build the named targets again, their sweeps too, even when their outputs are there")
-    parser.add_argument("--extra", nargs="+", default=[], metavar="OVERRIDE", help="overrides appended to every run of the targets' sweeps")
+    parser.add_argument(
+        "--set", nargs="+", default=[], metavar="KEY=VALUE", dest="overrides",
+        help="a builder setting (e.g. ranks=2,4) or an override for every run of the sweep, replacing the sweep's own for that key (e.g. sched=psg,greedy)",
+    )
     parser.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=True, help="a line as each target starts and ends (default: on)"
     )
+    parser.add_argument("--in-process", action="store_true", help="build in this process, not one child process per target (to step into a builder)")
     parser.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)  # the child process of one target
     return parser
 
 
 def list_targets(results: Path) -> None:
-    from dygsched.paper.registry import SECTIONS, TARGETS
+    from dygsched.paper import registry
 
-    titles = {section.key: section.title for section in SECTIONS}
+    titles = {section.key: section.title for section in registry.SECTIONS}
     print(f"{'target':<26} {'paper':<12} {'full size':<15} {'in ' + str(results):<12} reproduces")
-    for paper_target in TARGETS:
+    for paper_target in registry.TARGETS:
         state = "built" if not paper_target.missing_outputs(results) else "missing"
         print(f"{paper_target.name:<26} {titles[paper_target.paper]:<12} {paper_target.expected:<15} {state:<12} {paper_target.reproduces}")
-    total = sum(t.minutes for t in TARGETS)
-    print(f"\n{len(TARGETS)} targets, about {total / 60:.1f} h at full size on 2 CPU cores; `dygsched paper all --smoke` runs each at tiny sizes")
+    total = sum(t.minutes for t in registry.TARGETS)
+    print(f"\n{len(registry.TARGETS)} targets, about {total / 60:.1f} h at full size on 2 CPU cores; `dygsched paper all --smoke` runs each at tiny sizes")
 
 
 def _forget(paper_target, root: Path) -> None:  # noqa: ANN001 - a PaperTarget
@@ -54,7 +60,7 @@ def _forget(paper_target, root: Path) -> None:  # noqa: ANN001 - a PaperTarget
 
 
 def main(argv: list[str]) -> int:
-    from dygsched.paper.build import build_target, results_root
+    from dygsched.paper.build import build_target, results_root, split_overrides
     from dygsched.paper.registry import targets_named
 
     args = build_parser().parse_args(argv)
@@ -64,7 +70,9 @@ def main(argv: list[str]) -> int:
         list_targets(root)
         return 0
     chosen = targets_named(args.targets)
-    extra = tuple(args.extra)
+    extra = tuple(args.overrides)
+    for paper_target in chosen:  # a setting no target has: one line before anything runs
+        split_overrides(paper_target, args.smoke, extra)
     if args.build_only:
         for paper_target in chosen:
             build_target(paper_target, root, args.smoke, extra)
@@ -78,7 +86,7 @@ def main(argv: list[str]) -> int:
         if args.rerun:
             for paper_target in chosen:
                 _forget(paper_target, root)
-        ran = run_missing(chosen, results, args.smoke, extra, progress=args.progress)
+        ran = run_missing(chosen, results, args.smoke, extra, progress=args.progress, in_process=args.in_process)
     elif not root.is_dir():
         raise ConfigError(f"no results folder {root}: build the targets first (dygsched paper all)")
     from dygsched.report.render import render

@@ -26,7 +26,7 @@ SECTIONS, TARGETS = _load()
 
 
 def target(name: str) -> PaperTarget:
-    for candidate in TARGETS:
+    for candidate in TARGETS:  # (read at call time: a test may add a target)
         if candidate.name == name:
             return candidate
     raise ConfigError(f"unknown paper target '{name}' (known: {', '.join(t.name for t in TARGETS)})")

@@ -25,20 +25,22 @@ from dygsched.report.provenance import PROVENANCE_DIR, Provenance, commit, machi
 
 def paper_command(paper_target: PaperTarget, results: Path, smoke: bool, extra: Overrides = ()) -> list[str]:
     """The command that rebuilds the target, as a reader would type it."""
-    return ["dygsched", "paper", paper_target.name, "--results", str(results), *(["--smoke"] if smoke else []), *(["--extra", *extra] if extra else [])]
+    return ["dygsched", "paper", paper_target.name, "--results", str(results), *(["--smoke"] if smoke else []), *(["--set", *extra] if extra else [])]
 
 
 @contextlib.contextmanager
 def _output_to(log: Path) -> Iterator[None]:
-    """This process's stdout and stderr (and its children's) into ``log``, at the descriptor level."""
+    """This process's stdout and stderr into ``log``: Python's streams and the descriptors its child
+    processes inherit."""
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
-    with open(log, "ab") as handle:
+    with open(log, "a", buffering=1) as handle:
         os.dup2(handle.fileno(), 1)
         os.dup2(handle.fileno(), 2)
         try:
-            yield
+            with contextlib.redirect_stdout(handle), contextlib.redirect_stderr(handle):
+                yield
         finally:
             sys.stdout.flush()
             sys.stderr.flush()

@@ -23,12 +23,25 @@ RECORD = "sweep.json"
 log = logging.getLogger("dygsched")
 
 
+def override_key(override: str) -> str:
+    """``+smoke=x`` -> ``smoke``; ``sched.alpha=0.1,0.3`` -> ``sched.alpha``."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def with_overrides(run: Overrides, extra: Overrides) -> Overrides:
+    """``run`` with each of ``extra`` in place of the override of the same key, or appended: a user's
+    ``sched=psg,greedy`` replaces the sweep's strategies, ``dataset=twitter_tennis`` adds a setting."""
+    replaced = {override_key(o): o for o in extra}
+    kept = tuple(replaced.pop(override_key(o), o) for o in run)
+    return (*kept, *(o for o in extra if override_key(o) in replaced))
+
+
 def planned_runs(sweep: Sweep, smoke: bool, extra: Overrides = ()) -> list[Overrides]:
     """The multiruns this sweep runs, in order: its runs (or smoke runs) once per round, each with
-    ``extra`` appended (a user's overrides for every run, e.g. ``dataset=twitter_tennis``)."""
+    the user's ``extra`` overrides in place (``with_overrides``)."""
     runs = sweep.smoke if smoke else sweep.runs
     rounds = sweep.smoke_rounds if smoke else sweep.rounds
-    return [(*run, *extra) for _ in range(rounds) for run in runs]
+    return [with_overrides(run, extra) for _ in range(rounds) for run in runs]
 
 
 def command_lines(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -> list[str]:

@@ -32,19 +32,28 @@ class Provenance:
         return self.exit_code == 0
 
 
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the dygsched package whose code made the results
+
+
 def _git(*args: str) -> str:
     try:
-        done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=30)
+        done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=30, cwd=PACKAGE_DIR)
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
 def commit() -> str:
-    """The checkout's commit, with `+changes` when tracked files differ from it; `unknown` outside git."""
+    """The commit of the checkout the running package comes from, with `+changes` when tracked files
+    differ from it; an installed package that is no checkout's says its version instead."""
     head = _git("rev-parse", "--short=12", "HEAD")
-    if not head:
-        return "unknown"
+    if not head or not _git("ls-files", "--", "__init__.py"):  # not inside a checkout, or not a tracked copy of the package
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return f"dygsched {version('dygsched')} (installed, not a git checkout)"
+        except PackageNotFoundError:
+            return "unknown"
     return head + ("+changes" if _git("status", "--porcelain", "--untracked-files=no") else "")
 
 

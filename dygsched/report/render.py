@@ -20,9 +20,9 @@ import jinja2
 import pandas as pd
 
 from dygsched.metrics.runs_table import LEGACY_COLUMNS
+from dygsched.paper import published as published_rows
+from dygsched.paper import registry
 from dygsched.paper.build import SMOKE_DIR
-from dygsched.paper.published import published_numbers
-from dygsched.paper.registry import SECTIONS, TARGETS
 from dygsched.paper.target import PaperTarget, Tables
 from dygsched.paper.verdict import Verdict, judge
 from dygsched.report.provenance import Provenance, commit, machine, read_provenance
@@ -217,14 +217,14 @@ def render(results: Path, smoke: bool = False) -> Path:
     building = results / f".{REPORT_DIR}.building"
     shutil.rmtree(building, ignore_errors=True)
     (building / "figures").mkdir(parents=True)
-    published = published_numbers()
-    views = {section.key: [] for section in SECTIONS}
-    for paper_target in TARGETS:
+    published = published_rows.published_numbers()
+    views = {section.key: [] for section in registry.SECTIONS}
+    for paper_target in registry.TARGETS:
         views[paper_target.paper].append(view_of(paper_target, results, published, building / "figures"))
     runs = runs_table(results)
     context = {
-        "sections": SECTIONS,
-        "verdicts": [view for section in SECTIONS for view in views[section.key]],
+        "sections": registry.SECTIONS,
+        "verdicts": [view for section in registry.SECTIONS for view in views[section.key]],
         "views": views,
         "runs_count": len(runs),
         "smoke": smoke,

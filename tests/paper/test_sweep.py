@@ -1,0 +1,63 @@
+"""A target's sweep runs through the compose API and run(cfg) into one folder, and is reused whole."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from dygsched.errors import ConfigError
+from dygsched.paper.sweep import RECORD, command_lines, is_complete, planned_runs, run_sweep
+from dygsched.paper.target import Sweep
+
+TINY = ("world_size=1", "dataset.num_nodes=60", "dataset.num_snapshots=10", "epochs=1", "checkpoint=false")
+SWEEP = Sweep(folder="tiny", runs=(("sched=psg", *TINY, "seed=0,1"), ("sched=single", *TINY)), smoke=(("sched=psg", *TINY),), rounds=2)
+
+
+def test_planned_runs_repeat_rounds_and_append_extra_overrides():
+    assert planned_runs(SWEEP, smoke=False) == [SWEEP.runs[0], SWEEP.runs[1], SWEEP.runs[0], SWEEP.runs[1]]
+    assert planned_runs(SWEEP, smoke=True, extra=("model=wdgcn",)) == [(*SWEEP.smoke[0], "model=wdgcn")]
+    (line,) = command_lines(SWEEP, __import__("pathlib").Path("out"), smoke=True)
+    assert line.startswith("dygsched run -m sched=psg world_size=1") and line.endswith("results_dir=out/tiny progress=false")
+
+
+def test_a_sweep_needs_runs_and_smoke_runs():
+    with pytest.raises(ValueError, match="smoke"):
+        Sweep(folder="x", runs=(("sched=psg",),), smoke=())
+
+
+def test_the_sweep_runs_every_point_once_then_is_reused(tmp_path):
+    sweep = Sweep(folder="tiny", runs=(("sched=psg", *TINY, "seed=0,1"),), smoke=(("sched=psg", *TINY),))
+    folder = run_sweep(sweep, tmp_path, smoke=False)
+    runs = pd.read_parquet(folder / "runs.parquet")
+    assert sorted(runs.seed) == [0, 1] and set(runs.status) == {"ok"}
+    assert json.loads((folder / RECORD).read_text())["runs"] == [list(sweep.runs[0])]
+    assert is_complete(sweep, tmp_path, smoke=False) and not is_complete(sweep, tmp_path, smoke=True)
+    run_sweep(sweep, tmp_path, smoke=False)  # complete: nothing runs again
+    assert len(pd.read_parquet(folder / "runs.parquet")) == 2
+
+
+def test_an_incomplete_sweep_is_moved_aside_and_run_anew(tmp_path):
+    sweep = Sweep(folder="tiny", runs=(("sched=psg", *TINY),), smoke=(("sched=psg", *TINY),))
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "left-over").write_text("from a crashed sweep")
+    run_sweep(sweep, tmp_path, smoke=False)
+    assert len(pd.read_parquet(tmp_path / "tiny" / "runs.parquet")) == 1
+    (aside,) = tmp_path.glob("tiny.incomplete-*")
+    assert (aside / "left-over").is_file()
+
+
+def test_a_bad_point_is_one_error_before_anything_runs(tmp_path):
+    sweep = Sweep(folder="bad", runs=(("sched=psg,nope", *TINY),), smoke=(("sched=psg",),))
+    with pytest.raises(ConfigError, match="nope"):
+        run_sweep(sweep, tmp_path, smoke=False)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_a_users_override_replaces_the_sweeps_own_for_its_key_or_is_added():
+    from dygsched.paper.sweep import with_overrides
+
+    run = ("+experiment=epoch_time", "sched=psg,esdg", "model=tgcn", "+smoke=snapshots")
+    assert with_overrides(run, ("sched=psg,greedy", "dataset=twitter_tennis")) == (
+        "+experiment=epoch_time", "sched=psg,greedy", "model=tgcn", "+smoke=snapshots", "dataset=twitter_tennis",
+    )  # fmt: skip
+    assert with_overrides(run, ("+smoke=flare",)) == ("+experiment=epoch_time", "sched=psg,esdg", "model=tgcn", "+smoke=flare")

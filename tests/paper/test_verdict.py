@@ -1,0 +1,78 @@
+"""The verdict's rule, on hand-made numbers: order by rank correlation, ratios by quotient."""
+
+import pandas as pd
+import pytest
+
+from dygsched.paper.target import Headline, PaperShape
+from dygsched.paper.verdict import check_headline, judge, published_frame, rank_correlation
+
+PUBLISHED = pd.DataFrame({
+    "ref": ["Table 1"] * 6 + ["Table 1"] * 2,
+    "dataset": ["A"] * 6 + ["B"] * 2,
+    "row": ["psg", "greedy", "ilp"] * 2 + ["psg", "greedy"],
+    "column": ["tgcn"] * 3 + ["wdgcn"] * 3 + ["tgcn"] * 2,
+    "value": [3.0, 2.0, 1.0, 6.0, 5.0, 4.0, 100.0, 1.0],
+})  # fmt: skip
+
+
+def shape(frame: pd.DataFrame, within: str = "columns") -> PaperShape:
+    return PaperShape(frame, paper_ref="Table 1", paper_dataset="A", rank_within=within)
+
+
+def ours(values: dict[str, list[float]]) -> pd.DataFrame:
+    return pd.DataFrame(values, index=["psg", "greedy", "ilp"])
+
+
+def test_the_paper_table_is_read_for_one_dataset_and_the_first_by_default():
+    assert published_frame(PUBLISHED, "Table 1", "A").loc["greedy", "wdgcn"] == 5.0
+    assert published_frame(PUBLISHED, "Table 1").loc["psg", "tgcn"] == 3.0
+    assert published_frame(PUBLISHED, "Table 1", "B").loc["psg", "tgcn"] == 100.0
+    assert published_frame(PUBLISHED, "Table 9").empty
+
+
+def test_the_same_order_at_other_magnitudes_reproduces():
+    verdict = judge(shape(ours({"tgcn": [30.0, 20.0, 10.0], "wdgcn": [0.6, 0.5, 0.4]})), PUBLISHED, ())
+    assert verdict.order == pytest.approx(1.0) and verdict.cells == 6 and verdict.word == "reproduced"
+
+
+def test_a_reversed_order_is_not_and_a_swap_is_partly():
+    assert judge(shape(ours({"tgcn": [1.0, 2.0, 3.0]})), PUBLISHED, ()).word == "not"
+    swapped = judge(shape(ours({"tgcn": [3.0, 1.0, 2.0]})), PUBLISHED, ())
+    assert swapped.order == pytest.approx(0.5) and swapped.word == "partly"
+
+
+def test_rows_rank_their_columns_when_asked():
+    frame = pd.DataFrame({"tgcn": [3.0], "wdgcn": [6.0]}, index=["psg"])
+    rho, cells = rank_correlation(frame, published_frame(PUBLISHED, "Table 1", "A"), "rows")
+    assert rho == pytest.approx(1.0) and cells == 2
+    assert rank_correlation(frame, published_frame(PUBLISHED, "Table 1", "A"), "columns") == (None, 0)  # one row per column
+
+
+def test_cells_we_lack_are_left_out_not_counted_as_zero():
+    frame = ours({"tgcn": [3.0, float("nan"), 1.0], "wdgcn": [float("nan")] * 3})
+    verdict = judge(shape(frame), PUBLISHED, ())
+    assert verdict.cells == 2 and verdict.order == pytest.approx(1.0)
+
+
+def test_headlines_agree_by_direction_and_are_close_within_a_factor_of_two():
+    assert check_headline(Headline("x", 1.5, 1.2)).agrees and check_headline(Headline("x", 1.5, 1.2)).close
+    far = check_headline(Headline("x", 1.1, 3.0))
+    assert far.agrees and not far.close
+    wrong_way = check_headline(Headline("x", 1.5, 0.9))
+    assert wrong_way.agrees is False
+    assert check_headline(Headline("x", 1.01, 0.99)).agrees  # both within 2% of 1: no difference either way
+    missing = check_headline(Headline("x", 1.5, None))
+    assert missing.agrees is None and missing.close is None
+    share = check_headline(Headline("share", 0.3, 0.1, ratio=False))  # a plain value: close or not
+    assert share.agrees is False and share.close is False
+
+
+def test_the_word_combines_order_and_headlines():
+    same = shape(ours({"tgcn": [3.0, 2.0, 1.0]}))
+    assert judge(same, PUBLISHED, (Headline("a", 1.5, 1.4),)).word == "reproduced"
+    assert judge(same, PUBLISHED, (Headline("a", 1.5, 1.4), Headline("b", 2.0, 5.0))).word == "partly"
+    assert judge(None, PUBLISHED, (Headline("a", 1.5, 0.8), Headline("b", 2.0, 0.9))).word == "not"
+    assert judge(None, PUBLISHED, (Headline("a", 1.5, None),)).word == "not measured"
+    assert judge(None, PUBLISHED, ()).word == "not measured"
+    summary = judge(same, PUBLISHED, (Headline("a", 1.5, 1.4), Headline("b", 2.0, None))).summary
+    assert summary == "order ρ = +1.00 over 3 cells; 1 of 1 headline ratios agree and are within 2x"
