@@ -65,7 +65,11 @@ def run_target(paper_target: PaperTarget, results: Path, smoke: bool, extra: Ove
         with _output_to(log):
             try:
                 build_target(paper_target, root, smoke, extra)
-            except Exception as exc:  # noqa: BLE001 - recorded in the log and the exit status, as a child's would be
+            except SystemExit as exc:  # a benchmark's own exit status, as a child's would be
+                exit_code = exc.code if isinstance(exc.code, int) else 1
+                if not isinstance(exc.code, int) and exc.code is not None:
+                    print(exc.code, file=sys.stderr)
+            except Exception as exc:  # recorded in the log and the exit status, as a child's would be
                 print(f"dygsched: error: {exc}", file=sys.stderr)
                 exit_code = 1
     else:

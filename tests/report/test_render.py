@@ -1,7 +1,6 @@
 """The report: every section and target, our tables beside the paper's, honest gaps, runs page, atomic."""
 
 import json
-import os
 import re
 
 import numpy as np
@@ -10,15 +9,15 @@ import pytest
 
 from dygsched.cli import main
 from dygsched.metrics.runs_table import append_run
+from dygsched.paper.registry import SECTIONS, TARGETS
 from dygsched.report.provenance import PROVENANCE_DIR
 from dygsched.report.render import render
-from dygsched.report.targets import SECTIONS, TARGETS, target
 from tests.report.report_html import parse_report
 
 
 @pytest.fixture
 def results(tmp_path):
-    """A results root with two targets built (one by make paper, one by hand), one failed, the rest missing."""
+    """A results root with two targets built (one by dygsched paper, one by hand), one failed, the rest missing."""
     root = tmp_path / "results"
     epoch = root / "table_epoch_time"
     epoch.mkdir(parents=True)
@@ -30,13 +29,13 @@ def results(tmp_path):
     append_run(epoch, {"run_id": "run-a", "status": "ok", "sched": "psg", "epoch_time_s": 2.0})
     (root / PROVENANCE_DIR).mkdir()
     (root / PROVENANCE_DIR / "table-epoch-time.json").write_text(json.dumps({
-        "target": "table-epoch-time", "command": "make table-epoch-time RESULTS=results", "recipe": ["dygsched run -m ..."],
+        "target": "table-epoch-time", "command": "dygsched paper table-epoch-time --results results", "recipe": ["dygsched run -m ..."],
         "commit": "abc123", "date": "2026-11-25T10:00:00+00:00", "machine": "test CPU, 2 cores", "wall_s": 61.0,
         "exit_code": 0, "smoke": False,
     }))  # fmt: skip
     pd.DataFrame({"n": [100], "G": [4], "solver": ["greedy"], "gap": [0.01]}).to_csv(root / "bench_planner.csv", index=False)
     (root / PROVENANCE_DIR / "simulate.json").write_text(json.dumps({
-        "target": "simulate", "command": "make simulate", "recipe": [], "commit": "abc123", "date": "2026-11-25T10:00:00+00:00",
+        "target": "simulate", "command": "dygsched paper simulate", "recipe": [], "commit": "abc123", "date": "2026-11-25T10:00:00+00:00",
         "machine": "test CPU", "wall_s": 1.0, "exit_code": 2, "smoke": False,
     }))  # fmt: skip
     return root
@@ -47,7 +46,7 @@ def test_every_section_and_target_with_its_status(results):
     assert report.sections == [section.key for section in SECTIONS]
     assert set(report.targets) == {t.name for t in TARGETS}
     for paper_target in TARGETS:
-        assert report.targets[paper_target.name][0] == paper_target.section
+        assert report.targets[paper_target.name][0] == paper_target.paper
     assert report.targets["table-epoch-time"][1] == "built"
     assert report.targets["bench-planner"][1] == "built"
     assert report.targets["simulate"][1] == "failed"
@@ -60,13 +59,27 @@ def test_a_target_shows_ours_the_papers_numbers_and_how_it_was_made(results):
     block = html.split('id="table-epoch-time"')[1].split('class="target"')[0]
     assert "greedy" in block and "1.5" in block  # our table
     assert "dygnex Table 4 (Arxiv)" in block and "9.7 s" in block  # the paper's, side by side
-    assert "make table-epoch-time RESULTS=results" in block and "abc123" in block and "test CPU, 2 cores" in block
+    assert "dygsched paper table-epoch-time --results results" in block and "abc123" in block and "test CPU, 2 cores" in block
     assert "median over epochs" in block  # repeats
     assert "<td>—</td>" in block and not re.search(r"<td>\s*nan\s*</td>", block, flags=re.IGNORECASE)  # a dash, never 0 or nan
     by_hand = html.split('id="bench-planner"')[1].split('class="target"')[0]
-    assert "built by hand" in by_hand
+    assert "built by other means" in by_hand
     missing = html.split('id="table-sven-comm"')[1].split('class="target"')[0]
-    assert "make table-sven-comm" in missing and "Not built yet" in missing
+    assert "dygsched paper table-sven-comm" in missing and "Not built yet" in missing
+
+
+def test_the_first_screen_is_every_targets_verdict(results):
+    html = (render(results) / "index.html").read_text()
+    first = html.split('id="verdicts"')[1].split("</section>")[0]
+    assert html.index('id="verdicts"') < html.index('class="paper-section"')
+    for paper_target in TARGETS:
+        assert f'href="#{paper_target.name}"' in first
+    row = first.split('href="#table-epoch-time"')[1].split("</tr>")[0]
+    assert 'class="verdict' in row and "order ρ" in row  # built: ours against table 4
+    assert "not built" in first.split('href="#table-sven-comm"')[1].split("</tr>")[0]
+    assert "a project benchmark" in first.split('href="#bench-planner"')[1].split("</tr>")[0]
+    block = html.split('id="table-epoch-time"')[1].split('class="target"')[0]
+    assert "Laid out as the paper's Table 4 (Arxiv)" in block and "<th>TGCN</th>" in block
 
 
 def test_markdown_and_runs_page(results):
@@ -114,42 +127,6 @@ def test_cli_renders_and_refuses_a_missing_folder(results, tmp_path, capsys):
     assert main(["report", str(tmp_path / "nowhere")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("dygsched: error: no results folder")
-    assert main(["report", str(results), "--run-missing", "--only", "table-nope"]) == 1
-    assert "unknown paper target" in capsys.readouterr().err
-
-
-def test_a_target_that_writes_nothing_is_a_failure(results, tmp_path, capsys):
-    """run_missing goes through make; a recipe that exits 0 without its outputs fails, with its provenance kept."""
-    fake_make = tmp_path / "make"
-    fake_make.write_text("#!/bin/sh\necho \"ran $@\"\n")
-    fake_make.chmod(0o755)
-    from dygsched.report.provenance import read_provenance, run_missing
-
-    ran = run_missing((target("table-sven-comm"),), results, smoke=True, make=str(fake_make))
-    assert [record.exit_code for record in ran] == [3]
-    record = read_provenance(results, "table-sven-comm")
-    assert record is not None and record.smoke and not record.ok and record.command.startswith("make table-sven-comm RESULTS=")
-    assert "SVEN_TABLE_ARGS=" in record.command  # the smoke sizes
-    log = (results / PROVENANCE_DIR / "table-sven-comm.log").read_text()
-    assert "ran --no-print-directory table-sven-comm RESULTS=" in log and "wrote none of sven/sven_comm.csv" in log
-    assert "table-sven-comm: FAILED" in capsys.readouterr().err
-
-
-def test_a_benchmark_that_writes_its_table_then_exits_1_is_built_with_a_note(results, tmp_path, capsys):
-    """bench_planner exits 1 when a target is not met, after writing its CSV: built, and the page says so."""
-    fake_make = tmp_path / "make"
-    fake_make.write_text(
-        "#!/bin/sh\nfor a in \"$@\"; do case $a in -n) exit 0;; RESULTS=*) root=${a#RESULTS=};; esac; done\n"
-        "mkdir -p \"$root/sven\" && echo 'ranks,strategy,vs_sven' > \"$root/sven/sven_comm.csv\" && exit 1\n"
-    )
-    fake_make.chmod(0o755)
-    from dygsched.report.provenance import run_missing
-
-    (record,) = run_missing((target("table-sven-comm"),), results, smoke=False, make=str(fake_make))
-    assert record.exit_code == 1 and "after writing its outputs" in capsys.readouterr().err
-    html = (render(results) / "index.html").read_text()
-    block = html.split('id="table-sven-comm"')[1].split('class="target"')[0]
-    assert 'data-status="built"' in html.split('id="table-sven-comm"')[1][:40] and "exited 1 after writing its outputs" in block
 
 
 def test_an_older_runs_one_memory_figure_shows_under_a_name_that_says_it_is_either(results):
@@ -159,47 +136,7 @@ def test_an_older_runs_one_memory_figure_shows_under_a_name_that_says_it_is_eith
     assert "<th>peak_rss_bytes</th>" not in runs  # no run here measured it under that name
 
 
-def fake_make_writing_sven_comm(folder):
-    """A make that builds table-sven-comm's output (and prints nothing for -n)."""
-    fake_make = folder / "make"
-    fake_make.write_text(
-        "#!/bin/sh\nfor a in \"$@\"; do case $a in -n) exit 0;; RESULTS=*) root=${a#RESULTS=};; esac; done\n"
-        "mkdir -p \"$root/sven\" && echo 'ranks,strategy,vs_sven' > \"$root/sven/sven_comm.csv\"\n"
-    )
-    fake_make.chmod(0o755)
-    return fake_make
-
-
-def test_run_missing_says_which_target_of_how_many_and_its_expected_time(results, tmp_path, capsys):
-    from dygsched.report.provenance import run_missing
-
-    chosen = (target("table-epoch-time"), target("table-sven-comm"))
-    run_missing(chosen, results, smoke=False, make=str(fake_make_writing_sven_comm(tmp_path)))
-    lines = capsys.readouterr().err.splitlines()
-    assert lines[:2] == [
-        "target 1 of 2: table-epoch-time: present, not rerun",
-        f"target 2 of 2: table-sven-comm ({target('table-sven-comm').expected}) ...",
-    ]
-    assert re.fullmatch(r"target 2 of 2: table-sven-comm: ok in \d+ s", lines[2])
-    assert lines[3:] == ["targets: 1 run (1 built, 0 failed), 1 present"]
-    (results / "sven" / "sven_comm.csv").unlink()
-    run_missing(chosen[1:], results, smoke=True, make=str(fake_make_writing_sven_comm(tmp_path)))
-    assert capsys.readouterr().err.splitlines()[0] == "target 1 of 1: table-sven-comm (smoke size) ..."
-
-
-def test_make_paper_progress_false_prints_no_target_lines(results, tmp_path, capsys, monkeypatch):
-    fake_make_writing_sven_comm(tmp_path)
-    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    assert main(["report", str(results), "--run-missing", "--only", "table-sven-comm", "--no-progress"]) == 0
-    captured = capsys.readouterr()
-    assert (results / "sven" / "sven_comm.csv").exists()  # it ran
-    assert captured.err == "" and "target" not in captured.out
-
-
 def test_the_expected_time_in_words():
-    from dygsched.report.provenance import wall_time
-
     assert [paper_target.expected for paper_target in TARGETS if paper_target.name in ("table-epoch-time", "table-solve-time")] == [
         "about 10 min", "under a minute",
     ]  # fmt: skip
-    assert (wall_time(42.4), wall_time(750.0)) == ("42 s", "12.5 min")

@@ -1,4 +1,5 @@
-"""CI's check of `make paper SMOKE=1`: the report it built has every section and every target built.
+"""CI's check of `make paper SMOKE=1`: the report it built has every section and every target built,
+and a verdict for every target that reproduces a paper's table.
 
 Marked `smoke_report` (outside `make test`): CI runs it after the smoke run, on its report.
 """
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dygsched.report.targets import SECTIONS, TARGETS
+from dygsched.paper.registry import SECTIONS, TARGETS
 from tests.conftest import ROOT
 from tests.report.report_html import parse_report
 
@@ -26,5 +27,11 @@ def test_the_smoke_report_has_every_section_and_target_built():
     for paper_target in TARGETS:
         for figure in paper_target.figures:
             assert f"figures/{paper_target.name}-{Path(figure).name}" in report.images
-    assert "(no reading" not in index.read_text()  # every reading found the columns it reads
+    html = index.read_text()
+    assert "(no reading" not in html  # every reading found the columns it reads
+    assert "the table lacks what the comparison needs" not in html  # every shape and headline found them too
+    first = html.split('id="verdicts"')[1].split("</section>")[0]
+    for paper_target in TARGETS:
+        row = first.split(f'href="#{paper_target.name}"')[1].split("</tr>")[0]
+        assert ('class="verdict' in row) == paper_target.reproduces_paper, paper_target.name
     assert (index.parent / "README.md").is_file() and (index.parent / "runs.html").is_file()

@@ -1,0 +1,74 @@
+"""The registry of paper targets: each one complete, every published row belonging to one, every
+override composing, and nothing needing the repository's scripts or torch to list them."""
+
+import inspect
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dygsched.launch.hydra_app import compose_config, sweep_points
+from dygsched.paper.published import published_numbers
+from dygsched.paper.registry import SECTIONS, TARGETS, targets_named
+from tests.conftest import ROOT
+
+# Targets that reproduce a paper's figure for which the paper prints no number (the report says so).
+NO_PRINTED_NUMBERS: set[str] = set()
+
+
+def test_names_are_unique_and_every_section_has_targets():
+    assert len({t.name for t in TARGETS}) == len(TARGETS)
+    assert {t.paper for t in TARGETS} == {section.key for section in SECTIONS}
+    assert targets_named(["all"]) == TARGETS == targets_named([])
+
+
+@pytest.mark.parametrize("paper_target", TARGETS, ids=lambda t: t.name)
+def test_every_target_is_complete(paper_target):
+    assert callable(paper_target.build) and callable(paper_target.reading)
+    assert paper_target.outputs and all(path.endswith((".csv", ".png")) for path in paper_target.outputs)
+    assert paper_target.tables, "the report reads at least one table"
+    assert paper_target.sweep is not None or paper_target.settings.smoke, "a smoke run smaller than the full one"
+    for smoke in (False, True):  # the builder takes exactly its settings
+        inspect.signature(paper_target.build).bind(Path("results"), **paper_target.settings.at(smoke))
+    assert paper_target.minutes > 0 and paper_target.repeats
+    rows = published_numbers()[published_numbers().target == paper_target.name]
+    if paper_target.reproduces_paper and paper_target.name not in NO_PRINTED_NUMBERS:
+        assert len(rows), f"{paper_target.name} reproduces {paper_target.reproduces} but has no published rows"
+    if rows.empty:
+        assert paper_target.shape is None and paper_target.headlines is None
+
+
+def test_every_published_row_belongs_to_a_target_and_is_a_number():
+    published = published_numbers()
+    assert set(published.target) <= {t.name for t in TARGETS}
+    assert published.value.notna().all()
+    assert set(published.paper) == {"dygnex", "real", "flaredtdg", "distdy", "sven"}
+    row = published[(published.ref == "Table 4") & (published.paper == "dygnex") & (published.dataset == "Arxiv")]
+    assert row[(row.row == "ESDG") & (row.column == "TGCN")].value.item() == pytest.approx(9.70)  # against the paper's text
+
+
+def test_every_sweep_point_composes():
+    """A typo in a target's overrides fails here, not an hour into `make paper`."""
+    sweeps = {t.sweep for t in TARGETS if t.sweep is not None}
+    for sweep in sweeps:
+        for run in (*sweep.runs, *sweep.smoke):
+            for point in sweep_points(list(run)):
+                compose_config(point)
+
+
+def test_every_target_is_a_one_line_make_call_and_needs_no_script():
+    makefile = (ROOT / "Makefile").read_text()
+    for paper_target in TARGETS:
+        assert re.match(r"(table|fig|bench)-|simulate$", paper_target.name), paper_target.name
+    assert "\tpython scripts/" not in makefile and "scripts/" not in re.sub(r"^lint:.*\n.*\n", "", makefile, flags=re.M)
+    package = ROOT / "dygsched" / "paper"
+    for module in package.glob("*.py"):
+        assert "scripts/" not in module.read_text(), module.name
+
+
+def test_listing_the_targets_imports_no_torch():
+    code = "import sys, dygsched.paper.registry, dygsched.report.render, dygsched.launch.paper_cli; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -1,0 +1,59 @@
+"""Running the missing targets: progress lines, a target that writes nothing, one that writes and then fails."""
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from dygsched.paper.runner import run_missing, wall_time
+from dygsched.paper.target import PaperTarget, Settings
+from dygsched.report.provenance import read_provenance
+
+
+def writes_table(results: Path, rows: int) -> None:
+    (results / "t").mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"x": range(rows)}).to_csv(results / "t" / "t.csv", index=False)
+
+
+def writes_nothing(results: Path, rows: int) -> None:
+    print("measured, but wrote nothing")
+
+
+def writes_then_fails(results: Path, rows: int) -> None:
+    writes_table(results, rows)
+    raise SystemExit("a benchmark's target was not met")
+
+
+def toy(name: str, build) -> PaperTarget:  # noqa: ANN001
+    return PaperTarget(
+        name=name, paper="engine", title=name, reproduces="(no paper table)", outputs=("t/t.csv",), repeats="once",
+        minutes=12.4, build=build, reading=lambda tables: "", settings=Settings(full={"rows": 3}, smoke={"rows": 1}),
+    )  # fmt: skip
+
+
+def test_progress_says_which_of_how_many_and_skips_what_is_there(tmp_path, capsys):
+    ran = run_missing((toy("bench-a", writes_table), toy("bench-b", writes_table)), tmp_path, smoke=False, in_process=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "target 1 of 2: bench-a (about 12 min) ..." and re.fullmatch(r"target 1 of 2: bench-a: ok in \d+ s", lines[1])
+    assert lines[2] == "target 2 of 2: bench-b: present, not rerun"  # they write the same file
+    assert lines[3] == "targets: 1 run (1 built, 0 failed), 1 present" and [r.ok for r in ran] == [True]
+    run_missing((toy("bench-a", writes_table),), tmp_path, smoke=True, in_process=True, progress=False)
+    assert capsys.readouterr().err == "" and len(pd.read_csv(tmp_path / "smoke" / "t" / "t.csv")) == 1
+
+
+def test_a_target_that_writes_nothing_fails_with_its_provenance_kept(tmp_path, capsys):
+    (record,) = run_missing((toy("bench-a", writes_nothing),), tmp_path, smoke=False, in_process=True)
+    assert record.exit_code == 1 and read_provenance(tmp_path, "bench-a") == record
+    log = (tmp_path / "provenance" / "bench-a.log").read_text()
+    assert "measured, but wrote nothing" in log and "finished without writing t/t.csv" in log
+    assert "bench-a: FAILED (exit 1" in capsys.readouterr().err
+
+
+def test_a_benchmark_that_writes_its_table_then_fails_is_built_with_a_note(tmp_path, capsys):
+    (record,) = run_missing((toy("bench-a", writes_then_fails),), tmp_path, smoke=False, in_process=True)
+    assert record.exit_code == 1 and "after writing its outputs" in capsys.readouterr().err
+    assert "a benchmark's target was not met" in (tmp_path / "provenance" / "bench-a.log").read_text()
+
+
+def test_wall_time_in_words():
+    assert (wall_time(42.4), wall_time(750.0)) == ("42 s", "12.5 min")
