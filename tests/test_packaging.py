@@ -1,5 +1,5 @@
-"""`pip install .` (not only editable) ships the configs and the small datasets inside the package,
-and the installed program works from any folder."""
+"""`pip install .` (not only editable) ships the configs, the small datasets and the papers'
+numbers inside the package, and the installed program trains and builds a paper table from any folder."""
 
 import os
 import subprocess
@@ -29,7 +29,7 @@ def test_wheel_contains_the_configs_and_the_shipped_datasets(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in (
         "dygsched/conf/config.yaml", "dygsched/conf/dataset/synthetic.yaml", "dygsched/conf/model/tgcn.yaml", "dygsched/conf/sched/psg.yaml",
-        "dygsched/conf/smoke/flare.yaml", "dygsched/report/published.csv", "dygsched/report/templates/index.html.j2",
+        "dygsched/conf/smoke/flare.yaml", "dygsched/paper/published/sven.csv", "dygsched/report/templates/index.html.j2",
         *(f"dygsched/data/shipped/{item.file}" for item in CATALOG if item.shipped),
     ):  # fmt: skip
         assert required in names
@@ -59,3 +59,10 @@ def test_the_installed_wheel_trains_on_a_shipped_dataset_from_any_folder(wheel, 
     done = dygsched("run", "dataset=england_covid", "epochs=1", "world_size=1", "model.hidden_channels=8", "progress=false", f"results_dir={work / 'results'}")
     assert done.returncode == 0, done.stderr
     assert "status                    ok" in done.stdout and (work / "results").is_dir()
+    paper = dygsched("paper", "table-sven-comm", "--smoke")  # a paper table from the installed package alone
+    assert paper.returncode == 0, paper.stderr
+    assert (work / "results" / "smoke" / "sven" / "sven_comm.csv").is_file()
+    readme = (work / "results" / "smoke" / "report" / "README.md").read_text()
+    section = readme.split("### ")[1:]
+    assert any(part.startswith("Bytes per epoch") and "[built]" in part.splitlines()[0] for part in section)
+    assert "(installed, not a git checkout)" in (work / "results" / "smoke" / "provenance" / "table-sven-comm.json").read_text()
