@@ -14,7 +14,6 @@ rendering the report import none of it.
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from pathlib import Path
@@ -629,28 +628,6 @@ def read_params(tables: Tables) -> str:
     return f"simulated speedup over METIS {span(table[speed], times)}; best at budget {best.budget:g}, eta {best.eta:g}"
 
 
-PLATEAU = 0.01  # a budget within 1% of the best speedup of the budget sweep has stopped gaining
-
-
-def headlines_params(tables: Tables, published: pd.DataFrame) -> tuple[Headline, ...]:
-    """Figure 11's text, as plain values checked for closeness: the eta with the best speedup, and the
-    budget M from which the speedup stops growing (the paper's range as the geometric mean of its
-    ends; ours the smallest budget within 1% of the budget sweep's best speedup)."""
-    table = table_named(tables)
-    etas, budgets = table[table.swept == "eta"], table[table.swept == "budget"]
-    best_eta = float(etas.loc[etas.speedup_vs_metis.idxmax(), "eta"]) if len(etas) else None
-    plateau = None
-    if len(budgets):
-        reached = budgets[budgets.speedup_vs_metis >= (1 - PLATEAU) * budgets.speedup_vs_metis.max()]
-        plateau = float(reached.budget.min())
-    ends = [published_value(published, "DistDy", f"speedup grows with budget M up to (passes) {end}") for end in ("min", "max")]
-    paper_plateau = math.sqrt(ends[0] * ends[1])
-    return (
-        Headline("the best eta", published_value(published, "DistDy", "best eta (near)"), best_eta, ratio=False),
-        Headline("the budget M where the speedup stops growing", paper_plateau, plateau, ratio=False),
-    )
-
-
 PARAMS = PaperTarget(
     name="fig-distdy-params",
     paper=SECTION.key,
@@ -665,8 +642,7 @@ PARAMS = PaperTarget(
         full={"stores": 8, "gbps": 1.0, "budgets": (1, 5, 20, 100, 300), "etas": (1.0, 2.0, 4.0, 6.0, 8.0, 12.0), "device_profile": "v100", "overrides": ()},
         smoke={"budgets": (1, 5), "etas": (1.0, 4.0), "overrides": (SMOKE_SIZES,)},
     ),
-    headlines=headlines_params,
-)
+)  # figure 11 prints no number: "with a larger budget, the speedup ... first increases and then remains the same"; "with a larger eta, ... a similar speedup"
 
 
 # ---- ours: the capacity D^k -----------------------------------------------------------------------------------

@@ -612,7 +612,7 @@ CONVERGENCE = PaperTarget(
     paper=SECTION.key,
     title=(
         "Time to convergence: training time and epochs until the validation MSE first reaches Full-History's best + a tolerance "
-        "(5% unless FLARE_CONVERGENCE_TOLERANCE says otherwise), epoch time beside"
+        "(5% unless the tolerance setting says otherwise), epoch time beside"
     ),
     reproduces="FlareDTDG table 8",
     outputs=(CONVERGENCE_CSV,),
