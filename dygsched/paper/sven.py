@@ -565,9 +565,9 @@ def _paper_step_speedup(published: pd.DataFrame, rows: tuple[str, ...], model: s
     percentage (prefetching's) read as a reduction of the epoch time."""
     speedup = 1.0
     for row in rows:
-        match = published[(published.row == row) & (published.column == model)]
-        value, unit = float(match.value.iloc[0]), match.unit.iloc[0]
-        speedup *= 1 / (1 - value / 100) if unit == "%" else value
+        value = published_value(published, row, model)
+        in_percent = (published[(published.row == row) & (published.column == model)].unit == "%").all()
+        speedup *= 1 / (1 - value / 100) if in_percent else value
     return speedup
 
 
