@@ -98,19 +98,3 @@ def runs_from_folders(results_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows).rename(columns=LEGACY_COLUMNS)
 
 
-def completed_runs(results: Path, who: str) -> list[tuple[dict, pd.DataFrame, dict]]:
-    """Every finished run under ``results``: its summary, metrics table and config (unresolved).
-    Exits with one line naming ``who`` when there is none (the sweep has not run)."""
-    import json
-
-    from omegaconf import OmegaConf
-
-    found = []
-    for summary_path in sorted(Path(results).glob("*/summary.json")):
-        summary = json.loads(summary_path.read_text())
-        if summary.get("status") == "ok":
-            cfg = OmegaConf.to_container(OmegaConf.load(summary_path.parent / "config.yaml"), resolve=False)
-            found.append((summary, pd.read_parquet(summary_path.parent / "metrics.parquet"), cfg))
-    if not found:
-        raise SystemExit(f"{who}: no completed runs under {results}: run the sweep first")
-    return found

@@ -3,9 +3,11 @@ numbers their readings and headlines are made of."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -21,6 +23,21 @@ def completed_runs(folder: Path) -> pd.DataFrame:
         raise DygschedError(f"no runs table at {path}: run the target's sweep first")
     runs = pd.read_parquet(path)
     return runs[runs["status"] == "ok"].reset_index(drop=True)
+
+
+def finished_runs(folder: Path) -> list[tuple[dict[str, Any], pd.DataFrame, dict[str, Any]]]:
+    """Every finished run under a sweep: its summary, metrics table and config (unresolved)."""
+    from omegaconf import OmegaConf
+
+    found = []
+    for summary_path in sorted(Path(folder).glob("*/summary.json")):
+        summary = json.loads(summary_path.read_text())
+        if summary.get("status") == "ok":
+            cfg = OmegaConf.to_container(OmegaConf.load(summary_path.parent / "config.yaml"), resolve=False)
+            found.append((summary, pd.read_parquet(summary_path.parent / "metrics.parquet"), cfg))
+    if not found:
+        raise DygschedError(f"no finished runs under {folder}: run the target's sweep first")
+    return found
 
 
 def write_table(frame: pd.DataFrame, path: Path, *notes: str) -> Path:

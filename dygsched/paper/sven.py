@@ -10,7 +10,6 @@ the run folders of their sweeps (real gloo ranks on this machine).
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dygsched.errors import DygschedError
-from dygsched.paper.common import geometric_mean, published_value, span, table_named, times, write_table
+from dygsched.paper.common import finished_runs, geometric_mean, published_value, span, table_named, times, write_table
 from dygsched.paper.target import Headline, PaperShape, PaperTarget, Section, Settings, Sweep, Tables
 
 SECTION = Section("sven", "Sven", "Memory-based continuous-time models (TGN, JODIE, APAN) with distributed node memory.")
@@ -323,21 +322,6 @@ BALANCE = PaperTarget(
 
 
 # ---- the training sweeps' run folders -------------------------------------------------------------
-def finished_runs(folder: Path) -> list[tuple[dict[str, Any], pd.DataFrame, dict[str, Any]]]:
-    """Every finished run under ``folder``: its summary, metrics table and config (unresolved)."""
-    from omegaconf import OmegaConf
-
-    found = []
-    for summary_path in sorted(Path(folder).glob("*/summary.json")):
-        summary = json.loads(summary_path.read_text())
-        if summary.get("status") == "ok":
-            cfg = OmegaConf.to_container(OmegaConf.load(summary_path.parent / "config.yaml"), resolve=False)
-            found.append((summary, pd.read_parquet(summary_path.parent / "metrics.parquet"), cfg))
-    if not found:
-        raise DygschedError(f"no finished runs under {folder}: run the target's sweep first")
-    return found
-
-
 def final(metrics: pd.DataFrame, phase: str, metric: str) -> float:
     """The last epoch's value of ``metric`` in ``phase``; NaN where the run has none."""
     rows = metrics[(metrics.phase == phase) & (metrics.metric == metric)]
@@ -449,7 +433,7 @@ ACCURACY = PaperTarget(
     title="Test AP and AUC: one process against Sven on 2 ranks, staleness 0 and 1",
     reproduces="Sven table 4",
     outputs=(ACCURACY_CSV,),
-    repeats="mean and spread over SVEN_SEEDS (default one seed)",
+    repeats="mean and spread over the seeds (one by default; --set seed=0,1,2 for three)",
     minutes=2,
     build=build_accuracy,
     reading=read_accuracy,
