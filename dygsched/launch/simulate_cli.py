@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 from dygsched.errors import ScheduleError
@@ -29,33 +30,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        gpus = [int(g) for g in args.gpus.split(",") if g.strip()]
-    except ValueError:
-        raise ScheduleError(f"--gpus must be comma-separated integers, got {args.gpus!r}") from None
+def scaling_rows(
+    snapshots: int,
+    gpus: Sequence[int],
+    solvers: Sequence[str],
+    window: int = 4,
+    reuse: bool = False,
+    cost: CostModel | None = None,
+    seed: int = 0,
+    time_limit: float | None = None,
+) -> list[dict]:
+    """One row per (solver, GPU count): the plan's predicted epoch time on ``snapshots`` generated
+    snapshots in groups of ``window``, and its parallel efficiency against one GPU's greedy plan."""
     if not gpus or min(gpus) < 1:
         raise ScheduleError("--gpus needs at least one positive GPU count")
-    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     for name in solvers:
         if name not in SOLVERS:
             raise ScheduleError(f"unknown solver {name!r}; valid choices: {', '.join(SOLVERS)}")
-    cost = CostModel.from_json(args.profile) if args.profile else CostModel()
-    stats = generate_snapshots(args.snapshots, seed=args.seed)
-    base = simulation_problem(stats, args.window, cost, 1, args.reuse == "on")
+    stats = generate_snapshots(snapshots, seed=seed)
+    base = simulation_problem(stats, window, cost or CostModel(), 1, reuse)
     single = solve(with_gpus(base, 1, 0.0), "greedy").predicted_epoch_time
     rows = []
     for name in solvers:
         for g in gpus:
             problem = with_gpus(base, g)
-            plan = solve(problem, name, time_limit=args.time_limit, seed=args.seed)
+            plan = solve(problem, name, time_limit=time_limit, seed=seed)
             rows.append(
                 {
                     "solver": name,
                     "gpus": g,
                     "groups": problem.num_groups,
-                    "reuse": args.reuse,
+                    "reuse": "on" if reuse else "off",
                     "epoch_time": plan.predicted_epoch_time,
                     "lower_bound": plan.lower_bound,
                     "single_gpu_time": single,
@@ -65,6 +70,18 @@ def main(argv: list[str]) -> int:
                     "solve_time_s": plan.solve_time_s,
                 }
             )
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        gpus = [int(g) for g in args.gpus.split(",") if g.strip()]
+    except ValueError:
+        raise ScheduleError(f"--gpus must be comma-separated integers, got {args.gpus!r}") from None
+    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
+    cost = CostModel.from_json(args.profile) if args.profile else CostModel()
+    rows = scaling_rows(args.snapshots, gpus, solvers, args.window, args.reuse == "on", cost, args.seed, args.time_limit)
     out = Path(args.out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -78,19 +95,20 @@ def main(argv: list[str]) -> int:
     for r in rows:
         print(f"{r['solver']:<14}{r['gpus']:>6}{r['efficiency']:>12.4f}{r['imbalance']:>11.3f}{r['epoch_time']:>12.4f}{r['solve_time_s']:>9.3f}")
     png = out.with_suffix(".png")
-    _plot(rows, solvers, png)
+    plot_scaling(rows, png)
     print(f"table written to {out}, plot to {png}")
     return 0
 
 
-def _plot(rows: list[dict], solvers: list[str], path: Path) -> None:
+def plot_scaling(rows: list[dict], path: Path) -> None:
+    """Parallel efficiency and imbalance ratio against the GPU count, one line per solver."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for name in solvers:
+    for name in dict.fromkeys(r["solver"] for r in rows):
         mine = [r for r in rows if r["solver"] == name]
         xs = [r["gpus"] for r in mine]
         left.plot(xs, [r["efficiency"] for r in mine], marker="o", label=name)
