@@ -3,6 +3,7 @@ with its settings; the outputs it promised must then exist."""
 
 from __future__ import annotations
 
+import inspect
 import logging
 from pathlib import Path
 from typing import Any
@@ -25,22 +26,30 @@ def results_root(results: Path, smoke: bool) -> Path:
     return Path(results) / SMOKE_DIR if smoke else Path(results)
 
 
+def builder_settings(paper_target: PaperTarget) -> dict[str, inspect.Parameter]:
+    """Every keyword argument the builder takes (the results root aside): what ``--set`` may set."""
+    parameters = list(inspect.signature(paper_target.build).parameters.values())[1:]
+    return {p.name: p for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
 def split_overrides(paper_target: PaperTarget, smoke: bool, overrides: Overrides) -> tuple[dict[str, Any], Overrides]:
-    """A user's ``KEY=VALUE`` overrides: those naming one of the builder's settings set it (the value
+    """A user's ``KEY=VALUE`` overrides: those naming one of the builder's arguments set it (the value
     read as YAML, ``a,b`` as a tuple), the rest go to every run of the sweep; one that is neither is
     one error line naming the settings."""
     settings = paper_target.settings.at(smoke)
+    arguments = builder_settings(paper_target)
     for override in overrides:
         if "=" not in override:
             raise ConfigError(f"{paper_target.name}: an override is KEY=VALUE, got {override!r}")
-    own = {o.split("=", 1)[0]: o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] in settings}
-    rest = tuple(o for o in overrides if o.split("=", 1)[0] not in settings)
+    own = {o.split("=", 1)[0]: o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] in arguments}
+    rest = tuple(o for o in overrides if o.split("=", 1)[0] not in arguments)
     if rest and paper_target.sweep is None:
-        known = ", ".join(settings) or "none"
+        known = ", ".join(arguments) or "none"
         raise ConfigError(f"{paper_target.name} runs no training sweep; its settings are: {known} (got {', '.join(rest)})")
     for key, text in own.items():
+        default = settings.get(key, arguments[key].default)
         values = [yaml.safe_load(part) for part in text.split(",")] if text else [""]
-        settings[key] = tuple(values) if "," in text or isinstance(settings[key], tuple) else values[0]
+        settings[key] = tuple(values) if "," in text or isinstance(default, tuple) else values[0]
     return settings, rest
 
 

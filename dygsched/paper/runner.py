@@ -112,7 +112,7 @@ def run_missing(
     for number, paper_target in enumerate(targets, start=1):
         label = f"target {number} of {len(targets)}: {paper_target.name}"
         if not paper_target.missing_outputs(root):
-            say(f"{label}: present, not rerun")
+            say(f"{label}: present, not rerun" + (" (--rerun builds it again with --set)" if extra else ""))
             present += 1
             continue
         say(f"{label} ({'smoke size' if smoke else paper_target.expected}) ...")

@@ -115,3 +115,14 @@ def test_set_changes_a_setting_and_anything_else_is_one_error(toy_registered, ca
     assert main(["paper", "table-toy", "--results", str(results / "other"), "--in-process", "--set", "sched=psg"]) == 1
     assert "error: table-toy runs no training sweep; its settings are: epochs (got sched=psg)" in capsys.readouterr().err
     assert not (results / "other").exists()
+
+
+def test_set_reaches_any_argument_of_the_builder_not_only_the_listed_ones():
+    from dygsched.paper.build import split_overrides
+
+    def build_with_options(results: Path, epochs: int, scheds: tuple[str, ...] = ("psg",), rounds: int = 3) -> None:
+        raise AssertionError("not built here")
+
+    target = TOY.__class__(**{**TOY.__dict__, "build": build_with_options})
+    settings, rest = split_overrides(target, smoke=True, overrides=("rounds=2", "scheds=greedy"))
+    assert settings == {"epochs": 1, "rounds": 2, "scheds": ("greedy",)} and rest == ()
