@@ -77,7 +77,7 @@ def test_the_first_screen_is_every_targets_verdict(results):
     row = first.split('href="#table-epoch-time"')[1].split("</tr>")[0]
     assert 'class="verdict' in row and "order ρ" in row  # built: ours against table 4
     assert "not built" in first.split('href="#table-sven-comm"')[1].split("</tr>")[0]
-    assert "a project benchmark" in first.split('href="#bench-planner"')[1].split("</tr>")[0]
+    assert "a project benchmark" in first.split('href="#bench-tgn-pyg"')[1].split("</tr>")[0]
     block = html.split('id="table-epoch-time"')[1].split('class="target"')[0]
     assert "Laid out as the paper's Table 4 (Arxiv)" in block and "<th>TGCN</th>" in block
 
