@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed as dist
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from dygsched.data.loading import DynamicData, instantiate_component, load_data
 from dygsched.engine.checkpoint import (
@@ -89,13 +89,25 @@ def run_settings(cfg: Mapping[str, Any]) -> RunSettings:
 
 
 def build_strategy(sched_cfg: Mapping[str, Any]) -> Strategy:
-    """The strategy ``conf/sched/<name>.yaml`` names (its ``_target_`` and nested blocks)."""
-    if "_target_" not in sched_cfg:
-        raise ConfigError(f"sched '{sched_cfg.get('name')}' names no _target_ strategy")
-    strategy = instantiate_component({**sched_cfg, "_convert_": "all"}, f"strategy (sched={sched_cfg.get('name')})")
-    if not isinstance(strategy, Strategy):
-        raise ConfigError(f"sched '{sched_cfg.get('name')}' is not a dygsched Strategy")
-    return strategy
+    """The strategy ``conf/sched/<name>.yaml`` names: its ``_target_`` class, given its flat settings as
+    its ``config_type`` (an unknown key or a bad value: one line), or built by Hydra from its typed blocks."""
+    from hydra.utils import get_class
+
+    if isinstance(sched_cfg, DictConfig):  # as a script composes it
+        sched_cfg = OmegaConf.to_container(sched_cfg, resolve=True)  # type: ignore[assignment]
+    name = sched_cfg.get("name")
+    if "_target_" not in sched_cfg or name is None:
+        raise ConfigError(f"sched '{name}' names no _target_ strategy and name")
+    try:
+        target = get_class(str(sched_cfg["_target_"]))
+    except Exception as exc:  # not importable, or not a class
+        raise ConfigError(f"cannot build strategy (sched={name}) '{sched_cfg['_target_']}': {str(exc).strip().splitlines()[-1]}") from None
+    if not issubclass(target, Strategy):
+        raise ConfigError(f"sched '{name}' is not a dygsched Strategy")
+    if target.config_type is None:
+        return instantiate_component({**sched_cfg, "_convert_": "all"}, f"strategy (sched={name})")
+    settings = {key: value for key, value in sched_cfg.items() if key not in ("_target_", "name")}
+    return target(target.config_type.from_config(settings), name)  # type: ignore[call-arg]
 
 
 def build_model(model_cfg: Mapping[str, Any], data: DynamicData) -> torch.nn.Module:

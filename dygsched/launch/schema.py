@@ -3,7 +3,10 @@
 The values live in ``conf/config.yaml``; this only says what type each key has, so
 ``epochs=abc`` is one clear error before anything starts. The groups (dataset, model, sched,
 optim, launcher) stay free-form: each names its own ``_target_`` and arguments, typed by the
-class it builds (a strategy's ``PlannerConfig``, ``TimelineConfig`` and executor check theirs).
+class it builds (a strategy's ``PlannerConfig``, ``TimelineConfig`` and executor check theirs). A
+strategy with flat settings types them with its ``StrategyConfig`` dataclass, whose defaults are
+registered here as ``strategy_config/<name>``, the config its ``conf/sched`` file starts from.
+Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -12,6 +15,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
+
+from dygsched.engine.distdy.config import DistDyConfig
+from dygsched.engine.flare.config import FlareConfig
+from dygsched.engine.node_memory.config import NodeMemoryConfig, ShardedMemoryConfig, SvenConfig
+from dygsched.engine.strategy_config import StrategyConfig
+
+# strategy_config/<name>: what each conf/sched file with flat settings starts from
+STRATEGY_CONFIGS: dict[str, type[StrategyConfig]] = {
+    "flare": FlareConfig,
+    "distdy": DistDyConfig,
+    "node_memory": NodeMemoryConfig,
+    "sharded_memory": ShardedMemoryConfig,
+    "sven": SvenConfig,
+}
 
 
 @dataclass
@@ -59,4 +76,7 @@ class RunSchema:
 
 
 def register() -> None:
-    ConfigStore.instance().store(name="run_schema", node=RunSchema)
+    store = ConfigStore.instance()
+    store.store(name="run_schema", node=RunSchema)
+    for name, config_type in STRATEGY_CONFIGS.items():
+        store.store(group="strategy_config", name=name, node=config_type.defaults())
