@@ -45,7 +45,7 @@ from dygsched.engine.distributed import (
     pick_device,
     reset_memory_peaks,
 )
-from dygsched.engine.gradient_sync import DEFAULT_BUCKET_BYTES, GradientSync
+from dygsched.engine.gradient_sync import GradientSync
 from dygsched.engine.strategy import (
     Artifacts,
     Epoch,
@@ -82,9 +82,9 @@ def run_settings(cfg: Mapping[str, Any]) -> RunSettings:
         val_fraction=float(cfg["split"]["val"]),
         seed=int(cfg["seed"]),
         epochs=int(cfg["epochs"]),
-        new_node_fraction=float(cfg["split"].get("new_nodes", 0.0)),
-        eval_negatives=int(cfg.get("eval_negatives", 1)),
-        tgb_negatives=str(cfg["tgb_negatives"]) if cfg.get("tgb_negatives") else None,
+        new_node_fraction=float(cfg["split"]["new_nodes"]),
+        eval_negatives=int(cfg["eval_negatives"]),
+        tgb_negatives=str(cfg["tgb_negatives"]) if cfg["tgb_negatives"] else None,
     )
 
 
@@ -277,7 +277,7 @@ class _RankRun:
     def __init__(self, cfg: Mapping[str, Any], env: DistEnv, device: torch.device, data: DynamicData | None, where: _RunPlace) -> None:
         self.cfg, self.device = cfg, device
         self.rank, self.world_size, self.is_main = env.rank, env.world_size, env.rank == 0
-        configure_logging(bool(cfg.get("progress", True)) and self.is_main)
+        configure_logging(bool(cfg["progress"]) and self.is_main)
         start = _start(cfg, self.world_size) if self.is_main else None
         if start is not None:  # before any rank knows the folder, so before any can fail into it
             RunFolder(start[0], start[1]).forget_old_failures()
@@ -304,19 +304,17 @@ class _RankRun:
             self.recorder.missing.update(resumed.get("missing", {}))
         self.module = self.module.to(device)
         self.optimizer = build_optimizer(cfg["optim"], self.module.parameters())
-        sync_cfg = cfg.get("grad_sync") or {}
-        bucket_bytes = int(float(sync_cfg.get("bucket_mb", DEFAULT_BUCKET_BYTES / 2**20)) * 2**20)
-        self.sync = GradientSync(
-            self.module, self.world_size, bucket_bytes, bool(sync_cfg.get("overlap", False)), self.strategy.gradient_staleness
-        )
+        sync_cfg = cfg["grad_sync"]
+        bucket_bytes = int(float(sync_cfg["bucket_mb"]) * 2**20)
+        self.sync = GradientSync(self.module, self.world_size, bucket_bytes, bool(sync_cfg["overlap"]), self.strategy.gradient_staleness)
         if resumed:
             self.optimizer.load_state_dict(resumed["optimizer"])
             restore_rng(resumed["rng"][self.rank], device)  # last: the generators continue where the checkpoint left them
         self.first_epoch = int(resumed["epoch"]) + 1 if resumed else 0
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
-        self.checkpointing = bool(cfg.get("checkpoint", True))
-        self.count_flops = bool((cfg.get("metrics") or {}).get("count_flops", True))
-        self.show_progress = bool(cfg.get("progress", True)) and self.is_main
+        self.checkpointing = bool(cfg["checkpoint"])
+        self.count_flops = bool(cfg["metrics"]["count_flops"])
+        self.show_progress = bool(cfg["progress"]) and self.is_main
 
     def train_epoch(self, epoch: int) -> None:
         """The strategy's epoch, timed, then the epoch's metrics and evaluation."""

@@ -104,7 +104,7 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None) -> dict[str, An
         config: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
     except Exception as exc:  # an interpolation that cannot resolve
         raise ConfigError(f"invalid configuration: {str(exc).splitlines()[0]}") from None
-    configure_logging(bool(config.get("progress", True)))
+    configure_logging(bool(config["progress"]))
     check_config(config)
     launcher = build_launcher(config)
     env = launcher.worker_env() or (DistEnv.from_environ() if under_torchrun() else None)
