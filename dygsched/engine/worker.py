@@ -177,8 +177,11 @@ class _EpochTotals:
             self.progress.advance()
 
 
-def train_rank(cfg: Mapping[str, Any], env: DistEnv, data: DynamicData | None = None, mark_failure: bool = False) -> dict[str, Any] | None:
+def train_rank(
+    cfg: Mapping[str, Any], env: DistEnv, data: DynamicData | None = None, mark_failure: bool = False, strategy: Strategy | None = None
+) -> dict[str, Any] | None:
     """Run on every rank; rank 0 writes the run folder and returns the summary, others return None.
+    ``data`` and ``strategy``: what this process already loaded and built (else built here from ``cfg``).
 
     A rank that fails writes its reason to ``failure-rank<r>.txt`` in the run folder and abandons
     its process group without the collective teardown (its peers may be dead), so the process can
@@ -191,7 +194,7 @@ def train_rank(cfg: Mapping[str, Any], env: DistEnv, data: DynamicData | None = 
     try:
         device = pick_device(str(cfg["device"]), env.local_rank)
         init_process_group(env, device, float(cfg["dist_timeout_s"]))
-        result = train_in_group(cfg, env, device, data, where)
+        result = train_in_group(cfg, env, device, data, where, strategy)
     except BaseException as exc:
         if mark_failure and env.rank == 0:
             _finish_before_stopping()
@@ -261,10 +264,10 @@ def _record(recorder: MetricRecorder, epoch: int, phase: str, metric: str, value
 
 
 def train_in_group(
-    cfg: Mapping[str, Any], env: DistEnv, device: torch.device, data: DynamicData | None, where: _RunPlace
+    cfg: Mapping[str, Any], env: DistEnv, device: torch.device, data: DynamicData | None, where: _RunPlace, strategy: Strategy | None = None
 ) -> dict[str, Any] | None:
     """The run, in a process group this rank already joined; rank 0 returns the summary."""
-    run = _RankRun(cfg, env, device, data, where)
+    run = _RankRun(cfg, env, device, data, where, strategy)
     for epoch in range(run.first_epoch, run.settings.epochs):
         run.train_epoch(epoch)
         run.end_epoch(epoch)
@@ -274,7 +277,9 @@ def train_in_group(
 class _RankRun:
     """One rank's run: set up (folder, strategy, model, optimizer, resume), then epoch by epoch."""
 
-    def __init__(self, cfg: Mapping[str, Any], env: DistEnv, device: torch.device, data: DynamicData | None, where: _RunPlace) -> None:
+    def __init__(
+        self, cfg: Mapping[str, Any], env: DistEnv, device: torch.device, data: DynamicData | None, where: _RunPlace, strategy: Strategy | None
+    ) -> None:
         self.cfg, self.device = cfg, device
         self.rank, self.world_size, self.is_main = env.rank, env.world_size, env.rank == 0
         configure_logging(bool(cfg["progress"]) and self.is_main)
@@ -294,7 +299,7 @@ class _RankRun:
         self.recorder = MetricRecorder(self.run_id, self.rank)
 
         self.settings = run_settings(cfg)
-        self.strategy = build_strategy(cfg["sched"])
+        self.strategy = strategy if strategy is not None else build_strategy(cfg["sched"])
         self.strategy.setup(RunContext(data, self.settings, self.rank, self.world_size, device, Artifacts(self.folder, self.is_main)))
         seed_everything(self.settings.seed)
         self.module = self.strategy.objective(build_model(cfg["model"], data))

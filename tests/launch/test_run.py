@@ -238,3 +238,49 @@ def test_a_rejected_input_is_answered_before_torch_is_imported(override):
     assert done.stdout.strip() == "no torch 1", (done.stdout, done.stderr)
     assert done.stderr.startswith("dygsched: error:") and len(done.stderr.strip().splitlines()) == 1
 
+
+def _count_constructions(monkeypatch) -> list:
+    """Every ``SnapshotGroupStrategy`` (the default sched) built in this process from now on."""
+    from dygsched.engine.snapshot_groups import SnapshotGroupStrategy
+
+    built = []
+    construct = SnapshotGroupStrategy.__init__
+
+    def counted(self, *args, **kwargs):
+        built.append(self)
+        construct(self, *args, **kwargs)
+
+    monkeypatch.setattr(SnapshotGroupStrategy, "__init__", counted)
+    return built
+
+
+def test_the_launching_process_builds_the_strategy_once(tmp_path, monkeypatch):
+    """Checking the settings, checking it against the data: one strategy (the ranks build their own)."""
+    from dygsched.launch.app import run
+    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.local import LocalLauncher
+
+    monkeypatch.setattr(LocalLauncher, "launch", lambda *args: None)  # no ranks: only this process counts
+    built = _count_constructions(monkeypatch)
+    run(compose_config([*TINY_SYNTHETIC, "world_size=1", f"results_dir={tmp_path / 'results'}"]))
+    assert len(built) == 1
+
+
+def test_a_rank_builds_the_strategy_once_and_trains_it(tmp_path, monkeypatch):
+    """A rank of a torchrun job (this process, one rank): checked, prepared and trained with one strategy."""
+    import signal
+
+    from dygsched.launch.app import run
+    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.local import free_port
+
+    for name, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}.items():
+        monkeypatch.setenv(name, value)
+    built = _count_constructions(monkeypatch)
+    previous = signal.getsignal(signal.SIGTERM)  # a rank answers SIGTERM by stopping; pytest keeps its own
+    try:
+        summary = run(compose_config([*TINY_SYNTHETIC, "world_size=1", "epochs=1", "device=cpu", f"results_dir={tmp_path / 'results'}"]))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert summary["status"] == "ok" and summary["epochs_completed"] == 1
+    assert len(built) == 1
