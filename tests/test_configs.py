@@ -89,3 +89,17 @@ def test_smoke_sizes_override_the_experiment(experiment, smoke):
     if small.dataset.get("num_nodes") is not None:
         assert small.dataset.num_nodes < full.dataset.num_nodes
         assert small.dataset.num_snapshots // small.window >= 1
+
+
+def test_every_top_level_default_lives_in_the_run_schema():
+    """conf/config.yaml only picks the groups: each top-level key's default is RunSchema's, and nowhere else."""
+    from dataclasses import asdict
+
+    from omegaconf import OmegaConf
+
+    from dygsched.launch.schema import RunSchema
+
+    assert set(OmegaConf.load(CONF / "config.yaml")) == {"defaults", "hydra"}
+    groups = {"dataset", "model", "sched", "optim", "launcher"}
+    composed = OmegaConf.to_container(compose_config([]))
+    assert {k: v for k, v in composed.items() if k not in groups} == {k: v for k, v in asdict(RunSchema()).items() if k not in groups}

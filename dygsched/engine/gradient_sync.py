@@ -31,7 +31,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-DEFAULT_BUCKET_BYTES = 25 * 2**20
+DEFAULT_BUCKET_BYTES = 25 * 2**20  # outside a run; a run passes grad_sync.bucket_mb (its default: RunSchema, a test keeps them equal)
 
 
 @dataclass

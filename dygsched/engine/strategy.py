@@ -1,7 +1,10 @@
 """The one interface every training strategy implements, and what the worker hands it.
 
-A strategy is named by ``conf/sched/<name>.yaml`` (``_target_`` plus its typed blocks, e.g.
-``planner:`` and ``executor:``). It owns everything that differs between the published methods:
+A strategy is named by ``conf/sched/<name>.yaml``: its ``_target_`` plus either its typed blocks
+(the snapshot-group strategies' ``planner:``, ``timeline:`` and ``executor:``, built by Hydra) or flat
+settings typed by its ``config_type`` (a frozen ``StrategyConfig`` dataclass, the one place of their
+defaults), which the worker builds and hands to ``Strategy(config, name)``. It owns everything
+that differs between the published methods:
 
 * its units of work, built from the data (sliding snapshot groups; group x node-partition blocks;
   event batches) and its planning, including any profiling or re-planning timeline;
@@ -35,6 +38,7 @@ from torch import nn
 
 from dygsched.data.loading import DynamicData
 from dygsched.engine.gradient_sync import GradientSync
+from dygsched.engine.strategy_config import StrategyConfig
 from dygsched.errors import ConfigError
 from dygsched.metrics.atomic import write_json
 from dygsched.metrics.run_folder import RunFolder
@@ -235,9 +239,12 @@ class Strategy(ABC):
     step applies the previous step's summed gradients (``GradientSync``), so the all-reduce
     overlaps the next step; 0 (the default) for fresh gradients. ``predicts_links``: it reads the
     link-prediction settings (``split.new_nodes``, ``eval_negatives``); others refuse them.
+    ``config_type``: the dataclass of its flat ``sched.*`` settings, built from the config and passed
+    to the constructor as ``Strategy(config, name)``; ``None`` when Hydra builds it from typed blocks.
     """
 
     name: str
+    config_type: ClassVar[type[StrategyConfig] | None] = None
     data_kind: ClassVar[type] = object
     exact: ClassVar[bool] = True
     predicts_links: ClassVar[bool] = False

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed as dist
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from dygsched.data.loading import DynamicData, instantiate_component, load_data
 from dygsched.engine.checkpoint import (
@@ -45,7 +45,7 @@ from dygsched.engine.distributed import (
     pick_device,
     reset_memory_peaks,
 )
-from dygsched.engine.gradient_sync import DEFAULT_BUCKET_BYTES, GradientSync
+from dygsched.engine.gradient_sync import GradientSync
 from dygsched.engine.strategy import (
     Artifacts,
     Epoch,
@@ -82,20 +82,32 @@ def run_settings(cfg: Mapping[str, Any]) -> RunSettings:
         val_fraction=float(cfg["split"]["val"]),
         seed=int(cfg["seed"]),
         epochs=int(cfg["epochs"]),
-        new_node_fraction=float(cfg["split"].get("new_nodes", 0.0)),
-        eval_negatives=int(cfg.get("eval_negatives", 1)),
-        tgb_negatives=str(cfg["tgb_negatives"]) if cfg.get("tgb_negatives") else None,
+        new_node_fraction=float(cfg["split"]["new_nodes"]),
+        eval_negatives=int(cfg["eval_negatives"]),
+        tgb_negatives=str(cfg["tgb_negatives"]) if cfg["tgb_negatives"] else None,
     )
 
 
 def build_strategy(sched_cfg: Mapping[str, Any]) -> Strategy:
-    """The strategy ``conf/sched/<name>.yaml`` names (its ``_target_`` and nested blocks)."""
-    if "_target_" not in sched_cfg:
-        raise ConfigError(f"sched '{sched_cfg.get('name')}' names no _target_ strategy")
-    strategy = instantiate_component({**sched_cfg, "_convert_": "all"}, f"strategy (sched={sched_cfg.get('name')})")
-    if not isinstance(strategy, Strategy):
-        raise ConfigError(f"sched '{sched_cfg.get('name')}' is not a dygsched Strategy")
-    return strategy
+    """The strategy ``conf/sched/<name>.yaml`` names: its ``_target_`` class, given its flat settings as
+    its ``config_type`` (an unknown key or a bad value: one line), or built by Hydra from its typed blocks."""
+    from hydra.utils import get_class
+
+    if isinstance(sched_cfg, DictConfig):  # as a script composes it
+        sched_cfg = OmegaConf.to_container(sched_cfg, resolve=True)  # type: ignore[assignment]
+    name = sched_cfg.get("name")
+    if "_target_" not in sched_cfg or name is None:
+        raise ConfigError(f"sched '{name}' names no _target_ strategy and name")
+    try:
+        target = get_class(str(sched_cfg["_target_"]))
+    except Exception as exc:  # not importable, or not a class
+        raise ConfigError(f"cannot build strategy (sched={name}) '{sched_cfg['_target_']}': {str(exc).strip().splitlines()[-1]}") from None
+    if not issubclass(target, Strategy):
+        raise ConfigError(f"sched '{name}' is not a dygsched Strategy")
+    if target.config_type is None:
+        return instantiate_component({**sched_cfg, "_convert_": "all"}, f"strategy (sched={name})")
+    settings = {key: value for key, value in sched_cfg.items() if key not in ("_target_", "name")}
+    return target(target.config_type.from_config(settings), name)  # type: ignore[call-arg]
 
 
 def build_model(model_cfg: Mapping[str, Any], data: DynamicData) -> torch.nn.Module:
@@ -165,8 +177,11 @@ class _EpochTotals:
             self.progress.advance()
 
 
-def train_rank(cfg: Mapping[str, Any], env: DistEnv, data: DynamicData | None = None, mark_failure: bool = False) -> dict[str, Any] | None:
+def train_rank(
+    cfg: Mapping[str, Any], env: DistEnv, data: DynamicData | None = None, mark_failure: bool = False, strategy: Strategy | None = None
+) -> dict[str, Any] | None:
     """Run on every rank; rank 0 writes the run folder and returns the summary, others return None.
+    ``data`` and ``strategy``: what this process already loaded and built (else built here from ``cfg``).
 
     A rank that fails writes its reason to ``failure-rank<r>.txt`` in the run folder and abandons
     its process group without the collective teardown (its peers may be dead), so the process can
@@ -179,7 +194,7 @@ def train_rank(cfg: Mapping[str, Any], env: DistEnv, data: DynamicData | None = 
     try:
         device = pick_device(str(cfg["device"]), env.local_rank)
         init_process_group(env, device, float(cfg["dist_timeout_s"]))
-        result = train_in_group(cfg, env, device, data, where)
+        result = train_in_group(cfg, env, device, data, where, strategy)
     except BaseException as exc:
         if mark_failure and env.rank == 0:
             _finish_before_stopping()
@@ -249,10 +264,10 @@ def _record(recorder: MetricRecorder, epoch: int, phase: str, metric: str, value
 
 
 def train_in_group(
-    cfg: Mapping[str, Any], env: DistEnv, device: torch.device, data: DynamicData | None, where: _RunPlace
+    cfg: Mapping[str, Any], env: DistEnv, device: torch.device, data: DynamicData | None, where: _RunPlace, strategy: Strategy | None = None
 ) -> dict[str, Any] | None:
     """The run, in a process group this rank already joined; rank 0 returns the summary."""
-    run = _RankRun(cfg, env, device, data, where)
+    run = _RankRun(cfg, env, device, data, where, strategy)
     for epoch in range(run.first_epoch, run.settings.epochs):
         run.train_epoch(epoch)
         run.end_epoch(epoch)
@@ -262,10 +277,12 @@ def train_in_group(
 class _RankRun:
     """One rank's run: set up (folder, strategy, model, optimizer, resume), then epoch by epoch."""
 
-    def __init__(self, cfg: Mapping[str, Any], env: DistEnv, device: torch.device, data: DynamicData | None, where: _RunPlace) -> None:
+    def __init__(
+        self, cfg: Mapping[str, Any], env: DistEnv, device: torch.device, data: DynamicData | None, where: _RunPlace, strategy: Strategy | None
+    ) -> None:
         self.cfg, self.device = cfg, device
         self.rank, self.world_size, self.is_main = env.rank, env.world_size, env.rank == 0
-        configure_logging(bool(cfg.get("progress", True)) and self.is_main)
+        configure_logging(bool(cfg["progress"]) and self.is_main)
         start = _start(cfg, self.world_size) if self.is_main else None
         if start is not None:  # before any rank knows the folder, so before any can fail into it
             RunFolder(start[0], start[1]).forget_old_failures()
@@ -282,7 +299,7 @@ class _RankRun:
         self.recorder = MetricRecorder(self.run_id, self.rank)
 
         self.settings = run_settings(cfg)
-        self.strategy = build_strategy(cfg["sched"])
+        self.strategy = strategy if strategy is not None else build_strategy(cfg["sched"])
         self.strategy.setup(RunContext(data, self.settings, self.rank, self.world_size, device, Artifacts(self.folder, self.is_main)))
         seed_everything(self.settings.seed)
         self.module = self.strategy.objective(build_model(cfg["model"], data))
@@ -292,19 +309,17 @@ class _RankRun:
             self.recorder.missing.update(resumed.get("missing", {}))
         self.module = self.module.to(device)
         self.optimizer = build_optimizer(cfg["optim"], self.module.parameters())
-        sync_cfg = cfg.get("grad_sync") or {}
-        bucket_bytes = int(float(sync_cfg.get("bucket_mb", DEFAULT_BUCKET_BYTES / 2**20)) * 2**20)
-        self.sync = GradientSync(
-            self.module, self.world_size, bucket_bytes, bool(sync_cfg.get("overlap", False)), self.strategy.gradient_staleness
-        )
+        sync_cfg = cfg["grad_sync"]
+        bucket_bytes = int(float(sync_cfg["bucket_mb"]) * 2**20)
+        self.sync = GradientSync(self.module, self.world_size, bucket_bytes, bool(sync_cfg["overlap"]), self.strategy.gradient_staleness)
         if resumed:
             self.optimizer.load_state_dict(resumed["optimizer"])
             restore_rng(resumed["rng"][self.rank], device)  # last: the generators continue where the checkpoint left them
         self.first_epoch = int(resumed["epoch"]) + 1 if resumed else 0
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
-        self.checkpointing = bool(cfg.get("checkpoint", True))
-        self.count_flops = bool((cfg.get("metrics") or {}).get("count_flops", True))
-        self.show_progress = bool(cfg.get("progress", True)) and self.is_main
+        self.checkpointing = bool(cfg["checkpoint"])
+        self.count_flops = bool(cfg["metrics"]["count_flops"])
+        self.show_progress = bool(cfg["progress"]) and self.is_main
 
     def train_epoch(self, epoch: int) -> None:
         """The strategy's epoch, timed, then the epoch's metrics and evaluation."""

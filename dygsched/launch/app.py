@@ -24,6 +24,7 @@ from dygsched.data.loading import DynamicData, instantiate_component, load_data
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.checkpoint import find_resume, load_checkpoint, mark_failed
 from dygsched.engine.distributed import DistEnv
+from dygsched.engine.strategy import Strategy
 from dygsched.engine.worker import (
     build_model,
     build_optimizer,
@@ -58,10 +59,11 @@ def resolve_world_size(value: Any) -> int:
     return (torch.cuda.device_count() or 2) if value == "auto" else int(value)
 
 
-def check_config(cfg: Mapping[str, Any]) -> None:
-    """The checks that need no data: every one fails before anything starts."""
+def check_config(cfg: Mapping[str, Any]) -> Strategy:
+    """The checks that need no data: every one fails before anything starts. Returns the strategy,
+    built once here (an unknown solver, setting or value: one line now) and used by this process."""
     check_settings(cfg)
-    build_strategy(cfg["sched"])  # an unknown solver, option name or value: one line now
+    return build_strategy(cfg["sched"])
 
 
 def build_launcher(cfg: Mapping[str, Any]) -> Launcher:
@@ -83,10 +85,9 @@ def static_checks(cfg: Mapping[str, Any]) -> tuple[Launcher, int]:
     return launcher, world_size
 
 
-def prepare(cfg: dict[str, Any], world_size: int) -> DynamicData:
-    """Load and validate the data and everything that depends on it, before any rank trains."""
+def prepare(cfg: dict[str, Any], world_size: int, strategy: Strategy) -> DynamicData:
+    """Load and validate the data and everything that depends on it (``strategy`` included), before any rank trains."""
     data = load_data(cfg["dataset"])
-    strategy = build_strategy(cfg["sched"])
     strategy.check(data, run_settings(cfg), world_size)
     model = build_model(cfg["model"], data)  # a model that cannot be built fails here, before any worker starts
     strategy.check_model(model)
@@ -104,19 +105,19 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None) -> dict[str, An
         config: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
     except Exception as exc:  # an interpolation that cannot resolve
         raise ConfigError(f"invalid configuration: {str(exc).splitlines()[0]}") from None
-    configure_logging(bool(config.get("progress", True)))
-    check_config(config)
+    configure_logging(bool(config["progress"]))
+    strategy = check_config(config)
     launcher = build_launcher(config)
     env = launcher.worker_env() or (DistEnv.from_environ() if under_torchrun() else None)
     if env is not None:
-        return run_rank(config, env)
+        return run_rank(config, env, strategy)
 
     launcher.check_here()
     check_results_dir(Path(config["results_dir"]))
     world_size = resolve_world_size(config["world_size"])
     launcher.check(world_size)
     config["world_size"] = world_size
-    data = prepare(config, world_size)
+    data = prepare(config, world_size, strategy)  # the ranks, other processes, each build their own
     asked = Path(config["results_dir"])
     check_runs_table(asked)  # a table the run could not append to: refused before it trains
     folder = _run_folder(config)
@@ -180,10 +181,10 @@ def _run_folder(config: dict[str, Any]) -> RunFolder:
     return RunFolder(Path(config["results_dir"]), config["run_id"])
 
 
-def run_rank(config: dict[str, Any], env: DistEnv) -> dict[str, Any]:
-    """This process is one rank of a job started by torchrun or SLURM: validate, then train it."""
+def run_rank(config: dict[str, Any], env: DistEnv, strategy: Strategy) -> dict[str, Any]:
+    """This process is one rank of a job started by torchrun or SLURM: validate ``strategy``, then train it."""
     config["world_size"] = env.world_size
-    data = prepare(config, env.world_size)
+    data = prepare(config, env.world_size, strategy)
     # SIGTERM reaches every rank: from torchrun (sent on, or stopping the others when one rank
     # fails) and from SLURM (preemption, scancel, the time limit). Each rank stops where it is;
     # rank 0 records the run as failed with its completed epochs (or with the failed rank's
@@ -193,7 +194,7 @@ def run_rank(config: dict[str, Any], env: DistEnv) -> dict[str, Any]:
     except ValueError:  # not the main thread
         pass
     try:
-        return train_rank(config, env, data, mark_failure=True) or {}
+        return train_rank(config, env, data, mark_failure=True, strategy=strategy) or {}
     except DygschedError:
         raise
     except SystemExit as exc:  # submitit's preemption handler on rank 0, after it requeued the job

@@ -47,7 +47,7 @@ def check_settings(cfg: Mapping[str, Any]) -> None:
         raise ConfigError(f"optim.weight_decay must be non-negative, got {optim['weight_decay']}")
     if not _number(cfg["dist_timeout_s"]) or not cfg["dist_timeout_s"] > 0:
         raise ConfigError(f"dist_timeout_s must be positive seconds, got {cfg['dist_timeout_s']!r}")
-    bucket_mb = (cfg.get("grad_sync") or {}).get("bucket_mb", 25)
+    bucket_mb = cfg["grad_sync"]["bucket_mb"]
     if not _number(bucket_mb) or not bucket_mb > 0:
         raise ConfigError(f"grad_sync.bucket_mb must be a positive number, got {bucket_mb!r}")
     resume = cfg.get("resume")

@@ -154,7 +154,7 @@ def _hydra_job(cfg: DictConfig) -> None:
 
     hydra_cfg = HydraConfig.get()
     if hydra_cfg.mode == RunMode.MULTIRUN and os.environ.get("SLURM_PROCID", "0") == "0":  # one line per run, not per SLURM task
-        configure_logging(bool(cfg.get("progress", True)))
+        configure_logging(bool(cfg.progress))
         logging.getLogger(LOGGER).info(sweep_run_line(int(hydra_cfg.job.num), list(hydra_cfg.overrides.task), _sweep))
     try:
         summary = run(cfg, overrides=list(hydra_cfg.overrides.task))

@@ -1,9 +1,12 @@
-"""Typed schema of the top-level run config: Hydra checks every override's type at compose time.
+"""The typed schema of the run config, and the one place of every top-level default.
 
-The values live in ``conf/config.yaml``; this only says what type each key has, so
-``epochs=abc`` is one clear error before anything starts. The groups (dataset, model, sched,
-optim, launcher) stay free-form: each names its own ``_target_`` and arguments, typed by the
-class it builds (a strategy's ``PlannerConfig``, ``TimelineConfig`` and executor check theirs).
+``RunSchema`` gives each top-level key of ``dygsched run`` its type and default (``conf/config.yaml``
+only picks the groups), so ``epochs=abc`` is one clear error before anything starts and every
+reader of a composed config finds each key there. The groups (dataset, model, sched, optim,
+launcher) stay free-form: each names its own ``_target_`` and arguments, typed by the class it
+builds. A strategy with flat settings types them with its ``StrategyConfig`` dataclass, whose
+defaults are registered here as ``strategy_config/<name>``, the config its ``conf/sched`` file
+starts from. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -13,23 +16,41 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
+from dygsched.engine.distdy.config import DistDyConfig
+from dygsched.engine.flare.config import FlareConfig
+from dygsched.engine.node_memory.config import NodeMemoryConfig, ShardedMemoryConfig, SvenConfig
+from dygsched.engine.strategy_config import StrategyConfig
+
+# strategy_config/<name>: what each conf/sched file with flat settings starts from
+STRATEGY_CONFIGS: dict[str, type[StrategyConfig]] = {
+    "flare": FlareConfig,
+    "distdy": DistDyConfig,
+    "node_memory": NodeMemoryConfig,
+    "sharded_memory": ShardedMemoryConfig,
+    "sven": SvenConfig,
+}
+
 
 @dataclass
 class SplitSchema:
+    """By time: train, then validation, then test (the rest)."""
+
     train: float = 0.7
     val: float = 0.15
-    new_nodes: float = 0.0
+    new_nodes: float = 0.0  # event streams: share of nodes hidden from training (DyGLib's inductive split: 0.1)
 
 
 @dataclass
 class GradSyncSchema:
+    """One bucketed all-reduce of the gradients per optimizer step."""
+
     bucket_mb: float = 25.0
-    overlap: bool = False
+    overlap: bool = False  # start each bucket's all-reduce during the step's last backward
 
 
 @dataclass
 class MetricsSchema:
-    count_flops: bool = True
+    count_flops: bool = True  # graph-convolution FLOPs per epoch (docs/metrics.md: what counting costs)
 
 
 @dataclass
@@ -39,24 +60,27 @@ class RunSchema:
     sched: Any = None
     optim: Any = None
     launcher: Any = None
-    world_size: Any = 2  # an integer or "auto"
+    world_size: Any = 2  # ranks: an integer, or 'auto' = one per GPU, else 2 CPU processes
     epochs: int = 5
     seed: int = 0
-    window: int = 4
-    eval_negatives: int = 1
-    tgb_negatives: str | None = None  # <folder>/<name>: TGB's <name>_val_ns.pkl and <name>_test_ns.pkl
+    window: int = 4  # snapshots per group (sliding windows)
     split: SplitSchema = field(default_factory=SplitSchema)
+    eval_negatives: int = 1  # event streams: negatives per validation/test event (1: TGL's AP/AUC; e.g. 100 adds TGB's MRR)
+    tgb_negatives: str | None = None  # event streams: <folder>/<name> reads TGB's fixed negatives <name>_val_ns.pkl, <name>_test_ns.pkl
     grad_sync: GradSyncSchema = field(default_factory=GradSyncSchema)
     metrics: MetricsSchema = field(default_factory=MetricsSchema)
-    device: str = "auto"
-    dist_timeout_s: float = 300.0
-    checkpoint: bool = True
-    resume: Any = None  # null, true/false, or a run folder
+    device: str = "auto"  # auto | cpu | cuda
+    dist_timeout_s: float = 300.0  # collective timeout: a lost rank cannot hang the run for longer
+    checkpoint: bool = True  # write checkpoint.pt (model, optimizer, plan, RNG states, metrics) after every epoch
+    resume: Any = None  # true: continue the latest checkpointed run with these settings; or a run folder
     results_dir: str = "results"
-    run_id: str | None = None
-    overwrite: bool = False
+    run_id: str | None = None  # generated when null; a plain name (letters, digits, - _ .)
+    overwrite: bool = False  # true: a run_id that names an earlier run moves that run aside (<id>.replaced-<time>)
     progress: bool = True
 
 
 def register() -> None:
-    ConfigStore.instance().store(name="run_schema", node=RunSchema)
+    store = ConfigStore.instance()
+    store.store(name="run_schema", node=RunSchema)
+    for name, config_type in STRATEGY_CONFIGS.items():
+        store.store(group="strategy_config", name=name, node=config_type.defaults())

@@ -13,6 +13,7 @@ import torch
 from dygsched.data.events import EventStream
 from dygsched.data.tgb_negatives import negative_files, read_negatives, read_phase_negatives
 from dygsched.engine.gradient_sync import GradientSync
+from dygsched.engine.node_memory.config import NodeMemoryConfig
 from dygsched.engine.node_memory.single import SingleProcessStrategy
 from dygsched.engine.strategy import Artifacts, Epoch, RunContext
 from dygsched.errors import ConfigError, DataError
@@ -98,7 +99,7 @@ def test_a_run_scores_every_event_against_the_files_negatives(tmp_path):
     write_tgb_file(files["val"], data, *split.val, lambda k: 6)
     write_tgb_file(files["test"], data, *split.test, lambda k: 6 if k % 2 else 2)  # uneven: loss not comparable
     settings = dataclasses.replace(SETTINGS, tgb_negatives=str(prefix))
-    strategy = SingleProcessStrategy(batch_size=60)
+    strategy = SingleProcessStrategy(NodeMemoryConfig(batch_size=60))
     strategy.check(data, settings, 1)
     strategy.setup(RunContext(data, settings, 0, 1, torch.device("cpu"), Artifacts(None, True)))
     module = strategy.objective(TGN(NODES, 1, memory_dim=8, time_dim=4, neighbours=3, heads=2, dropout=0.0))
@@ -111,7 +112,7 @@ def test_a_run_scores_every_event_against_the_files_negatives(tmp_path):
     negatives = strategy._negatives(batch).view(6, batch.events).t()
     assert torch.equal(negatives, strategy.fixed_negatives["val"].destinations[batch.start : batch.stop])
     with pytest.raises(ConfigError, match="not both"):
-        SingleProcessStrategy(batch_size=60).check(data, dataclasses.replace(settings, eval_negatives=3), 1)
+        SingleProcessStrategy(NodeMemoryConfig(batch_size=60)).check(data, dataclasses.replace(settings, eval_negatives=3), 1)
 
 
 def test_the_files_of_tgbs_later_releases_are_found_by_the_same_prefix(tmp_path):

@@ -16,7 +16,7 @@ import torch.distributed as dist
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.partition import partition_nodes
 from dygsched.data.synthetic import SyntheticSource
-from dygsched.engine.flare import FlareStrategy, decay_counts
+from dygsched.engine.flare import FlareConfig, FlareStrategy, decay_counts
 from dygsched.engine.flare.window import InheritedStates
 from dygsched.engine.node_partition import HaloAccounting, PartitionHooks, RankLayout
 from dygsched.engine.node_partition.overlap import OverlapSchedule
@@ -48,7 +48,7 @@ def graph():
 
 def strategy(world_size: int, rank: int, **options) -> FlareStrategy:
     settings = RunSettings(window=WINDOW, train_fraction=0.7, val_fraction=0.15, seed=3, epochs=1)
-    flare = FlareStrategy(chunks=3, partition=options.pop("partition", "metis"), **options)
+    flare = FlareStrategy(FlareConfig(chunks=3, partition=options.pop("partition", "metis"), **options))
     flare.setup(RunContext(graph(), settings, rank, world_size, CPU, Artifacts(None, rank == 0)))
     return flare
 
@@ -146,7 +146,7 @@ def test_full_window_without_inheritance_is_the_plain_group_for_any_chunk_order(
 
 def test_a_model_that_cannot_be_partitioned_is_refused():
     with pytest.raises(ConfigError, match="EvolveGCNHLayer cannot run on a part of them"):
-        FlareStrategy().check_model(EvolveGCNH(4, 1, hidden_channels=4, num_layers=1))
+        FlareStrategy(FlareConfig()).check_model(EvolveGCNH(4, 1, hidden_channels=4, num_layers=1))
 
 
 # ---- P ranks ----------------------------------------------------------------------------------------

@@ -103,3 +103,11 @@ def test_one_rank_moves_nothing_and_fills_unused_gradients_with_zeros():
     net[0](torch.ones(2, 3)).sum().backward()  # the other layers get no gradient
     assert sync.synchronize() == 0
     assert all(p.grad is not None for p in net.parameters()) and torch.count_nonzero(net[2].weight.grad) == 0
+
+
+def test_the_default_bucket_is_the_runs():
+    """GradientSync's default (for use outside a run) is the run's grad_sync.bucket_mb default, which the schema holds."""
+    from dygsched.engine.gradient_sync import DEFAULT_BUCKET_BYTES
+    from dygsched.launch.schema import GradSyncSchema
+
+    assert DEFAULT_BUCKET_BYTES == GradSyncSchema().bucket_mb * 2**20

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from dygsched.engine.gradient_sync import GradientSync
+from dygsched.engine.node_memory.config import NodeMemoryConfig
 from dygsched.engine.node_memory.single import SingleProcessStrategy
 from dygsched.engine.node_memory.strategy import EvaluationScores, link_prediction_metrics, mean_reciprocal_rank
 from dygsched.engine.strategy import Artifacts, Epoch, Missing, RunContext
@@ -37,7 +38,7 @@ def test_inductive_metrics_are_those_of_the_new_endpoints_events_and_missing_wit
 
 def test_training_never_reads_or_writes_a_hidden_nodes_events():
     data = stream()
-    strategy = SingleProcessStrategy(batch_size=60)
+    strategy = SingleProcessStrategy(NodeMemoryConfig(batch_size=60))
     strategy.check(data, INDUCTIVE, 1)
     strategy.setup(RunContext(data, INDUCTIVE, 0, 1, torch.device("cpu"), Artifacts(None, True)))
     module = strategy.objective(TGN(NODES, 1, memory_dim=8, time_dim=4, neighbours=3, heads=2, dropout=0.0))

@@ -21,6 +21,7 @@ import torch.distributed as dist
 from dygsched.data.event_batches import RecentNeighbours, negative_destinations, rank_slice
 from dygsched.data.events import events_from_arrays
 from dygsched.engine.gradient_sync import GradientSync
+from dygsched.engine.node_memory.config import NodeMemoryConfig, ShardedMemoryConfig, SvenConfig
 from dygsched.engine.node_memory.depcache import DepCacheStrategy
 from dygsched.engine.node_memory.depcomm import DepCommStrategy
 from dygsched.engine.node_memory.single import SingleProcessStrategy
@@ -45,12 +46,12 @@ MODELS = {
     "apan": lambda: APAN(NODES, 1, memory_dim=12, time_dim=6, mailbox_size=3, neighbours=3, heads=2, dropout=0.0),
 }
 STRATEGIES = {  # (strategy, variant): build it with b events per rank
-    ("depcache", "interval"): lambda b: DepCacheStrategy(batch_size=b),
-    ("depcomm", "interval"): lambda b: DepCommStrategy(batch_size=b, partition="interval"),
-    ("sven", "interval"): lambda b: SvenStrategy(batch_size=b, partition="interval", prefetch=False),
-    ("sven", "reflexbicut"): lambda b: SvenStrategy(batch_size=b, partition="reflexbicut"),
+    ("depcache", "interval"): lambda b: DepCacheStrategy(NodeMemoryConfig(batch_size=b)),
+    ("depcomm", "interval"): lambda b: DepCommStrategy(ShardedMemoryConfig(batch_size=b, partition="interval")),
+    ("sven", "interval"): lambda b: SvenStrategy(SvenConfig(batch_size=b, partition="interval", prefetch=False)),
+    ("sven", "reflexbicut"): lambda b: SvenStrategy(SvenConfig(batch_size=b, partition="reflexbicut")),
     # the pipeline: slices whose rows travel while the previous slice computes, batches prepared ahead
-    ("sven", "pipelined"): lambda b: SvenStrategy(batch_size=b, partition="range", micro_batches=3, prefetch=True),
+    ("sven", "pipelined"): lambda b: SvenStrategy(SvenConfig(batch_size=b, partition="range", micro_batches=3, prefetch=True)),
 }
 
 
@@ -130,7 +131,7 @@ def _ranks(rank: int, world_size: int, out: str) -> None:
 
 
 def reference(model_name: str, protocol: str = "transductive") -> dict:
-    return train(SingleProcessStrategy(batch_size=GLOBAL_BATCH), model_name, 0, 1, PROTOCOLS[protocol])
+    return train(SingleProcessStrategy(NodeMemoryConfig(batch_size=GLOBAL_BATCH)), model_name, 0, 1, PROTOCOLS[protocol])
 
 
 def full_table(per_rank: list[dict]) -> torch.Tensor:
@@ -187,7 +188,7 @@ def test_every_strategy_trains_what_one_process_trains_with_the_global_batch(dis
 def test_embedding_each_distinct_root_once_changes_nothing(model_name, references):
     """Roots repeat (vertex, time) pairs on this stream (tied times); embedding one row per pair and
     expanding must train exactly what embedding every root trains."""
-    every_root = SingleProcessStrategy(batch_size=GLOBAL_BATCH)
+    every_root = SingleProcessStrategy(NodeMemoryConfig(batch_size=GLOBAL_BATCH))
     every_root.embed_distinct_roots = False
     want, got = train(every_root, model_name, 0, 1), references[(model_name, "transductive")]
     np.testing.assert_allclose(got["losses"], want["losses"], rtol=1e-9)
@@ -198,7 +199,7 @@ def test_embedding_each_distinct_root_once_changes_nothing(model_name, reference
     # and the pairs do repeat, so the comparison is not of two identical computations
     data = stream()
     roots = torch.cat([data.src[:GLOBAL_BATCH], data.dst[:GLOBAL_BATCH]])
-    probe = SingleProcessStrategy(batch_size=GLOBAL_BATCH)
+    probe = SingleProcessStrategy(NodeMemoryConfig(batch_size=GLOBAL_BATCH))
     probe.device = CPU
     embedded, expand = probe._embedded_roots(roots, data.t[:GLOBAL_BATCH].repeat(2))
     assert embedded.numel() < roots.numel() and torch.equal(roots[embedded][expand], roots)
@@ -305,17 +306,17 @@ def test_the_one_process_count_is_what_the_ranks_moved(distributed):
 def test_batches_and_models_that_cannot_run_are_refused():
     data = stream()
     with pytest.raises(ConfigError, match="more than the"):
-        SvenStrategy(batch_size=300).check(data, SETTINGS, 2)
+        SvenStrategy(SvenConfig(batch_size=300)).check(data, SETTINGS, 2)
     with pytest.raises(ConfigError, match="world_size=1"):
-        SingleProcessStrategy().check(data, SETTINGS, 2)
+        SingleProcessStrategy(NodeMemoryConfig()).check(data, SETTINGS, 2)
     with pytest.raises(ConfigError, match="at least 1 event"):
-        DepCacheStrategy(batch_size=0)
+        DepCacheStrategy(NodeMemoryConfig(batch_size=0))
     with pytest.raises(ConfigError, match="unknown sched.partition"):
-        SvenStrategy(partition="metis")
+        SvenStrategy(SvenConfig(partition="metis"))
     from dygsched.models.tgcn import TGCN
 
     with pytest.raises(ConfigError, match="model=tgn, jodie or apan"):
-        SvenStrategy().check_model(TGCN(2, 1, hidden_channels=4))
+        SvenStrategy(SvenConfig()).check_model(TGCN(2, 1, hidden_channels=4))
     from dygsched.data.synthetic import SyntheticSource
     from dygsched.engine.worker import build_model
     from dygsched.launch.hydra_app import compose_config
@@ -372,7 +373,7 @@ def test_edge_features_reach_the_models(model_name):
 
     def first_losses(scale: float) -> list[float]:
         data = dataclasses.replace(base, edge_features=features * scale)
-        strategy = SingleProcessStrategy(batch_size=GLOBAL_BATCH)
+        strategy = SingleProcessStrategy(NodeMemoryConfig(batch_size=GLOBAL_BATCH))
         strategy.check(data, SETTINGS, 1)
         strategy.setup(RunContext(data, SETTINGS, 0, 1, CPU, Artifacts(None, True)))
         assert strategy.edge.shape == (EVENTS, 4)  # the weight, then the three features
@@ -394,8 +395,8 @@ def test_more_ranks_than_vertices_are_refused_and_a_rank_without_events_is_logge
 
     data = stream()
     with pytest.raises(ConfigError, match=f"has only {NODES}"):
-        SvenStrategy(batch_size=1).check(data, SETTINGS, NODES + 1)
-    strategy = SvenStrategy(batch_size=30, partition="reflexbicut", prefetch=False)
+        SvenStrategy(SvenConfig(batch_size=1)).check(data, SETTINGS, NODES + 1)
+    strategy = SvenStrategy(SvenConfig(batch_size=30, partition="reflexbicut", prefetch=False))
     strategy.setup(RunContext(data, SETTINGS, 0, 1, CPU, Artifacts(None, True)))
     strategy.demand = lambda: np.zeros((1, NODES))  # a pre-sampling pass that saw no event for rank 0
     logger = logging.getLogger("dygsched")

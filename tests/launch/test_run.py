@@ -96,6 +96,12 @@ def test_twitter_tennis_two_ranks(tmp_path, shipped_data):
         ([*TINY_SYNTHETIC, "dataset.num_nodes=lots"], "dataset.num_nodes must be a number"),
         ([*TINY_SYNTHETIC, "launcher.grace_period_s=soon"], "launcher.grace_period_s must be a number"),
         (["dataset=events", "model=tgn", "sched=sven", "sched.prefetch=yes"], "sched.prefetch must be true or false, got 'yes'"),
+        # a strategy's typed configuration (FlareConfig, DistDyConfig, SvenConfig), checked as the run starts
+        ([*TINY_SYNTHETIC, "sched=flare", "sched.chunks=0"], "sched.chunks (chunks per rank) must be a positive integer, got 0"),
+        ([*TINY_SYNTHETIC, "sched=flare", "sched.schedule=[4,x]"], "sched.schedule must be a string or a list of integers"),
+        ([*TINY_SYNTHETIC, "sched=distdy", "model=sage_temporal", "sched.loop=sometimes"], "unknown sched.loop 'sometimes'"),
+        (["dataset=events", "model=tgn", "sched=sven", "sched.staleness=2"], "sched.staleness must be 0 or 1, got 2"),
+        (["dataset=events", "model=tgn", "sched=sven", "+sched.stalenes=1"], "unknown key 'sched.stalenes': SvenConfig has"),
     ],
 )
 def test_bad_input_is_one_line_and_starts_no_run(tmp_path, overrides, message):
@@ -231,3 +237,50 @@ def test_a_rejected_input_is_answered_before_torch_is_imported(override):
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.stdout.strip() == "no torch 1", (done.stdout, done.stderr)
     assert done.stderr.startswith("dygsched: error:") and len(done.stderr.strip().splitlines()) == 1
+
+
+def _count_constructions(monkeypatch) -> list:
+    """Every ``SnapshotGroupStrategy`` (the default sched) built in this process from now on."""
+    from dygsched.engine.snapshot_groups import SnapshotGroupStrategy
+
+    built = []
+    construct = SnapshotGroupStrategy.__init__
+
+    def counted(self, *args, **kwargs):
+        built.append(self)
+        construct(self, *args, **kwargs)
+
+    monkeypatch.setattr(SnapshotGroupStrategy, "__init__", counted)
+    return built
+
+
+def test_the_launching_process_builds_the_strategy_once(tmp_path, monkeypatch):
+    """Checking the settings, checking it against the data: one strategy (the ranks build their own)."""
+    from dygsched.launch.app import run
+    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.local import LocalLauncher
+
+    monkeypatch.setattr(LocalLauncher, "launch", lambda *args: None)  # no ranks: only this process counts
+    built = _count_constructions(monkeypatch)
+    run(compose_config([*TINY_SYNTHETIC, "world_size=1", f"results_dir={tmp_path / 'results'}"]))
+    assert len(built) == 1
+
+
+def test_a_rank_builds_the_strategy_once_and_trains_it(tmp_path, monkeypatch):
+    """A rank of a torchrun job (this process, one rank): checked, prepared and trained with one strategy."""
+    import signal
+
+    from dygsched.launch.app import run
+    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.local import free_port
+
+    for name, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}.items():
+        monkeypatch.setenv(name, value)
+    built = _count_constructions(monkeypatch)
+    previous = signal.getsignal(signal.SIGTERM)  # a rank answers SIGTERM by stopping; pytest keeps its own
+    try:
+        summary = run(compose_config([*TINY_SYNTHETIC, "world_size=1", "epochs=1", "device=cpu", f"results_dir={tmp_path / 'results'}"]))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert summary["status"] == "ok" and summary["epochs_completed"] == 1
+    assert len(built) == 1

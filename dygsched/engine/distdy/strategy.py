@@ -42,13 +42,13 @@ from torch import nn
 from dygsched.data.additive_store import EDGE_BYTES, GraphStore
 from dygsched.data.loading import DynamicData
 from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.engine.distdy.config import DistDyConfig
 from dygsched.engine.distdy.placement import PAPER_SEGMENTS, feature_segments, snapshot_graphs
 from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
 from dygsched.engine.node_partition.exchange import exchange_counts, exchange_rows
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy, broadcast_from_rank0
 from dygsched.errors import ConfigError
 from dygsched.sched.online_partition import (
-    PARTITIONERS,
     CapacityError,
     OnlinePartitioner,
     SnapshotGraph,
@@ -60,7 +60,6 @@ from dygsched.sched.online_partition import (
     store_capacity,
 )
 
-LOOPS = ("epochs", "online")
 log = logging.getLogger("dygsched")
 
 
@@ -77,47 +76,10 @@ class DistDyStrategy(Strategy):
     data_kind = TemporalGraph
     exact = False  # sampled mini-batches: not the group objective of the contract's reference
 
-    def __init__(
-        self,
-        name: str = "distdy",
-        partition: str = "distdy",
-        segments: int | None = None,
-        capacity_factor: float = 1.75,
-        capacity_bytes: float | None = None,
-        eta: float = 6.0,
-        budget: int = 300,
-        clip_rewards: bool = False,
-        message_weight: float = 0.0,
-        fetch_weight: float = 0.0,
-        fanouts: Sequence[int] = (5, 10),
-        batch: int = 1024,
-        batches_per_step: int = 1,
-        loop: str = "epochs",
-        epochs_per_window: int = 1,
-    ) -> None:
-        if partition not in PARTITIONERS:
-            raise ConfigError(f"unknown sched.partition '{partition}' (choose from {', '.join(PARTITIONERS)})")
-        if segments is not None and segments < 1:
-            raise ConfigError(f"sched.segments (feature segments, S) must be at least 1, got {segments}")
-        if not fanouts or any(int(f) < 1 for f in fanouts):
-            raise ConfigError(f"sched.fanouts must be positive neighbour counts, one per layer, got {list(fanouts)}")
-        if batch < 1 or batches_per_step < 1:
-            raise ConfigError("sched.batch and sched.batches_per_step must be at least 1")
-        if loop not in LOOPS:
-            raise ConfigError(f"unknown sched.loop '{loop}' (choose from {', '.join(LOOPS)})")
-        if epochs_per_window < 1:
-            raise ConfigError(f"sched.epochs_per_window must be at least 1, got {epochs_per_window}")
-        if capacity_factor <= 0 or (capacity_bytes is not None and capacity_bytes <= 0):
-            raise ConfigError("sched.capacity_factor and sched.capacity_bytes must be positive")
-        if message_weight < 0 or fetch_weight < 0:
-            raise ConfigError("sched.message_weight and sched.fetch_weight must be 0 (the paper's algorithm) or more")
-        self.name, self.method, self.capacity_factor = name, partition, float(capacity_factor)
-        self.segments = None if segments is None else int(segments)
-        self.capacity_bytes = None if capacity_bytes is None else float(capacity_bytes)
-        self.eta, self.budget, self.clip_rewards = float(eta), int(budget), bool(clip_rewards)
-        self.message_weight, self.fetch_weight = float(message_weight), float(fetch_weight)
-        self.fanouts, self.batch, self.batches_per_step = [int(f) for f in fanouts], int(batch), int(batches_per_step)
-        self.loop, self.epochs_per_window = loop, int(epochs_per_window)
+    config_type = DistDyConfig
+
+    def __init__(self, config: DistDyConfig, name: str = "distdy") -> None:
+        self.name, self.config = name, config
         self.placements: list[SnapshotPartition] = []
         self._store: GraphStore | None = None
         self._baseline: list[SnapshotPartition] | None = None
@@ -133,30 +95,30 @@ class DistDyStrategy(Strategy):
             raise ConfigError(f"window ({settings.window}) is larger than the number of snapshots ({data.num_snapshots})")
         if world_size > data.num_nodes:
             raise ConfigError(f"{world_size} stores are more than the graph's {data.num_nodes} nodes")
-        if self.segments is not None and self.segments > data.num_features:
-            raise ConfigError(f"sched.segments={self.segments} is more than the {data.num_features} feature columns")
+        if self.config.segments is not None and self.config.segments > data.num_features:
+            raise ConfigError(f"sched.segments={self.config.segments} is more than the {data.num_features} feature columns")
         self._window = settings.window
-        if self.method == "distdy":
+        if self.config.partition == "distdy":
             self._check_capacity(data, settings, world_size)
         windows = data.num_snapshots - settings.window + 1
-        if self.loop == "online" and settings.epochs != windows * self.epochs_per_window:
+        if self.config.loop == "online" and settings.epochs != windows * self.config.epochs_per_window:
             raise ConfigError(
-                f"sched.loop=online trains {self.epochs_per_window} epoch(s) on each of the {windows} windows as their snapshots "
-                f"arrive: set epochs={windows * self.epochs_per_window} (or sched.epochs_per_window)"
+                f"sched.loop=online trains {self.config.epochs_per_window} epoch(s) on each of the {windows} windows as their snapshots "
+                f"arrive: set epochs={windows * self.config.epochs_per_window} (or sched.epochs_per_window)"
             )
 
     def _segments(self, num_features: int) -> int:
-        return feature_segments(self.segments, num_features)
+        return feature_segments(self.config.segments, num_features)
 
     def _snapshot_graphs(self, graph: TemporalGraph, train_nodes: np.ndarray) -> list[SnapshotGraph]:
-        return snapshot_graphs(graph, train_nodes, self.batch, self.fanouts, self._segments(graph.num_features))
+        return snapshot_graphs(graph, train_nodes, self.config.batch, self.config.fanouts, self._segments(graph.num_features))
 
     def _capacity(self, snapshots: Sequence[SnapshotGraph], window: int, stores: int) -> np.ndarray:
-        return store_capacity(snapshots, window, stores, self.capacity_factor, self.capacity_bytes)
+        return store_capacity(snapshots, window, stores, self.config.capacity_factor, self.config.capacity_bytes)
 
     def _partitioner_options(self) -> dict[str, Any]:
-        return {"eta": self.eta, "budget": self.budget, "clip_rewards": self.clip_rewards,
-                "message_weight": self.message_weight, "fetch_weight": self.fetch_weight}  # fmt: skip
+        c = self.config
+        return {"eta": c.eta, "budget": c.budget, "clip_rewards": c.clip_rewards, "message_weight": c.message_weight, "fetch_weight": c.fetch_weight}
 
     def _check_capacity(self, data: TemporalGraph, settings: RunSettings, world_size: int) -> None:
         """Algorithms 1-3 over the whole stream (they are causal and do not depend on training): a capacity
@@ -171,9 +133,9 @@ class DistDyStrategy(Strategy):
             factor = smallest_feasible_factor(snapshots, settings.window, world_size, **options)
             smallest = store_capacity(snapshots, settings.window, world_size, factor)[0]
             given = (
-                f"sched.capacity_bytes={self.capacity_bytes:.0f}"
-                if self.capacity_bytes is not None
-                else f"sched.capacity_factor={self.capacity_factor:g}"
+                f"sched.capacity_bytes={self.config.capacity_bytes:.0f}"
+                if self.config.capacity_bytes is not None
+                else f"sched.capacity_factor={self.config.capacity_factor:g}"
             )
             raise ConfigError(
                 f"{given} is too small for Algorithm 1 to place every snapshot on {world_size} stores: the smallest "
@@ -185,9 +147,9 @@ class DistDyStrategy(Strategy):
             raise ConfigError(
                 f"sched={self.name} trains a sampled GraphSAGE encoder with a temporal model: use model=sage_temporal"
             )
-        if len(model.convs) != len(self.fanouts):
+        if len(model.convs) != len(self.config.fanouts):
             raise ConfigError(
-                f"sched.fanouts has {len(self.fanouts)} entries for a model of {len(model.convs)} layers: one per layer"
+                f"sched.fanouts has {len(self.config.fanouts)} entries for a model of {len(model.convs)} layers: one per layer"
             )
         window = getattr(self, "_window", None)
         if window is not None and model.window != window:
@@ -203,7 +165,7 @@ class DistDyStrategy(Strategy):
             graph.num_nodes, run.settings.train_fraction, run.settings.val_fraction, run.settings.seed
         )
         self.num_segments = self._segments(graph.num_features)
-        if self.segments is None and self.rank == 0:
+        if self.config.segments is None and self.rank == 0:
             log.info("dygsched: sched.segments=%d (the paper's %d, at most the %d feature columns)",
                      self.num_segments, PAPER_SEGMENTS, graph.num_features)  # fmt: skip
         self.snapshots = self._snapshot_graphs(graph, self.train_nodes)
@@ -225,11 +187,11 @@ class DistDyStrategy(Strategy):
             start = time.perf_counter()
             placement = None
             if self.rank == 0:
-                if self.method == "distdy":
+                if self.config.partition == "distdy":
                     placement = self.online.partition(t, self.snapshots[t])
                 else:  # a baseline sees every snapshot at once (METIS on the aggregate graph needs them)
                     if self._baseline is None:
-                        self._baseline = baseline_partitions(self.method, self.snapshots, self.world_size, self.settings.seed)
+                        self._baseline = baseline_partitions(self.config.partition, self.snapshots, self.world_size, self.settings.seed)
                     placement = self._baseline[t]
             self.placements.append(broadcast_from_rank0(placement))
             seconds += time.perf_counter() - start
@@ -239,19 +201,19 @@ class DistDyStrategy(Strategy):
     def windows(self, epoch_index: int) -> list[int]:
         """The steps (each window's latest snapshot) epoch ``epoch_index`` trains, in order."""
         first = self.window - 1
-        if self.loop == "epochs":
+        if self.config.loop == "epochs":
             return list(range(first, self.graph.num_snapshots))
-        return [first + epoch_index // self.epochs_per_window]
+        return [first + epoch_index // self.config.epochs_per_window]
 
     def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
         steps = self.windows(epoch.index)
-        if self.loop == "epochs" or self._store is None or self._store.snapshots[-1:] > steps[-1:]:
+        if self.config.loop == "epochs" or self._store is None or self._store.snapshots[-1:] > steps[-1:]:
             self._store = self._new_store()
         store = self._store
         clock = dict.fromkeys(("partition", "store", "reconstruct"), 0.0)
         traffic = self._no_traffic()
         cut, iteration, held = [], 0, None
-        epoch.expect_steps(len(steps) * self.batches_per_step, "batch")
+        epoch.expect_steps(len(steps) * self.config.batches_per_step, "batch")
         for tau in steps:
             while not store.snapshots or store.snapshots[-1] < tau:  # the snapshots that arrived up to tau
                 t = store.snapshots[-1] + 1 if store.snapshots else 0
@@ -264,7 +226,7 @@ class DistDyStrategy(Strategy):
             start = time.perf_counter()
             held = {t: store.features(t) for t in range(tau - self.window + 1, tau + 1)}  # what the training reads
             clock["reconstruct"] += time.perf_counter() - start
-            for b in range(self.batches_per_step):
+            for b in range(self.config.batches_per_step):
                 stats = IterationStats(iteration=iteration, units=1 if self.rank == 0 else 0)
                 began = time.perf_counter()
                 loss = self.batch_loss(epoch.index, tau, b, held, traffic, stats)
@@ -310,7 +272,7 @@ class DistDyStrategy(Strategy):
 
     # ---- one mini-batch ------------------------------------------------------------------------------
     def targets(self, epoch: int, tau: int, b: int, nodes: np.ndarray) -> np.ndarray:
-        return step_targets(self.graph.snapshots[tau].node_mask.numpy(), nodes, self.batch, self.settings.seed, epoch, tau, b)
+        return step_targets(self.graph.snapshots[tau].node_mask.numpy(), nodes, self.config.batch, self.settings.seed, epoch, tau, b)
 
     def batch_loss(
         self,
@@ -331,7 +293,7 @@ class DistDyStrategy(Strategy):
             t: sample_neighbourhood(
                 self.neighbours[t],
                 targets[owners[slot] == self.rank],
-                self.fanouts,
+                self.config.fanouts,
                 sample_key(self.settings.seed, epoch_index, tau, b, t),
             )
             for slot, t in enumerate(window)
@@ -448,8 +410,8 @@ class DistDyStrategy(Strategy):
         present = nodes[self.graph.snapshots[tau].node_mask.numpy()[nodes]]
         sums = torch.zeros(2, dtype=torch.float64)
         with torch.no_grad():
-            for start in range(0, present.size, self.batch):
-                chunk = present[start : start + self.batch]
+            for start in range(0, present.size, self.config.batch):
+                chunk = present[start : start + self.config.batch]
                 stats = IterationStats(iteration=-1)
                 traffic = self._no_traffic()
                 loss = self.batch_loss(-1, tau, start, held, traffic, stats, targets=chunk)

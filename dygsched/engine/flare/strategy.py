@@ -34,15 +34,16 @@ from torch import nn
 
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.loading import DynamicData
-from dygsched.data.partition import PARTITIONERS, NodePartition, partition_nodes
+from dygsched.data.partition import NodePartition, partition_nodes
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
+from dygsched.engine.flare.config import FlareConfig
 from dygsched.engine.flare.decay import decay_counts
 from dygsched.engine.flare.window import InheritedStates
 from dygsched.engine.memory import SavedTensors, tensor_bytes
 from dygsched.engine.node_partition.exchange import HaloAccounting
 from dygsched.engine.node_partition.hooks import PartitionHooks
 from dygsched.engine.node_partition.layout import GCNNorm, PartitionedSnapshot, RankLayout
-from dygsched.engine.node_partition.overlap import OVERLAPS, OverlapSchedule
+from dygsched.engine.node_partition.overlap import OverlapSchedule
 from dygsched.engine.snapshot_groups.objective import GroupObjective
 from dygsched.engine.snapshot_groups.strategy import build_split, metric_name
 from dygsched.engine.strategy import (
@@ -57,8 +58,6 @@ from dygsched.engine.strategy import (
 )
 from dygsched.errors import ConfigError
 from dygsched.models.base import DGNN
-
-LOSS_ON = ("last", "all")
 
 
 class Breakdown:
@@ -99,41 +98,12 @@ class FlareStrategy(Strategy):
     data_kind = TemporalGraph
     exact = False  # decayed blocks depend on the partition; with full blocks only, P ranks equal one process (tests)
 
-    def __init__(
-        self,
-        name: str = "flare",
-        partition: str = "metis",
-        chunks: int = 16,
-        full: int = 2,
-        alpha: float = 0.1,
-        schedule: str | list[int] = "paper",
-        inherit: bool = True,
-        loss_on: str = "last",
-        random_split: bool = True,
-        shrink: bool = True,
-        overlap: str = "none",
-        autotune_every: int = 0,
-        autotune_windows: int = 4,
-    ) -> None:
-        if partition not in PARTITIONERS:
-            raise ConfigError(f"unknown sched.partition '{partition}' (choose from {', '.join(PARTITIONERS)})")
-        if loss_on not in LOSS_ON:
-            raise ConfigError(f"unknown sched.loss_on '{loss_on}' (choose from {', '.join(LOSS_ON)})")
-        if overlap not in OVERLAPS:
-            raise ConfigError(f"unknown sched.overlap '{overlap}' (choose from {', '.join(OVERLAPS)})")
-        if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
-            raise ConfigError(f"sched.chunks (chunks per rank) must be a positive integer, got {chunks!r}")
-        if isinstance(full, bool) or not isinstance(full, int) or full < 1:
-            raise ConfigError(f"sched.full (K, full snapshots per window) must be a positive integer, got {full!r}")
-        if not isinstance(alpha, (int, float)) or not 0.0 <= float(alpha) <= 1.0:
-            raise ConfigError(f"sched.alpha must lie in [0, 1], got {alpha!r}")
-        self.name, self.partitioner, self.chunks, self.full, self.alpha = name, partition, chunks, full, float(alpha)
-        self.schedule = schedule if isinstance(schedule, str) else [int(c) for c in schedule]
-        self.inherit, self.loss_on, self.random_split, self.shrink, self.overlap = inherit, loss_on, random_split, shrink, overlap
-        self.overlap_schedule = OverlapSchedule(overlap) if overlap != "none" else None
-        if autotune_every < 0 or autotune_windows < 1:
-            raise ConfigError("sched.autotune_every must be 0 (off) or more, and sched.autotune_windows at least 1")
-        self.autotune_every, self.autotune_windows = int(autotune_every), int(autotune_windows)
+    config_type = FlareConfig
+
+    def __init__(self, config: FlareConfig, name: str = "flare") -> None:
+        self.name, self.config = name, config
+        self.full, self.alpha = config.full, config.alpha  # where the decay starts; the auto-tuning moves them
+        self.overlap_schedule = OverlapSchedule(config.overlap) if config.overlap != "none" else None
         self._state_bytes = 0
         self._last_epoch = -1
         self._partition_reported = False
@@ -145,11 +115,11 @@ class FlareStrategy(Strategy):
         if self.full > settings.window:
             raise ConfigError(f"sched.full (K={self.full}) must be at most the window (W={settings.window})")
         build_split(data, settings)
-        decay_counts(self.schedule, self.chunks, settings.window - self.full, self.alpha)
-        if world_size * self.chunks > data.num_nodes:
-            raise ConfigError(f"{world_size} ranks x {self.chunks} chunks are more chunks than the graph's {data.num_nodes} nodes")
+        decay_counts(self.config.schedule, self.config.chunks, settings.window - self.full, self.alpha)
+        if world_size * self.config.chunks > data.num_nodes:
+            raise ConfigError(f"{world_size} ranks x {self.config.chunks} chunks are more chunks than the graph's {data.num_nodes} nodes")
         # a graph the partitioner cannot cut (a part left without nodes) fails here, not on rank 0 later
-        partition_nodes(data, range(build_split(data, settings).train[-1].stop), world_size, self.chunks, self.partitioner, settings.seed)
+        partition_nodes(data, range(build_split(data, settings).train[-1].stop), world_size, self.config.chunks, self.config.partition, settings.seed)
 
     def check_model(self, model: nn.Module) -> None:
         layers = getattr(model, "layers", [])
@@ -169,11 +139,11 @@ class FlareStrategy(Strategy):
         self.rank, self.world_size, self.device = run.rank, run.world_size, run.device
         self.split = build_split(self.graph, run.settings)
         self.window = run.settings.window
-        self.counts = decay_counts(self.schedule, self.chunks, self.window - self.full, self.alpha)
+        self.counts = decay_counts(self.config.schedule, self.config.chunks, self.window - self.full, self.alpha)
         train_stop = self.split.train[-1].stop
         start = time.perf_counter()
         partition = (
-            partition_nodes(self.graph, range(train_stop), self.world_size, self.chunks, self.partitioner, run.settings.seed, run.artifacts.cache_dir)
+            partition_nodes(self.graph, range(train_stop), self.world_size, self.config.chunks, self.config.partition, run.settings.seed, run.artifacts.cache_dir)
             if run.is_main
             else None
         )
@@ -192,12 +162,12 @@ class FlareStrategy(Strategy):
     def chunk_order(self, epoch: int) -> tuple[np.ndarray, np.ndarray]:
         """This rank's node order for ``epoch`` (owned rows sorted by their chunk's survival rank,
         then by id) and ``ends[c]``: how many of its nodes lie in the first ``c`` chunks."""
-        survival = np.random.default_rng([self.settings.seed, epoch, self.rank, 17]).permutation(self.chunks)
-        rank_of_chunk = np.empty(self.chunks, dtype=np.int64)
-        rank_of_chunk[survival] = np.arange(self.chunks)
+        survival = np.random.default_rng([self.settings.seed, epoch, self.rank, 17]).permutation(self.config.chunks)
+        rank_of_chunk = np.empty(self.config.chunks, dtype=np.int64)
+        rank_of_chunk[survival] = np.arange(self.config.chunks)
         owned_rank = rank_of_chunk[self.partition.chunk[self.layout.owned]]
         order = np.lexsort((np.arange(owned_rank.size), owned_rank))
-        ends = np.concatenate([[0], np.cumsum(np.bincount(owned_rank, minlength=self.chunks))])
+        ends = np.concatenate([[0], np.cumsum(np.bincount(owned_rank, minlength=self.config.chunks))])
         return order, ends
 
     def epoch_windows(self, epoch: int) -> list[list[SnapshotGroup]]:
@@ -205,7 +175,7 @@ class FlareStrategy(Strategy):
         a random cut of the training snapshots, the later part first; no window crosses the cut."""
         groups = list(self.split.train)
         stop = groups[-1].stop
-        cut = int(np.random.default_rng([self.settings.seed, epoch, 29]).integers(0, stop)) if self.random_split else 0
+        cut = int(np.random.default_rng([self.settings.seed, epoch, 29]).integers(0, stop)) if self.config.random_split else 0
         later = [g for g in groups if g.start >= cut]
         earlier = [g for g in groups if g.stop <= cut]
         return [segment for segment in (later, earlier) if segment]
@@ -215,7 +185,7 @@ class FlareStrategy(Strategy):
         clock = clock or Breakdown()
         with clock.phase("shuffle"):
             self.order, self.ends = self.chunk_order(index)
-        if self.shrink:
+        if self.config.shrink:
             with clock.phase("remap"):
                 self.layout.reorder(self.order)
 
@@ -230,7 +200,7 @@ class FlareStrategy(Strategy):
         segments = self.epoch_windows(epoch.index)
         epoch.expect_steps(sum(len(segment) for segment in segments), "window")
         for segment in segments:
-            saved: dict[int, Any] | None = {} if self.inherit else None  # states reset at each segment's start
+            saved: dict[int, Any] | None = {} if self.config.inherit else None  # states reset at each segment's start
             for group in segment:
                 stats = IterationStats(iteration=iteration, units=1 if self.rank == 0 else 0)
                 before_comm, before_bytes = accounting.seconds, accounting.total_bytes
@@ -260,7 +230,7 @@ class FlareStrategy(Strategy):
             metrics[f"halo_bytes_layer{layer}_backward"] = accounting.backward_bytes.get(layer, 0)
         if fit_error is not None:
             metrics["overlap_fit_mse"] = fit_error
-        if self.autotune_every and (epoch.index + 1) % self.autotune_every == 0:
+        if self.config.autotune_every and (epoch.index + 1) % self.config.autotune_every == 0:
             metrics.update(self.autotune(epoch))
         if not self._partition_reported and self.rank == 0:  # rank 0 partitions, once per run
             metrics["partition_s"] = self.partition_s
@@ -273,7 +243,7 @@ class FlareStrategy(Strategy):
         snapshots, partitioned, ids = [], [], []
         decayed = 0 if full_only else self.window - self.full
         for position, t in enumerate(range(group.start, group.stop)):
-            held = self.layout.snapshot(t) if self.shrink else self.layout.localise(t, self.order)
+            held = self.layout.snapshot(t) if self.config.shrink else self.layout.localise(t, self.order)
             if position < decayed:
                 rows = int(self.ends[self.counts[decayed - position - 1]])
                 if rows == 0:
@@ -304,14 +274,14 @@ class FlareStrategy(Strategy):
     ) -> torch.Tensor:
         """This rank's share of the window's loss (the ranks' shares add up to it)."""
         clock = clock or Breakdown()
-        with clock.phase("remap" if not self.shrink else "load"):
+        with clock.phase("remap" if not self.config.shrink else "load"):
             snapshots, partitioned, ids = self.blocks(group)  # without shrinking, renumbered here, at every step
         with clock.phase("load"):
             snapshots = [s.to(self.device) for s in snapshots]
         with clock.phase("forward"):
             hooks = InheritedStates(self.model, ids, saved, PartitionHooks(partitioned, accounting, schedule=self.overlap_schedule))
             h, _ = self.model.unroll(snapshots, hooks=hooks, layer_major=self.overlap_schedule is not None)
-            if self.loss_on == "last":
+            if self.config.loss_on == "last":
                 last = partitioned[-1]
                 assert last is not None, "the last block of a window is always full"
                 return self._partial_loss(h, snapshots[-1], last.active_nodes)
@@ -333,7 +303,7 @@ class FlareStrategy(Strategy):
 
     def set_decay(self, full: int, alpha: float) -> None:
         self.full, self.alpha = full, alpha
-        self.counts = decay_counts(self.schedule, self.chunks, self.window - full, alpha)
+        self.counts = decay_counts(self.config.schedule, self.config.chunks, self.window - full, alpha)
 
     def autotune(self, epoch: Epoch) -> dict[str, MetricValue]:
         """Try each neighbouring (K, alpha) for ``autotune_windows`` windows from a copy of the weights,
@@ -341,7 +311,7 @@ class FlareStrategy(Strategy):
         the losses are summed over ranks)."""
         weights = {k: v.detach().clone() for k, v in self.loss.state_dict().items()}
         optimizer = copy.deepcopy(epoch.optimizer.state_dict())
-        windows = [g for segment in self.epoch_windows(epoch.index + 1) for g in segment][: self.autotune_windows]
+        windows = [g for segment in self.epoch_windows(epoch.index + 1) for g in segment][: self.config.autotune_windows]
         current = (self.full, self.alpha)
         results = {}
         for full, alpha in self.neighbours():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from dygsched.engine.node_memory.config import NodeMemoryConfig
 from dygsched.engine.node_memory.single import local_memory
 from dygsched.engine.node_memory.state import Ownership
 from dygsched.engine.node_memory.strategy import NodeMemoryStrategy, Series
@@ -18,8 +19,10 @@ from dygsched.engine.strategy import IterationStats
 
 
 class DepCacheStrategy(NodeMemoryStrategy):
-    def __init__(self, name: str = "depcache", batch_size: int = 600) -> None:
-        super().__init__(name, batch_size)
+    config_type = NodeMemoryConfig
+
+    def __init__(self, config: NodeMemoryConfig, name: str = "depcache") -> None:
+        super().__init__(config, name)
 
     def build_ownership(self) -> Ownership:
         return Ownership.everywhere(self.stream.num_nodes, self.rank, self.world_size)

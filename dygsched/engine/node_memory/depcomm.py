@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import torch
 
+from dygsched.engine.node_memory.config import ShardedMemoryConfig
 from dygsched.engine.node_memory.sharded import ShardedMemoryStrategy
 from dygsched.engine.node_memory.strategy import Series
 from dygsched.engine.strategy import IterationStats
 
 
 class DepCommStrategy(ShardedMemoryStrategy):
-    def __init__(self, name: str = "depcomm", batch_size: int = 600, partition: str = "interval", capacity_slack: float = 0.1) -> None:
-        super().__init__(name, batch_size, partition, capacity_slack)
+    config_type = ShardedMemoryConfig
+
+    def __init__(self, config: ShardedMemoryConfig, name: str = "depcomm") -> None:
+        super().__init__(config, name)
 
     def memory_of(self, series: Series, stats: IterationStats, upcoming: Series | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         order, send_counts = self.route(series.vertices)

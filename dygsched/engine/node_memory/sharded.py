@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from dygsched.data.loading import DynamicData
+from dygsched.engine.node_memory.config import ShardedMemoryConfig
 from dygsched.engine.node_memory.state import Ownership
 from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
 from dygsched.engine.node_memory.updates import StateUpdates
@@ -27,20 +28,13 @@ from dygsched.engine.node_memory.volumes import demand_matrix, epoch_reads
 from dygsched.engine.strategy import IterationStats, RunSettings, broadcast_from_rank0
 from dygsched.errors import ConfigError
 
-PARTITIONS = ("interval", "range", "reflexbicut")
 log = logging.getLogger("dygsched")
 
 
 class ShardedMemoryStrategy(NodeMemoryStrategy):
-    def __init__(
-        self, name: str, batch_size: int = 600, partition: str = "interval", capacity_slack: float = 0.1, micro_batches: int = 1
-    ) -> None:
-        super().__init__(name, batch_size, micro_batches)
-        if partition not in PARTITIONS:
-            raise ConfigError(f"unknown sched.partition '{partition}' (choose from {', '.join(PARTITIONS)})")
-        if capacity_slack < 0:
-            raise ConfigError(f"sched.capacity_slack must be 0 or more, got {capacity_slack}")
-        self.partition, self.capacity_slack = partition, float(capacity_slack)
+    def __init__(self, config: ShardedMemoryConfig, name: str, micro_batches: int = 1) -> None:
+        super().__init__(config, name, micro_batches)
+        self.partition, self.capacity_slack = config.partition, config.capacity_slack
         self.partition_note: dict[str, Any] = {}
 
     def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:

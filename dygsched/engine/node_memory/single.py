@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from dygsched.data.loading import DynamicData
+from dygsched.engine.node_memory.config import NodeMemoryConfig
 from dygsched.engine.node_memory.state import Ownership
 from dygsched.engine.node_memory.strategy import NodeMemoryStrategy, Series
 from dygsched.engine.node_memory.updates import StateUpdates
@@ -17,8 +18,10 @@ from dygsched.errors import ConfigError
 
 
 class SingleProcessStrategy(NodeMemoryStrategy):
-    def __init__(self, name: str = "single", batch_size: int = 600) -> None:
-        super().__init__(name, batch_size)
+    config_type = NodeMemoryConfig
+
+    def __init__(self, config: NodeMemoryConfig, name: str = "single") -> None:
+        super().__init__(config, name)
 
     def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
         if world_size != 1:

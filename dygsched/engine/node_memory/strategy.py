@@ -65,6 +65,7 @@ from dygsched.data.events import EventSplit, EventStream
 from dygsched.data.loading import DynamicData
 from dygsched.data.new_nodes import NewNodeSplit, new_node_split
 from dygsched.data.tgb_negatives import FixedNegatives, read_phase_negatives
+from dygsched.engine.node_memory.config import NodeMemoryConfig
 from dygsched.engine.node_memory.organise import RedundancyFree
 from dygsched.engine.node_memory.state import NodeState, NodeStateTable, Ownership
 from dygsched.engine.node_memory.updates import StateUpdates
@@ -204,12 +205,9 @@ class NodeMemoryStrategy(Strategy):
     predicts_links = True
     embed_distinct_roots = True  # one embedding per distinct (root, time) pair (``_embedded_roots``)
 
-    def __init__(self, name: str, batch_size: int = 600, micro_batches: int = 1) -> None:
-        if int(batch_size) < 1:
-            raise ConfigError(f"sched.batch_size must be at least 1 event, got {batch_size}")
-        if int(micro_batches) < 1:
-            raise ConfigError(f"sched.micro_batches must be at least 1, got {micro_batches}")
-        self.name, self.batch_size, self.micro_batches = name, int(batch_size), int(micro_batches)
+    def __init__(self, config: NodeMemoryConfig, name: str, micro_batches: int = 1) -> None:
+        self.name, self.config = name, config
+        self.batch_size, self.micro_batches = config.batch_size, micro_batches
         self._position: str | None = None  # the last phase whose events the state has absorbed
         self._counting = True  # traffic is counted in training steps, not in evaluation
         self._epoch = 0

@@ -29,30 +29,21 @@ from dataclasses import replace
 
 import torch
 
+from dygsched.engine.node_memory.config import SvenConfig
 from dygsched.engine.node_memory.organise import organise
 from dygsched.engine.node_memory.sharded import ShardedMemoryStrategy
 from dygsched.engine.node_memory.strategy import BatchInputs, RankBatch, Series
 from dygsched.engine.strategy import IterationStats
-from dygsched.errors import ConfigError
 
 
 class SvenStrategy(ShardedMemoryStrategy):
-    def __init__(
-        self,
-        name: str = "sven",
-        batch_size: int = 600,
-        partition: str = "reflexbicut",
-        capacity_slack: float = 0.1,
-        micro_batches: int = 1,
-        prefetch: bool = True,
-        staleness: int = 0,
-    ) -> None:
-        super().__init__(name, batch_size, partition, capacity_slack, micro_batches)
-        if staleness not in (0, 1):
-            raise ConfigError(f"sched.staleness must be 0 or 1, got {staleness}")
-        self.prefetch = bool(prefetch)
-        self.gradient_staleness = int(staleness)
-        self.exact = staleness == 0
+    config_type = SvenConfig
+
+    def __init__(self, config: SvenConfig, name: str = "sven") -> None:
+        super().__init__(config, name, config.micro_batches)
+        self.prefetch = config.prefetch
+        self.gradient_staleness = config.staleness
+        self.exact = config.staleness == 0
         self._pending: dict[int, Callable[[], torch.Tensor]] = {}  # id(series.vertices) -> the rows on their way
 
     # ---- preparing batches ahead ------------------------------------------------------------------
