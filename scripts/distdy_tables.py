@@ -29,6 +29,13 @@ import pandas as pd
 
 from dygsched.data.additive_store import GraphStore, history_storage
 from dygsched.data.loading import load_data
+from dygsched.data.partition import ONLINE_PARTITIONERS as PARTITIONERS
+from dygsched.data.partition.online import (
+    over_capacity,
+    partition_stream,
+    smallest_feasible_factor,
+    store_capacity,
+)
 from dygsched.engine.distdy.cluster import DEVICE_PROFILES, Network, compute_cost, epoch_counts, simulate_epoch
 from dygsched.engine.distdy.placement import feature_segments, snapshot_graphs
 from dygsched.engine.distdy.sampler import InNeighbours
@@ -36,13 +43,6 @@ from dygsched.engine.distdy.strategy import node_split
 from dygsched.errors import DygschedError
 from dygsched.launch.hydra_app import compose_config
 from dygsched.metrics.runs_table import completed_runs
-from dygsched.sched.online_partition import (
-    PARTITIONERS,
-    over_capacity,
-    partition_stream,
-    smallest_feasible_factor,
-    store_capacity,
-)
 
 EXPERIMENT = ["+experiment=distdy"]
 PAPER_STORAGE = "paper, figures 7-9: additive storage saves more than 70%, up to 92.2% (features and edges)"

@@ -63,8 +63,8 @@ def stream_and_model(dataset: str, model_name: str):
 # ---- figure 12 ------------------------------------------------------------------------------------
 def comm(args: argparse.Namespace) -> None:
     from dygsched.data.event_batches import RecentNeighbours, relative_times
+    from dygsched.data.partition.vertices import interval_partition
     from dygsched.engine.node_memory.volumes import RowSizes, count_traffic, epoch_reads
-    from dygsched.sched.vertex_partition import interval_partition
 
     rows = []
     for dataset in args.datasets:
@@ -118,8 +118,8 @@ def balance(args: argparse.Namespace) -> None:
     import torch
 
     from dygsched.data.event_batches import RecentNeighbours, relative_times
+    from dygsched.data.partition.vertices import link_balance, partition_vertices
     from dygsched.engine.node_memory.volumes import demand_matrix, dispatch_pairs, epoch_reads
-    from dygsched.sched.vertex_partition import link_balance, partition_vertices
 
     rows, per_step = [], []
     for dataset in args.datasets:

@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 
 from dygsched.data.groups import SnapshotGroup
-from dygsched.data.partition import partition_nodes
+from dygsched.data.partition.nodes import partition_nodes
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.engine.flare import FlareStrategy, decay_counts
 from dygsched.engine.flare.window import InheritedStates

@@ -41,14 +41,8 @@ from torch import nn
 
 from dygsched.data.additive_store import EDGE_BYTES, GraphStore
 from dygsched.data.loading import DynamicData
-from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.engine.distdy.placement import PAPER_SEGMENTS, feature_segments, snapshot_graphs
-from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
-from dygsched.engine.node_partition.exchange import exchange_counts, exchange_rows
-from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy, broadcast_from_rank0
-from dygsched.errors import ConfigError
-from dygsched.sched.online_partition import (
-    PARTITIONERS,
+from dygsched.data.partition import ONLINE_PARTITIONERS as PARTITIONERS
+from dygsched.data.partition.online import (
     CapacityError,
     OnlinePartitioner,
     SnapshotGraph,
@@ -59,6 +53,12 @@ from dygsched.sched.online_partition import (
     smallest_feasible_factor,
     store_capacity,
 )
+from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.engine.distdy.placement import PAPER_SEGMENTS, feature_segments, snapshot_graphs
+from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
+from dygsched.engine.node_partition.exchange import exchange_counts, exchange_rows
+from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy, broadcast_from_rank0
+from dygsched.errors import ConfigError
 
 LOOPS = ("epochs", "online")
 log = logging.getLogger("dygsched")

@@ -34,7 +34,8 @@ from torch import nn
 
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.loading import DynamicData
-from dygsched.data.partition import PARTITIONERS, NodePartition, partition_nodes
+from dygsched.data.partition import NODE_PARTITIONERS as PARTITIONERS
+from dygsched.data.partition.nodes import NodePartition, partition_nodes
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.engine.flare.decay import decay_counts
 from dygsched.engine.flare.window import InheritedStates

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from dygsched.data.loading import DynamicData
+from dygsched.data.partition import VERTEX_PARTITIONERS as PARTITIONS
 from dygsched.engine.node_memory.state import Ownership
 from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
 from dygsched.engine.node_memory.updates import StateUpdates
@@ -27,7 +28,6 @@ from dygsched.engine.node_memory.volumes import demand_matrix, epoch_reads
 from dygsched.engine.strategy import IterationStats, RunSettings, broadcast_from_rank0
 from dygsched.errors import ConfigError
 
-PARTITIONS = ("interval", "range", "reflexbicut")
 log = logging.getLogger("dygsched")
 
 
@@ -51,7 +51,7 @@ class ShardedMemoryStrategy(NodeMemoryStrategy):
             )
 
     def build_ownership(self) -> Ownership:
-        from dygsched.sched.vertex_partition import partition_vertices
+        from dygsched.data.partition.vertices import partition_vertices
 
         chosen = None
         if self.rank == 0:
