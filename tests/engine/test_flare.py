@@ -20,7 +20,7 @@ from dygsched.engine.flare import FlareStrategy, decay_counts
 from dygsched.engine.flare.window import InheritedStates
 from dygsched.engine.node_partition import HaloAccounting, PartitionHooks, RankLayout
 from dygsched.engine.node_partition.overlap import OverlapSchedule
-from dygsched.engine.snapshot_groups import GroupObjective
+from dygsched.engine.objective import GroupObjective
 from dygsched.engine.strategy import Artifacts, RunContext, RunSettings
 from dygsched.errors import ConfigError
 from dygsched.models.evolvegcn_h import EvolveGCNH

@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 from dygsched.data.loading import load_data
 from dygsched.engine.checkpoint import load_checkpoint
 from dygsched.engine.distributed import DistEnv
-from dygsched.engine.snapshot_groups import GroupObjective, build_split
+from dygsched.engine.objective import GroupObjective, build_split
 from dygsched.engine.worker import _RunPlace, build_model, build_strategy, run_settings, seed_everything, train_in_group
 from dygsched.launch.hydra_app import compose_config
 from tests.conftest import ROOT, TINY_SYNTHETIC

@@ -38,14 +38,13 @@ from dygsched.data.partition import NODE_PARTITIONERS as PARTITIONERS
 from dygsched.data.partition.nodes import NodePartition, partition_nodes
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.engine.flare.decay import decay_counts
+from dygsched.engine.flare.memory import SavedTensors, tensor_bytes
 from dygsched.engine.flare.window import InheritedStates
-from dygsched.engine.memory import SavedTensors, tensor_bytes
 from dygsched.engine.node_partition.exchange import HaloAccounting
 from dygsched.engine.node_partition.hooks import PartitionHooks
 from dygsched.engine.node_partition.layout import GCNNorm, PartitionedSnapshot, RankLayout
 from dygsched.engine.node_partition.overlap import OVERLAPS, OverlapSchedule
-from dygsched.engine.snapshot_groups.objective import GroupObjective
-from dygsched.engine.snapshot_groups.strategy import build_split, metric_name
+from dygsched.engine.objective import GroupObjective, build_split, metric_name
 from dygsched.engine.strategy import (
     Epoch,
     IterationStats,
