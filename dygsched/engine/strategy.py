@@ -33,7 +33,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from dygsched.data.loading import DynamicData
+from dygsched.data.kinds import DynamicData
 from dygsched.engine.gradient_sync import GradientSync
 from dygsched.errors import ConfigError
 from dygsched.metrics.atomic import write_json

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dygsched.data.additive_store import EDGE_BYTES, GraphStore
-from dygsched.data.loading import DynamicData
+from dygsched.data.kinds import DynamicData
 from dygsched.data.partition import ONLINE_PARTITIONERS as PARTITIONERS
 from dygsched.data.partition.online import (
     CapacityError,

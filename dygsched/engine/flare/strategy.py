@@ -33,7 +33,7 @@ import torch.distributed as dist
 from torch import nn
 
 from dygsched.data.groups import SnapshotGroup
-from dygsched.data.loading import DynamicData
+from dygsched.data.kinds import DynamicData
 from dygsched.data.partition import NODE_PARTITIONERS as PARTITIONERS
 from dygsched.data.partition.nodes import NodePartition, partition_nodes
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dygsched.data.loading import DynamicData
+from dygsched.data.kinds import DynamicData
 from dygsched.data.partition import VERTEX_PARTITIONERS as PARTITIONS
 from dygsched.engine.node_memory.state import Ownership
 from dygsched.engine.node_memory.strategy import NodeMemoryStrategy

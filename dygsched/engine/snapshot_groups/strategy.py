@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from dygsched.data.loading import DynamicData
+from dygsched.data.kinds import DynamicData
 from dygsched.data.temporal_graph import Task, TemporalGraph
 from dygsched.engine.objective import GroupObjective, build_split, metric_name
 from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor, fetch
