@@ -8,7 +8,7 @@ Phases, in ms per training group (median over ``--epochs`` after the first): ``s
 layer's graph part: normalisation, aggregation and the input projections), ``temporal`` (the
 recurrent updates), ``readout + loss``, ``backward``, ``optimizer`` and ``other`` (the rest of the
 loop: fetching the group, Python between the phases). The engine's own timers
-(``dygsched.engine.profiler``) do the timing, as in profiling epochs. What the framework adds
+(``dygsched.engine.snapshot_groups.profiler``) do the timing, as in profiling epochs. What the framework adds
 around this loop (metrics, gradient sync, timing) is the difference between this loop and a
 ``dygsched run``'s epoch time (``scripts/bench_vs_pygt.py`` prints that). Run it on two commits to
 compare before and after.
@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> None:
 
     from dygsched.data.groups import sliding_groups, split_by_time
     from dygsched.data.loading import load_data
-    from dygsched.engine.profiler import PhaseTimer, TimedHooks
-    from dygsched.engine.snapshot_groups.objective import GroupObjective
+    from dygsched.engine.objective import GroupObjective
+    from dygsched.engine.snapshot_groups.profiler import PhaseTimer, TimedHooks
     from dygsched.engine.worker import build_model
     from dygsched.launch.hydra_app import compose_config
 

@@ -21,9 +21,9 @@ import torch.multiprocessing as mp
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.gradient_sync import GradientSync
-from dygsched.engine.profiler import Profiler
+from dygsched.engine.objective import GroupObjective
 from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor
-from dygsched.engine.snapshot_groups.objective import GroupObjective
+from dygsched.engine.snapshot_groups.profiler import Profiler
 from dygsched.engine.strategy import Epoch, IterationStats
 from dygsched.launch.local import free_port
 

@@ -1,7 +1,10 @@
 """`pip install .` (not only editable) ships the configs, the small datasets and the papers'
-numbers inside the package, and the installed program trains and builds a paper table from any folder."""
+numbers inside the package, and the installed program trains and builds a paper table from any folder.
+pyproject.toml finds the packages (none is listed by hand) and the configs through the symlink
+dygsched/conf -> ../conf."""
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -10,13 +13,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+SHIPPED_SUFFIXES = (".py", ".yaml", ".csv", ".json", ".j2")
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
-    out = tmp_path_factory.mktemp("wheel")
+    """The wheel built from a copy of the checkout's files as a clone would have them (symlinks as
+    symlinks), so that no build folder left in the checkout can supply a file the configuration forgets."""
+    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheel")
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, check=True)
+    for name in sorted(set(listed.stdout.decode().split("\0")) - {""}):
+        if (ROOT / name).is_symlink() or (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name, follow_symlinks=False)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(source)],
         check=True, capture_output=True, timeout=300,
     )  # fmt: skip
     (built,) = out.glob("dygsched-*.whl")
@@ -33,9 +44,17 @@ def test_wheel_contains_the_configs_and_the_shipped_datasets(wheel):
         *(f"dygsched/data/shipped/{item.file}" for item in CATALOG if item.shipped),
     ):  # fmt: skip
         assert required in names
-    for package in sorted({p.parent for p in (ROOT / "dygsched").rglob("*.py")}):
-        module = package.relative_to(ROOT).as_posix()
-        assert f"{module}/__init__.py" in names, f"{module} is missing from the wheel (list it in pyproject.toml)"
+    missing = sorted(package_files() - names)
+    assert not missing, f"{missing} are missing from the wheel (a package without __init__.py, or data not in package-data)"
+
+
+def package_files() -> set[str]:
+    """Every module and data file git tracks in the package, by its path in the wheel: ``conf/`` ships
+    as ``dygsched/conf/`` (``dygsched/conf`` is a symlink to it)."""
+    tracked = subprocess.run(["git", "ls-files", "dygsched", "conf"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    shipped = [name for name in tracked if name.endswith(SHIPPED_SUFFIXES) and not (ROOT / name).is_symlink()]
+    assert "conf/config.yaml" in shipped and "dygsched/cli.py" in shipped, shipped
+    return {f"dygsched/{name}" if name.startswith("conf/") else name for name in shipped}
 
 
 def test_the_installed_wheel_trains_on_a_shipped_dataset_from_any_folder(wheel, tmp_path):

@@ -57,7 +57,6 @@ class RecentNeighbours:
         key = owner * self._stride + time_rank[events]
         order = torch.argsort(key * (stream.num_events + 1) + events)  # by node, then time, then event
         self._key = key[order].contiguous()
-        self._node = owner[order]
         self._neighbour = other[order]
         self._event = events[order]
         self._time = times[events[order]]

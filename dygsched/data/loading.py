@@ -5,37 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dygsched.data.events import EventStream
+from dygsched.components import instantiate_component
+from dygsched.data.kinds import DATA_KINDS, DynamicData
 from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.errors import ConfigError, DygschedError
-
-DynamicData = TemporalGraph | EventStream  # what a source's load() returns
-
-
-def instantiate_component(cfg: Mapping[str, Any], what: str, **kwargs: Any) -> Any:
-    """``hydra.utils.instantiate`` that keeps the error to one line naming the component."""
-    from hydra.errors import InstantiationException
-    from hydra.utils import instantiate
-    from omegaconf.errors import MissingMandatoryValue
-
-    try:
-        return instantiate(dict(cfg), **kwargs)
-    except MissingMandatoryValue as exc:  # a '???' the user did not fill in
-        key = getattr(exc, "full_key", None) or "a setting"
-        raise ConfigError(f"{what} '{cfg.get('name', cfg.get('_target_'))}' needs {what}.{key}=... (it has no default)") from None
-    except InstantiationException as exc:
-        cause = exc.__cause__
-        if isinstance(cause, DygschedError):
-            raise cause from None
-        message = str(cause or exc).strip().splitlines()[-1]
-        raise ConfigError(f"cannot build {what} '{cfg.get('_target_')}': {message}") from None
+from dygsched.errors import ConfigError
 
 
 def load_data(dataset_cfg: Mapping[str, Any]) -> DynamicData:
     """The configured source's data: snapshots (``TemporalGraph``) or events (``EventStream``)."""
     source = instantiate_component(dataset_cfg, "dataset")
     data = source.load()
-    if not isinstance(data, (TemporalGraph, EventStream)):
+    if not isinstance(data, DATA_KINDS):
         raise ConfigError(f"dataset source {type(source).__name__} returned neither a TemporalGraph nor an EventStream")
     return data
 

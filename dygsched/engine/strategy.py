@@ -36,7 +36,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from dygsched.data.loading import DynamicData
+from dygsched.data.kinds import DynamicData
 from dygsched.engine.gradient_sync import GradientSync
 from dygsched.engine.strategy_config import StrategyConfig
 from dygsched.errors import ConfigError

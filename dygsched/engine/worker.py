@@ -26,7 +26,9 @@ import torch
 import torch.distributed as dist
 from omegaconf import DictConfig, OmegaConf
 
-from dygsched.data.loading import DynamicData, instantiate_component, load_data
+from dygsched.components import instantiate_component
+from dygsched.data.kinds import DynamicData
+from dygsched.data.loading import load_data
 from dygsched.engine.checkpoint import (
     capture_rng,
     find_resume,

@@ -20,7 +20,9 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from dygsched.data.loading import DynamicData, instantiate_component, load_data
+from dygsched.components import instantiate_component
+from dygsched.data.kinds import DynamicData
+from dygsched.data.loading import load_data
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.checkpoint import find_resume, load_checkpoint, mark_failed
 from dygsched.engine.distributed import DistEnv

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dygsched.data.loading import DynamicData
+from dygsched.data.kinds import DynamicData
 from dygsched.engine.distributed import DistEnv
 from dygsched.metrics.run_folder import RunFolder
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from omegaconf import OmegaConf
 
 from dygsched.data.loading import load_graph
-from dygsched.engine.snapshot_groups.strategy import build_split
+from dygsched.engine.objective import build_split
 from dygsched.engine.worker import run_settings
 from dygsched.launch.hydra_app import compose_config
 from dygsched.sched.cost_model import CostModel, group_times_from_sizes

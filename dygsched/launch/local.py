@@ -26,7 +26,7 @@ import torch
 import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException
 
-from dygsched.data.loading import DynamicData
+from dygsched.data.kinds import DynamicData
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.worker import failure_text, train_rank
 from dygsched.launch.base import Launcher, LaunchFailed

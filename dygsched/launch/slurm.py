@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dygsched.data.loading import DynamicData
+from dygsched.data.kinds import DynamicData
 from dygsched.engine.distributed import DistEnv
 from dygsched.errors import ConfigError
 from dygsched.launch.base import Launcher

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dygsched.data.loading import DynamicData
+from dygsched.data.kinds import DynamicData
 from dygsched.errors import ConfigError
 from dygsched.launch.base import Launcher, LaunchFailed
 from dygsched.metrics.run_folder import RunFolder

@@ -40,7 +40,7 @@ HOT_FRACTIONS = {"Uni": 0.0, "Ex": 0.1}
 
 # ---- shared ---------------------------------------------------------------------------------------------
 def _baselines() -> tuple[str, ...]:
-    from dygsched.sched.online_partition import PARTITIONERS
+    from dygsched.data.partition import ONLINE_PARTITIONERS as PARTITIONERS
 
     return tuple(name for name in PARTITIONERS if name != "distdy")
 
@@ -100,7 +100,7 @@ class Stream:
 
     def capacity(self, stores: int, factor: float | None = None) -> np.ndarray:
         """``D^k`` as configured (or at ``factor`` times the balanced window storage)."""
-        from dygsched.sched.online_partition import store_capacity
+        from dygsched.data.partition.online import store_capacity
 
         sched, window = self.cfg["sched"], self.cfg["window"]
         if factor is not None:
@@ -109,7 +109,7 @@ class Stream:
 
     def place(self, stores: int, method: str, factor: float | None = None, **changes: float) -> tuple[list, float, np.ndarray]:
         """Every snapshot's placement on ``stores`` stores, the seconds partitioning took, the capacities."""
-        from dygsched.sched.online_partition import partition_stream
+        from dygsched.data.partition.online import partition_stream
 
         capacity, window = self.capacity(stores, factor), self.cfg["window"]
         options = self.options(**changes) if method == "distdy" else {}
@@ -295,7 +295,7 @@ PARTITION_CSV = "distdy/partition.csv"
 def build_partition(results: Path, *, nodes: int, snapshots: int, stores: tuple[int, ...], window: int, overrides: tuple[str, ...]) -> None:
     """Time to partition and to store every snapshot, the cut and the balance, per partitioner, on a
     uniform graph and on a hot-node one."""
-    from dygsched.sched.online_partition import over_capacity
+    from dygsched.data.partition.online import over_capacity
 
     rows = []
     for data, hot in HOT_FRACTIONS.items():
@@ -428,7 +428,7 @@ TRAFFIC_PER_RANK_CSV = f"{TRAFFIC_SWEEP.folder}/traffic_per_rank.csv"
 def build_traffic(results: Path, *, stores: tuple[int, ...], overrides: tuple[str, ...]) -> None:
     """Feature-fetch bytes in and out per rank: measured over the sweep's runs (2 ranks) and counted
     for K stores per partitioner, each summed over ranks and at the busiest rank."""
-    from dygsched.sched.online_partition import PARTITIONERS
+    from dygsched.data.partition import ONLINE_PARTITIONERS as PARTITIONERS
 
     folder = results / TRAFFIC_SWEEP.folder
     rows = []
@@ -653,7 +653,7 @@ CAPACITY_PNG = "distdy/capacity.png"
 def build_capacity(results: Path, *, stores: tuple[int, ...], gbps: float, points: int, device_profile: str, overrides: tuple[str, ...]) -> None:
     """DistDy's speedup and balance as ``D^k`` goes from the tightest feasible value to twice it; a
     baseline that would exceed ``D^k`` at some snapshot is out of memory there."""
-    from dygsched.sched.online_partition import over_capacity, smallest_feasible_factor
+    from dygsched.data.partition.online import over_capacity, smallest_feasible_factor
 
     cfg = _config(*overrides)
     stream = Stream(cfg)

@@ -55,7 +55,7 @@ def build_comm(results: Path, datasets: tuple[str, ...], model: str, batches: tu
     exactly, beside the paper's closed forms with this epoch's redundancies."""
     from dygsched.data.event_batches import RecentNeighbours, relative_times
     from dygsched.engine.node_memory.volumes import RowSizes, count_traffic, epoch_reads
-    from dygsched.sched.vertex_partition import interval_partition
+    from dygsched.data.partition.vertices import interval_partition
 
     rows = []
     for dataset in datasets:
@@ -174,7 +174,7 @@ def build_balance(
 
     from dygsched.data.event_batches import RecentNeighbours, relative_times
     from dygsched.engine.node_memory.volumes import demand_matrix, dispatch_pairs, epoch_reads
-    from dygsched.sched.vertex_partition import link_balance, partition_vertices
+    from dygsched.data.partition.vertices import link_balance, partition_vertices
 
     rows, per_step = [], []
     for dataset in datasets:

@@ -1,4 +1,8 @@
-"""Scheduling core of DyGNeX and REAL: problems, solvers, plans, bounds. Imports no torch."""
+"""The planner (DyGNeX, REAL and the other snapshot-group plans): scheduling problems, solvers,
+plans, lower bounds, cost models and the simulator. Imports no torch.
+
+Partitioners (which rank owns which node) are not planning: they are ``dygsched.data.partition``.
+"""
 
 from dygsched.sched.bounds import lower_bound
 from dygsched.sched.plan import Plan, SolverStatus, predicted_epoch_time

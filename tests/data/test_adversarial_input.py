@@ -17,7 +17,7 @@ from dygsched.data.edgelist import EdgeListSource
 from dygsched.data.groups import sliding_groups
 from dygsched.data.pgt import EnglandCovidSource, TwitterTennisSource, from_signal
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
-from dygsched.engine.snapshot_groups.objective import GroupObjective
+from dygsched.engine.objective import GroupObjective
 from dygsched.errors import DataError
 from dygsched.models.tgcn import TGCN
 

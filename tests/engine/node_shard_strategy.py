@@ -19,7 +19,7 @@ import torch.distributed as dist
 from torch import nn
 
 from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.engine.snapshot_groups import GroupObjective, build_split
+from dygsched.engine.objective import GroupObjective, build_split
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, Strategy
 from dygsched.sched.plan import Plan, SolverStatus
 

@@ -7,8 +7,8 @@ import torch
 
 from dygsched.data.groups import sliding_groups
 from dygsched.data.synthetic import SyntheticSource
+from dygsched.engine.objective import GroupObjective
 from dygsched.engine.snapshot_groups.blad import BLADExecutor, first_layer_spatial, forward_with_first_layer
-from dygsched.engine.snapshot_groups.objective import GroupObjective
 from dygsched.models.evolvegcn_h import EvolveGCNH
 from dygsched.models.evolvegcn_o import EvolveGCNO
 from dygsched.models.gat_lstm import GATLSTM

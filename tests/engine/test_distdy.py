@@ -9,12 +9,12 @@ import torch
 import torch.distributed as dist
 from omegaconf import OmegaConf
 
+from dygsched.data.partition import ONLINE_PARTITIONERS as PARTITIONERS
 from dygsched.engine.checkpoint import load_checkpoint
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.worker import _RunPlace, train_in_group
 from dygsched.errors import ConfigError
 from dygsched.launch.hydra_app import compose_config
-from dygsched.sched.online_partition import PARTITIONERS
 from tests.harness import run_ranks
 
 SMALL = [
@@ -138,9 +138,9 @@ def test_segments_follow_the_features_unless_given(tmp_path):
 def test_the_simulated_cluster_counts_what_two_ranks_measured(runs, tmp_path):
     """``step_counts`` for K = 2, from the run's own placements, equals the bytes each rank fetched."""
     from dygsched.data.loading import load_data
+    from dygsched.data.partition.online import SnapshotPartition
     from dygsched.engine.distdy.cluster import epoch_counts
     from dygsched.engine.distdy.strategy import node_split
-    from dygsched.sched.online_partition import SnapshotPartition
 
     cfg = config(tmp_path)
     graph = load_data(cfg["dataset"])

@@ -5,8 +5,8 @@ import torch
 
 from dygsched.data.groups import sliding_groups
 from dygsched.data.synthetic import SyntheticSource
+from dygsched.engine.objective import GroupObjective
 from dygsched.engine.snapshot_groups.esdg import ESDGExecutor, check_esdg, snapshot_block
-from dygsched.engine.snapshot_groups.objective import GroupObjective
 from dygsched.errors import ConfigError
 from dygsched.models.evolvegcn_o import EvolveGCNO
 from dygsched.models.tgcn import TGCN

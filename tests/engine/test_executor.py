@@ -4,7 +4,8 @@ import torch
 
 from dygsched.data.groups import sliding_groups
 from dygsched.data.synthetic import SyntheticSource
-from dygsched.engine.snapshot_groups import GroupObjective, SequentialExecutor
+from dygsched.engine.objective import GroupObjective
+from dygsched.engine.snapshot_groups import SequentialExecutor
 from dygsched.models.tgcn import TGCN
 from tests.harness import reference_steps, run_ranks, train_epoch
 

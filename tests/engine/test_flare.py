@@ -14,13 +14,13 @@ import torch
 import torch.distributed as dist
 
 from dygsched.data.groups import SnapshotGroup
-from dygsched.data.partition import partition_nodes
+from dygsched.data.partition.nodes import partition_nodes
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.engine.flare import FlareConfig, FlareStrategy, decay_counts
 from dygsched.engine.flare.window import InheritedStates
 from dygsched.engine.node_partition import HaloAccounting, PartitionHooks, RankLayout
 from dygsched.engine.node_partition.overlap import OverlapSchedule
-from dygsched.engine.snapshot_groups import GroupObjective
+from dygsched.engine.objective import GroupObjective
 from dygsched.engine.strategy import Artifacts, RunContext, RunSettings
 from dygsched.errors import ConfigError
 from dygsched.models.evolvegcn_h import EvolveGCNH

@@ -3,7 +3,7 @@ import torch
 from dygsched.data.groups import sliding_groups
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.data.temporal_graph import Snapshot
-from dygsched.engine.snapshot_groups.objective import GroupObjective
+from dygsched.engine.objective import GroupObjective
 from dygsched.models.tgcn import TGCN
 
 

@@ -13,9 +13,10 @@ from dygsched.data.diffmap import build_diff_maps
 from dygsched.data.groups import sliding_groups
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.engine.profiler import Profiler
-from dygsched.engine.snapshot_groups import GroupObjective, SequentialExecutor
+from dygsched.engine.objective import GroupObjective
+from dygsched.engine.snapshot_groups import SequentialExecutor
 from dygsched.engine.snapshot_groups import reuse as reuse_module
+from dygsched.engine.snapshot_groups.profiler import Profiler
 from dygsched.engine.snapshot_groups.reuse import Chain, ReuseExecutor, plan_chains
 from dygsched.engine.strategy import Missing
 from dygsched.errors import ConfigError

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -22,7 +24,7 @@ from omegaconf import OmegaConf
 from dygsched.data.loading import load_data
 from dygsched.engine.checkpoint import load_checkpoint
 from dygsched.engine.distributed import DistEnv
-from dygsched.engine.snapshot_groups import GroupObjective, build_split
+from dygsched.engine.objective import GroupObjective, build_split
 from dygsched.engine.worker import _RunPlace, build_model, build_strategy, run_settings, seed_everything, train_in_group
 from dygsched.launch.hydra_app import compose_config
 from tests.conftest import ROOT, TINY_SYNTHETIC
@@ -196,14 +198,33 @@ def test_checkpoint_then_resume_trains_the_same_losses(contract_runs, name):
         assert torch.allclose(trained[key], value, atol=1e-5), (name, key)
 
 
+STRATEGY_PACKAGES = ("snapshot_groups", "node_partition", "flare", "distdy", "node_memory")
+
+
 def test_the_worker_knows_no_strategy():
-    """``worker.py`` imports the strategy interface only: no strategy module, no planner."""
+    """``worker.py`` imports the strategy interface only: no package under ``dygsched/engine/`` (the
+    strategies and the node-partition layer some of them share; one added later is covered too) and
+    no planner, and importing it loads no strategy package through the modules it imports either."""
+    packages = sorted(path.parent.name for path in (ROOT / "dygsched" / "engine").glob("*/__init__.py"))
+    assert set(STRATEGY_PACKAGES) <= set(packages), packages
+    strategies = tuple(f"dygsched.engine.{package}" for package in packages)
+
+    def within(module: str, prefixes: tuple[str, ...]) -> bool:
+        return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
+
     tree = ast.parse((ROOT / "dygsched" / "engine" / "worker.py").read_text())
+    assert not [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level], "relative import"
     modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     modules |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     assert "dygsched.engine.strategy" in modules
-    forbidden = [m for m in modules if m.startswith(("dygsched.engine.snapshot_groups", "dygsched.sched"))]
-    assert not forbidden, forbidden
+    direct = sorted(m for m in modules if within(m, (*strategies, "dygsched.sched")) or m == "dygsched.engine")
+    assert not direct, direct
+
+    probe = "import sys\nimport dygsched.engine.worker\nprint('\\n'.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    loaded = sorted(m for m in done.stdout.split() if within(m, strategies))
+    assert not loaded, loaded
 
 
 def test_a_strategy_that_cannot_train_on_the_data_is_one_line(tmp_path):

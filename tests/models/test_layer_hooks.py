@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from dygsched.data.synthetic import SyntheticSource
-from dygsched.engine.profiler import PhaseTimer, TimedHooks
+from dygsched.engine.snapshot_groups.profiler import PhaseTimer, TimedHooks
 from dygsched.models.base import PLAIN, GivenFirstSpatial, LayerHooks
 from dygsched.models.gat_lstm import GATLSTM
 from dygsched.models.mpnn_lstm import MPNNLSTM

@@ -40,10 +40,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from dygsched.data.partition.online import SnapshotPartition
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
 from dygsched.errors import ConfigError
-from dygsched.sched.online_partition import SnapshotPartition
 
 
 @dataclass(frozen=True)

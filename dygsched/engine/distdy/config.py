@@ -33,11 +33,10 @@ class DistDyConfig(StrategyConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        # imported here: this module is read before torch is (its defaults are the config's), that one imports numba
-        from dygsched.sched.online_partition import PARTITIONERS
+        # imported here: this module is read before torch is (its defaults are the config's), the registry imports none of the partitioners
+        from dygsched.data.partition import checked_partition
 
-        if self.partition not in PARTITIONERS:
-            raise ConfigError(f"unknown sched.partition '{self.partition}' (choose from {', '.join(PARTITIONERS)})")
+        checked_partition("online", self.partition)
         if self.loop not in LOOPS:
             raise ConfigError(f"unknown sched.loop '{self.loop}' (choose from {', '.join(LOOPS)})")
         if self.segments is not None and self.segments < 1:

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from dygsched.data.additive_store import additive_bytes, changed_segments, segment_bounds
+from dygsched.data.partition.online import SnapshotGraph, edge_weights, expected_messages
 from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.sched.online_partition import SnapshotGraph, edge_weights, expected_messages
 
 PAPER_SEGMENTS = 4  # S, fixed by the paper for its 128-column features
 

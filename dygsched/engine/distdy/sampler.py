@@ -78,7 +78,6 @@ class Neighbourhood:
     first block's sources every node whose features are read."""
 
     blocks: list[Block]
-    num_targets: int
 
     @property
     def nodes(self) -> np.ndarray:
@@ -102,7 +101,7 @@ def sample_neighbourhood(graph: InNeighbours, targets: np.ndarray, fanouts: Sequ
         edge_index = np.stack([position(src), position(to)]) if src.size else np.zeros((2, 0), np.int64)
         blocks.append(Block(nodes, dst.size, edge_index.astype(np.int64)))
         dst = nodes
-    return Neighbourhood(blocks[::-1], len(targets))
+    return Neighbourhood(blocks[::-1])
 
 
 def step_targets(present: np.ndarray, nodes: np.ndarray, batch: int, seed: int, epoch: int, tau: int, b: int) -> np.ndarray:

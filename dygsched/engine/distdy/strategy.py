@@ -1,7 +1,7 @@
 """DistDy (Zhang and Wu): online partitioning of a growing dynamic graph, additive stores, sampled training.
 
 Snapshots arrive one per step. At step ``tau`` rank 0 places snapshot ``tau``'s nodes on the ``K``
-stores (one per rank) with the configured partitioner (``dygsched.sched.online_partition``:
+stores (one per rank) with the configured partitioner (``dygsched.data.partition.online``:
 DistDy's Algorithms 1-3, or a baseline) and every rank adds its share to its own additive store
 (``dygsched.data.additive_store``); then the window ``[tau - w + 1, tau]`` trains
 ``batches_per_step`` mini-batches (section 3.1):
@@ -40,15 +40,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from dygsched.data.additive_store import EDGE_BYTES, GraphStore
-from dygsched.data.loading import DynamicData
-from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.engine.distdy.config import DistDyConfig
-from dygsched.engine.distdy.placement import PAPER_SEGMENTS, feature_segments, snapshot_graphs
-from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
-from dygsched.engine.node_partition.exchange import exchange_counts, exchange_rows
-from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy, broadcast_from_rank0
-from dygsched.errors import ConfigError
-from dygsched.sched.online_partition import (
+from dygsched.data.kinds import DynamicData
+from dygsched.data.partition.online import (
     CapacityError,
     OnlinePartitioner,
     SnapshotGraph,
@@ -59,6 +52,13 @@ from dygsched.sched.online_partition import (
     smallest_feasible_factor,
     store_capacity,
 )
+from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.engine.distdy.config import DistDyConfig
+from dygsched.engine.distdy.placement import PAPER_SEGMENTS, feature_segments, snapshot_graphs
+from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
+from dygsched.engine.node_partition.exchange import exchange_counts, exchange_rows
+from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy, broadcast_from_rank0
+from dygsched.errors import ConfigError
 
 log = logging.getLogger("dygsched")
 

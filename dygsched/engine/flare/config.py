@@ -31,11 +31,11 @@ class FlareConfig(StrategyConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         # imported here: this module is read before torch is (its defaults are the config's), these import it
-        from dygsched.data.partition import PARTITIONERS
+        from dygsched.data.partition import checked_partition
         from dygsched.engine.node_partition.overlap import OVERLAPS
 
+        checked_partition("node", self.partition)
         for key, value, choices in (
-            ("partition", self.partition, PARTITIONERS),
             ("loss_on", self.loss_on, LOSS_ON),
             ("overlap", self.overlap, OVERLAPS),
         ):

@@ -33,19 +33,18 @@ import torch.distributed as dist
 from torch import nn
 
 from dygsched.data.groups import SnapshotGroup
-from dygsched.data.loading import DynamicData
-from dygsched.data.partition import NodePartition, partition_nodes
+from dygsched.data.kinds import DynamicData
+from dygsched.data.partition.nodes import NodePartition, partition_nodes
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.engine.flare.config import FlareConfig
 from dygsched.engine.flare.decay import decay_counts
+from dygsched.engine.flare.memory import SavedTensors, tensor_bytes
 from dygsched.engine.flare.window import InheritedStates
-from dygsched.engine.memory import SavedTensors, tensor_bytes
 from dygsched.engine.node_partition.exchange import HaloAccounting
 from dygsched.engine.node_partition.hooks import PartitionHooks
 from dygsched.engine.node_partition.layout import GCNNorm, PartitionedSnapshot, RankLayout
 from dygsched.engine.node_partition.overlap import OverlapSchedule
-from dygsched.engine.snapshot_groups.objective import GroupObjective
-from dygsched.engine.snapshot_groups.strategy import build_split, metric_name
+from dygsched.engine.objective import GroupObjective, build_split, metric_name
 from dygsched.engine.strategy import (
     Epoch,
     IterationStats,

@@ -34,10 +34,9 @@ class ShardedMemoryConfig(NodeMemoryConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         # imported here: this module is read before the CLI accepts a run (its defaults are the config's), that one imports numpy
-        from dygsched.sched.vertex_partition import METHODS
+        from dygsched.data.partition import checked_partition
 
-        if self.partition not in METHODS:
-            raise ConfigError(f"unknown sched.partition '{self.partition}' (choose from {', '.join(METHODS)})")
+        checked_partition("vertex", self.partition)
         if self.capacity_slack < 0:
             raise ConfigError(f"sched.capacity_slack must be 0 or more, got {self.capacity_slack}")
 

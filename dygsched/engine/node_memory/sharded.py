@@ -1,6 +1,6 @@
 """What DepComm and Sven share: disjoint node state, one owner per vertex, writes sent to owners.
 
-Ownership comes from a vertex partition (``dygsched.sched.vertex_partition``): ``interval``
+Ownership comes from a vertex partition (``dygsched.data.partition.vertices``): ``interval``
 (``v mod M``), ``range`` (contiguous id blocks) or ``reflexbicut`` (Sven's Re-FlexBiCut on the
 trainer x vertex demand of a pre-sampling pass over the training batches, under a capacity limit
 of ``(1 + capacity_slack) N / M`` rows per rank). Rank 0 partitions and every rank receives the
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dygsched.data.loading import DynamicData
+from dygsched.data.kinds import DynamicData
 from dygsched.engine.node_memory.config import ShardedMemoryConfig
 from dygsched.engine.node_memory.state import Ownership
 from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
@@ -45,7 +45,7 @@ class ShardedMemoryStrategy(NodeMemoryStrategy):
             )
 
     def build_ownership(self) -> Ownership:
-        from dygsched.sched.vertex_partition import partition_vertices
+        from dygsched.data.partition.vertices import partition_vertices
 
         chosen = None
         if self.rank == 0:

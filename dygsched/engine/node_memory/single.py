@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from dygsched.data.loading import DynamicData
+from dygsched.data.kinds import DynamicData
 from dygsched.engine.node_memory.config import NodeMemoryConfig
 from dygsched.engine.node_memory.state import Ownership
 from dygsched.engine.node_memory.strategy import NodeMemoryStrategy, Series

@@ -62,7 +62,7 @@ from dygsched.data.event_batches import (
     relative_times,
 )
 from dygsched.data.events import EventSplit, EventStream
-from dygsched.data.loading import DynamicData
+from dygsched.data.kinds import DynamicData
 from dygsched.data.new_nodes import NewNodeSplit, new_node_split
 from dygsched.data.tgb_negatives import FixedNegatives, read_phase_negatives
 from dygsched.engine.node_memory.config import NodeMemoryConfig

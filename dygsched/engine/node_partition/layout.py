@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from dygsched.data.partition import NodePartition
+from dygsched.data.partition.nodes import NodePartition
 from dygsched.data.sorted_keys import sorted_unique
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
 

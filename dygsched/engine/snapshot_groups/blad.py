@@ -40,8 +40,8 @@ import torch
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
 from dygsched.engine.snapshot_groups.executor import EpochRun, Iteration, SequentialExecutor, fetch, loss_scale
+from dygsched.engine.snapshot_groups.streams import record_stream
 from dygsched.engine.strategy import IterationStats
-from dygsched.engine.streams import record_stream
 from dygsched.models.base import DGNN, GivenFirstSpatial
 
 

@@ -24,8 +24,8 @@ import torch
 
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
-from dygsched.engine.profiler import PhaseTimer, Profiler, TimedHooks
-from dygsched.engine.snapshot_groups.objective import GroupObjective
+from dygsched.engine.objective import GroupObjective
+from dygsched.engine.snapshot_groups.profiler import PhaseTimer, Profiler, TimedHooks
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue
 from dygsched.errors import ConfigError
 from dygsched.models.base import PLAIN, LayerHooks

@@ -18,7 +18,7 @@ and accounting) and, with ``reuse=True``, removes the work REAL removes:
   On CPU there is no transfer to save and higher layers read the snapshots in place.
 * **Pipeline (section 4.1.3).** On a GPU the next chain's transfer runs on a copy stream and the
   chain's first-layer convolutions on a conv stream, while the main stream runs the dense work and
-  backward of the chain before; events order them (``dygsched.engine.streams``). On CPU the same
+  backward of the chain before; events order them (``dygsched.engine.snapshot_groups.streams``). On CPU the same
   code runs in order.
 
 ``reuse=False`` is ``SequentialExecutor`` unchanged, whatever the other options say. During profiling
@@ -40,11 +40,11 @@ import torch.distributed as dist
 from dygsched.data.diffmap import DiffMap, EdgeSet, GraphDiffs, apply_diff, build_diff_maps, coalesce
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
-from dygsched.engine.profiler import PhaseTimer
 from dygsched.engine.snapshot_groups.aggregation_timing import chain_steps, choose_paths, fit_conv_cost_curve, fit_order_costs
 from dygsched.engine.snapshot_groups.executor import EpochRun, Iteration, SequentialExecutor, loss_scale
+from dygsched.engine.snapshot_groups.profiler import PhaseTimer
+from dygsched.engine.snapshot_groups.streams import Streams
 from dygsched.engine.strategy import IterationStats, MetricValue, Missing
-from dygsched.engine.streams import Streams
 from dygsched.errors import ConfigError
 from dygsched.models.base import PLAIN, GivenFirstConv, LayerHooks
 from dygsched.sched.aggregation_cost import ChainStep, ConvCostCurve, OrderCosts, choose_projection_first

@@ -27,26 +27,15 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from dygsched.data.groups import Split, sliding_groups, split_by_time
-from dygsched.data.loading import DynamicData
+from dygsched.data.kinds import DynamicData
 from dygsched.data.temporal_graph import Task, TemporalGraph
+from dygsched.engine.objective import GroupObjective, build_split, metric_name
 from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor, fetch
-from dygsched.engine.snapshot_groups.objective import GroupObjective
 from dygsched.engine.snapshot_groups.timeline import Timeline, TimelineConfig
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy, synchronize
 from dygsched.errors import ConfigError, ScheduleError
 from dygsched.sched.plan import Plan
 from dygsched.sched.planner import PlannerConfig, load_plan_file
-
-
-def build_split(graph: TemporalGraph, settings: RunSettings) -> Split:
-    """The sliding groups of ``settings.window`` snapshots, split by time."""
-    groups = sliding_groups(graph.num_snapshots, settings.window)
-    return split_by_time(groups, settings.train_fraction, settings.val_fraction)
-
-
-def metric_name(task: Task) -> str:
-    return "accuracy" if task is Task.CLASSIFICATION else "mse"
 
 
 class SnapshotGroupStrategy(Strategy):

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch.distributed as dist
 
-from dygsched.engine.profiler import Profiler
+from dygsched.engine.snapshot_groups.profiler import Profiler
 from dygsched.engine.strategy import Artifacts, broadcast_from_rank0
 from dygsched.errors import ConfigError
 from dygsched.sched.plan import Plan

@@ -31,9 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dygsched.data.partition import names, partitioner
 from dygsched.errors import ConfigError
-
-METHODS = ("interval", "range", "reflexbicut")
 
 
 @dataclass(frozen=True)
@@ -69,6 +68,16 @@ def interval_partition(num_vertices: int, num_ranks: int) -> np.ndarray:
 def range_partition(num_vertices: int, num_ranks: int) -> np.ndarray:
     """Contiguous id blocks whose sizes differ by at most one."""
     return (np.arange(num_vertices, dtype=np.int64) * num_ranks) // max(num_vertices, 1)
+
+
+def interval_owner(demand: np.ndarray, capacity_slack: float = 0.1) -> np.ndarray:
+    """The ``interval`` baseline on a ``[ranks, vertices]`` demand matrix (its shape is all it reads)."""
+    return interval_partition(demand.shape[1], demand.shape[0])
+
+
+def range_owner(demand: np.ndarray, capacity_slack: float = 0.1) -> np.ndarray:
+    """The ``range`` baseline on a ``[ranks, vertices]`` demand matrix (its shape is all it reads)."""
+    return range_partition(demand.shape[1], demand.shape[0])
 
 
 def receive_volumes(demand, owner: np.ndarray) -> np.ndarray:
@@ -163,20 +172,15 @@ def partition_vertices(method: str, demand, capacity_slack: float = 0.1, seed: i
     largest receive volume is higher. ``seed`` is accepted for a uniform signature (every method here
     is deterministic)."""
     del seed
-    if method not in METHODS:
-        raise ConfigError(f"unknown vertex partition '{method}' (choose from {', '.join(METHODS)})")
+    entry = partitioner("vertex", method)
     if capacity_slack < 0:
         raise ConfigError(f"the capacity slack must be 0 or more, got {capacity_slack}")
     matrix = _dense(demand)
-    num_ranks, num_vertices = matrix.shape
-    baselines = {
-        "interval": interval_partition(num_vertices, num_ranks),
-        "range": range_partition(num_vertices, num_ranks),
-    }
-    note, used = "", method
-    if method == "reflexbicut":
-        owner = re_flexbicut(matrix, capacity_slack)
+    num_ranks = matrix.shape[0]
+    owner, note, used = entry.load()(matrix, capacity_slack), "", method
+    if not entry.baseline:  # Re-FlexBiCut: no worse than the better baseline
         volume = receive_volumes(matrix, owner).max(initial=0.0)
+        baselines = {name: partitioner("vertex", name).load()(matrix, capacity_slack) for name in names("vertex", baseline=True)}
         largest = {name: receive_volumes(matrix, baseline).max(initial=0.0) for name, baseline in baselines.items()}
         best = min(largest, key=largest.__getitem__)
         best_volume = largest[best]
@@ -186,8 +190,6 @@ def partition_vertices(method: str, demand, capacity_slack: float = 0.1, seed: i
                 f"{best} is used"
             )
             owner, used = baselines[best], best
-    else:
-        owner = baselines[method]
     return VertexPartition(
         owner=owner,
         method=method,

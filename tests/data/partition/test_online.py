@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from dygsched.sched import jit
-from dygsched.sched.online_partition import (
+from dygsched import jit
+from dygsched.data.partition.online import (
     BASELINES,
     CapacityError,
     OnlinePartitioner,
@@ -243,8 +243,8 @@ def test_baselines_place_every_present_node(method):
 
 def _greedy_reference(snapshots, stores):
     """The greedy baseline as first written: store sizes counted again for every new node."""
-    from dygsched.data.partition import metis_parts
-    from dygsched.sched.online_partition import _csr, _present
+    from dygsched.data.partition.nodes import metis_parts
+    from dygsched.data.partition.online import _csr, _present
 
     out, previous = [], None
     for graph in snapshots:

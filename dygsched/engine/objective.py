@@ -1,4 +1,9 @@
-"""The snapshot-group objective: a model's loss on the last snapshot of a group of snapshots."""
+"""The snapshot-group objective: a model's loss on the last snapshot of a group of snapshots.
+
+What the strategies that train on sliding snapshot groups share (the snapshot-group strategies and
+FlareDTDG): the groups split by time (``build_split``), the loss (``GroupObjective``) and the name
+of the task's metric (``metric_name``).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dygsched.data.temporal_graph import Snapshot, Task
+from dygsched.data.groups import Split, sliding_groups, split_by_time
+from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
+from dygsched.engine.strategy import RunSettings
 from dygsched.models.base import DGNN, PLAIN, LayerHooks
+
+
+def build_split(graph: TemporalGraph, settings: RunSettings) -> Split:
+    """The sliding groups of ``settings.window`` snapshots, split by time."""
+    groups = sliding_groups(graph.num_snapshots, settings.window)
+    return split_by_time(groups, settings.train_fraction, settings.val_fraction)
+
+
+def metric_name(task: Task) -> str:
+    """The task's evaluation metric: accuracy for classification, MSE for regression."""
+    return "accuracy" if task is Task.CLASSIFICATION else "mse"
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dygsched.data.partition import partition_nodes, union_graph
+from dygsched.data.partition.nodes import partition_nodes, union_graph
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.errors import ConfigError
 
@@ -51,7 +51,7 @@ def test_one_part_is_every_node_and_range_parts_are_contiguous(graph):
 
 @pytest.mark.parametrize(
     "kwargs, message",
-    [({"method": "spectral"}, "unknown partitioner 'spectral'"), ({"parts": 300}, "more than the graph's 200 nodes"),
+    [({"method": "spectral"}, r"unknown node partitioner 'spectral' \(choose from metis, hash, range\)"), ({"parts": 300}, "more than the graph's 200 nodes"),
      ({"parts": 20, "chunks": 20}, "more chunks than the graph's 200 nodes"), ({"chunks": 0}, "at least one part and one chunk")],
 )  # fmt: skip
 def test_impossible_partitions_are_one_line(graph, kwargs, message):

@@ -2,8 +2,7 @@ import numpy as np
 import pytest
 from scipy.sparse import csr_matrix
 
-from dygsched.errors import ConfigError
-from dygsched.sched.vertex_partition import (
+from dygsched.data.partition.vertices import (
     capacity,
     interval_partition,
     partition_vertices,
@@ -11,6 +10,7 @@ from dygsched.sched.vertex_partition import (
     re_flexbicut,
     receive_volumes,
 )
+from dygsched.errors import ConfigError
 
 
 def block_demand(num_ranks=4, block=50, leak=0.1, seed=0):
@@ -88,7 +88,7 @@ def test_bad_input():
 
 
 def test_link_balance_reads_equation_2_per_step():
-    from dygsched.sched.vertex_partition import link_balance
+    from dygsched.data.partition.vertices import link_balance
 
     pairs = np.array([[[9, 4, 2], [1, 9, 3], [6, 5, 9]], [[0, 2, 2], [2, 0, 2], [2, 2, 0]]])  # diagonals are no link
     got = link_balance(pairs)
@@ -102,7 +102,7 @@ def test_link_balance_reads_equation_2_per_step():
 def test_reflexbicut_spreads_vertices_every_trainer_needs_by_what_each_receives():
     """Hot vertices all trainers need alike go to whoever receives most, so the owned demand (and
     the links to each owner) stay balanced; vertices one trainer needs most stay with it."""
-    from dygsched.sched.vertex_partition import re_flexbicut
+    from dygsched.data.partition.vertices import re_flexbicut
 
     ranks, hot = 4, 40
     demand = np.zeros((ranks, hot + ranks * 10))

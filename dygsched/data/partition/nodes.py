@@ -2,7 +2,8 @@
 
 Node-partitioned strategies (FlareDTDG, DistDy) give every rank a fixed set of nodes in every
 snapshot. A ``NodePartition`` assigns each node a part (a rank) and a chunk inside that part, in
-two levels: ``parts`` parts, then ``chunks`` chunks per part. Partitioners (``PARTITIONERS``):
+two levels: ``parts`` parts, then ``chunks`` chunks per part. Partitioners (the ``node`` kind of
+``dygsched.data.partition.PARTITIONERS``):
 
 * ``metis``: METIS k-way (through pymetis) on the union graph of the given snapshots (edges
   deduplicated, symmetrised, no self-loops, unweighted), vertex weight = degree + 1; then each
@@ -12,7 +13,7 @@ two levels: ``parts`` parts, then ``chunks`` chunks per part. Partitioners (``PA
 * ``range``: contiguous id ranges, ``P`` parts of (nearly) equal size, each cut into ``C`` ranges.
 
 Each partition reports its edge cut (undirected union edges between parts) and its balance (the
-largest part's vertex weight over the mean). Numpy only; pymetis is imported when ``metis`` runs.
+largest part's vertex weight over the mean). Numpy only (no torch); pymetis is imported when ``metis`` runs.
 """
 
 from __future__ import annotations
@@ -22,14 +23,17 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dygsched.data.partition import partitioner
 from dygsched.data.sorted_keys import sorted_unique
-from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.errors import ConfigError, DataError
 
-PARTITIONERS = ("metis", "hash", "range")
+if TYPE_CHECKING:
+    from dygsched.data.temporal_graph import TemporalGraph
+
 CACHE_VERSION = 1
 
 
@@ -188,8 +192,7 @@ def partition_nodes(
     ``cache_dir``, a METIS partition is read back from, or written to, a file named by a hash of the
     union graph and the settings.
     """
-    if method not in PARTITIONERS:
-        raise ConfigError(f"unknown partitioner '{method}' (choose from {', '.join(PARTITIONERS)})")
+    place = partitioner("node", method).load()
     n = graph.num_nodes
     if parts < 1 or chunks < 1:
         raise ConfigError(f"a node partition needs at least one part and one chunk per part, got {parts} and {chunks}")
@@ -198,17 +201,7 @@ def partition_nodes(
     if parts * chunks > n:
         raise ConfigError(f"{parts} parts x {chunks} chunks are more chunks than the graph's {n} nodes")
     union = union_graph(graph, snapshots)
-    if method == "hash":
-        ids = np.arange(n, dtype=np.int64)
-        part, chunk = ids % parts, (ids // parts) % chunks
-    elif method == "range":
-        part = _contiguous(n, parts)
-        chunk = np.zeros(n, dtype=np.int64)
-        for p in range(parts):
-            members = np.flatnonzero(part == p)
-            chunk[members] = _contiguous(members.size, chunks)
-    else:
-        part, chunk = _cached_metis(union, parts, chunks, seed, cache_dir)
+    part, chunk = place(union, parts, chunks, seed, cache_dir)
     empty = [p for p, size in enumerate(np.bincount(part, minlength=parts)) if size == 0]
     if empty:
         raise DataError(f"the {method} partition leaves part(s) {empty} without nodes: use fewer ranks or another partitioner")
@@ -216,7 +209,25 @@ def partition_nodes(
     return NodePartition(part, chunk, parts, chunks, method, cut, balance)
 
 
-def _cached_metis(union: UnionGraph, parts: int, chunks: int, seed: int, cache_dir: Path | None) -> tuple[np.ndarray, np.ndarray]:
+def hash_nodes(union: UnionGraph, parts: int, chunks: int, seed: int = 0, cache_dir: Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Node ``v`` to part ``v mod P``, chunk ``(v div P) mod C``."""
+    ids = np.arange(union.num_nodes, dtype=np.int64)
+    return ids % parts, (ids // parts) % chunks
+
+
+def range_nodes(union: UnionGraph, parts: int, chunks: int, seed: int = 0, cache_dir: Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Contiguous id ranges: ``P`` parts of (nearly) equal size, each cut into ``C`` ranges."""
+    part = _contiguous(union.num_nodes, parts)
+    chunk = np.zeros(union.num_nodes, dtype=np.int64)
+    for p in range(parts):
+        members = np.flatnonzero(part == p)
+        chunk[members] = _contiguous(members.size, chunks)
+    return part, chunk
+
+
+def metis_nodes(union: UnionGraph, parts: int, chunks: int, seed: int = 0, cache_dir: Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """METIS k-way into parts, then each part's induced subgraph into chunks; read from, or written
+    to, ``cache_dir`` under a hash of the union graph and the settings."""
     key = hashlib.sha256(f"{CACHE_VERSION}|{union.digest()}|{parts}|{chunks}|{seed}".encode()).hexdigest()[:32]
     path = Path(cache_dir) / f"metis-{key}.npz" if cache_dir is not None else None
     if path is not None and path.is_file():

@@ -20,7 +20,7 @@ Store ``k`` may hold at most ``D^k`` bytes of features over the window.
   ``a^m + s^{mv}`` for another store (``s^{mv}``: ``c_v`` if ``v`` was on ``m`` before, else ``C``),
   ``a^k`` for its own, so a score compares the partitions a move would make and nodes do not
   bounce between stores. The loop is sequential, as the paper writes it (each move changes the
-  next node's payoff), and compiled (``dygsched.sched.jit``).
+  next node's payoff), and compiled (``dygsched.jit``).
 * Alg. 3, the online loop: prices start at ``F`` (by default from snapshot 1's base partition,
   ``F = U_1 / (2 eta sum_k a_1^k)``), grow as ``lambda_t^k *= exp(ln(2 eta) a_tau^k / D^k)`` for the
   slots ``t`` the snapshot occupies, and the rewards become ``mu_{tau+1}^{kv} = gamma (U/K - Lambda^k
@@ -49,17 +49,17 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from dygsched.data.partition import names, partitioner
 from dygsched.data.sorted_keys import sorted_unique
-from dygsched.errors import ScheduleError
-from dygsched.sched.jit import compiled
+from dygsched.errors import ConfigError, ScheduleError
+from dygsched.jit import compiled
 
-BASELINES = ("metis", "hash", "greedy", "metis_layer")
-PARTITIONERS = ("distdy", *BASELINES)
+BASELINES = names("online", baseline=True)
 
 
 class CapacityError(ScheduleError):
@@ -171,7 +171,7 @@ def _csr(graph: SnapshotGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.cumsum(indptr), cols[order].astype(np.int64), w[order].astype(np.float64)
 
 
-# ---- the sequential loops of Algorithms 1 and 2 (compiled; see dygsched.sched.jit) --------------------------
+# ---- the sequential loops of Algorithms 1 and 2 (compiled; see dygsched.jit) --------------------------
 @compiled
 def _base_partition(
     nodes: np.ndarray, previous: np.ndarray, additive: np.ndarray, full: float, free: np.ndarray, store: np.ndarray
@@ -493,44 +493,84 @@ def _place_new_nodes(store: np.ndarray, graph: SnapshotGraph, new: np.ndarray, s
         sizes[k] += 1
 
 
-def baseline_partitions(method: str, graphs: Sequence[SnapshotGraph], stores: int, seed: int = 0) -> list[SnapshotPartition]:
-    """Every snapshot's partition by a baseline (``BASELINES``), in order, each with its storage and time."""
-    from dygsched.data.partition import metis_parts
-
-    if method not in BASELINES:
-        raise ScheduleError(f"unknown partitioner '{method}' (choose from {', '.join(PARTITIONERS)})")
+def _placed(
+    graphs: Sequence[SnapshotGraph], stores: int, place: Callable[[int, SnapshotGraph, np.ndarray | None], np.ndarray], spread: float = 0.0
+) -> list[SnapshotPartition]:
+    """Every snapshot's partition by a baseline whose ``place(tau, graph, previous)`` gives snapshot
+    ``tau``'s stores, in order, each with its storage and time (plus ``spread``: a share of the time
+    the baseline took once for all snapshots)."""
     out: list[SnapshotPartition] = []
     previous: np.ndarray | None = None
-    fixed = None
-    if method == "metis":  # the aggregate graph of every snapshot, once: its time is spread over the snapshots
-        start = time.perf_counter()
-        edges = np.concatenate([g.edges for g in graphs], axis=1)
-        keys, counts = np.unique(edges[0] * graphs[0].num_nodes + edges[1], return_counts=True)
-        union = np.stack([keys // graphs[0].num_nodes, keys % graphs[0].num_nodes])
-        fixed = metis_parts(graphs[0].num_nodes, union, stores, seed, counts)
-        spread = (time.perf_counter() - start) / len(graphs)
     for tau, graph in enumerate(graphs):
         start = time.perf_counter()
-        if method == "hash":
-            store = _present(np.arange(graph.num_nodes) % stores, graph)
-        elif method == "metis":
-            assert fixed is not None
-            store = _present(fixed, graph)
-        elif method == "metis_layer":
-            labels = _present(metis_parts(graph.num_nodes, graph.edges, stores, seed + tau), graph)
-            store = _aligned(labels, previous, stores) if previous is not None else labels
-        else:  # greedy
-            if previous is None:
-                store = _present(metis_parts(graph.num_nodes, graph.edges, stores, seed), graph)
-            else:
-                store = np.full(graph.num_nodes, -1, dtype=np.int64)
-                kept = graph.nodes[previous[graph.nodes] >= 0]
-                store[kept] = previous[kept]
-                _place_new_nodes(store, graph, graph.nodes[previous[graph.nodes] < 0], stores)
-        seconds = time.perf_counter() - start + (spread if method == "metis" else 0.0)
-        out.append(_record(store, previous, graph, stores, seconds))
+        store = place(tau, graph, previous)
+        out.append(_record(store, previous, graph, stores, time.perf_counter() - start + spread))
         previous = store
     return out
+
+
+def hash_partitions(
+    graphs: Sequence[SnapshotGraph], stores: int, capacity: np.ndarray | None = None, window: int = 1, seed: int = 0, **options: float
+) -> list[SnapshotPartition]:
+    """The ``hash`` baseline: node ``v`` on store ``v mod K``."""
+    return _placed(graphs, stores, lambda tau, graph, previous: _present(np.arange(graph.num_nodes) % stores, graph))
+
+
+def metis_partitions(
+    graphs: Sequence[SnapshotGraph], stores: int, capacity: np.ndarray | None = None, window: int = 1, seed: int = 0, **options: float
+) -> list[SnapshotPartition]:
+    """The ``metis`` baseline: METIS on the union of every snapshot (edges weighted by how many snapshots
+    hold them), once; its time is spread over the snapshots."""
+    from dygsched.data.partition.nodes import metis_parts
+
+    start = time.perf_counter()
+    n = graphs[0].num_nodes
+    edges = np.concatenate([g.edges for g in graphs], axis=1)
+    keys, counts = np.unique(edges[0] * n + edges[1], return_counts=True)
+    fixed = metis_parts(n, np.stack([keys // n, keys % n]), stores, seed, counts)
+    spread = (time.perf_counter() - start) / len(graphs)
+    return _placed(graphs, stores, lambda tau, graph, previous: _present(fixed, graph), spread)
+
+
+def metis_layer_partitions(
+    graphs: Sequence[SnapshotGraph], stores: int, capacity: np.ndarray | None = None, window: int = 1, seed: int = 0, **options: float
+) -> list[SnapshotPartition]:
+    """The ``metis_layer`` baseline: METIS on each snapshot, its labels matched to the previous
+    snapshot's by the Hungarian method."""
+    from dygsched.data.partition.nodes import metis_parts
+
+    def place(tau: int, graph: SnapshotGraph, previous: np.ndarray | None) -> np.ndarray:
+        labels = _present(metis_parts(graph.num_nodes, graph.edges, stores, seed + tau), graph)
+        return _aligned(labels, previous, stores) if previous is not None else labels
+
+    return _placed(graphs, stores, place)
+
+
+def greedy_partitions(
+    graphs: Sequence[SnapshotGraph], stores: int, capacity: np.ndarray | None = None, window: int = 1, seed: int = 0, **options: float
+) -> list[SnapshotPartition]:
+    """The ``greedy`` baseline: METIS on the first snapshot, then nodes stay and a new node joins the
+    store holding most of its neighbours."""
+    from dygsched.data.partition.nodes import metis_parts
+
+    def place(tau: int, graph: SnapshotGraph, previous: np.ndarray | None) -> np.ndarray:
+        if previous is None:
+            return _present(metis_parts(graph.num_nodes, graph.edges, stores, seed), graph)
+        store = np.full(graph.num_nodes, -1, dtype=np.int64)
+        kept = graph.nodes[previous[graph.nodes] >= 0]
+        store[kept] = previous[kept]
+        _place_new_nodes(store, graph, graph.nodes[previous[graph.nodes] < 0], stores)
+        return store
+
+    return _placed(graphs, stores, place)
+
+
+def baseline_partitions(method: str, graphs: Sequence[SnapshotGraph], stores: int, seed: int = 0) -> list[SnapshotPartition]:
+    """Every snapshot's partition by a baseline (``BASELINES``), in order, each with its storage and time."""
+    entry = partitioner("online", method)
+    if not entry.baseline:
+        raise ConfigError(f"'{method}' is no baseline (choose from {', '.join(BASELINES)})")
+    return entry.load()(graphs, stores, seed=seed)
 
 
 def over_capacity(partitions: Sequence[SnapshotPartition], capacity: np.ndarray, window: int) -> list[int]:
@@ -582,12 +622,18 @@ def partition_stream(
     seed: int = 0,
     **options: float,
 ) -> list[SnapshotPartition]:
-    """Every snapshot's placement by ``method`` (``PARTITIONERS``), in arrival order; ``options`` are
-    ``OnlinePartitioner``'s (``eta``, ``budget``, ``clip_rewards``, ``message_weight``, ``fetch_weight``) for ``distdy``."""
-    if method == "distdy":
-        online = OnlinePartitioner(stores, capacity, window, **options)  # type: ignore[arg-type]
-        return [online.partition(tau, graph) for tau, graph in enumerate(graphs)]
-    return baseline_partitions(method, graphs, stores, seed)
+    """Every snapshot's placement by ``method`` (an ``online`` partitioner of ``dygsched.data.partition``),
+    in arrival order; ``options`` are ``OnlinePartitioner``'s (``eta``, ``budget``, ``clip_rewards``,
+    ``message_weight``, ``fetch_weight``) for ``distdy`` (the baselines ignore them)."""
+    return partitioner("online", method).load()(graphs, stores, capacity, window, seed, **options)
+
+
+def distdy_partitions(
+    graphs: Sequence[SnapshotGraph], stores: int, capacity: np.ndarray, window: int, seed: int = 0, **options: float
+) -> list[SnapshotPartition]:
+    """DistDy's Algorithms 1-3 (``OnlinePartitioner``, deterministic: ``seed`` is not used)."""
+    online = OnlinePartitioner(stores, capacity, window, **options)  # type: ignore[arg-type]
+    return [online.partition(tau, graph) for tau, graph in enumerate(graphs)]
 
 
 def smallest_feasible_factor(graphs: Sequence[SnapshotGraph], window: int, stores: int, **options: float) -> float:
