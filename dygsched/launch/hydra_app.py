@@ -213,6 +213,12 @@ def check_sweep(overrides: list[str]) -> None:
         points = sweep_points(overrides)
     except Exception:  # a sweep form expanded only by Hydra's sweeper (glob, ...): it reports its own errors
         return
+    checked_points(points)
+
+
+def checked_points(points: list[list[str]]) -> list[tuple[list[str], DictConfig]]:
+    """Every point composed and checked (the settings alone, then what the launcher and the strategy
+    refuse without data), before any of them runs; a refusal is one line naming its point."""
     composed = []
     for point in points:  # what the settings alone refuse, for every point, before torch is imported
         cfg = compose_config(point)
@@ -228,6 +234,7 @@ def check_sweep(overrides: list[str]) -> None:
             static_checks(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
         except DygschedError as exc:
             raise ConfigError(f"{exc} (sweep point: {' '.join(point) or 'defaults'})") from None
+    return composed
 
 
 def precheck(cfg: DictConfig, overrides: list[str]) -> None:

@@ -54,8 +54,8 @@ def build_comm(results: Path, datasets: tuple[str, ...], model: str, batches: tu
     """Bytes per training epoch of DepCache, DepComm and Sven for every batch and rank count, counted
     exactly, beside the paper's closed forms with this epoch's redundancies."""
     from dygsched.data.event_batches import RecentNeighbours, relative_times
-    from dygsched.engine.node_memory.volumes import RowSizes, count_traffic, epoch_reads
     from dygsched.data.partition.vertices import interval_partition
+    from dygsched.engine.node_memory.volumes import RowSizes, count_traffic, epoch_reads
 
     rows = []
     for dataset in datasets:
@@ -173,8 +173,8 @@ def build_balance(
     import torch
 
     from dygsched.data.event_batches import RecentNeighbours, relative_times
-    from dygsched.engine.node_memory.volumes import demand_matrix, dispatch_pairs, epoch_reads
     from dygsched.data.partition.vertices import link_balance, partition_vertices
+    from dygsched.engine.node_memory.volumes import demand_matrix, dispatch_pairs, epoch_reads
 
     rows, per_step = [], []
     for dataset in datasets:

@@ -15,8 +15,8 @@ import logging
 import shlex
 import time
 from pathlib import Path
+from typing import Any
 
-from dygsched.errors import ConfigError
 from dygsched.paper.target import Overrides, Sweep
 
 RECORD = "sweep.json"
@@ -60,20 +60,11 @@ def is_complete(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ())
         return False
 
 
-def _points(run: Overrides, folder: Path) -> list[list[str]]:
+def _points(run: Overrides, folder: Path) -> list[tuple[list[str], Any]]:
     """Every job of one multirun, composed and checked now (a bad override: one line, nothing run)."""
-    from dygsched.errors import DygschedError
-    from dygsched.launch.hydra_app import compose_config, precheck, sweep_points
+    from dygsched.launch.hydra_app import checked_points, sweep_points
 
-    points = []
-    for point in sweep_points([*run, f"results_dir={folder}", "progress=false"]):
-        cfg = compose_config(point)
-        try:
-            precheck(cfg, point)
-        except DygschedError as exc:
-            raise ConfigError(f"{exc} (sweep point: {' '.join(point)})") from None
-        points.append((point, cfg))
-    return points
+    return checked_points(sweep_points([*run, f"results_dir={folder}", "progress=false"]))
 
 
 def run_sweep(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -> Path:

@@ -86,10 +86,8 @@ def partitioner(kind: str, name: str) -> Partitioner:
 
 def checked_partition(kind: str, name: str) -> None:
     """A strategy's ``sched.partition``: one line naming the setting and ``kind``'s choices when unknown."""
-    try:
-        partitioner(kind, name)
-    except ConfigError as exc:
-        raise ConfigError(f"sched.partition: {exc}") from None
+    if name not in names(kind):
+        raise ConfigError(f"unknown sched.partition '{name}' (choose from {', '.join(names(kind))})")
 
 
 NODE_PARTITIONERS = names("node")
