@@ -185,6 +185,7 @@ def test_capacity_reading_names_the_baselines_out_of_memory():
 
 
 # ---- end to end ---------------------------------------------------------------------------------------------
+@pytest.mark.slow  # CI builds every target at smoke size after the suite (make paper SMOKE=1)
 def test_storage_builds_at_smoke_size_and_reads(tmp_path):
     build_target(distdy.STORAGE, tmp_path, smoke=True)
     assert not distdy.STORAGE.missing_outputs(tmp_path)

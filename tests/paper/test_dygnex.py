@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 
 from dygsched.paper import dygnex
 from dygsched.paper.build import build_target
@@ -119,6 +120,7 @@ def test_solve_time_falling_with_the_snapshots_is_not_reproduced_and_missing_cel
 
 
 # ---- one smoke build ---------------------------------------------------------------------------------
+@pytest.mark.slow  # CI builds every target at smoke size after the suite (make paper SMOKE=1)
 def test_solve_time_builds_at_smoke_size(tmp_path):
     build_target(dygnex.SOLVE_TIME, tmp_path, smoke=True)
     ilp = pd.read_csv(tmp_path / dygnex.SOLVE_TIME_ILP_CSV)

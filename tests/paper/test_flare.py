@@ -234,6 +234,7 @@ def test_scaling_reading_and_figure_7_per_doubling_of_the_ranks():
 
 
 # ---- end to end ---------------------------------------------------------------------------------------
+@pytest.mark.slow  # CI builds every target at smoke size after the suite (make paper SMOKE=1)
 def test_the_heatmap_builds_at_smoke_size_from_an_empty_folder(tmp_path):
     from dygsched.paper.build import build_target
 

@@ -118,6 +118,7 @@ def test_the_module_imports_no_torch():
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
+@pytest.mark.slow  # CI builds every target at smoke size after the suite (make paper SMOKE=1)
 def test_the_simulation_and_one_benchmark_instance_build_at_smoke_size(tmp_path):
     for paper_target in (planner.SIMULATE, planner.BENCH_PLANNER):
         build_target(paper_target, tmp_path, smoke=True)
