@@ -122,6 +122,8 @@ def _compared(paper_target: PaperTarget, frames: Tables, published: pd.DataFrame
     if not frames:
         return None, "", None, "not built"
     rows = published[published.target == paper_target.name]
+    if rows.empty:
+        return None, "", None, "the paper prints no number for it"
     try:
         shape = paper_target.shape(frames) if paper_target.shape else None
         headlines = paper_target.headlines(frames, rows) if paper_target.headlines else ()
