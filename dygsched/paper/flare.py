@@ -286,7 +286,7 @@ def shape_memory(tables: Tables) -> PaperShape:
 
 
 def headlines_memory(tables: Tables, published: pd.DataFrame) -> tuple[Headline, ...]:
-    """Section 4.3's 67%-71% memory reduction against Full-History, as Full-History's memory over
+    """Section 4.3's stated range of memory reduction against Full-History, as Full-History's memory over
     FlareDTDG's, beside ours (the measure ``memory_measure`` picks)."""
     table = table_named(tables)
     measure, _ = memory_measure(table)

@@ -283,7 +283,7 @@ def _largest_ratio_over_cut(table: pd.DataFrame, baseline: str, column: str) -> 
 
 def headlines_balance(tables: Tables, published: pd.DataFrame) -> tuple[Headline, ...]:
     """Figure 14's largest reductions by Re-FlexBiCut, each as the baseline's cost over
-    Re-FlexBiCut's (a 59.2% reduction is 2.45x): the maximum balance cost over the batch sizes,
+    Re-FlexBiCut's (a reduction r as the ratio 1 / (1 - r)): the maximum balance cost over the batch sizes,
     and the communication cost over the trainer counts (ours: the dispatch rows per step), each
     the largest over our settings."""
     table = table_named(tables, BALANCE_CSV)
