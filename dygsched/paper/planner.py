@@ -380,8 +380,8 @@ PLANNER_SOLVER = "greedy"  # ours, beside the papers' DyGNeX-G and REAL-G
 
 
 def headlines_simulate(tables: Tables, published: pd.DataFrame) -> tuple[Headline, ...]:
-    """DyGNeX figure 5's text: DyGNeX-G keeps 95% parallel efficiency at 512 GPUs and over 85% at
-    1,024 (REAL figure 15 states the same of REAL-G), beside greedy's at those counts. The figure
+    """DyGNeX figure 5's text: DyGNeX-G's parallel efficiency at 512 and at 1,024 GPUs (REAL
+    figure 15 states the same of REAL-G), beside greedy's at those counts. The figure
     prints a curve, not a table, so there is no layout to rank; PSG's "sharp degradation beyond 128
     GPUs" is a reading of the curve's bend, not a number ours can be measured against."""
     table = table_named(tables)
