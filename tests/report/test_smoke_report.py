@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dygsched.paper.published import rows_of
 from dygsched.paper.registry import SECTIONS, TARGETS
 from tests.conftest import ROOT
 from tests.report.report_html import parse_report
@@ -33,5 +34,6 @@ def test_the_smoke_report_has_every_section_and_target_built():
     first = html.split('id="verdicts"')[1].split("</section>")[0]
     for paper_target in TARGETS:
         row = first.split(f'href="#{paper_target.name}"')[1].split("</tr>")[0]
-        assert ('class="verdict' in row) == paper_target.reproduces_paper, paper_target.name
+        compared = paper_target.reproduces_paper and not rows_of(paper_target.name).empty  # a paper's numbers to compare with
+        assert ('class="verdict' in row) == compared, paper_target.name
     assert (index.parent / "README.md").is_file() and (index.parent / "runs.html").is_file()
