@@ -168,6 +168,10 @@ def run_main(tmp_path, capsys, *args):
         ([*DISTDY, "model=tgcn"], "use model=sage_temporal"),
         ([*DISTDY, "sched.fanouts=[3,3]"], "sched.fanouts has 2 entries for a model of 1 layers"),
         ([*DISTDY, "sched.loop=online"], "set epochs=9"),
+        # a strategy's typed configuration (FlareConfig, DistDyConfig; SvenConfig's in test_run), checked as the run starts
+        (["sched=flare", "sched.chunks=0"], "sched.chunks (chunks per rank) must be a positive integer, got 0"),
+        (["sched=flare", "sched.schedule=[4,x]"], "sched.schedule must be a string or a list of integers"),
+        ([*DISTDY, "sched.loop=sometimes"], "unknown sched.loop 'sometimes'"),
     ],
 )
 def test_impossible_configurations_fail_before_any_worker(tmp_path, capsys, overrides, message):

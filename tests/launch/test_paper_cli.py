@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from dygsched.cli import main
 
 
@@ -28,6 +30,7 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(tmp_path, capsys):
     assert not (tmp_path / "absent").exists()
 
 
+@pytest.mark.slow  # CI's smoke run builds every target this way after the suite
 def test_a_target_builds_in_a_child_process_and_records_the_paper_command(tmp_path):
     results = tmp_path / "results"
     done = subprocess.run(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dygsched.launch.hydra_app import compose_config, sweep_points
+from dygsched.launch.hydra_app import compose_config
 from dygsched.paper.published import published_numbers
 from dygsched.paper.registry import SECTIONS, TARGETS, targets_named
 from tests.conftest import ROOT
@@ -53,12 +53,18 @@ def test_every_published_row_belongs_to_a_target_and_is_a_number():
 
 
 def test_every_sweep_point_composes():
-    """A typo in a target's overrides fails here, not an hour into `make paper`."""
+    """A typo in a target's overrides fails here, not an hour into `make paper`: every value of every
+    key of every run composes (the product of a sweep's values is composed when the sweep runs)."""
+    from dygsched.launch.hydra_app import _sweep_choices
+
     sweeps = {t.sweep for t in TARGETS if t.sweep is not None}
-    for sweep in sweeps:
-        for run in (*sweep.runs, *sweep.smoke):
-            for point in sweep_points(list(run)):
-                compose_config(point)
+    points = set()
+    for run in {run for sweep in sweeps for run in (*sweep.runs, *sweep.smoke)}:
+        choices = [values for _, values in _sweep_choices(list(run))]
+        longest = max(len(values) for values in choices)
+        points |= {tuple(values[i % len(values)] for values in choices) for i in range(longest)}  # every value of every key once
+    for point in sorted(points):
+        compose_config(list(point))
 
 
 def test_every_target_is_a_one_line_make_call_and_needs_no_script():
