@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from dygsched.errors import ConfigError
+from dygsched.paper.target import PaperTarget
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +52,7 @@ def list_targets(results: Path) -> None:
     print(f"\n{len(registry.TARGETS)} targets, about {total / 60:.1f} h at full size on 2 CPU cores; `dygsched paper all --smoke` runs each at tiny sizes")
 
 
-def _forget(paper_target, root: Path) -> None:  # noqa: ANN001 - a PaperTarget
+def _forget(paper_target: PaperTarget, root: Path) -> None:
     """--rerun: remove the target's outputs and its sweep's folder (moved aside would pile up)."""
     for path in paper_target.outputs:
         (root / path).unlink(missing_ok=True)

@@ -92,8 +92,7 @@ class PaperShape:
     its index and its column labels as columns, in the paper's units (ratios against the paper's
     baseline where it prints ratios). ``paper_ref`` and ``paper_dataset`` pick the published table it
     is compared with; ``rank_within`` says along which axis the paper's order is read ("rows": each
-    row ranks its columns; "columns": each column ranks its rows); ``lower_is_better`` only words the
-    order."""
+    row ranks its columns; "columns": each column ranks its rows); ``unit`` labels the laid-out table."""
 
     frame: pd.DataFrame
     paper_ref: str

@@ -32,7 +32,6 @@ from dygsched.paper.target import Headline, PaperShape
 ORDER_REPRODUCED = 0.8
 CLOSE_FACTOR = 2.0
 NEAR_ONE = 0.02
-WORDS = ("reproduced", "partly", "not", "not measured")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Running the missing targets: progress lines, a target that writes nothing, one that writes and then fails."""
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -24,7 +25,7 @@ def writes_then_fails(results: Path, rows: int) -> None:
     raise SystemExit("a benchmark's target was not met")
 
 
-def toy(name: str, build) -> PaperTarget:  # noqa: ANN001
+def toy(name: str, build: Callable[..., None]) -> PaperTarget:
     return PaperTarget(
         name=name, paper="engine", title=name, reproduces="(no paper table)", outputs=("t/t.csv",), repeats="once",
         minutes=12.4, build=build, reading=lambda tables: "", settings=Settings(full={"rows": 3}, smoke={"rows": 1}),
