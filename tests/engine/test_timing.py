@@ -1,0 +1,171 @@
+"""Timed regions read finished work: the timer waits for asynchronous work, on CPU and (with a fake
+CUDA event class) on the CUDA path, and never relies on a device-wide synchronize."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import torch
+
+from dygsched.engine import timing
+from dygsched.engine.timing import Region, Tally, timed
+
+DELAY_S = 0.05
+
+
+class FakeWork:
+    """An asynchronous operation that finishes ``delay_s`` after it starts, on a thread."""
+
+    def __init__(self, delay_s: float = DELAY_S) -> None:
+        self.finished = threading.Event()
+        self.waited = False
+        self._thread = threading.Thread(target=self._run, args=(delay_s,))
+        self._thread.start()
+
+    def _run(self, delay_s: float) -> None:
+        time.sleep(delay_s)
+        self.finished.set()
+
+    def is_completed(self) -> bool:
+        return self.finished.is_set()
+
+    def wait(self) -> bool:
+        self.waited = True
+        self._thread.join()
+        return True
+
+
+class FakeStream:
+    """Where fake events are recorded; ``pending_s``: how long its queued work still runs."""
+
+    def __init__(self) -> None:
+        self.pending_s = 0.0
+
+
+class FakeEvent:
+    """A CUDA event on a fake device: it completes when its stream's queued work has (host clock)."""
+
+    made: list[FakeEvent] = []
+
+    def __init__(self, enable_timing: bool = False) -> None:
+        assert enable_timing, "timing events must be made with enable_timing=True"
+        self.at: float | None = None
+        self.synchronized = False
+        FakeEvent.made.append(self)
+
+    def record(self, stream: FakeStream) -> None:
+        self.at = time.perf_counter() + stream.pending_s
+
+    def query(self) -> bool:
+        return self.at is not None and time.perf_counter() >= self.at
+
+    def synchronize(self) -> None:
+        assert self.at is not None
+        self.synchronized = True
+        time.sleep(max(0.0, self.at - time.perf_counter()))
+
+    def elapsed_time(self, end: FakeEvent) -> float:
+        assert self.at is not None and end.at is not None
+        assert end.query(), "elapsed_time read before the end event completed"
+        return (end.at - self.at) * 1000.0
+
+
+@pytest.fixture
+def no_device_synchronize(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("a timed region relied on a device-wide synchronize")
+
+    monkeypatch.setattr(torch.cuda, "synchronize", refuse)
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch, no_device_synchronize):
+    stream = FakeStream()
+    FakeEvent.made = []
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: stream)
+    return stream
+
+
+CUDA = torch.device("cuda")
+CPU = torch.device("cpu")
+
+
+def test_cpu_region_waits_for_asynchronous_work(no_device_synchronize):
+    region = Region(CPU)
+    work = FakeWork()
+    region.stop_after(work)
+    assert work.waited and work.is_completed()
+    assert region.done
+    assert region.seconds >= DELAY_S
+
+
+def test_cpu_region_without_waiting_misses_the_work(no_device_synchronize):
+    """The contrast that makes the test above mean something: a plain stop does not wait."""
+    region = Region(CPU)
+    work = FakeWork(0.2)
+    region.stop()
+    assert region.seconds < 0.2
+    work.wait()
+
+
+def test_cuda_region_waits_for_work_then_records_on_the_stream(fake_cuda):
+    region = Region(CUDA)
+    work = FakeWork()
+    region.stop_after(work)
+    assert work.waited
+    start, end = FakeEvent.made
+    assert start.at is not None and end.at is not None and end.at - start.at >= DELAY_S
+    assert region.seconds >= DELAY_S
+    assert end.synchronized  # read through its own end event
+
+
+def test_cuda_region_is_read_lazily_and_covers_queued_work(fake_cuda):
+    """Stopping records an event and returns; the figure waits for the stream's queued work when read."""
+    with timed(CUDA) as region:
+        fake_cuda.pending_s = DELAY_S  # work queued on the stream, still running on the device
+    before = time.perf_counter()
+    assert not region.done
+    assert time.perf_counter() - before < DELAY_S
+    assert region.seconds >= DELAY_S
+    assert region.done
+
+
+def test_cuda_region_on_a_given_stream(fake_cuda):
+    side = FakeStream()
+    side.pending_s = DELAY_S
+    region = Region(CUDA, stream=side)
+    side.pending_s = 2 * DELAY_S
+    region.stop()
+    assert region.seconds >= DELAY_S  # the side stream's work, not the current stream's (idle)
+
+
+def test_tally_sums_pending_regions_and_known_seconds(fake_cuda):
+    tally = Tally()
+    for _ in range(2):
+        tally.add("comm_s", Region(CUDA).stop_after(FakeWork()))
+    tally.add("comm_s", 1.0)
+    tally.add("wait_s", 0.25)
+    assert not all(event.synchronized for event in FakeEvent.made)  # nothing read yet
+    totals = tally.totals()
+    assert set(totals) == {"comm_s", "wait_s"}
+    assert totals["comm_s"] >= 1.0 + 2 * DELAY_S
+    assert totals["wait_s"] == 0.25
+    assert tally.seconds("absent") == 0.0
+
+
+def test_region_misuse_is_refused():
+    region = Region(CPU)
+    with pytest.raises(RuntimeError, match="before it was stopped"):
+        _ = region.seconds
+    region.stop()
+    with pytest.raises(RuntimeError, match="stopped twice"):
+        region.stop()
+
+
+def test_module_uses_no_device_wide_synchronize():
+    import inspect
+
+    assert "synchronize(" not in inspect.getsource(timing).replace("_end_event.synchronize()", "")
