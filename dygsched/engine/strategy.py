@@ -24,7 +24,6 @@ for one it does not measure; the worker records those as NaN with the reason, ne
 
 from __future__ import annotations
 
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -39,6 +38,7 @@ from torch import nn
 from dygsched.data.kinds import DynamicData
 from dygsched.engine.gradient_sync import GradientSync
 from dygsched.engine.strategy_config import StrategyConfig
+from dygsched.engine.timing import Region
 from dygsched.errors import ConfigError
 from dygsched.metrics.atomic import write_json
 from dygsched.metrics.run_folder import RunFolder
@@ -64,6 +64,11 @@ class IterationStats:
     earlier ranks); ``loss_sum``: the sum of their unscaled losses; ``busy_s``: compute time;
     ``wait_s``: time blocked on other ranks; ``comm_s``: time moving data; ``bytes[kind]``: bytes
     this rank moved of each kind (``allreduce``, ``hidden_state``, ``host_to_device``, ...).
+
+    Times are of finished work (``dygsched.engine.timing``): ``add_time(name, region)`` keeps a
+    region pending, and ``settle()`` adds the pending regions to their fields once, when the step's
+    figures are read (``Epoch.finish_iteration`` settles before recording), so timing a region
+    never stalls the host while the device still works.
     """
 
     iteration: int
@@ -73,9 +78,29 @@ class IterationStats:
     wait_s: float = 0.0
     comm_s: float = 0.0
     bytes: dict[str, int] = field(default_factory=dict)
+    pending: list[tuple[str, Region]] = field(default_factory=list, repr=False, compare=False)
 
     def add_bytes(self, kind: str, count: int) -> None:
         self.bytes[kind] = self.bytes.get(kind, 0) + int(count)
+
+    def add_time(self, name: str, region: Region) -> None:
+        """Add ``region``'s seconds to the field ``name`` (``busy_s``, ``wait_s``, ``comm_s``) when settled."""
+        if name not in ("busy_s", "wait_s", "comm_s"):
+            raise ValueError(f"no time field {name!r} in IterationStats (busy_s, wait_s, comm_s)")
+        self.pending.append((name, region))
+
+    def settle(self) -> IterationStats:
+        """Read the pending regions into their fields (waiting for their work, not the device)."""
+        for name, region in self.pending:
+            setattr(self, name, getattr(self, name) + region.seconds)
+        self.pending.clear()
+        return self
+
+    def busy_from(self, step: Region) -> None:
+        """``busy_s``: the whole step's time (``step``, stopped) less the waiting and communicating
+        timed inside it; settles the regions pending so far."""
+        self.settle()
+        self.busy_s = step.seconds - self.wait_s - self.comm_s
 
 
 @dataclass(frozen=True)
@@ -208,17 +233,16 @@ class Epoch:
 
     def finish_iteration(self, stats: IterationStats) -> None:
         if self.world_size > 1 and self.measures_wait:
-            start = time.perf_counter()
+            waiting = Region(self.device)
             dist.all_reduce(self._ready)  # every rank, busy or idle: the time until the slowest is ready
-            stats.wait_s += time.perf_counter() - start
-        start = time.perf_counter()
+            stats.add_time("wait_s", waiting.stop())
+        communicating = Region(self.device)  # until the summed gradients are in place (the planner's alpha)
         moved = self.sync.synchronize()
-        synchronize(self.device)
-        stats.comm_s += time.perf_counter() - start
+        stats.add_time("comm_s", communicating.stop())
         stats.bytes["allreduce"] = moved
         self.optimizer.step()
         self.sync.zero_grad()
-        self._on_iteration(stats)
+        self._on_iteration(stats.settle())
 
     def record(self, phase: str, metric: str, value: float) -> None:
         self._record(phase, metric, value)
@@ -239,6 +263,9 @@ class Strategy(ABC):
     step applies the previous step's summed gradients (``GradientSync``), so the all-reduce
     overlaps the next step; 0 (the default) for fresh gradients. ``predicts_links``: it reads the
     link-prediction settings (``split.new_nodes``, ``eval_negatives``); others refuse them.
+    ``communicates_in_backward``: its backward pass runs collectives of its own (all-to-alls of
+    halos or rows), which bucket all-reduces started during that backward would interleave with in
+    a different order on each rank, so ``grad_sync.overlap=true`` is refused for it.
     ``config_type``: the dataclass of its flat ``sched.*`` settings, built from the config and passed
     to the constructor as ``Strategy(config, name)``; ``None`` when Hydra builds it from typed blocks.
     """
@@ -248,6 +275,7 @@ class Strategy(ABC):
     data_kind: ClassVar[type] = object
     exact: ClassVar[bool] = True
     predicts_links: ClassVar[bool] = False
+    communicates_in_backward: ClassVar[bool] = False
     gradient_staleness: int = 0
 
     def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:

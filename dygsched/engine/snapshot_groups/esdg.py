@@ -29,7 +29,6 @@ it received.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 
 import torch
@@ -38,7 +37,8 @@ import torch.distributed as dist
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot
 from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor, Iteration, fetch, loss_scale
-from dygsched.engine.strategy import IterationStats, synchronize
+from dygsched.engine.strategy import IterationStats
+from dygsched.engine.timing import Region
 from dygsched.errors import ConfigError
 from dygsched.models.base import DGNN, State
 
@@ -154,7 +154,6 @@ class ESDGExecutor(GroupExecutor):
             loss_value = float(loss.detach())
         else:
             sent = layout.flatten(states)
-            synchronize(device)
             self._send(sent.detach(), rank + 1, device, stats)
             grad = self._recv(layout.empty(device), rank + 1, device, stats)
             if sent.requires_grad:
@@ -162,27 +161,24 @@ class ESDGExecutor(GroupExecutor):
 
         if received is not None:
             # The gradient with respect to the state this rank started from continues the backward on rank - 1.
-            synchronize(device)
             self._send(received.grad if received.grad is not None else torch.zeros_like(received), rank - 1, device, stats)
         return loss_value
 
     @staticmethod
     def _send(tensor: torch.Tensor, dst: int, device: torch.device, stats: IterationStats) -> None:
-        start = time.perf_counter()
+        sending = Region(device)  # starts once the stream's queued compute is done: the send alone
         dist.send(_for_backend(tensor.contiguous()), dst)
-        synchronize(device)
-        stats.comm_s += time.perf_counter() - start
+        stats.add_time("comm_s", sending.stop())
         stats.add_bytes("hidden_state", tensor.numel() * tensor.element_size())
 
     @staticmethod
     def _recv(buffer: torch.Tensor, src: int, device: torch.device, stats: IterationStats) -> torch.Tensor:
-        start = time.perf_counter()
+        receiving = Region(device)
         staged = _for_backend(buffer)
         dist.recv(staged, src)
         if staged is not buffer:
             buffer.copy_(staged)
-        synchronize(device)
-        stats.wait_s += time.perf_counter() - start
+        stats.add_time("wait_s", receiving.stop())
         return buffer
 
 

@@ -4,14 +4,14 @@ A unit's time is split into host-to-device copy, spatial aggregation (the layers
 passing, which includes their transformation matmuls: PyG's convolutions fuse the two), temporal
 update (recurrent cells) and backward. ``TimedHooks`` times the spatial and temporal parts inside
 the model's own layer loop (``DGNN.unroll``), around whatever hooks the executor runs anyway, so
-the profile measures the training code itself. On GPU every boundary synchronises the device, so
-profiling epochs run a little slower than the others. What the samples become (medians, the
+the profile measures the training code itself. On GPU a phase is timed by CUDA events on the
+stream that runs it (``dygsched.engine.timing``), read when the unit's profile is recorded, so a
+boundary does not stop the device. What the samples become (medians, the
 fitted cost model) is ``dygsched.sched.profile``.
 """
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from dygsched.data.temporal_graph import Snapshot
+from dygsched.engine.timing import Tally, timed
 from dygsched.models.base import PLAIN, DelegatingHooks, DGNNLayer, LayerHooks, State
 
 PHASES = ("host_to_device", "spatial", "temporal", "backward")
@@ -28,20 +29,23 @@ PHASES = ("host_to_device", "spatial", "temporal", "backward")
 
 @dataclass
 class PhaseTimer:
-    """Accumulates seconds per phase, synchronising the device at each boundary."""
+    """Accumulates seconds per phase: each phase a timed region on the stream that runs it (the
+    current stream unless given), read when ``seconds`` is (waiting for that work, not the device)."""
 
     device: torch.device
-    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
+    tally: Tally = field(default_factory=Tally)
 
     @contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        start = time.perf_counter()
-        yield
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        self.seconds[name] += time.perf_counter() - start
+    def phase(self, name: str, stream: torch.cuda.Stream | None = None) -> Iterator[None]:
+        if name not in PHASES:
+            raise ValueError(f"unknown profiling phase {name!r}; phases: {', '.join(PHASES)}")
+        with timed(self.device, stream) as region:
+            yield
+        self.tally.add(name, region)
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        return {name: self.tally.seconds(name) for name in PHASES}
 
 
 class TimedHooks(DelegatingHooks):

@@ -248,7 +248,7 @@ class ReuseExecutor(SequentialExecutor):
                 loaded = self.ahead if self.ahead is not None and self.ahead.chain == chain else self.load(chain, device)
                 self.ahead = self.load(self.queue[0], device) if self.queue else None  # overlaps this chain
             else:
-                with timer.phase("host_to_device") if timer else nullcontext():
+                with timer.phase("host_to_device", self.streams.copy) if timer else nullcontext():
                     loaded = self.load(chain, device)
             assert loaded is not None
             self.streams.handoff(loaded, self.streams.copy, self.streams.conv)
@@ -297,7 +297,7 @@ class ReuseExecutor(SequentialExecutor):
         model = objective.model
         streams = self.streams
         paths = self.cache.paths(chain)  # chosen once per chain and kept: preprocessing, not training
-        with timer.phase("spatial") if timer else nullcontext(), streams.on(streams.conv):
+        with timer.phase("spatial", streams.conv) if timer else nullcontext(), streams.on(streams.conv):
             order = {} if self.project_first is None else {"project_first": self.project_first}
             conv_outs = model.layers[0].conv_chain(loaded.x, loaded.first, loaded.diffs, paths, **order)
             snapshots = self.chain_snapshots(run.graph, loaded, run.device)

@@ -19,7 +19,6 @@ optimizer step.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,7 +31,8 @@ from dygsched.data.temporal_graph import Task, TemporalGraph
 from dygsched.engine.objective import GroupObjective, build_split, metric_name
 from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor, fetch
 from dygsched.engine.snapshot_groups.timeline import Timeline, TimelineConfig
-from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy, synchronize
+from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy
+from dygsched.engine.timing import timed
 from dygsched.errors import ConfigError, ScheduleError
 from dygsched.sched.plan import Plan
 from dygsched.sched.planner import PlannerConfig, load_plan_file
@@ -102,10 +102,9 @@ class SnapshotGroupStrategy(Strategy):
         with self.executor.epoch_scope(run):
             for i, iteration in enumerate(plan.iterations):
                 stats = IterationStats(iteration=i)
-                start = time.perf_counter()
-                self.executor.train_iteration(run, iteration, stats)
-                synchronize(self.device)
-                stats.busy_s = time.perf_counter() - start - stats.wait_s - stats.comm_s
+                with timed(self.device) as step:
+                    self.executor.train_iteration(run, iteration, stats)
+                stats.busy_from(step)
                 epoch.finish_iteration(stats)
                 comm_seconds.append(stats.comm_s)
         self.plan = self.timeline.after_epoch(epoch.index, profiler, comm_seconds, epoch.record) or self.plan
