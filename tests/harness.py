@@ -30,19 +30,21 @@ from dygsched.launch.local import free_port
 CPU = torch.device("cpu")
 
 
-def _entry(rank: int, fn: Callable[..., Any], world_size: int, port: int, args: tuple) -> None:
+def _entry(rank: int, fn: Callable[..., Any], world_size: int, port: int, args: tuple, backend: str = "gloo") -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    dist.init_process_group(backend, rank=rank, world_size=world_size)
     try:
         fn(rank, *args)
     finally:
         dist.destroy_process_group()
 
 
-def run_ranks(fn: Callable[..., Any], args: tuple = (), nprocs: int = 2, timeout_s: float = 300.0) -> None:
-    """``nprocs`` spawned ranks in one gloo group, each running ``fn(rank, *args)`` (a module-level function)."""
-    context = mp.start_processes(_entry, args=(fn, nprocs, free_port(), args), nprocs=nprocs, start_method="spawn", join=False)
+def run_ranks(fn: Callable[..., Any], args: tuple = (), nprocs: int = 2, timeout_s: float = 300.0, backend: str = "gloo") -> None:
+    """``nprocs`` spawned ranks in one gloo group, each running ``fn(rank, *args)`` (a module-level
+    function); ``backend`` may name gloo per device type instead (``cpu:gloo``, as a CUDA run's
+    ``cpu:gloo,cuda:nccl`` group routes CPU tensors)."""
+    context = mp.start_processes(_entry, args=(fn, nprocs, free_port(), args, backend), nprocs=nprocs, start_method="spawn", join=False)
     deadline = time.monotonic() + timeout_s
     while not context.join(timeout=1.0):
         if time.monotonic() > deadline:
