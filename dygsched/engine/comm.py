@@ -19,25 +19,30 @@ tensors use, ``cuda_through_nccl()`` answers whether a CUDA tensor goes through 
 staged through the host. With no process group or one rank every call returns at once with what
 one rank would hold.
 
-Timing: a call given ``into`` (a callable taking seconds) adds the time until its work has
-finished: on a CUDA tensor it waits for the stream the collective was queued on (never a
-device-wide synchronize), so an NCCL call that returned before its kernel ran is not counted as
-done. A call without ``into`` never waits for the device. ``Pending.wait(into=...)`` times the
-wait for an asynchronous call the same way.
+Timing: a call given ``into`` hands it a ``dygsched.engine.timing.Region`` covering the call's
+finished work (e.g. ``into=partial(stats.add_time, "comm_s")``, or a ``Tally``'s ``add``): on a CUDA
+tensor, CUDA events on the stream the collective was ordered on, read later without a device-wide
+synchronize; on a host tensor, the host clock (gloo's call returns when its work is done).
+``Pending.wait(into=...)`` times the wait for an asynchronous call the same way. A call without
+``into`` times nothing.
 """
 
 from __future__ import annotations
 
-import time
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
-Seconds = Callable[[float], None]
-"""Where a call adds the seconds its finished work took (e.g. a method that adds them to a stats field)."""
+from dygsched.engine.timing import Region
+
+Timed = Callable[[Region], object]
+"""What a call hands the timed region of its finished work to (``IterationStats.add_time`` bound to a
+field, ``Tally.add`` bound to a name)."""
 
 SUM = dist.ReduceOp.SUM
 MAX = dist.ReduceOp.MAX
@@ -113,15 +118,16 @@ def _carrier(tensor: torch.Tensor, exchange: bool) -> torch.Tensor:
     return tensor
 
 
-def _finish(start: float, tensors: Sequence[torch.Tensor], into: Seconds | None) -> None:
-    """Add the seconds since ``start`` once the work on ``tensors`` has finished: a CUDA tensor's
-    collective is queued on the current stream (NCCL makes it wait for its own), so that stream's
-    synchronize is the end of the work; host tensors are done when the call returns."""
-    if into is None:
-        return
-    for device in {t.device for t in tensors if t.is_cuda}:
-        torch.cuda.current_stream(device).synchronize()
-    into(time.perf_counter() - start)
+def _region(tensor: torch.Tensor, into: Timed | None) -> Region | None:
+    """A region started now on ``tensor``'s device, when the call is timed."""
+    return Region(tensor.device) if into is not None else None
+
+
+def _finish(region: Region | None, into: Timed | None) -> None:
+    """End ``region`` after the work queued so far (a CUDA collective is ordered on the current
+    stream, NCCL's wait makes that stream wait for its own) and hand it over."""
+    if region is not None and into is not None:
+        into(region.stop())
 
 
 @dataclass
@@ -135,15 +141,15 @@ class Pending:
     keep: tuple = ()  # buffers the collective reads, kept alive until it has finished
     done: bool = False
 
-    def wait(self, into: Seconds | None = None) -> torch.Tensor:
-        start = time.perf_counter()
+    def wait(self, into: Timed | None = None) -> torch.Tensor:
         if not self.done:
+            region = _region(self.result, into)
             if self.work is not None:
                 self.work.wait()
             if self.carried is not None and self.carried is not self.result:
                 self.result.copy_(self.carried)
             self.done, self.carried, self.keep = True, None, ()
-            _finish(start, (self.result,), into)
+            _finish(region, into)
         return self.result
 
     def is_completed(self) -> bool:
@@ -153,16 +159,16 @@ class Pending:
 # -- reductions -------------------------------------------------------------------------------
 
 
-def all_reduce(tensor: torch.Tensor, op: Any = SUM, into: Seconds | None = None) -> torch.Tensor:
+def all_reduce(tensor: torch.Tensor, op: Any = SUM, into: Timed | None = None) -> torch.Tensor:
     """Reduce ``tensor`` over ranks in place (sum by default); returns it."""
     if not active():
         return tensor
-    start = time.perf_counter()
+    region = _region(tensor, into)
     carried = _carrier(tensor, exchange=False)
     dist.all_reduce(carried, op=op)
     if carried is not tensor:
         tensor.copy_(carried)
-    _finish(start, (tensor,), into)
+    _finish(region, into)
     return tensor
 
 
@@ -182,13 +188,16 @@ def _counts(counts: Sequence[int]) -> list[int]:
     return [int(c) for c in counts]
 
 
-def all_to_all(send: torch.Tensor, send_counts: Sequence[int], recv_counts: Sequence[int], into: Seconds | None = None) -> torch.Tensor:
+def all_to_all(send: torch.Tensor, send_counts: Sequence[int], recv_counts: Sequence[int], into: Timed | None = None) -> torch.Tensor:
     """Rows to every rank: ``send_counts[q]`` of ``send``'s rows (in rank order) to rank ``q``, and
     ``recv_counts[q]`` rows from each; uneven and zero splits are fine. The received rows, on
     ``send``'s device. With one rank, ``send`` itself."""
     if not active():
         return send
-    return all_to_all_async(send, send_counts, recv_counts).wait(into)
+    region = _region(send, into)
+    received = all_to_all_async(send, send_counts, recv_counts).wait()
+    _finish(region, into)
+    return received
 
 
 def all_to_all_async(send: torch.Tensor, send_counts: Sequence[int], recv_counts: Sequence[int]) -> Pending:
@@ -207,7 +216,7 @@ def all_to_all_async(send: torch.Tensor, send_counts: Sequence[int], recv_counts
     return Pending(result, work, carried_recv, keep=(carried_send,))
 
 
-def exchange_counts(send_counts: Sequence[int], into: Seconds | None = None) -> list[int]:
+def exchange_counts(send_counts: Sequence[int], into: Timed | None = None) -> list[int]:
     """How many rows each rank will send here, given how many this rank sends each: one all-to-all
     of a CPU int64 tensor (gloo under a device-keyed backend), read on the host once."""
     if not active():
@@ -220,22 +229,22 @@ def exchange_counts(send_counts: Sequence[int], into: Seconds | None = None) -> 
 # -- point to point -----------------------------------------------------------------------------
 
 
-def send(tensor: torch.Tensor, dst: int, into: Seconds | None = None) -> None:
+def send(tensor: torch.Tensor, dst: int, into: Timed | None = None) -> None:
     """Send ``tensor`` to rank ``dst`` (blocking until it is handed over)."""
-    start = time.perf_counter()
+    region = _region(tensor, into)
     carried = _carrier(tensor.contiguous(), exchange=True)
     dist.send(carried, dst)
-    _finish(start, (tensor,), into)
+    _finish(region, into)
 
 
-def recv(buffer: torch.Tensor, src: int, into: Seconds | None = None) -> torch.Tensor:
+def recv(buffer: torch.Tensor, src: int, into: Timed | None = None) -> torch.Tensor:
     """Receive from rank ``src`` into ``buffer`` (its shape and dtype say what arrives); returns it."""
-    start = time.perf_counter()
+    region = _region(buffer, into)
     carried = _carrier(buffer, exchange=True)
     dist.recv(carried, src)
     if carried is not buffer:
         buffer.copy_(carried)
-    _finish(start, (buffer,), into)
+    _finish(region, into)
     return buffer
 
 
@@ -243,12 +252,32 @@ def recv(buffer: torch.Tensor, src: int, into: Seconds | None = None) -> torch.T
 
 
 def broadcast_object(value: Any, src: int = 0) -> Any:
-    """Rank ``src``'s ``value`` on every rank (pickled; through the group's CPU backend where it has one)."""
+    """Rank ``src``'s ``value`` on every rank (pickled; through the group's CPU backend where it has one).
+
+    Rank ``src`` often works alone before it has the value (partitioning, solving the plan, fitting
+    a cost curve), for longer than the collective timeout on a large graph. So the other ranks first
+    wait for it on the process group's store, where no collective timeout runs (a ``src`` that dies
+    closes the store's connection, or its launcher stops the job), and enter the broadcast together."""
     if not active():
         return value
+    _wait_for_rank(src)
     box = [value]
     dist.broadcast_object_list(box, src=src)
     return box[0]
+
+
+_arrivals = itertools.count()
+SOLO_WORK_LIMIT = timedelta(hours=24)  # how long the other ranks wait for one rank's solo work
+
+
+def _wait_for_rank(src: int) -> None:
+    """Return on every rank once rank ``src`` has called this too (the n-th call meets the n-th)."""
+    key = f"dygsched/arrived/{next(_arrivals)}"
+    store = dist.distributed_c10d._get_default_store()
+    if rank() == src:
+        store.set(key, "1")
+    else:
+        store.wait([key], SOLO_WORK_LIMIT)
 
 
 def all_gather_object(value: Any) -> list[Any]:
