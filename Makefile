@@ -14,7 +14,7 @@ RUN_ARGS ?=
 RESULTS ?= results
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint test-slow test-gpu clean paper paper-list simulate bench-vs-pygt
+.PHONY: help install run test lint test-slow test-gpu check-gpu gpu-wheels gpu-site clean paper paper-list simulate bench-vs-pygt
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -47,8 +47,46 @@ lint: $(TEST_STAMP) ## ruff check (CI runs it before the tests)
 test-slow: $(TEST_STAMP) ## the slow tests
 	$(BIN)/python -m pytest -q -m slow
 
-test-gpu: $(TEST_STAMP) ## the tests that need a CUDA device
-	$(BIN)/python -m pytest -q -m gpu
+# The GPU checks need only what a run needs (and pytest). On a node where nothing can be installed
+# (no network), name an interpreter that has torch: GPU_PYTHON=python3 skips the virtual environment,
+# unpacks the wheels `make gpu-wheels` downloaded elsewhere (.gpu-wheels/, copied beside the
+# checkout) into .gpu-site/ and runs the checkout in place with PYTHONPATH (docs/operations.md).
+GPU_PYTHON ?=
+GPU_WHEELS ?= .gpu-wheels
+GPU_SITE ?= .gpu-site
+CHECK_GPU_ARGS ?=
+# What a node with torch, PyTorch Geometric, pandas, numpy, scipy and pytest may lack (pure-Python
+# wheels, and compiled ones for CPython 3.12 on x86-64 Linux); the versions the tests run with.
+# PuLP (16 MB, only for planner.options.backend=cbc|highs) is left out.
+GPU_WHEEL_SPECS ?= hydra-core==1.3.8 omegaconf==2.3.1 hydra-submitit-launcher==1.2.0 submitit==1.5.4 \
+	ortools==9.15.6755 immutabledict==4.3.1 protobuf==6.33.6 pymetis==2025.2.2 PyYAML==6.0.4 packaging==26.4
+GPU_WHEEL_PLATFORM ?= --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 \
+	--platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
+ifeq ($(GPU_PYTHON),)
+GPU_DEPS := $(STAMP)
+GPU_RUN := $(BIN)/python
+else
+GPU_DEPS := gpu-site
+GPU_RUN := PYTHONPATH=$(abspath $(GPU_SITE)):$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} $(GPU_PYTHON)
+endif
+
+test-gpu: $(GPU_DEPS) ## the tests that need a CUDA device (GPU_PYTHON=python3: with that interpreter, no install)
+	$(if $(GPU_PYTHON),,$(BIN)/python -c "import pytest" 2>/dev/null || $(BIN)/python -m pip install -q pytest)
+	$(GPU_RUN) -m pytest -q -p no:cacheprovider -m gpu tests/engine/test_gpu.py
+
+check-gpu: $(GPU_DEPS) ## one GPU, every collective and every strategy against CPU, ~4 min, table in $(RESULTS)/check-gpu (GPU_PYTHON=python3: no install)
+	$(GPU_RUN) -m dygsched.launch.gpu_check $(RESULTS)/check-gpu $(CHECK_GPU_ARGS)
+
+gpu-wheels: ## download into .gpu-wheels/ the wheels a GPU node without network lacks (needs network here; about 31 MB)
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: $(GPU_WHEEL_PLATFORM) -d $(GPU_WHEELS) $(GPU_WHEEL_SPECS)
+	# antlr4's 4.9 runtime (what omegaconf 2.3 reads) is published as a source archive only: a pure-Python wheel is built from it
+	$(PYTHON) -m pip wheel -q --no-deps -w $(GPU_WHEELS) antlr4-python3-runtime==4.9.3
+	@du -sh $(GPU_WHEELS)
+
+gpu-site:
+	@if ls $(GPU_WHEELS)/*.whl >/dev/null 2>&1; then \
+		$(GPU_PYTHON) -m pip install -q --no-index --no-deps --upgrade --target $(GPU_SITE) $(GPU_WHEELS)/*.whl; \
+	else echo "no wheels in $(GPU_WHEELS)/: running with what $(GPU_PYTHON) has (make gpu-wheels downloads them on a machine with network)"; fi
 
 # The paper targets are package code (dygsched/paper/, one module per paper): `dygsched paper` lists them
 # and builds them; these Make targets are one-line calls of it, so `pip install .` users have the same.

@@ -59,6 +59,7 @@ from dygsched.engine.strategy import (
     Strategy,
     broadcast_from_rank0,
 )
+from dygsched.engine.timing import Region
 from dygsched.errors import ConfigError, DygschedError
 from dygsched.metrics.atomic import remove_stale_temporaries, write_json
 from dygsched.metrics.log import configure_logging
@@ -337,9 +338,9 @@ class _RankRun:
                 epoch, self.module, self.optimizer, self.sync, self.device, self.rank, self.world_size, totals, record, flops,
                 on_expected=bar.expect if bar is not None else None,
             )
-            start_time = time.perf_counter()
+            epoch_region = Region(self.device)  # finished work: on CUDA, events on the current stream
             measured = self.strategy.run_epoch(run)
-            epoch_time = time.perf_counter() - start_time
+            epoch_time = epoch_region.stop().seconds
         # Read after the timed region: counting never waits for the device inside it.
         conv_flops: MetricValue = flops.total if flops is not None else Missing("metrics.count_flops=false")
         if any(getattr(module, "graph_convolutions", True) is False for module in self.module.modules()):

@@ -58,6 +58,7 @@ from dygsched.engine.distdy.placement import PAPER_SEGMENTS, feature_segments, s
 from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
 from dygsched.engine.node_partition.exchange import exchange_counts, exchange_rows
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy, broadcast_from_rank0
+from dygsched.engine.timing import Region, timed
 from dygsched.errors import ConfigError
 
 log = logging.getLogger("dygsched")
@@ -228,11 +229,11 @@ class DistDyStrategy(Strategy):
             clock["reconstruct"] += time.perf_counter() - start
             for b in range(self.config.batches_per_step):
                 stats = IterationStats(iteration=iteration, units=1 if self.rank == 0 else 0)
-                began = time.perf_counter()
-                loss = self.batch_loss(epoch.index, tau, b, held, traffic, stats)
-                epoch.backward(loss, final=True)
+                with timed(self.device) as step:
+                    loss = self.batch_loss(epoch.index, tau, b, held, traffic, stats)
+                    epoch.backward(loss, final=True)
                 stats.loss_sum = float(loss.detach())
-                stats.busy_s = time.perf_counter() - began - stats.comm_s - stats.wait_s
+                stats.busy_from(step)
                 epoch.finish_iteration(stats)
                 iteration += 1
         self._last_held, self._held_step = held, steps[-1]
@@ -315,10 +316,10 @@ class DistDyStrategy(Strategy):
         send = flat[torch.from_numpy(order)]
         if torch.is_grad_enabled() and not send.requires_grad:  # every rank must run the exchange's backward too
             send = send.detach().requires_grad_()
-        start = time.perf_counter()
+        exchanging = Region(self.device)
         recv_counts = exchange_counts(send_counts)
         received = exchange_rows(send, send_counts, recv_counts)
-        stats.comm_s += time.perf_counter() - start
+        stats.add_time("comm_s", exchanging.stop())
         stats.add_bytes("embedding", send.numel() * send.element_size())
         # 4. this rank's targets at tau: their window of embeddings, the temporal model, the loss
         mine_tau = positions[home == self.rank]
@@ -363,7 +364,7 @@ class DistDyStrategy(Strategy):
         remote = np.flatnonzero(owner != self.rank)
         remote = remote[np.argsort(owner[remote], kind="stable")]
         send_counts = np.bincount(owner[remote], minlength=self.world_size).tolist()
-        start = time.perf_counter()
+        fetching = Region(self.device)
         recv_counts = exchange_counts(send_counts)
         asked = torch.from_numpy(np.stack([slot_of[remote], nodes[remote]], axis=1).astype(np.int64))
         incoming = exchange_rows(asked, send_counts, recv_counts).numpy() if self.world_size > 1 else asked.numpy()[:0]
@@ -378,7 +379,7 @@ class DistDyStrategy(Strategy):
             if self.world_size > 1
             else torch.from_numpy(answers)
         )
-        stats.comm_s += time.perf_counter() - start
+        stats.add_time("comm_s", fetching.stop())
         row_bytes = width * answers.itemsize
         for q in range(self.world_size):
             if q != self.rank:

@@ -53,30 +53,33 @@ from dygsched.engine.strategy import (
     RunSettings,
     Strategy,
     broadcast_from_rank0,
-    synchronize,
 )
+from dygsched.engine.timing import Tally, timed
 from dygsched.errors import ConfigError
 from dygsched.models.base import DGNN
 
 
 class Breakdown:
-    """Seconds per phase of an epoch (FlareDTDG table 12): shuffle, remap, load, forward, backward."""
+    """Seconds per phase of an epoch (FlareDTDG table 12): shuffle, remap, load, forward, backward.
+
+    Each phase is a timed region of finished work on the device's current stream
+    (``dygsched.engine.timing``; the host clock without a device), read when ``seconds`` is."""
 
     PHASES = ("shuffle", "remap", "load", "forward", "backward")
 
     def __init__(self, device: torch.device | None = None) -> None:
-        self.device = device
-        self.seconds = dict.fromkeys(self.PHASES, 0.0)
+        self.device = device or torch.device("cpu")
+        self.timings = Tally()
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
+        with timed(self.device) as region:
             yield
-        finally:
-            if self.device is not None:
-                synchronize(self.device)
-            self.seconds[name] += time.perf_counter() - start
+        self.timings.add(name, region)
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        return {name: self.timings.seconds(name) for name in self.PHASES}
 
 
 def model_norm(model: nn.Module) -> GCNNorm:
@@ -203,12 +206,11 @@ class FlareStrategy(Strategy):
             for group in segment:
                 stats = IterationStats(iteration=iteration, units=1 if self.rank == 0 else 0)
                 before_comm, before_bytes = accounting.seconds, accounting.total_bytes
-                began = time.perf_counter()
-                largest_saved = max(largest_saved, self._step(group, saved, accounting, epoch, stats, clock))
-                synchronize(self.device)
-                stats.comm_s += accounting.seconds - before_comm
+                with timed(self.device) as step:
+                    largest_saved = max(largest_saved, self._step(group, saved, accounting, epoch, stats, clock))
+                stats.comm_s += accounting.seconds - before_comm  # the step's exchanges, read once it is done
                 stats.add_bytes("halo", accounting.total_bytes - before_bytes)
-                stats.busy_s = time.perf_counter() - began - stats.comm_s - stats.wait_s
+                stats.busy_from(step)
                 epoch.finish_iteration(stats)
                 iteration += 1
         self._last_epoch = epoch.index

@@ -40,7 +40,6 @@ Subclasses (one module each) implement ``ownership`` (who holds which vertex's r
 
 from __future__ import annotations
 
-import time
 from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -71,6 +70,7 @@ from dygsched.engine.node_memory.state import NodeState, NodeStateTable, Ownersh
 from dygsched.engine.node_memory.updates import StateUpdates
 from dygsched.engine.node_partition.exchange import all_to_all_later, exchange_counts, exchange_rows
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, Missing, RunContext, RunSettings, Strategy
+from dygsched.engine.timing import Tally, timed
 from dygsched.errors import ConfigError
 from dygsched.models.memory_base import gather_rows
 
@@ -239,6 +239,7 @@ class NodeMemoryStrategy(Strategy):
         stream = self.stream = run.data
         self.settings, self.rank, self.world_size, self.device = run.settings, run.rank, run.world_size, run.device
         self.artifacts = run.artifacts
+        self._exchanges = Tally()  # this step's state exchanges (``exchanging``)
         self.times = relative_times(stream)
         self.split: EventSplit = stream.split(run.settings.train_fraction, run.settings.val_fraction)
         self.new_nodes: NewNodeSplit = new_node_split(stream, self.split, run.settings.new_node_fraction)
@@ -429,22 +430,23 @@ class NodeMemoryStrategy(Strategy):
         epoch.expect_steps(len(self.batches("train")), "batch")
         for batch, parts in self.prepared("train"):
             stats = IterationStats(batch.index, units=batch.events)
-            start = time.perf_counter()
-            self._comm_s = 0.0
-            loss_total, writes = 0.0, []
-            for i, (part, inputs) in enumerate(parts):
-                upcoming = parts[i + 1][1].series if i + 1 < len(parts) else None
-                loss_sum, _, _, updates = self._step(part, inputs, stats, upcoming)
-                epoch.backward(loss_sum / batch.global_events, final=i + 1 == len(parts))
-                loss_total += float(loss_sum.detach())
-                writes.append(updates)
-            updates = StateUpdates.cat(writes)
-            self._count_writes(updates)
-            self.aggregate(updates, stats)
+            self._exchanges = Tally()
+            with timed(self.device) as step:
+                loss_total, writes = 0.0, []
+                for i, (part, inputs) in enumerate(parts):
+                    upcoming = parts[i + 1][1].series if i + 1 < len(parts) else None
+                    loss_sum, _, _, updates = self._step(part, inputs, stats, upcoming)
+                    epoch.backward(loss_sum / batch.global_events, final=i + 1 == len(parts))
+                    loss_total += float(loss_sum.detach())
+                    writes.append(updates)
+                updates = StateUpdates.cat(writes)
+                self._count_writes(updates)
+                self.aggregate(updates, stats)
             stats.loss_sum = loss_total
-            stats.comm_s += self._comm_s
-            exchange_s += self._comm_s
-            stats.busy_s = time.perf_counter() - start - self._comm_s
+            exchanged = self._exchanges.seconds("exchange")  # read once the step's work is done
+            stats.comm_s += exchanged
+            exchange_s += exchanged
+            stats.busy_s = step.seconds - exchanged
             epoch.finish_iteration(stats)
         self._position = "train"
         self.artifacts.write_json("node_memory_traffic.json", self._traffic_by_pair())
@@ -465,12 +467,11 @@ class NodeMemoryStrategy(Strategy):
 
     @contextmanager
     def exchanging(self) -> Iterator[None]:
-        """Time spent moving state between ranks (``comm_s``, not ``busy_s``)."""
-        start = time.perf_counter()
-        try:
+        """Time spent moving state between ranks (``comm_s``, not ``busy_s``): a timed region of
+        finished work (``dygsched.engine.timing``), read at the step's end."""
+        with timed(self.device) as region:
             yield
-        finally:
-            self._comm_s += time.perf_counter() - start
+        self._exchanges.add("exchange", region)
 
     def _traffic_by_pair(self) -> dict[str, Any]:
         mine = self.traffic.to_dict()
@@ -500,7 +501,7 @@ class NodeMemoryStrategy(Strategy):
         with torch.no_grad():
             for batch in self.batches(phase):
                 stats = IterationStats(batch.index)
-                self._comm_s = 0.0
+                self._exchanges = Tally()  # evaluation's exchanges are not reported
                 inputs = self.inputs(batch)
                 loss_sum, positive, negative, updates = self._step(batch, inputs, stats)
                 self.aggregate(updates, stats)

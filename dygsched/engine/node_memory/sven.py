@@ -11,6 +11,9 @@ computed value is the same as the one-process reference. Ownership: ``sched.part
 The hierarchical pipeline (section 3.3), each part switchable for the breakdown:
 
 * ``prefetch``: a helper thread samples, organises and routes the next batch while this one trains;
+  on a GPU it also copies what the dispatch reads on the device (the series' times and restore
+  index, from page-locked memory) on a side CUDA stream, and the training stream waits for that
+  copy's event only (``_on_side_stream``);
 * ``micro_batches``: the rank's batch is cut into slices; the rows of slice ``k + 1`` are requested
   before slice ``k`` computes and arrive (an asynchronous all-to-all) while it does; gradients
   accumulate, the writes are aggregated once;
@@ -26,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import Any
 
 import torch
 
@@ -56,11 +60,49 @@ class SvenStrategy(ShardedMemoryStrategy):
             yield from super().prepared(phase)
             return
         batches = super().prepared(phase)
-        with ThreadPoolExecutor(1, thread_name_prefix="sven-prefetch") as helper:
-            ahead = helper.submit(next, batches, None)
-            while (item := ahead.result()) is not None:
+        if self.device.type != "cuda":
+            with ThreadPoolExecutor(1, thread_name_prefix="sven-prefetch") as helper:
                 ahead = helper.submit(next, batches, None)
+                while (item := ahead.result()) is not None:
+                    ahead = helper.submit(next, batches, None)
+                    yield item
+            return
+        side = torch.cuda.Stream(self.device)
+        consumer = torch.cuda.current_stream(self.device)
+        with ThreadPoolExecutor(1, thread_name_prefix="sven-prefetch") as helper:
+            ahead = helper.submit(self._on_side_stream, batches, side)
+            while (staged := ahead.result()) is not None:
+                ahead = helper.submit(self._on_side_stream, batches, side)
+                item, copied, ready = staged
+                consumer.wait_event(ready)  # this stream waits for the copy alone, never the device
+                for tensor in copied:  # made on the side stream, used on this one
+                    tensor.record_stream(consumer)
                 yield item
+
+    def _on_side_stream(self, batches: Iterator[Any], side: torch.cuda.Stream) -> tuple[Any, list[torch.Tensor], torch.cuda.Event] | None:
+        """The next prepared batch with its series' device inputs copied on ``side`` (helper thread):
+        the batch, the copied tensors, and the event that marks the copies done."""
+        item = next(batches, None)
+        if item is None:
+            return None
+        batch, parts = item
+        copied: list[torch.Tensor] = []
+
+        def to_device(tensor: torch.Tensor) -> torch.Tensor:
+            moved = tensor.pin_memory().to(self.device, non_blocking=True)
+            copied.append(moved)
+            return moved
+
+        with torch.cuda.device(self.device), torch.cuda.stream(side):
+            staged = []
+            for part, inputs in parts:
+                series, organised = inputs.series, inputs.series.organised
+                assert organised is not None  # inputs() organised it
+                series = replace(series, times=to_device(series.times), organised=replace(organised, restore=to_device(organised.restore)))
+                staged.append((part, replace(inputs, series=series)))
+            ready = torch.cuda.Event()
+            ready.record(side)
+        return (batch, staged), copied, ready
 
     # ---- dispatch ---------------------------------------------------------------------------------
     def memory_of(self, series: Series, stats: IterationStats, upcoming: Series | None = None) -> tuple[torch.Tensor, torch.Tensor]:

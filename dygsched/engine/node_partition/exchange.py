@@ -14,7 +14,6 @@ statistics).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,21 +22,35 @@ import torch
 import torch.distributed as dist
 
 from dygsched.engine.node_partition.layout import PartitionedSnapshot
+from dygsched.engine.timing import Region, Tally
 
 
 @dataclass
 class HaloAccounting:
     """Halo bytes by layer and direction, and the seconds spent in exchanges (those of the
-    backward's reverse exchanges among them)."""
+    backward's reverse exchanges among them): timed regions of finished work
+    (``dygsched.engine.timing``), read when ``seconds`` or ``backward_seconds`` is."""
 
     forward_bytes: dict[int, int] = field(default_factory=dict)
     backward_bytes: dict[int, int] = field(default_factory=dict)
-    seconds: float = 0.0
-    backward_seconds: float = 0.0
+    timings: Tally = field(default_factory=Tally)
 
     def add(self, layer: int, direction: str, count: int) -> None:
         book = self.forward_bytes if direction == "forward" else self.backward_bytes
         book[layer] = book.get(layer, 0) + int(count)
+
+    def add_time(self, region: Region, backward: bool = False) -> None:
+        self.timings.add("exchange", region)
+        if backward:
+            self.timings.add("backward", region)
+
+    @property
+    def seconds(self) -> float:
+        return self.timings.seconds("exchange")
+
+    @property
+    def backward_seconds(self) -> float:
+        return self.timings.seconds("backward")
 
     @property
     def total_bytes(self) -> int:
@@ -77,25 +90,23 @@ class _HaloExchange(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int, accounting: HaloAccounting | None) -> torch.Tensor:
         ctx.snapshot, ctx.layer, ctx.accounting, ctx.rows, ctx.device = snapshot, layer, accounting, x.shape[0], x.device
-        start = time.perf_counter()
+        exchanging = Region(x.device)
         send = x.index_select(0, snapshot.send_index.to(x.device))
         halo = _all_to_all(send, snapshot.send_counts, snapshot.recv_counts)
         if accounting is not None:
-            accounting.seconds += time.perf_counter() - start
+            accounting.add_time(exchanging.stop())
             accounting.add(layer, "forward", send.numel() * send.element_size())
         return halo
 
     @staticmethod
     def backward(ctx: Any, grad_halo: torch.Tensor) -> tuple[Any, ...]:
         snapshot, accounting = ctx.snapshot, ctx.accounting
-        start = time.perf_counter()
+        exchanging = Region(grad_halo.device)
         grad_sent = _all_to_all(grad_halo.contiguous(), snapshot.recv_counts, snapshot.send_counts)
         grad_x = grad_halo.new_zeros((ctx.rows, *grad_halo.shape[1:]))
         grad_x.index_add_(0, snapshot.send_index.to(grad_halo.device), grad_sent)
         if accounting is not None:
-            elapsed = time.perf_counter() - start
-            accounting.seconds += elapsed
-            accounting.backward_seconds += elapsed
+            accounting.add_time(exchanging.stop(), backward=True)
             accounting.add(ctx.layer, "backward", grad_halo.numel() * grad_halo.element_size())
         return grad_x.to(ctx.device), None, None, None
 
@@ -108,13 +119,15 @@ class PendingHalo:
     received: torch.Tensor
     work: Any
     accounting: HaloAccounting | None
+    waited: Region | None = None  # the wait, once waited
 
     def wait(self) -> torch.Tensor:
-        start = time.perf_counter()
-        if self.work is not None:
-            self.work.wait()
+        """The rows, once the exchange has completed; what is timed is the wait (the exchange's part
+        not overlapped): on CUDA the region's stream waits for the collective's, not the device."""
+        waiting = Region(self.x.device).stop_after(self.work)
         if self.accounting is not None:
-            self.accounting.seconds += time.perf_counter() - start
+            self.accounting.add_time(waiting)
+        self.waited = waiting
         return torch.cat([self.x, self.received.to(self.x.device)])
 
 
@@ -125,7 +138,7 @@ class _HaloPost(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int, accounting: HaloAccounting | None, box: list) -> torch.Tensor:
         ctx.snapshot, ctx.layer, ctx.accounting, ctx.rows, ctx.device = snapshot, layer, accounting, x.shape[0], x.device
-        start = time.perf_counter()
+        posting = Region(x.device)
         send = x.index_select(0, snapshot.send_index.to(x.device))
         staged = send.cpu() if send.is_cuda and dist.get_backend() == "gloo" else send
         received = staged.new_empty((sum(snapshot.recv_counts), *send.shape[1:]))
@@ -134,7 +147,7 @@ class _HaloPost(torch.autograd.Function):
         )
         box.extend([work, staged])  # the work to wait for, and the buffer it reads, kept alive
         if accounting is not None:
-            accounting.seconds += time.perf_counter() - start
+            accounting.add_time(posting.stop())
             accounting.add(layer, "forward", send.numel() * send.element_size())
         return received
 
@@ -234,13 +247,14 @@ class PrefetchedOps(PartitionedOps):
     """``PartitionedOps`` whose first exchange, of the layer's input, was posted ahead (``pending``)."""
 
     pending: PendingHalo | None = None
-    waited_s: float = 0.0
+    waits: list[Region] = field(default_factory=list)  # the waits for the posted exchange (read later)
 
     def with_halo(self, x: torch.Tensor) -> torch.Tensor:
         if self.pending is not None and x is self.pending.x:
-            start = time.perf_counter()
-            rows, self.pending = self.pending.wait(), None
-            self.waited_s += time.perf_counter() - start
+            rows = self.pending.wait()
+            assert self.pending.waited is not None
+            self.waits.append(self.pending.waited)
+            self.pending = None
             return rows
         return super().with_halo(x)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,7 +10,8 @@ import torch
 from dygsched.data.temporal_graph import Snapshot
 from dygsched.engine.node_partition.exchange import LOCAL, HaloAccounting, PartitionedOps, PrefetchedOps, post_halo
 from dygsched.engine.node_partition.layout import PartitionedSnapshot
-from dygsched.engine.node_partition.overlap import OverlapSchedule, Timer, task_features
+from dygsched.engine.node_partition.overlap import OverlapSchedule, task_features
+from dygsched.engine.timing import timed
 from dygsched.models.base import PLAIN, DelegatingHooks, DGNNLayer, LayerHooks, State
 
 
@@ -60,16 +60,15 @@ class PartitionHooks(DelegatingHooks):
         outs: list[Any] = [None] * len(xs)
         for t, block in enumerate(self.blocks):
             if block is None:  # computed while the exchanges travel
-                with Timer(device) as timer:
+                with timed(device) as computing:
                     outs[t] = layer.spatial_partitioned(xs[t], snapshots[t], None, LOCAL)  # type: ignore[arg-type]
                 x = snapshots[t]
-                self.schedule.log.add(task_features(False, x.num_nodes, int(xs[t].shape[1]), x.num_edges, 0), 0.0, timer.seconds)
+                self.schedule.log.add(task_features(False, x.num_nodes, int(xs[t].shape[1]), x.num_edges, 0), 0.0, computing)
         for t in order:
             block = self.blocks[t]
             assert block is not None
             ops = PrefetchedOps(block, depth, self.accounting, features=snapshots[t].x, pending=pending.get(t))
-            start = time.perf_counter()
-            outs[t] = layer.spatial_partitioned(xs[t], snapshots[t], None, ops)  # type: ignore[arg-type]
-            total = time.perf_counter() - start
-            self.schedule.log.add(features[t], ops.waited_s, max(total - ops.waited_s, 0.0))
+            with timed(device) as whole:
+                outs[t] = layer.spatial_partitioned(xs[t], snapshots[t], None, ops)  # type: ignore[arg-type]
+            self.schedule.log.add_overlapped(features[t], ops.waits, whole)
         return outs

@@ -15,19 +15,23 @@ blocks while they travel, then waits for and aggregates each full block in that 
   every rank, and rank 0 fits the MLP and sends it to all, so every rank posts in the same order.
 
 Communication time recorded with overlap is what is *not* overlapped: posting and waiting.
-On a GPU the exchange's copies run on their own stream (the collective's).
+On a GPU the exchange's copies run on their own stream (the collective's); a wait makes the
+computing stream wait for that stream's event (never the device), and the tasks' times are
+CUDA-event regions read when the epoch's log is gathered (``dygsched.engine.timing``).
 """
 
 from __future__ import annotations
 
 import math
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
+
+from dygsched.engine.timing import Region
 
 OVERLAPS = ("none", "rr", "mlp")
 FEATURES = 6  # full one-hot, decayed one-hot, log rows, width, log edges, log halo bytes
@@ -73,16 +77,38 @@ class TaskTimePredictor(nn.Module):
         return torch.exp(self.net(features / self.scale))
 
 
+Timing = float | Region  # seconds, or a timed region read when the log is
+
+
+def _read(value: Timing) -> float:
+    return value.seconds if isinstance(value, Region) else float(value)
+
+
 @dataclass
 class TaskLog:
-    """What a rank measured of its tasks in one epoch: features, communication and computation seconds."""
+    """What a rank measured of its tasks in one epoch: features, communication and computation
+    seconds. Timed regions are read when ``seconds`` is (the log is gathered at the next epoch's start)."""
 
     features: list[list[float]] = field(default_factory=list)
-    seconds: list[list[float]] = field(default_factory=list)
+    timings: list[tuple[tuple[Timing, ...], Timing, bool]] = field(default_factory=list)  # (waits, timed, timed is the whole task)
 
-    def add(self, features: list[float], comm_s: float, compute_s: float) -> None:
+    def add(self, features: list[float], comm_s: Timing, compute_s: Timing) -> None:
         self.features.append(features)
-        self.seconds.append([comm_s, compute_s])
+        self.timings.append(((comm_s,), compute_s, False))
+
+    def add_overlapped(self, features: list[float], waits: Sequence[Timing], whole: Timing) -> None:
+        """A task that waited ``waits`` for its halo inside ``whole``: its computation is the rest."""
+        self.features.append(features)
+        self.timings.append((tuple(waits), whole, True))
+
+    @property
+    def seconds(self) -> list[list[float]]:
+        """``[communication, computation]`` seconds per task."""
+        rows = []
+        for waits, timed, whole in self.timings:
+            comm = sum(_read(w) for w in waits)
+            rows.append([comm, max(_read(timed) - comm, 0.0) if whole else _read(timed)])
+        return rows
 
 
 class OverlapSchedule:
@@ -125,21 +151,3 @@ class OverlapSchedule:
                 self.predictor.load_state_dict(box[0])
                 self.predictor.fitted = True
         return error
-
-
-class Timer:
-    """Wall-clock seconds of a block of work, waiting for the device first and last."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.device = device
-
-    def __enter__(self) -> Timer:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        self.start = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        self.seconds = time.perf_counter() - self.start

@@ -5,13 +5,13 @@ same curves."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
 
 from dygsched.data.diffmap import DiffMap, EdgeSet, diff_workload
+from dygsched.engine.timing import timed
 from dygsched.models.incremental import spmm
 from dygsched.sched.aggregation_cost import (
     ChainStep,
@@ -36,18 +36,15 @@ DEFAULT_SIZES: tuple[tuple[int, float], ...] = (
 
 
 def _timed(device: torch.device, fn: Callable[[], object], repeats: int) -> float:
-    """Median seconds of ``fn()`` over ``repeats`` calls after one warm-up (synchronised on a GPU)."""
+    """Median seconds of ``fn()`` over ``repeats`` calls after one warm-up (on a GPU: CUDA events
+    around each call on the current stream, read after the last; ``dygsched.engine.timing``)."""
     fn()  # warm-up
-    times = []
+    regions = []
     for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        start = time.perf_counter()
-        fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+        with timed(device) as region:
+            fn()
+        regions.append(region)
+    return float(np.median([region.seconds for region in regions]))
 
 
 def time_aggregation(

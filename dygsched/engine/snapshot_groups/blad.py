@@ -95,6 +95,8 @@ class BLADExecutor(SequentialExecutor):
         objective = run.objective
         graph, train_groups, device = run.graph, run.train_groups, run.device
         stats.add_bytes("host_to_device", 0)
+        if self.side_stream is not None:  # the weights changed at the last step: stage 1 aside starts after it
+            self.side_stream.wait_stream(torch.cuda.current_stream(device))
         ahead = self.stage_one(objective.model, graph, train_groups[mine[0]], device, None) if mine else None
         for j in range(len(mine)):
             current = ahead

@@ -30,6 +30,7 @@ from dygsched.data.kinds import DynamicData
 from dygsched.data.temporal_graph import Task, TemporalGraph
 from dygsched.engine.objective import GroupObjective, build_split, metric_name
 from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor, fetch
+from dygsched.engine.snapshot_groups.streams import pinned_graph
 from dygsched.engine.snapshot_groups.timeline import Timeline, TimelineConfig
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy
 from dygsched.engine.timing import timed
@@ -70,7 +71,7 @@ class SnapshotGroupStrategy(Strategy):
 
     def setup(self, run: RunContext) -> None:
         assert isinstance(run.data, TemporalGraph)
-        self.graph = run.data
+        self.graph = pinned_graph(run.data, run.device)  # page-locked on CUDA: the groups' copies are asynchronous
         self.split = build_split(self.graph, run.settings)
         self.rank, self.world_size, self.device = run.rank, run.world_size, run.device
         groups = self.split.train

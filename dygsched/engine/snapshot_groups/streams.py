@@ -5,17 +5,20 @@ transfers, ``conv`` for the first layer's graph convolutions and the main stream
 (transformations, recurrent cells, backward). Work is handed from one stream to the next with
 events (``handoff``), so each stage waits only for what it reads. On CPU, or with streams off,
 every context is a no-op and the code runs in program order: one code path for both.
+
+Host-to-device copies are asynchronous (``non_blocking=True``) only from page-locked memory: a
+run on CUDA pins its graph's tensors once (``pinned_graph``) when the data reaches its rank.
 """
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import torch
 
-from dygsched.data.temporal_graph import Snapshot
+from dygsched.data.temporal_graph import Snapshot, TemporalGraph
 
 
 def record_stream(value: Any, stream: torch.cuda.Stream) -> None:
@@ -35,6 +38,23 @@ def record_stream(value: Any, stream: torch.cuda.Stream) -> None:
     elif hasattr(value, "__dataclass_fields__"):
         for name in value.__dataclass_fields__:
             record_stream(getattr(value, name), stream)
+
+
+def pinned_graph(graph: TemporalGraph, device: torch.device) -> TemporalGraph:
+    """``graph`` with every snapshot tensor in page-locked memory when ``device`` is a CUDA device
+    (so its ``non_blocking`` copies overlap), else ``graph`` itself. A tensor that snapshots share
+    (features, weights) is pinned once and stays shared."""
+    if device.type != "cuda" or not torch.cuda.is_available():
+        return graph
+    pinned: dict[int, torch.Tensor] = {}
+
+    def pin(tensor: torch.Tensor) -> torch.Tensor:
+        if id(tensor) not in pinned:
+            pinned[id(tensor)] = tensor if tensor.is_cuda or tensor.is_pinned() else tensor.pin_memory()
+        return pinned[id(tensor)]
+
+    snapshots = tuple(Snapshot(**{f.name: pin(getattr(s, f.name)) for f in fields(s)}) for s in graph.snapshots)
+    return replace(graph, snapshots=snapshots)
 
 
 @dataclass
