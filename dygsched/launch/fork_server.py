@@ -20,6 +20,22 @@ def available() -> bool:
     return "forkserver" in multiprocessing.get_all_start_methods()
 
 
+def serves(device: str) -> bool:
+    """Whether the ranks of a run with this ``device`` setting start from the fork server.
+
+    A process forked from one that has initialised CUDA cannot use CUDA ("CUDA error:
+    initialization error" at its first CUDA call, seen on an H100 with every strategy), and
+    importing the ranks' code can initialise it (asking for the device count does). So ranks
+    that may use a GPU start as fresh interpreters (``spawn``), as PyTorch advises for CUDA;
+    the fork server serves CPU runs, where it saves each rank its imports.
+    """
+    if device == "cpu":
+        return True
+    import torch  # only here: the launcher has imported it by now, and this module is imported by the fork server
+
+    return device == "auto" and not torch.cuda.is_available()
+
+
 def start_fork_server() -> str:
     """Start the fork server in the background (once per process); the start method the ranks use."""
     if not available():

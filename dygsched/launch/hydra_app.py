@@ -256,9 +256,10 @@ def precheck(cfg: DictConfig, overrides: list[str]) -> None:
 
         ensure_readable(dataset_path)  # a catalogued download: there, and its bytes intact
     if (config.get("launcher") or {}).get("name") == "local" and "RANK" not in os.environ:  # type: ignore[union-attr]
-        from dygsched.launch.fork_server import start_fork_server
+        from dygsched.launch.fork_server import serves, start_fork_server
 
-        start_fork_server()  # the ranks' imports now, beside the launcher's
+        if serves(str(config.get("device", "auto"))):  # type: ignore[union-attr]
+            start_fork_server()  # the ranks' imports now, beside the launcher's
 
 
 def main(argv: list[str]) -> int:

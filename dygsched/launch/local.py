@@ -30,7 +30,7 @@ from dygsched.data.kinds import DynamicData
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.worker import failure_text, train_rank
 from dygsched.launch.base import Launcher, LaunchFailed
-from dygsched.launch.fork_server import start_fork_server
+from dygsched.launch.fork_server import serves, start_fork_server
 from dygsched.metrics.atomic import write_with
 from dygsched.metrics.run_folder import RunFolder
 
@@ -131,7 +131,7 @@ class LocalLauncher(Launcher):
                 args=(dict(config), world_size, free_port(), str(run_dir), os.getpid()),
                 nprocs=world_size,
                 join=False,
-                start_method=start_fork_server(),
+                start_method=start_fork_server() if serves(str(config.get("device", "auto"))) else "spawn",
             )
             try:
                 while not context.join(grace_period=self.grace_period_s):
