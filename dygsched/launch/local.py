@@ -6,15 +6,20 @@ standard ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``/``MASTER_ADDR``/``MASTER_PORT`` 
 
 When a worker dies (an exception, a signal, the out-of-memory killer) the parent notices at once,
 terminates the other ranks and reports the first cause: the dead rank's failure file, or the
-signal that killed it. Workers die with their parent (``PR_SET_PDEATHSIG``), so a killed
-``dygsched run`` leaves no orphan processes either.
+signal that killed it.
+
+A launcher killed outright (``kill -9``, the out-of-memory killer) takes every process of its run
+with it within a second or so, whenever it dies: the fork server dies with it (Linux's parent-death
+signal, set in the fork server itself), each rank watches the launcher's pid (a pidfd) and dies
+with the fork server too, and multiprocessing's resource tracker exits once they are gone (see
+``fork_server``). A rank killed mid-checkpoint leaves the last complete ``checkpoint.pt``: it is
+written to a temporary name and renamed.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import signal
 import socket
 import sys
 from collections.abc import Mapping, Sequence
@@ -30,12 +35,11 @@ from dygsched.data.kinds import DynamicData
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.worker import failure_text, train_rank
 from dygsched.launch.base import Launcher, LaunchFailed
-from dygsched.launch.fork_server import serves, start_fork_server
+from dygsched.launch.fork_server import die_with_parent, end_with, release_fork_server, serves, start_fork_server
 from dygsched.metrics.atomic import write_with
 from dygsched.metrics.run_folder import RunFolder
 
 DATA_FILE = ".data.pt"
-PR_SET_PDEATHSIG = 1
 
 
 def free_port() -> int:
@@ -44,22 +48,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def die_with_parent(sig: int = signal.SIGKILL) -> None:
-    """Ask Linux to send this process ``sig`` when its parent exits (no effect elsewhere)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig))
-    except (OSError, AttributeError):
-        pass
-
-
-def _worker(local_rank: int, cfg: Mapping[str, Any], world_size: int, port: int, run_dir: str, parent: int) -> None:
+def _worker(local_rank: int, cfg: Mapping[str, Any], world_size: int, port: int, run_dir: str, launcher: int) -> None:
     die_with_parent()  # the fork server (or, spawned, the launcher), which ends when the launcher does
-    if not _alive(parent):  # the launcher died before we could ask to follow it
-        os._exit(1)
+    end_with(launcher)  # and the launcher itself, which is not our parent under the fork server
+    release_fork_server()  # our copy of its keep-alive pipe would keep the fork server running
     os.environ.update(
         RANK=str(local_rank),
         LOCAL_RANK=str(local_rank),

@@ -343,21 +343,6 @@ def start_and_signal_the_launcher(tmp_path: Path, sig: int) -> tuple[subprocess.
     return signal_and_wait(proc, command, ranks, proc.pid, sig, timeout=60)
 
 
-def test_a_launcher_killed_outright_takes_its_ranks_with_it(tmp_path):
-    """SIGKILL to the launcher (nothing can be recorded): its ranks, forked from its fork server,
-    must not train on as orphans."""
-    command = [sys.executable, "-m", "dygsched", "run", *VICTIM]
-    proc, ranks = start_victim(tmp_path, command)
-    done, _, _ = signal_and_wait(proc, command, [], proc.pid, signal.SIGKILL, timeout=30)
-    deadline = time.monotonic() + 10
-    while [r["pid"] for r in ranks if alive(r["pid"])] and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = [r["pid"] for r in ranks if alive(r["pid"])]
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    assert done.returncode == -signal.SIGKILL and not left
-
-
 @pytest.mark.parametrize("sig, code, reason", [(signal.SIGTERM, 143, "terminated by SIGTERM"), (signal.SIGINT, 130, "interrupted")])
 def test_a_signal_to_the_launcher_stops_the_workers_and_records_the_run(tmp_path, sig, code, reason):
     """What `timeout`, SLURM preemption and Kubernetes send (SIGTERM), or Ctrl-C to the launcher alone:
