@@ -76,16 +76,6 @@ def _worker(local_rank: int, cfg: Mapping[str, Any], world_size: int, port: int,
         os._exit(1)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it exists, under another user
-        pass
-    return True
-
-
 def death_reason(folder: RunFolder, rank: int, exit_code: int | None, signal_name: str | None) -> str:
     """Why ``rank`` (the first to die) died: its own failure file, else how it ended."""
     notes = dict(folder.failures())
