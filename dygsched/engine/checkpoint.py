@@ -41,6 +41,7 @@ RESUMABLE_CHANGES = (
     "epochs",
     "progress",
     "dist_timeout_s",
+    "dist_backend",  # how the ranks talk, not what they compute
     "results_dir",
     "run_id",
     "resume",

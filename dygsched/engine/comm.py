@@ -12,7 +12,8 @@ backend that takes it:
   has none (``nccl`` alone) it is copied to this rank's GPU and back;
 - a CUDA tensor goes through NCCL where the group has NCCL for CUDA; where CUDA tensors go to gloo
   (ranks that share one GPU) the all-to-alls and point-to-point transfers are staged through the
-  host (gloo moves host memory only); gloo's all-reduce takes CUDA tensors itself.
+  host (gloo moves host memory only); gloo's all-reduce takes CUDA tensors itself. Under a backend
+  string with nothing for CUDA (``cpu:gloo`` on a CUDA run) every CUDA tensor is staged.
 
 ``backend()`` is the backend in use, ``device_backend(device_type)`` the one a device type's
 tensors use, ``cuda_through_nccl()`` answers whether a CUDA tensor goes through NCCL or must be
@@ -101,10 +102,14 @@ def cuda_through_nccl(name: str | None = None) -> bool:
     return device_backend("cuda", name) == "nccl"
 
 
-def stages_through_host(tensor: torch.Tensor, name: str | None = None) -> bool:
-    """Whether this module copies ``tensor`` to the host for an all-to-all or a send/recv: a CUDA
-    tensor whose device type is served by a host-memory backend (gloo)."""
-    return tensor.is_cuda and device_backend("cuda", name) in _HOST_BACKENDS
+def stages_through_host(tensor: torch.Tensor, name: str | None = None, exchange: bool = True) -> bool:
+    """Whether this module copies ``tensor`` to the host for its collective: a CUDA tensor under a
+    backend string with no backend for CUDA (``cpu:gloo``), or, for an all-to-all or a send/recv
+    (``exchange``), one whose CUDA backend moves host memory only (gloo)."""
+    if not tensor.is_cuda:
+        return False
+    served = device_backend("cuda", name)
+    return served is None or (exchange and served in _HOST_BACKENDS)
 
 
 def _carrier(tensor: torch.Tensor, exchange: bool) -> torch.Tensor:
@@ -112,7 +117,7 @@ def _carrier(tensor: torch.Tensor, exchange: bool) -> torch.Tensor:
     gloo-served device type (``exchange``: all-to-all, send/recv), or a GPU copy of a CPU tensor on
     a group with no CPU backend."""
     if tensor.is_cuda:
-        return tensor.cpu() if exchange and stages_through_host(tensor) else tensor
+        return tensor.cpu() if stages_through_host(tensor, exchange=exchange) else tensor
     if tensor.device.type == "cpu" and device_backend("cpu") is None:
         return tensor.to(torch.device("cuda", torch.cuda.current_device()))
     return tensor
@@ -147,7 +152,8 @@ class Pending:
             if self.work is not None:
                 self.work.wait()
             if self.carried is not None and self.carried is not self.result:
-                self.result.copy_(self.carried)
+                with torch.no_grad():  # the result may be an autograd output already (a posted halo)
+                    self.result.copy_(self.carried)
             self.done, self.carried, self.keep = True, None, ()
             _finish(region, into)
         return self.result

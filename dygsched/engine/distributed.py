@@ -1,19 +1,28 @@
 """Process-group set-up from the standard torch.distributed environment variables.
 
 The local launcher sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT``
-exactly as ``torchrun`` does, so one code path serves one machine and many.
+exactly as ``torchrun`` does, so one code path serves one machine and many. This module starts and
+leaves the one process group (its backend chosen from the ranks' physical GPUs, or set by
+``dist_backend``); every collective goes through ``dygsched.engine.comm``.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import torch
 import torch.distributed as dist
 
+from dygsched.engine import comm
 from dygsched.errors import ConfigError
+
+log = logging.getLogger("dygsched")
 
 
 @dataclass(frozen=True)
@@ -42,21 +51,40 @@ def pick_device(requested: str, local_rank: int) -> torch.device:
     raise ConfigError(f"unknown device '{requested}' (choose from auto, cpu, cuda)")
 
 
-def init_process_group(env: DistEnv, device: torch.device, timeout_s: float) -> None:
+def threads_per_rank(cores: int, local_ranks: int) -> int:
+    """The node's cores shared among its ranks (at least one thread each): eight ranks on a GPU
+    node do not each start a thread per core."""
+    return max(1, cores // max(1, local_ranks))
+
+
+def init_process_group(env: DistEnv, device: torch.device, timeout_s: float, requested: str = "auto") -> str:
+    """Join the run's one process group; returns its backend (``dist_backend``: ``auto`` or a backend
+    string torch accepts). ``auto``: ``cpu:gloo,cuda:nccl`` when every rank has a GPU of its own
+    (``agree_on_backend``), else gloo."""
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    else:  # ranks on one machine share its cores instead of each starting a thread per core
-        # (threads only, no core affinity: on a VM whose vCPUs run at different speeds, pinning
-        # would make one rank persistently slower)
-        local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_ranks))
+    # ranks on one machine share its cores, on CPU and GPU nodes alike (threads only, no core
+    # affinity: on a VM whose vCPUs run at different speeds, pinning would make one rank persistently slower)
+    torch.set_num_threads(threads_per_rank(os.cpu_count() or 1, int(os.environ.get("LOCAL_WORLD_SIZE", 1))))
+    timeout = timedelta(seconds=timeout_s)
+    store, _, _ = next(dist.rendezvous("env://", rank=env.rank, world_size=env.world_size, timeout=timeout))
+    store.set_timeout(timeout)
+    choice = agree_on_backend(store, env.rank, env.world_size, device, requested)
+    if env.rank == 0 and choice.shared_gpu:
+        log.warning("dist_backend=auto: gloo, not NCCL: %s", choice.reason)
     dist.init_process_group(
-        backend=backend_for(device),
-        init_method="env://",
+        backend=choice.backend,
+        store=dist.PrefixStore("default_pg", store),  # the prefix torch gives its own env:// store
         rank=env.rank,
         world_size=env.world_size,
-        timeout=timedelta(seconds=timeout_s),
+        timeout=timeout,
     )
+    return choice.backend
+
+
+def close_process_group() -> None:
+    """Leave the process group normally (every rank reached the end of the run)."""
+    dist.destroy_process_group()
 
 
 def abandon_process_group(device: torch.device | None) -> None:
@@ -68,23 +96,84 @@ def abandon_process_group(device: torch.device | None) -> None:
     """
     if not dist.is_initialized():
         return
-    if device is not None and device.type == "cuda" and dist.get_backend() == "nccl":
+    if device is not None and device.type == "cuda" and "nccl" in comm.device_backends(str(dist.get_backend())).values():
         try:
             dist.distributed_c10d._abort_process_group()
         except Exception:  # already aborted by NCCL's watchdog, or an older torch without it
             pass
 
 
-def backend_for(device: torch.device) -> str:
-    """NCCL when every local rank has a GPU of its own; gloo on CPU and when ranks share a GPU.
+@dataclass(frozen=True)
+class BackendChoice:
+    """The process group's backend and, in one line, why."""
 
-    NCCL refuses two ranks on one device; gloo all-reduces CUDA tensors through the host, so
-    several ranks can still time-share a single GPU (slower collectives, same results).
+    backend: str
+    reason: str
+    shared_gpu: bool = False  # CUDA ranks that keep gloo because two of them share a physical GPU
+
+
+def choose_backend(device_type: str, requested: str, gpu_ids: Sequence[str] | None = None, nccl_available: bool = True) -> BackendChoice:
+    """The backend for ranks on ``device_type`` given every rank's physical GPU (``gpu_ids``, in rank
+    order: ``torch.cuda.get_device_properties(i).uuid``).
+
+    ``requested`` other than ``auto`` is taken as it is, once checked: torch must parse it, this
+    build must have its backends, and the run's device type must have a backend in it or be staged
+    through one (a CPU tensor goes to the GPU under ``nccl`` alone; a CUDA tensor through the host
+    under ``cpu:gloo``). ``auto``: gloo on CPU; on CUDA ``cpu:gloo,cuda:nccl`` (CPU tensors through
+    gloo, CUDA tensors through NCCL) when no two ranks share a GPU, else gloo (NCCL refuses two ranks
+    on one device; gloo all-reduces CUDA tensors through the host, so ranks can time-share a GPU).
     """
-    if device.type != "cuda":
-        return "gloo"
-    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
-    return "nccl" if local_ranks <= torch.cuda.device_count() else "gloo"
+    if requested != "auto":
+        try:
+            served = comm.device_backends(requested)
+        except ValueError as exc:
+            raise ConfigError(f"dist_backend={requested} is not a backend string torch accepts: {str(exc).split('.')[0].strip()}") from None
+        unavailable = sorted({name for name in served.values() if not _available(name, nccl_available)})
+        if unavailable:
+            raise ConfigError(f"dist_backend={requested} names {', '.join(unavailable)}, which this PyTorch build does not have")
+        if device_type == "cpu" and "cpu" not in served:
+            raise ConfigError(f"dist_backend={requested} has no backend for CPU tensors, and the run's device is cpu (use gloo or cpu:gloo)")
+        if device_type == "cuda" and "cuda" not in served and "cpu" not in served:
+            raise ConfigError(f"dist_backend={requested} has no backend for CUDA or CPU tensors")
+        return BackendChoice(requested, f"dist_backend={requested} as set")
+    if device_type != "cuda":
+        return BackendChoice("gloo", "the ranks run on CPU")
+    if not nccl_available:
+        return BackendChoice("gloo", "this PyTorch build has no NCCL")
+    first_rank: dict[str, int] = {}
+    for rank, gpu in enumerate(gpu_ids or ()):
+        if gpu in first_rank:
+            reason = (
+                f"ranks {first_rank[gpu]} and {rank} share the GPU {gpu} and NCCL needs a GPU per rank; "
+                "gloo stages their CUDA tensors through the host"
+            )
+            return BackendChoice("gloo", reason, shared_gpu=True)
+        first_rank[gpu] = rank
+    return BackendChoice("cpu:gloo,cuda:nccl", "every rank has a GPU of its own: NCCL for CUDA tensors, gloo for CPU tensors")
+
+
+def _available(name: str, nccl_available: bool) -> bool:
+    if name == "nccl":
+        return nccl_available
+    probe = getattr(dist, f"is_{name}_available", None)
+    return bool(probe()) if probe is not None else True  # a backend a plugin registered
+
+
+def agree_on_backend(store: Any, rank: int, world_size: int, device: torch.device, requested: str = "auto") -> BackendChoice:
+    """Every rank's backend choice, the same on every rank: with ``auto`` on CUDA each rank puts its
+    GPU's UUID in the rendezvous store (``store``: ``set``/``get`` of bytes), rank 0 reads them all,
+    chooses, and puts its choice there for the others."""
+    if requested != "auto" or device.type != "cuda":
+        return choose_backend(device.type, requested)
+    prefix = f"dygsched/backend/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"  # a torchrun restart reuses the store
+    store.set(f"{prefix}/gpu/{rank}", str(torch.cuda.get_device_properties(device).uuid))
+    if rank == 0:
+        gpus = [store.get(f"{prefix}/gpu/{r}").decode() for r in range(world_size)]
+        choice = choose_backend("cuda", "auto", gpus, dist.is_nccl_available())
+        store.set(f"{prefix}/choice", json.dumps([choice.backend, choice.reason, choice.shared_gpu]))
+        return choice
+    backend, reason, shared = json.loads(store.get(f"{prefix}/choice").decode())
+    return BackendChoice(backend, reason, shared)
 
 
 def reset_memory_peaks(device: torch.device) -> bool:

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from torch import nn
+
+from dygsched.engine import comm
 
 DEFAULT_BUCKET_BYTES = 25 * 2**20  # outside a run; a run passes grad_sync.bucket_mb (its default: RunSchema, a test keeps them equal)
 
@@ -39,7 +40,7 @@ class _Bucket:
     params: list[nn.Parameter]
     numel: int
     flat: torch.Tensor | None = None
-    work: Any = None  # the pending all-reduce
+    work: comm.Pending | None = None  # the pending all-reduce
     ready: set[int] = field(default_factory=set)
 
     @property
@@ -111,7 +112,7 @@ class GradientSync:
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in bucket.params]
         bucket.flat = torch.cat([g.reshape(-1) for g in grads])
         if self.world_size > 1:
-            bucket.work = dist.all_reduce(bucket.flat, async_op=True)
+            bucket.work = comm.all_reduce_async(bucket.flat)
 
     def synchronize(self) -> int:
         """Sum the gradients over ranks (and average the buffers); the bytes all-reduced."""
@@ -175,7 +176,7 @@ class GradientSync:
         if not self.buffers:
             return 0
         flat = torch.cat([b.reshape(-1) for b in self.buffers])
-        dist.all_reduce(flat)
+        comm.all_reduce(flat)
         flat.div_(self.world_size)
         offset = 0
         for buffer in self.buffers:

@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
-import torch.distributed as dist
 from torch import nn
 
 from dygsched.data.kinds import DynamicData
+from dygsched.engine import comm
 from dygsched.engine.gradient_sync import GradientSync
 from dygsched.engine.strategy_config import StrategyConfig
 from dygsched.engine.timing import Region
@@ -160,11 +160,7 @@ class RunContext:
 
 def broadcast_from_rank0(value: Any) -> Any:
     """Rank 0's ``value`` on every rank (the plan: rank 0 plans, no rank re-plans on its own)."""
-    if not dist.is_initialized() or dist.get_world_size() == 1:
-        return value
-    box = [value]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
+    return comm.broadcast_object(value, src=0)
 
 
 def synchronize(device: torch.device) -> None:
@@ -234,7 +230,7 @@ class Epoch:
     def finish_iteration(self, stats: IterationStats) -> None:
         if self.world_size > 1 and self.measures_wait:
             waiting = Region(self.device)
-            dist.all_reduce(self._ready)  # every rank, busy or idle: the time until the slowest is ready
+            comm.all_reduce(self._ready)  # every rank, busy or idle: the time until the slowest is ready
             stats.add_time("wait_s", waiting.stop())
         communicating = Region(self.device)  # until the summed gradients are in place (the planner's alpha)
         moved = self.sync.synchronize()

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.distributed as dist
 from omegaconf import DictConfig, OmegaConf
 
+import dygsched.engine.comm as comm
 from dygsched.components import instantiate_component
 from dygsched.data.kinds import DynamicData
 from dygsched.data.loading import load_data
@@ -41,6 +41,7 @@ from dygsched.engine.checkpoint import (
 from dygsched.engine.distributed import (
     DistEnv,
     abandon_process_group,
+    close_process_group,
     gpu_peak_allocated,
     init_process_group,
     peak_rss,
@@ -196,7 +197,7 @@ def train_rank(
     device = None
     try:
         device = pick_device(str(cfg["device"]), env.local_rank)
-        init_process_group(env, device, float(cfg["dist_timeout_s"]))
+        init_process_group(env, device, float(cfg["dist_timeout_s"]), str(cfg.get("dist_backend") or "auto"))
         result = train_in_group(cfg, env, device, data, where, strategy)
     except BaseException as exc:
         if mark_failure and env.rank == 0:
@@ -211,7 +212,7 @@ def train_rank(
                 pass
         abandon_process_group(device)
         raise
-    dist.destroy_process_group()
+    close_process_group()
     return result
 
 
@@ -366,8 +367,7 @@ class _RankRun:
             record("train", metric, value)
 
         loss_sum = torch.tensor([totals.loss_sum, float(totals.units)], dtype=torch.float64, device=self.device)
-        if self.world_size > 1:
-            dist.all_reduce(loss_sum)
+        comm.all_reduce(loss_sum)
         train_loss = float(loss_sum[0] / loss_sum[1].clamp(min=1))
         val, test = self.strategy.evaluate("val"), self.strategy.evaluate("test")
         if self.is_main:
@@ -430,6 +430,7 @@ class _RankRun:
             "status": "ok",
             "window": self.settings.window,
             **self.strategy.describe(),
+            "dist_backend": comm.backend(),  # the process group's backend, e.g. cpu:gloo,cuda:nccl
             "missing": dict(sorted(self.recorder.missing.items())),
         }
         return self.folder.finish(MetricRecorder.frame(self.rows), info)
@@ -438,14 +439,13 @@ class _RankRun:
 def _gather_to_rank0(value: Any, world_size: int, is_main: bool) -> list[Any]:
     if world_size == 1:
         return [value]
-    gathered: list[Any] = [None] * world_size if is_main else []
-    dist.gather_object(value, gathered if is_main else None, dst=0)
-    return gathered
+    gathered = comm.gather_object(value, dst=0)
+    return gathered if gathered is not None else []
 
 
 def _record_ranks(folder: RunFolder, rank: int, world_size: int, device: torch.device) -> None:
-    """``ranks.json``: where each rank runs (host, process id, device), for finding a lost one."""
-    me = {"rank": rank, "host": socket.gethostname(), "pid": os.getpid(), "device": str(device)}
+    """``ranks.json``: where each rank runs (host, process id, device, the process group's backend), for finding a lost one."""
+    me = {"rank": rank, "host": socket.gethostname(), "pid": os.getpid(), "device": str(device), "dist_backend": comm.backend()}
     gathered = _gather_to_rank0(me, world_size, rank == 0)
     if rank == 0:
         write_json(folder.path / "ranks.json", gathered)

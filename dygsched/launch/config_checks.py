@@ -47,6 +47,7 @@ def check_settings(cfg: Mapping[str, Any]) -> None:
         raise ConfigError(f"optim.weight_decay must be non-negative, got {optim['weight_decay']}")
     if not _number(cfg["dist_timeout_s"]) or not cfg["dist_timeout_s"] > 0:
         raise ConfigError(f"dist_timeout_s must be positive seconds, got {cfg['dist_timeout_s']!r}")
+    check_dist_backend(cfg.get("dist_backend", "auto"))
     bucket_mb = cfg["grad_sync"]["bucket_mb"]
     if not _number(bucket_mb) or not bucket_mb > 0:
         raise ConfigError(f"grad_sync.bucket_mb must be a positive number, got {bucket_mb!r}")
@@ -79,6 +80,33 @@ def _check_types(value: Any, default: Any, where: str) -> None:
             raise ConfigError(f"{where} must be true or false, got {value!r}")
     elif _number(default) and value is not None and not _number(value):
         raise ConfigError(f"{where} must be a number, got {value!r}")
+
+
+# torch.distributed's backends (``Backend.backend_list``, less its placeholders), named here to check a
+# setting without importing torch; whether this machine's build has one is checked where the group starts
+DIST_BACKENDS = ("gloo", "nccl", "mpi", "ucc", "xccl")
+
+
+def check_dist_backend(value: Any) -> None:
+    """``auto``, a backend (``gloo``, ``nccl``, ...) or one per device type (``cpu:gloo,cuda:nccl``), as
+    ``torch.distributed.init_process_group`` takes it."""
+    if value == "auto":
+        return
+    usage = f"dist_backend must be auto, a backend ({', '.join(DIST_BACKENDS)}) or device:backend pairs such as cpu:gloo,cuda:nccl, got {value!r}"
+    if not isinstance(value, str) or not value:
+        raise ConfigError(usage)
+    if ":" not in value:
+        if value not in DIST_BACKENDS:
+            raise ConfigError(usage)
+        return
+    devices = []
+    for pair in value.split(","):
+        device, _, backend = pair.partition(":")
+        if not re.fullmatch(r"[a-z]+", device) or backend not in DIST_BACKENDS:
+            raise ConfigError(usage)
+        devices.append(device)
+    if len(set(devices)) != len(devices):
+        raise ConfigError(f"dist_backend names a device type twice: {value!r}")
 
 
 def check_world_size(value: Any) -> None:

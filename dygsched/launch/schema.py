@@ -70,6 +70,7 @@ class RunSchema:
     grad_sync: GradSyncSchema = field(default_factory=GradSyncSchema)
     metrics: MetricsSchema = field(default_factory=MetricsSchema)
     device: str = "auto"  # auto | cpu | cuda
+    dist_backend: str = "auto"  # process group backend; auto: cpu:gloo,cuda:nccl when every rank has a GPU of its own, else gloo; or e.g. gloo, nccl, cpu:gloo
     dist_timeout_s: float = 300.0  # collective timeout: a lost rank cannot hang the run for longer
     checkpoint: bool = True  # write checkpoint.pt (model, optimizer, plan, RNG states, metrics) after every epoch
     resume: Any = None  # true: continue the latest checkpointed run with these settings; or a run folder

@@ -20,6 +20,7 @@ import torch.distributed as dist
 
 from dygsched.data.event_batches import RecentNeighbours, negative_destinations, rank_slice
 from dygsched.data.events import events_from_arrays
+from dygsched.engine import comm
 from dygsched.engine.gradient_sync import GradientSync
 from dygsched.engine.node_memory.config import NodeMemoryConfig, ShardedMemoryConfig, SvenConfig
 from dygsched.engine.node_memory.depcache import DepCacheStrategy
@@ -155,6 +156,25 @@ def distributed(request, tmp_path_factory):
     return world_size, torch.load(out, weights_only=False)
 
 
+def _ranks_device_keyed(rank: int, world_size: int, out: str) -> None:
+    """Every strategy once (TGN) in a group started with a device-keyed backend string."""
+    assert comm.backend() == "cpu:gloo"
+    results = {}
+    for (sched, variant), build in STRATEGIES.items():
+        results[(sched, "tgn", variant, "transductive")] = gather(train(build(GLOBAL_BATCH // world_size), "tgn", rank, world_size), world_size)
+    if rank == 0:
+        torch.save(results, out)
+
+
+@pytest.fixture(scope="module")
+def device_keyed(tmp_path_factory):
+    """2 ranks whose group routes collectives by device type (``cpu:gloo``, as a CUDA run's
+    ``cpu:gloo,cuda:nccl`` does for host tensors)."""
+    out = str(tmp_path_factory.mktemp("node_memory_device_keyed") / "results.pt")
+    run_ranks(_ranks_device_keyed, (2, out), nprocs=2, backend="cpu:gloo")
+    return 2, torch.load(out, weights_only=False)
+
+
 @pytest.fixture(scope="module")
 def references():
     out = {(name, "transductive"): reference(name) for name in MODELS}
@@ -163,7 +183,14 @@ def references():
 
 
 def test_every_strategy_trains_what_one_process_trains_with_the_global_batch(distributed, references):
-    world_size, results = distributed
+    trains_what_one_process_trains(*distributed, references)
+
+
+def test_under_a_device_keyed_backend_every_strategy_still_trains_what_one_process_trains(device_keyed, references):
+    trains_what_one_process_trains(*device_keyed, references)
+
+
+def trains_what_one_process_trains(world_size: int, results: dict, references: dict) -> None:
     for (sched, model_name, variant, protocol), per_rank in results.items():
         where = f"{sched}/{model_name}/{variant} ({protocol}) on {world_size} ranks"
         want = references[(model_name, protocol)]

@@ -81,6 +81,27 @@ def contract_runs(request, tmp_path_factory) -> Path:
     return results
 
 
+DEVICE_KEYED = "cpu:gloo"  # a backend per device type, as a CUDA run's cpu:gloo,cuda:nccl group is
+
+
+def _rank_device_keyed(rank: int, world_size: int, results: str) -> None:
+    """One epoch of every strategy in a group started with a device-keyed backend string."""
+    env = DistEnv(rank, world_size, 0)
+    data = None
+    for name in STRATEGIES:
+        cfg = config(name, Path(results) / name, "epochs=1", "run_id=device_keyed", f"dist_backend={DEVICE_KEYED}")
+        data = data or load_data(cfg["dataset"])
+        train_in_group(cfg, env, torch.device("cpu"), data, _RunPlace(None))
+        dist.barrier()
+
+
+@pytest.fixture(scope="module")
+def device_keyed_runs(tmp_path_factory) -> Path:
+    results = tmp_path_factory.mktemp("contract_device_keyed")
+    run_ranks(_rank_device_keyed, (2, str(results)), nprocs=2, timeout_s=600, backend=DEVICE_KEYED)
+    return results
+
+
 def epoch_groups(folder: Path) -> list[list[list[int]]]:
     """The groups each iteration of each epoch trained, over all ranks (from the run's plan files)."""
     summary = json.loads((folder / "summary.json").read_text())
@@ -88,7 +109,7 @@ def epoch_groups(folder: Path) -> list[list[list[int]]]:
     plan = json.loads((folder / "plan.json").read_text())
     profiling = json.loads((folder / "plan_profiling.json").read_text()) if (folder / "plan_profiling.json").exists() else None
     epochs = []
-    for epoch in range(EPOCHS):
+    for epoch in range(int(summary["epochs_completed"])):
         used = profiling if switch is not None and epoch < switch else plan
         epochs.append([[unit if isinstance(unit, int) else unit[0] for cell in it for unit in cell] for it in used["iterations"]])
     return [[sorted(set(groups)) for groups in epoch] for epoch in epochs]
@@ -196,6 +217,23 @@ def test_checkpoint_then_resume_trains_the_same_losses(contract_runs, name):
     trained = load_checkpoint(resumed)["model"]
     for key, value in reference_parameters(name, resumed).items():
         assert torch.allclose(trained[key], value, atol=1e-5), (name, key)
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_a_device_keyed_backend_trains_on_two_ranks_and_is_recorded(device_keyed_runs, name):
+    """Every strategy on 2 ranks whose group routes collectives by device type (``cpu:gloo``): the
+    epoch finishes, the run's files say which backend carried it, and an exact strategy's parameters
+    still equal single-process SGD on the same iterations."""
+    folder = device_keyed_runs / name / "device_keyed"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "ok" and summary["epochs_completed"] == 1 and summary["world_size"] == 2
+    assert summary["dist_backend"] == DEVICE_KEYED
+    assert [rank["dist_backend"] for rank in json.loads((folder / "ranks.json").read_text())] == [DEVICE_KEYED] * 2
+    if not build_strategy(config(name, device_keyed_runs)["sched"]).exact:
+        return
+    trained = load_checkpoint(folder)["model"]
+    for key, value in reference_parameters(name, folder).items():
+        assert torch.allclose(trained[key], value, atol=1e-5), (name, key, float((trained[key] - value).abs().max()))
 
 
 STRATEGY_PACKAGES = ("snapshot_groups", "node_partition", "flare", "distdy", "node_memory")

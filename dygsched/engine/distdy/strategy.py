@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
@@ -53,6 +52,7 @@ from dygsched.data.partition.online import (
     store_capacity,
 )
 from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.engine import comm
 from dygsched.engine.distdy.config import DistDyConfig
 from dygsched.engine.distdy.placement import PAPER_SEGMENTS, feature_segments, snapshot_graphs
 from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
@@ -417,8 +417,7 @@ class DistDyStrategy(Strategy):
                 traffic = self._no_traffic()
                 loss = self.batch_loss(-1, tau, start, held, traffic, stats, targets=chunk)
                 sums += torch.tensor([float(loss) * len(chunk), float(len(chunk))], dtype=torch.float64)
-        if self.world_size > 1:
-            dist.all_reduce(sums)
+        comm.all_reduce(sums)  # host float64 sums: gloo under a device-keyed backend
         mse = float(sums[0] / sums[1].clamp(min=1))
         return {"loss": mse, "mse": mse}
 

@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.distributed as dist
 from torch import nn
 
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.kinds import DynamicData
 from dygsched.data.partition.nodes import NodePartition, partition_nodes
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
+from dygsched.engine import comm
 from dygsched.engine.flare.config import FlareConfig
 from dygsched.engine.flare.decay import decay_counts
 from dygsched.engine.flare.memory import SavedTensors, tensor_bytes
@@ -286,9 +286,7 @@ class FlareStrategy(Strategy):
                 last = partitioned[-1]
                 assert last is not None, "the last block of a window is always full"
                 return self._partial_loss(h, snapshots[-1], last.active_nodes)
-            counts = torch.tensor([float(s.node_mask.sum()) for s in snapshots], dtype=torch.float64)
-            if self.world_size > 1:
-                dist.all_reduce(counts)
+            counts = comm.all_reduce(torch.tensor([float(s.node_mask.sum()) for s in snapshots], dtype=torch.float64))  # host: gloo
             terms = [self._partial_loss(out, s, float(c)) for out, s, c in zip(hooks.outputs, snapshots, counts.tolist()) if c > 0]
             return torch.stack(terms).mean() if terms else h.sum() * 0.0
 
@@ -352,8 +350,7 @@ class FlareStrategy(Strategy):
                 losses, correct = self.loss.node_losses(self.model.readout(h), snapshots[-1].to(self.device))
                 sums += torch.tensor([float(losses.sum()), float(correct.sum()), float(losses.numel())], dtype=torch.float64)
         self.loss.train()
-        if self.world_size > 1:
-            dist.all_reduce(sums)
+        comm.all_reduce(sums)  # host float64 sums: gloo under a device-keyed backend
         loss_sum, correct, count = sums.tolist()
         count = max(count, 1.0)
         loss = loss_sum / count

@@ -48,4 +48,4 @@ class DepCacheStrategy(NodeMemoryStrategy):
                     self.model.memory_dim,
                 )
             )
-        StateUpdates.cat(parts).apply(self.table, self.ownership.row.to(self.device))
+        StateUpdates.cat(parts).apply(self.table, self.row_on_device)

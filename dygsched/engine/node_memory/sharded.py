@@ -87,7 +87,7 @@ class ShardedMemoryStrategy(NodeMemoryStrategy):
             sent.append(self.exchange(index[order], send_counts, recv_counts, "aggregate_index", stats))
             sent.append(self.exchange(rows[order.to(rows.device)], send_counts, recv_counts, "aggregate", stats))
         received = StateUpdates.from_rows(*sent, self.model.memory_dim)
-        received.apply(self.table, self.ownership.row.to(self.device))
+        received.apply(self.table, self.row_on_device)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **self.partition_note}

@@ -35,7 +35,7 @@ class SingleProcessStrategy(NodeMemoryStrategy):
         return local_memory(self, series)
 
     def aggregate(self, updates: StateUpdates, stats: IterationStats) -> None:
-        updates.apply(self.table, self.ownership.row.to(self.device))
+        updates.apply(self.table, self.row_on_device)
 
 
 def local_memory(strategy: NodeMemoryStrategy, series: Series) -> tuple[torch.Tensor, torch.Tensor]:

@@ -48,7 +48,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
@@ -64,6 +63,7 @@ from dygsched.data.events import EventSplit, EventStream
 from dygsched.data.kinds import DynamicData
 from dygsched.data.new_nodes import NewNodeSplit, new_node_split
 from dygsched.data.tgb_negatives import FixedNegatives, read_phase_negatives
+from dygsched.engine import comm
 from dygsched.engine.node_memory.config import NodeMemoryConfig
 from dygsched.engine.node_memory.organise import RedundancyFree
 from dygsched.engine.node_memory.state import NodeState, NodeStateTable, Ownership
@@ -261,6 +261,7 @@ class NodeMemoryStrategy(Strategy):
         self.check_model(model)
         self.model = model
         self.ownership = self.build_ownership()
+        self.row_on_device = self.ownership.row.to(self.device)  # moved once: every step's state writes index it there
         rows = int(self.ownership.rows_on(self.rank))
         self.table = NodeStateTable(rows, model.memory_dim, model.mail_dim, model.mailbox_size, self.device)
         return model
@@ -475,11 +476,7 @@ class NodeMemoryStrategy(Strategy):
 
     def _traffic_by_pair(self) -> dict[str, Any]:
         mine = self.traffic.to_dict()
-        if self.world_size == 1:
-            return {"ranks": [mine]}
-        gathered: list[Any] = [None] * self.world_size
-        dist.all_gather_object(gathered, mine)
-        return {"ranks": gathered}
+        return {"ranks": comm.all_gather_object(mine)}
 
     # ---- evaluation -------------------------------------------------------------------------------
     def evaluate(self, phase: str) -> dict[str, MetricValue]:
@@ -517,11 +514,7 @@ class NodeMemoryStrategy(Strategy):
         return EvaluationScores(loss, torch.cat(positives).numpy(), torch.cat(negatives).numpy(), torch.cat(inductive).numpy())
 
     def _metrics(self, mine: EvaluationScores) -> dict[str, MetricValue]:
-        parts = [mine]
-        if self.world_size > 1:
-            parts = [None] * self.world_size
-            dist.all_gather_object(parts, mine)
-        scores = EvaluationScores.cat(parts)
+        scores = EvaluationScores.cat(comm.all_gather_object(mine))
         metrics = link_prediction_metrics(scores, with_mrr=scores.negative.shape[1] > 1)
         fixed = self.fixed_negatives.get(self._position or "")
         if fixed is not None and fixed.uneven:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.distributed as dist
 
+from dygsched.engine import comm
 from dygsched.engine.node_partition.layout import PartitionedSnapshot
 from dygsched.engine.timing import Region, Tally
 
@@ -58,32 +58,12 @@ class HaloAccounting:
 
 
 def _all_to_all(send: torch.Tensor, send_counts: tuple[int, ...], recv_counts: tuple[int, ...]) -> torch.Tensor:
-    width = send.shape[1:]
-    recv = send.new_empty((sum(recv_counts), *width))
-    staged_send = send.cpu() if send.is_cuda and dist.get_backend() == "gloo" else send
-    staged_recv = recv.cpu() if recv.is_cuda and dist.get_backend() == "gloo" else recv
-    dist.all_to_all_single(staged_recv, staged_send.contiguous(), output_split_sizes=list(recv_counts), input_split_sizes=list(send_counts))
-    if staged_recv is not recv:
-        recv.copy_(staged_recv)
-    return recv
+    return comm.all_to_all(send, send_counts, recv_counts)
 
 
 def all_to_all_later(send: torch.Tensor, send_counts: Sequence[int], recv_counts: Sequence[int]) -> Callable[[], torch.Tensor]:
     """``_all_to_all`` started asynchronously (no gradient): returns the wait that gives the received rows."""
-    recv = send.new_empty((sum(recv_counts), *send.shape[1:]))
-    staged_send = send.cpu() if send.is_cuda and dist.get_backend() == "gloo" else send
-    staged_recv = recv.cpu() if recv.is_cuda and dist.get_backend() == "gloo" else recv
-    work = dist.all_to_all_single(
-        staged_recv, staged_send.contiguous(), output_split_sizes=list(recv_counts), input_split_sizes=list(send_counts), async_op=True
-    )
-
-    def arrived() -> torch.Tensor:
-        work.wait()
-        if staged_recv is not recv:
-            recv.copy_(staged_recv)
-        return recv
-
-    return arrived
+    return comm.all_to_all_async(send, send_counts, recv_counts).wait
 
 
 class _HaloExchange(torch.autograd.Function):
@@ -140,12 +120,9 @@ class _HaloPost(torch.autograd.Function):
         ctx.snapshot, ctx.layer, ctx.accounting, ctx.rows, ctx.device = snapshot, layer, accounting, x.shape[0], x.device
         posting = Region(x.device)
         send = x.index_select(0, snapshot.send_index.to(x.device))
-        staged = send.cpu() if send.is_cuda and dist.get_backend() == "gloo" else send
-        received = staged.new_empty((sum(snapshot.recv_counts), *send.shape[1:]))
-        work = dist.all_to_all_single(
-            received, staged.contiguous(), output_split_sizes=list(snapshot.recv_counts), input_split_sizes=list(snapshot.send_counts), async_op=True
-        )
-        box.extend([work, staged])  # the work to wait for, and the buffer it reads, kept alive
+        pending = comm.all_to_all_async(send, snapshot.send_counts, snapshot.recv_counts)
+        received = pending.result  # filled in by the time ``pending.wait()`` returns
+        box.append(pending)  # the exchange to wait for (it keeps the buffers it reads alive)
         if accounting is not None:
             accounting.add_time(posting.stop())
             accounting.add(layer, "forward", send.numel() * send.element_size())
@@ -158,7 +135,7 @@ class _HaloPost(torch.autograd.Function):
 
 def post_halo(x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int = 0, accounting: HaloAccounting | None = None) -> PendingHalo:
     """Start ``exchange_halo`` without waiting for it (every rank must post its exchanges in the same order)."""
-    if not dist.is_initialized() or dist.get_world_size() == 1:
+    if not comm.active():
         return PendingHalo(x, x.new_zeros((0, *x.shape[1:])), None, accounting)
     box: list = []
     received = _HaloPost.apply(x, snapshot, layer, accounting, box)
@@ -167,7 +144,7 @@ def post_halo(x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int = 0, ac
 
 def exchange_halo(x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int = 0, accounting: HaloAccounting | None = None) -> torch.Tensor:
     """``x``'s owned rows followed by this rank's halo rows (``owned + halo`` rows in all)."""
-    if not dist.is_initialized() or dist.get_world_size() == 1:
+    if not comm.active():
         return x
     return torch.cat([x, _HaloExchange.apply(x, snapshot, layer, accounting)])
 
@@ -178,20 +155,16 @@ class _SumOverRanks(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        total = x.clone()
-        dist.all_reduce(total)
-        return total
+        return comm.all_reduce(x.clone())
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        total = grad.clone()
-        dist.all_reduce(total)
-        return total
+        return comm.all_reduce(grad.clone())
 
 
 def sum_over_ranks(x: torch.Tensor) -> torch.Tensor:
     """``x`` summed over ranks, differentiably (the backward sums the gradients the same way)."""
-    if not dist.is_initialized() or dist.get_world_size() == 1:
+    if not comm.active():
         return x
     return _SumOverRanks.apply(x)
 
@@ -275,16 +248,12 @@ class _RowExchange(torch.autograd.Function):
 def exchange_rows(x: torch.Tensor, send_counts: Sequence[int], recv_counts: Sequence[int]) -> torch.Tensor:
     """Send ``x``'s rows to the peers (``send_counts[q]`` rows to rank ``q``, in rank order) and receive
     ``recv_counts[q]`` rows from each; differentiable. With one rank the rows stay."""
-    if not dist.is_initialized() or dist.get_world_size() == 1:
+    if not comm.active():
         return x
     return _RowExchange.apply(x, tuple(int(c) for c in send_counts), tuple(int(c) for c in recv_counts))
 
 
 def exchange_counts(send_counts: Sequence[int]) -> list[int]:
-    """How many rows each peer will send here, given how many this rank sends each (one all-to-all of counts)."""
-    if not dist.is_initialized() or dist.get_world_size() == 1:
-        return list(send_counts)
-    send = torch.tensor(list(send_counts), dtype=torch.int64)
-    recv = torch.empty_like(send)
-    dist.all_to_all_single(recv, send)
-    return recv.tolist()
+    """How many rows each peer will send here, given how many this rank sends each (one all-to-all of
+    counts, host integers: through gloo under a device-keyed backend, read once)."""
+    return comm.exchange_counts(send_counts)

@@ -25,12 +25,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
-import torch.distributed as dist
 from torch import nn
 
+from dygsched.engine import comm
 from dygsched.engine.timing import Region
 
 OVERLAPS = ("none", "rr", "mlp")
@@ -133,21 +132,15 @@ class OverlapSchedule:
     def refit(self, seed: int) -> float | None:
         """At an epoch's start: rank 0 fits the predictor on every rank's timings of the epoch before and
         sends it to every rank. Returns the fit's error on rank 0 (``None`` before any timing)."""
-        gathered: list[Any] = [None] * dist.get_world_size() if dist.is_initialized() else [None]
-        if dist.is_initialized() and dist.get_world_size() > 1:
-            dist.all_gather_object(gathered, (self.log.features, self.log.seconds))
-        else:
-            gathered = [(self.log.features, self.log.seconds)]
+        gathered = comm.all_gather_object((self.log.features, self.log.seconds))
         self.log = TaskLog()
         features = [f for part, _ in gathered for f in part]
         seconds = [s for _, part in gathered for s in part]
         error = None
         if self.mode == "mlp" and features:
-            if not dist.is_initialized() or dist.get_rank() == 0:
+            if comm.rank() == 0:
                 error = self.predictor.fit(torch.tensor(features), torch.tensor(seconds), seed=seed)
-            if dist.is_initialized() and dist.get_world_size() > 1:
-                box = [self.predictor.state_dict() if dist.get_rank() == 0 else None]
-                dist.broadcast_object_list(box, src=0)
-                self.predictor.load_state_dict(box[0])
+            if comm.active():
+                self.predictor.load_state_dict(comm.broadcast_object(self.predictor.state_dict() if comm.rank() == 0 else None))
                 self.predictor.fitted = True
         return error

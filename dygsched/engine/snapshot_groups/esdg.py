@@ -30,15 +30,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 
 import torch
-import torch.distributed as dist
 
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot
+from dygsched.engine import comm
 from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor, Iteration, fetch, loss_scale
 from dygsched.engine.strategy import IterationStats
-from dygsched.engine.timing import Region
 from dygsched.errors import ConfigError
 from dygsched.models.base import DGNN, State
 
@@ -166,24 +166,10 @@ class ESDGExecutor(GroupExecutor):
 
     @staticmethod
     def _send(tensor: torch.Tensor, dst: int, device: torch.device, stats: IterationStats) -> None:
-        sending = Region(device)  # starts once the stream's queued compute is done: the send alone
-        dist.send(_for_backend(tensor.contiguous()), dst)
-        stats.add_time("comm_s", sending.stop())
+        # timed from once the stream's queued compute is done: the send alone (staged through the host under gloo)
+        comm.send(tensor, dst, into=partial(stats.add_time, "comm_s"))
         stats.add_bytes("hidden_state", tensor.numel() * tensor.element_size())
 
     @staticmethod
     def _recv(buffer: torch.Tensor, src: int, device: torch.device, stats: IterationStats) -> torch.Tensor:
-        receiving = Region(device)
-        staged = _for_backend(buffer)
-        dist.recv(staged, src)
-        if staged is not buffer:
-            buffer.copy_(staged)
-        stats.add_time("wait_s", receiving.stop())
-        return buffer
-
-
-def _for_backend(tensor: torch.Tensor) -> torch.Tensor:
-    """Gloo sends host memory only: ranks sharing one GPU (gloo on CUDA) stage through the CPU."""
-    if tensor.is_cuda and dist.get_backend() == "gloo":
-        return tensor.cpu()
-    return tensor
+        return comm.recv(buffer, src, into=partial(stats.add_time, "wait_s"))

@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.distributed as dist
 
 from dygsched.data.diffmap import DiffMap, EdgeSet, GraphDiffs, apply_diff, build_diff_maps, coalesce
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
+from dygsched.engine import comm
 from dygsched.engine.snapshot_groups.aggregation_timing import chain_steps, choose_paths, fit_conv_cost_curve, fit_order_costs
 from dygsched.engine.snapshot_groups.executor import EpochRun, Iteration, SequentialExecutor, loss_scale
 from dygsched.engine.snapshot_groups.profiler import PhaseTimer
@@ -206,10 +206,8 @@ class ReuseExecutor(SequentialExecutor):
         curve, self.order_costs, self.project_first = None, None, None
         if self.reuse_path == "adaptive":
             widths = layer.projection_widths()
-            box = [(fit_conv_cost_curve(device), fit_order_costs(device, *widths) if widths else None) if dist.get_rank() == 0 else None]
-            if dist.get_world_size() > 1:
-                dist.broadcast_object_list(box, src=0)
-            curve, self.order_costs = box[0]
+            fitted = (fit_conv_cost_curve(device), fit_order_costs(device, *widths) if widths else None) if comm.rank() == 0 else None
+            curve, self.order_costs = comm.broadcast_object(fitted)
         self.cache = HostCache(graph, device, layer.reuse, self.reuse_path, curve)
         self.streams = Streams.create(device, self.use_streams)
 

@@ -23,11 +23,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from torch import nn
 
 from dygsched.data.kinds import DynamicData
 from dygsched.data.temporal_graph import Task, TemporalGraph
+from dygsched.engine import comm
 from dygsched.engine.objective import GroupObjective, build_split, metric_name
 from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor, fetch
 from dygsched.engine.snapshot_groups.streams import pinned_graph
@@ -123,9 +123,7 @@ class SnapshotGroupStrategy(Strategy):
             result = objective.evaluate(snapshots)
             sums += torch.tensor([result.loss_sum, result.correct, result.count], dtype=torch.float64)
         objective.train()
-        sums = sums.to(self.device)
-        if self.world_size > 1:
-            dist.all_reduce(sums)
+        comm.all_reduce(sums)  # host float64 sums: gloo under a device-keyed backend, read on the host once
         loss_sum, correct, count = sums.tolist()
         count = max(count, 1.0)
         loss = loss_sum / count

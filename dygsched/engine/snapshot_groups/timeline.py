@@ -17,8 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import torch.distributed as dist
-
+from dygsched.engine import comm
 from dygsched.engine.snapshot_groups.profiler import Profiler
 from dygsched.engine.strategy import Artifacts, broadcast_from_rank0
 from dygsched.errors import ConfigError
@@ -164,11 +163,7 @@ class Timeline:
         """At the end of the last profiling epoch: the new plan (every rank), else None."""
         if profiler is None or epoch != self.profile_epochs - 1:
             return None
-        gathered: list[Any] = [None] * self.world_size if self.rank == 0 else []
-        if self.world_size > 1:
-            dist.gather_object(profiler.measurements(), gathered if self.rank == 0 else None, dst=0)
-        else:
-            gathered = [profiler.measurements()]
+        gathered = comm.gather_object(profiler.measurements(), dst=0) or []  # every rank's, on rank 0
         plan = None
         if self.rank == 0:
             sizes = dict(enumerate(self.sizes))
