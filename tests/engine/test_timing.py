@@ -219,3 +219,70 @@ def test_engine_never_synchronizes_the_whole_device():
     root = Path(dygsched.engine.__file__).parent
     offenders = [str(p.relative_to(root)) for p in root.rglob("*.py") if "cuda.synchronize" in p.read_text()]
     assert offenders == []
+
+
+# ---- on a real CUDA device (make test-gpu, or pytest -m gpu tests/engine/test_timing.py) ----------
+
+
+
+def _queue_work(device: torch.device, size: int = 4096, repeats: int = 40) -> torch.Tensor:
+    a = torch.randn(size, size, device=device)
+    out = a
+    for _ in range(repeats):
+        out = torch.tanh(out @ a) * 0.01
+    return out
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_real_cuda_region_measures_the_kernels_not_their_launch(monkeypatch):
+    device = torch.device("cuda")
+    _queue_work(device, repeats=2)
+    torch.cuda.synchronize()
+    launched = time.perf_counter()
+    with timed(device) as region:
+        _queue_work(device)
+    launch_s = time.perf_counter() - launched
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: (_ for _ in ()).throw(AssertionError("device-wide synchronize")))
+    measured = region.seconds  # waits for the end event only
+    monkeypatch.undo()
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    _queue_work(device)
+    torch.cuda.synchronize()
+    reference = time.perf_counter() - started
+    print(f"launch {launch_s * 1e3:.2f} ms, region {measured * 1e3:.2f} ms, synchronised host clock {reference * 1e3:.2f} ms")
+    assert measured > 2 * launch_s  # the host clock around the launch missed the work
+    assert 0.5 * reference < measured < 1.5 * reference
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_real_cuda_region_on_a_side_stream_and_stream_local_wait():
+    device = torch.device("cuda")
+    side = torch.cuda.Stream(device)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side), timed(device, side) as region:
+        out = _queue_work(device)
+    ready = torch.cuda.Event()
+    ready.record(side)
+    torch.cuda.current_stream(device).wait_event(ready)  # the consumer waits for that stream alone
+    out.record_stream(torch.cuda.current_stream(device))
+    total = float(out.sum())
+    assert region.done and region.seconds > 0 and total == total
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_real_cuda_pinned_graph_pins_each_tensor_once():
+    from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
+    from dygsched.engine.snapshot_groups.streams import pinned_graph
+
+    x = torch.randn(5, 3)
+    edges = torch.tensor([[0, 1], [1, 2]])
+    snaps = tuple(Snapshot(edges, torch.ones(2), x, torch.randn(5), torch.ones(5, dtype=torch.bool)) for _ in range(3))
+    graph = TemporalGraph("tiny", snaps, Task.REGRESSION)
+    pinned = pinned_graph(graph, torch.device("cuda"))
+    assert all(t.is_pinned() for s in pinned.snapshots for t in (s.edge_index, s.edge_weight, s.x, s.y, s.node_mask))
+    assert len({id(s.x) for s in pinned.snapshots}) == 1  # shared before, shared after
+    assert pinned_graph(graph, torch.device("cpu")) is graph
