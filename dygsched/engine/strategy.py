@@ -163,12 +163,6 @@ def broadcast_from_rank0(value: Any) -> Any:
     return comm.broadcast_object(value, src=0)
 
 
-def synchronize(device: torch.device) -> None:
-    """Wait for the device (a no-op on CPU), so wall-clock time covers the work queued on it."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 class Epoch:
     """One epoch as a strategy runs it: the trained module, the optimizer step, and the sinks.
 
