@@ -130,7 +130,10 @@ def end_with(pid: int) -> None:
 
     def watch() -> None:
         if handle is not None:
-            select.select([handle], [], [])  # readable once the process has ended
+            watcher = select.poll()
+            watcher.register(handle, select.POLLIN)
+            while not watcher.poll():  # readable once the process has ended
+                pass
         else:
             while _alive(pid):
                 time.sleep(POLL_S)

@@ -161,3 +161,37 @@ def test_killed_while_rank_0_writes_a_checkpoint_the_last_complete_one_stays(tmp
     assert_nothing_left(killed)
     assert list(killed.folder.glob(".checkpoint.pt.*.tmp")), "the second checkpoint was not being written"
     assert checkpoint_epoch(killed.folder) == 0
+
+
+def watcher(pid: int) -> subprocess.Popen:
+    """A process that calls ``end_with(pid)``, says so, then sleeps."""
+    code = f"import time\nfrom dygsched.launch.fork_server import end_with\nend_with({pid})\nprint('watching', flush=True)\ntime.sleep(60)"
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_a_rank_ends_as_soon_as_the_launcher_it_watches_does():
+    launcher = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    rank = watcher(launcher.pid)
+    try:
+        assert rank.stdout.readline() == "watching\n"
+        time.sleep(0.2)
+        assert rank.poll() is None  # the launcher lives: so does the rank
+        launcher.kill()
+        started = time.monotonic()
+        assert rank.wait(timeout=GONE_WITHIN_S) == 1 and time.monotonic() - started < GONE_WITHIN_S
+    finally:
+        launcher.kill()
+        rank.kill()
+        launcher.wait()
+        rank.wait()
+
+
+def test_a_rank_whose_launcher_is_already_gone_ends_at_once():
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    rank = watcher(gone.pid)
+    try:
+        stdout, _ = rank.communicate(timeout=60)
+    finally:
+        rank.kill()
+    assert rank.returncode == 1 and "watching" not in stdout
