@@ -38,7 +38,7 @@ class DepCacheStrategy(NodeMemoryStrategy):
             endpoint_index, endpoint_rows = mine.endpoint_rows()
             delivery_index, delivery_rows = mine.delivery_rows()
             sent = [[0 if q == self.rank else int(x.shape[0]) for q in range(self.world_size)] for x in (endpoint_index, delivery_index)]
-            got = [self.counts(counts) for counts in sent]
+            got = self.counts_together(sent)  # both kinds' counts in one exchange, read once
             parts.append(
                 StateUpdates.from_rows(
                     self.exchange(endpoint_index.repeat(peers, 1), sent[0], got[0], "aggregate_index", stats),

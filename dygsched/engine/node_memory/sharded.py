@@ -78,12 +78,18 @@ class ShardedMemoryStrategy(NodeMemoryStrategy):
         order = torch.argsort(owners, stable=True)
         return order, torch.bincount(owners, minlength=self.world_size).tolist()
 
+    def route_together(self, vertex_lists: list[torch.Tensor]) -> list[tuple[torch.Tensor, list[int]]]:
+        """``route`` of several vertex lists, with one copy of their vertices to the host."""
+        on_host = torch.cat(vertex_lists).cpu().split([v.numel() for v in vertex_lists])
+        return [self.route(vertices) for vertices in on_host]
+
     def aggregate(self, updates: StateUpdates, stats: IterationStats) -> None:
         mine = updates.deduplicated()
+        kinds = (mine.endpoint_rows(), mine.delivery_rows())
+        routes = self.route_together([index[:, 0] for index, _ in kinds])
+        received_counts = self.counts_together([send_counts for _, send_counts in routes])  # the step's counts, read once
         sent = []
-        for index, rows in (mine.endpoint_rows(), mine.delivery_rows()):
-            order, send_counts = self.route(index[:, 0])
-            recv_counts = self.counts(send_counts)
+        for (index, rows), (order, send_counts), recv_counts in zip(kinds, routes, received_counts, strict=True):
             sent.append(self.exchange(index[order], send_counts, recv_counts, "aggregate_index", stats))
             sent.append(self.exchange(rows[order.to(rows.device)], send_counts, recv_counts, "aggregate", stats))
         received = StateUpdates.from_rows(*sent, self.model.memory_dim)

@@ -41,7 +41,7 @@ Subclasses (one module each) implement ``ownership`` (who holds which vertex's r
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -564,6 +564,15 @@ class NodeMemoryStrategy(Strategy):
     def counts(self, send_counts: list[int]) -> list[int]:
         with self.exchanging():
             return exchange_counts(send_counts)
+
+    def counts_together(self, send_counts: Sequence[Sequence[int]]) -> list[list[int]]:
+        """``counts`` of several exchanges (``send_counts[k]``: exchange ``k``'s rows per rank) with one
+        all-to-all of host integers, read once: a step's counts cost one round trip, not one per kind."""
+        kinds, ranks = len(send_counts), self.world_size
+        mine = torch.tensor([[int(counts[q]) for counts in send_counts] for q in range(ranks)], dtype=torch.int64).reshape(-1)
+        with self.exchanging():
+            arrived = comm.all_to_all(mine, [kinds] * ranks, [kinds] * ranks).reshape(ranks, kinds).tolist()
+        return [[arrived[q][k] for q in range(ranks)] for k in range(kinds)]
 
     def describe(self) -> dict[str, Any]:
         return {
