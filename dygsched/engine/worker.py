@@ -66,7 +66,7 @@ from dygsched.metrics.atomic import remove_stale_temporaries, write_json
 from dygsched.metrics.log import configure_logging
 from dygsched.metrics.progress import StepBar
 from dygsched.metrics.recorder import MetricRecorder
-from dygsched.metrics.run_folder import RunFolder, new_run_id
+from dygsched.metrics.run_folder import PhaseRecord, RunFolder, new_run_id
 from dygsched.models.flops import count_conv_flops
 
 log = logging.getLogger("dygsched")
@@ -193,26 +193,32 @@ def train_rank(
     ``mark_failure`` (no parent process watches the ranks: torchrun, SLURM) rank 0 also marks the
     run failed, with the earliest reason any rank wrote.
     """
-    where = _RunPlace(RunFolder(cfg["results_dir"], cfg["run_id"]) if cfg.get("run_id") else None)
+    where = _RunPlace(RunFolder(cfg["results_dir"], cfg["run_id"]) if cfg.get("run_id") else None, env.rank)
     device = None
+    # NCCL's watchdog tears the communicators down and aborts the rank on a failed or timed-out collective
+    os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
     try:
+        where.enter("joining the process group")
         device = pick_device(str(cfg["device"]), env.local_rank)
         init_process_group(env, device, float(cfg["dist_timeout_s"]), str(cfg.get("dist_backend") or "auto"))
         result = train_in_group(cfg, env, device, data, where, strategy)
     except BaseException as exc:
-        if mark_failure and env.rank == 0:
+        reports = mark_failure and where.reports_the_run()
+        if reports:
             _finish_before_stopping()
         if where.folder is not None:
             try:
                 where.folder.write_failure(env.rank, failure_text(exc))
-                if mark_failure and env.rank == 0:
-                    rank, reason = where.folder.failures()[0]
-                    mark_failed(where.folder, run_identity(cfg, where.folder.run_id, env.world_size), f"rank {rank}: {reason}")
+                if reports:
+                    cause = where.folder.first_cause() or f"rank {env.rank}: {failure_text(exc).splitlines()[0]}"
+                    mark_failed(where.folder, run_identity(cfg, where.folder.run_id, env.world_size), cause)
             except Exception:  # reporting the failure must not replace it
                 pass
+        where.close()
         abandon_process_group(device)
         raise
     close_process_group()
+    where.close()
     return result
 
 
@@ -243,9 +249,36 @@ def failure_text(exc: BaseException) -> str:
 
 @dataclass
 class _RunPlace:
-    """The run folder, once this rank knows it (it is broadcast by rank 0 when not given)."""
+    """The run folder, once this rank knows it (it is broadcast by rank 0 when not given), and the
+    phase this rank is in, kept in the folder (``PhaseRecord``) for whoever reports its death."""
 
     folder: RunFolder | None
+    rank: int = 0
+    record: PhaseRecord | None = None
+
+    def enter(self, phase: str) -> None:
+        if self.record is None and self.folder is not None:
+            try:
+                self.record = PhaseRecord(self.folder, self.rank)
+            except OSError:  # a folder that cannot be written: the failure says so elsewhere
+                return
+        if self.record is not None:
+            self.record.enter(phase)
+
+    def close(self) -> None:
+        if self.record is not None:
+            self.record.close()
+            self.record = None
+
+    def reports_the_run(self) -> bool:
+        """Whether this rank marks the run failed where no launcher watches the ranks: rank 0, or the
+        lowest rank alive when every rank below it was killed by a signal (NCCL's abort)."""
+        if self.rank == 0:
+            return True
+        if self.folder is None:
+            return False
+        killed = {rank for _, rank, _ in self.folder.signal_deaths()}
+        return all(rank in killed for rank in range(self.rank))
 
 
 def _start(cfg: Mapping[str, Any], world_size: int) -> tuple[str, str, dict[str, Any] | None]:
@@ -292,6 +325,7 @@ class _RankRun:
             RunFolder(start[0], start[1]).forget_old_failures()
         results_dir, self.run_id, resumed = broadcast_from_rank0(start)
         self.folder = where.folder = RunFolder(results_dir, self.run_id)
+        self.where = where
         self.rows: list[tuple] = []  # rank 0 keeps every rank's rows
         if self.is_main:
             self.folder.create(OmegaConf.to_yaml(OmegaConf.create(dict(cfg, run_id=self.run_id, results_dir=results_dir))))
@@ -299,11 +333,13 @@ class _RankRun:
                 self.rows = resumed_rows(self.folder, resumed)
                 remove_stale_temporaries(self.folder.path)
         _record_ranks(self.folder, self.rank, self.world_size, device)
+        where.enter("loading the data")
         data = data if data is not None else load_data(cfg["dataset"])
         self.recorder = MetricRecorder(self.run_id, self.rank)
 
         self.settings = run_settings(cfg)
         self.strategy = strategy if strategy is not None else build_strategy(cfg["sched"])
+        where.enter(f"the setup of sched={self.strategy.name} (partitioning, planning)")
         self.strategy.setup(RunContext(data, self.settings, self.rank, self.world_size, device, Artifacts(self.folder, self.is_main)))
         seed_everything(self.settings.seed)
         self.module = self.strategy.objective(build_model(cfg["model"], data))
@@ -327,6 +363,7 @@ class _RankRun:
 
     def train_epoch(self, epoch: int) -> None:
         """The strategy's epoch, timed, then the epoch's metrics and evaluation."""
+        self.where.enter(f"training, epoch {epoch + 1} of {self.settings.epochs}")
         for group, base in zip(self.optimizer.param_groups, self.base_lrs, strict=True):
             group["lr"] = base * self.strategy.lr_multiplier(epoch)
         record = partial(_record, self.recorder, epoch)
@@ -369,6 +406,7 @@ class _RankRun:
         loss_sum = torch.tensor([totals.loss_sum, float(totals.units)], dtype=torch.float64, device=self.device)
         comm.all_reduce(loss_sum)
         train_loss = float(loss_sum[0] / loss_sum[1].clamp(min=1))
+        self.where.enter(f"evaluation, epoch {epoch + 1} of {self.settings.epochs}")
         val, test = self.strategy.evaluate("val"), self.strategy.evaluate("test")
         if self.is_main:
             record("train", "loss", train_loss)
@@ -394,6 +432,7 @@ class _RankRun:
 
     def end_epoch(self, epoch: int) -> None:
         """Collect the epoch's rows on rank 0, write them, then the checkpoint and its own rows."""
+        self.where.enter(f"saving the metrics and checkpoint, epoch {epoch + 1} of {self.settings.epochs}")
         save_start = time.perf_counter()
         new_rows, rngs = self._collect(self.checkpointing)
         if not self.is_main:
@@ -421,6 +460,7 @@ class _RankRun:
 
     def finish(self) -> dict[str, Any] | None:
         """Rank 0 writes the metrics and the summary and returns the summary; other ranks return None."""
+        self.where.enter("writing the results")
         self.sync.close()
         self._collect(with_rng=False)
         if not self.is_main:

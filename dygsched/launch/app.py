@@ -56,16 +56,40 @@ class RunFailed(DygschedError):
     """A worker failed; the run folder says which and why."""
 
 
-def resolve_world_size(value: Any) -> int:
+def resolve_world_size(value: Any, launcher: Launcher) -> int:
+    """``world_size``: its number, or for ``auto`` one rank per GPU of every node the launcher runs
+    ranks on (this machine's GPU count; 2 CPU processes per node where it has none)."""
     check_world_size(value)
-    return (torch.cuda.device_count() or 2) if value == "auto" else int(value)
+    return launcher.auto_world_size(torch.cuda.device_count()) if value == "auto" else int(value)
+
+
+def check_device_here(device: str) -> None:
+    """``device=cuda`` on a machine without a visible CUDA device: refused before any rank starts."""
+    if device == "cuda" and not torch.cuda.is_available():
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        why = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
+        raise ConfigError(f"device=cuda but this machine has no CUDA device visible{why}: use device=cpu or device=auto")
 
 
 def check_config(cfg: Mapping[str, Any]) -> Strategy:
     """The checks that need no data: every one fails before anything starts. Returns the strategy,
     built once here (an unknown solver, setting or value: one line now) and used by this process."""
     check_settings(cfg)
-    return build_strategy(cfg["sched"])
+    strategy = build_strategy(cfg["sched"])
+    check_overlap(cfg, strategy)
+    return strategy
+
+
+def check_overlap(cfg: Mapping[str, Any], strategy: Strategy) -> None:
+    """``grad_sync.overlap=true`` starts bucket all-reduces inside the last backward; a strategy whose
+    backward runs collectives of its own would interleave the two in each rank's own order (under
+    NCCL: a hang), so the pair is refused."""
+    if cfg["grad_sync"]["overlap"] and strategy.communicates_in_backward:
+        raise ConfigError(
+            f"grad_sync.overlap=true cannot be used with sched={strategy.name}: its backward pass exchanges data "
+            "between ranks, which overlapped gradient buckets would interleave in a different order on each rank "
+            "(set grad_sync.overlap=false)"
+        )
 
 
 def build_launcher(cfg: Mapping[str, Any]) -> Launcher:
@@ -82,7 +106,7 @@ def static_checks(cfg: Mapping[str, Any]) -> tuple[Launcher, int]:
     """Everything that can be checked from the settings alone (also run for every sweep point)."""
     check_config(cfg)
     launcher = build_launcher(cfg)
-    world_size = resolve_world_size(cfg["world_size"])
+    world_size = resolve_world_size(cfg["world_size"], launcher)
     launcher.check(world_size)
     return launcher, world_size
 
@@ -106,7 +130,9 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None) -> dict[str, An
     try:
         config: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
     except Exception as exc:  # an interpolation that cannot resolve
-        raise ConfigError(f"invalid configuration: {str(exc).splitlines()[0]}") from None
+        from dygsched.launch.hydra_app import resolver_refusal
+
+        raise resolver_refusal(exc) or ConfigError(f"invalid configuration: {str(exc).splitlines()[0]}") from None
     configure_logging(bool(config["progress"]))
     strategy = check_config(config)
     launcher = build_launcher(config)
@@ -115,8 +141,9 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None) -> dict[str, An
         return run_rank(config, env, strategy)
 
     launcher.check_here()
+    check_device_here(str(config["device"]))
     check_results_dir(Path(config["results_dir"]))
-    world_size = resolve_world_size(config["world_size"])
+    world_size = resolve_world_size(config["world_size"], launcher)
     launcher.check(world_size)
     config["world_size"] = world_size
     data = prepare(config, world_size, strategy)  # the ranks, other processes, each build their own

@@ -9,6 +9,7 @@ this process already *is* one rank of a job something else started (a SLURM task
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -16,6 +17,19 @@ from typing import Any
 from dygsched.data.kinds import DynamicData
 from dygsched.engine.distributed import DistEnv
 from dygsched.metrics.run_folder import RunFolder
+
+
+def threads_per_rank(cores: int, local_ranks: int) -> int:
+    """CPU threads each rank on a node may start: the node's cores shared by its ranks (at least one)."""
+    return max(1, cores // max(1, local_ranks))
+
+
+def cores_here() -> int:
+    """The cores this process may run on (its affinity, which SLURM and containers narrow), else all."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class LaunchFailed(Exception):
@@ -34,6 +48,11 @@ class Launcher(ABC):
 
     def check_here(self) -> None:
         """Raise ``ConfigError`` if this process cannot start the ranks itself (before any data is loaded)."""
+
+    def auto_world_size(self, gpus_here: int) -> int:
+        """The ranks ``world_size=auto`` means under this launcher, given this machine's GPU count:
+        one per GPU, else 2 CPU processes (this machine only)."""
+        return gpus_here or 2
 
     def worker_env(self) -> DistEnv | None:
         """This process's rank when it runs inside a job this launcher submitted, else ``None``."""

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dygsched.data.paths import register_resolver
 from dygsched.errors import ConfigError, DygschedError
+from dygsched.launch.resolvers import register as register_launch_resolvers
 from dygsched.launch.schema import register as register_schema
 
 CONFIG_MODULE = "dygsched.conf"
@@ -41,6 +42,7 @@ _failures: list[DygschedError] = []
 _sweep: SweepShape | None = None  # the sweep ``main`` is running, where it could expand its points
 register_schema()
 register_resolver()
+register_launch_resolvers()
 
 
 def compose_config(overrides: list[str]) -> DictConfig:
@@ -245,7 +247,10 @@ def precheck(cfg: DictConfig, overrides: list[str]) -> None:
         config = OmegaConf.to_container(cfg, resolve=True)
         choices = [o for o in overrides if "=" in o and "." not in o.split("=", 1)[0] and o.lstrip("+~").split("=", 1)[0] in config_groups()]
         defaults = OmegaConf.to_container(compose_config(choices), resolve=True)
-    except Exception:  # an interpolation that cannot resolve: the run says so in its own words
+    except Exception as exc:  # an interpolation that cannot resolve: the run says so in its own words
+        refusal = resolver_refusal(exc)
+        if refusal is not None:
+            raise refusal from None
         return
     check_settings(config)  # type: ignore[arg-type]
     check_group_types(config, defaults)  # type: ignore[arg-type]
@@ -260,6 +265,14 @@ def precheck(cfg: DictConfig, overrides: list[str]) -> None:
 
         if serves(str(config.get("device", "auto"))):  # type: ignore[union-attr]
             start_fork_server()  # the ranks' imports now, beside the launcher's
+
+
+def resolver_refusal(exc: BaseException) -> ConfigError | None:
+    """The ``ConfigError`` a config resolver raised (e.g. ``dygsched_slurm_tasks``), which OmegaConf
+    hands on as its own error with the message in its first line; ``None`` for other errors."""
+    prefix = "ConfigError raised while resolving interpolation: "
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return ConfigError(first.removeprefix(prefix)) if first.startswith(prefix) else None
 
 
 def main(argv: list[str]) -> int:

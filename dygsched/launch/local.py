@@ -81,9 +81,8 @@ def death_reason(folder: RunFolder, rank: int, exit_code: int | None, signal_nam
     notes = dict(folder.failures())
     if rank in notes:
         return f"rank {rank}: {notes[rank]}"
-    if signal_name:
-        hint = " (killed, or out of memory)" if signal_name == "SIGKILL" else ""
-        return f"rank {rank} was killed by {signal_name}{hint}"
+    if signal_name:  # the phase it was in, from its phase file (a killed process runs no Python)
+        return folder.killed_by(rank, signal_name)
     if notes:  # another rank said why first
         first, reason = next(iter(notes.items()))
         return f"rank {first}: {reason}"

@@ -49,6 +49,11 @@ class SlurmLauncher(Launcher):
                 f"launcher.gpus_per_node={self.gpus_per_node}: one rank per GPU needs {self.tasks_per_node} (or 0 on CPU nodes)"
             )
 
+    def auto_world_size(self, gpus_here: int) -> int:
+        """``world_size=auto``: the allocation's tasks, ``nodes`` x ``tasks_per_node`` (which
+        ``slurm_tasks_per_node`` made one per GPU of a node)."""
+        return self.nodes * self.tasks_per_node
+
     def worker_env(self) -> DistEnv | None:
         if not in_submitit_job():
             return None

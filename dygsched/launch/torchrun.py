@@ -26,8 +26,8 @@ from typing import Any
 
 from dygsched.data.kinds import DynamicData
 from dygsched.errors import ConfigError
-from dygsched.launch.base import Launcher, LaunchFailed
-from dygsched.metrics.run_folder import RunFolder
+from dygsched.launch.base import Launcher, LaunchFailed, cores_here, threads_per_rank
+from dygsched.metrics.run_folder import RunFolder, killed_by
 
 RDZV_BACKENDS = ("c10d", "static")
 LOG_FILE = "torchrun.log"
@@ -55,8 +55,9 @@ def worker_overrides(overrides: Sequence[str], folder: RunFolder, resume: str | 
     return [*kept, *own]
 
 
-def root_cause(log_text: str) -> str | None:
-    """The first failed rank and how it ended, from torchrun's error report."""
+def root_cause(log_text: str, folder: RunFolder | None = None) -> str | None:
+    """The first failed rank and how it ended, from torchrun's error report (with the phase it was
+    in, from ``folder``, when a signal ended it)."""
     _, found, tail = log_text.partition("Root Cause (first observed failure):")
     match = re.search(r"rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", tail, re.DOTALL) if found else None
     if match is None:
@@ -67,8 +68,7 @@ def root_cause(log_text: str) -> str | None:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
-        hint = " (killed, or out of memory)" if name == "SIGKILL" else ""
-        return f"rank {rank} was killed by {name}{hint}"
+        return folder.killed_by(rank, name) if folder is not None else killed_by(rank, name, None)
     return f"rank {rank} exited with code {code}"
 
 
@@ -122,6 +122,18 @@ class TorchrunLauncher(Launcher):
         if self.join_timeout_s <= 0 or self.max_restarts < 0:
             raise ConfigError("launcher.join_timeout_s must be positive and launcher.max_restarts non-negative")
 
+    def auto_world_size(self, gpus_here: int) -> int:
+        """``world_size=auto``: ranks per machine (``nproc_per_node``, else one per GPU of this
+        machine, else 2 CPU processes) times ``nnodes`` machines."""
+        return (self.nproc_per_node or gpus_here or 2) * self.nnodes
+
+    def rank_env(self, world_size: int, environ: Mapping[str, str]) -> dict[str, str]:
+        """The environment torchrun starts the ranks with: ``OMP_NUM_THREADS`` set to this machine's
+        cores over its ranks (torchrun would otherwise set 1 for several ranks), unless set already."""
+        env = {**environ, SUPERVISED_ENV: "1"}
+        env.setdefault("OMP_NUM_THREADS", str(threads_per_rank(cores_here(), world_size // self.nnodes)))
+        return env
+
     def command(self, world_size: int, run_id: str, rank_args: Sequence[str], endpoint: str) -> list[str]:
         """The torchrun command line every machine runs (static rendezvous: with its own node rank)."""
         host, port = endpoint.rsplit(":", 1)
@@ -163,7 +175,7 @@ class TorchrunLauncher(Launcher):
                 cmd,
                 stdin=subprocess.DEVNULL,
                 stderr=log,
-                env={**os.environ, SUPERVISED_ENV: "1"},
+                env=self.rank_env(world_size, os.environ),
                 preexec_fn=lambda: die_with_parent(signal.SIGTERM),
             )
             try:
@@ -191,7 +203,7 @@ def stop_torchrun(torchrun: subprocess.Popen, grace_period_s: float) -> None:
 def failure_reason(folder: RunFolder, log_text: str, returncode: int) -> str:
     """The first cause: the first failed rank's own reason, else how it ended, else the earliest reason any rank gave."""
     notes = dict(folder.failures())
-    cause = root_cause(log_text)
+    cause = root_cause(log_text, folder)
     if cause is not None:
         rank = int(cause.split()[1])
         return f"rank {rank}: {notes[rank]}" if rank in notes else cause

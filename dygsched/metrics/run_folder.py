@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import secrets
 import shutil
@@ -20,6 +21,30 @@ from dygsched.metrics.summary import summarize
 
 def new_run_id(*parts: str) -> str:
     return "-".join([time.strftime("%Y%m%d-%H%M%S"), *parts, secrets.token_hex(3)])
+
+
+PHASE_PREFIX = "phase: "
+# The first line faulthandler writes for each fatal signal it handles, and the signal's name.
+FATAL_SIGNALS = {
+    "Aborted": "SIGABRT",
+    "Segmentation fault": "SIGSEGV",
+    "Bus error": "SIGBUS",
+    "Floating point exception": "SIGFPE",
+    "Illegal instruction": "SIGILL",
+}
+
+
+def killed_by(rank: int, signal_name: str, phase: str | None, stacks: str | None = None) -> str:
+    """One line for a rank that a signal ended: which, in which phase, and where its stacks are."""
+    during = f" during {phase}" if phase else ""
+    if signal_name == "SIGKILL":
+        hint = " (killed, or out of memory)"
+    elif signal_name == "SIGABRT":
+        hint = " (an abort: NCCL's watchdog after a failed or timed-out collective, or a native crash"
+        hint += f"; stacks in {stacks})" if stacks else ")"
+    else:
+        hint = f" (stacks in {stacks})" if stacks else ""
+    return f"rank {rank} was killed by {signal_name}{during}{hint}"
 
 
 @dataclass(frozen=True)
@@ -132,9 +157,13 @@ class RunFolder:
     def forget_old_failures(self) -> None:
         """Set aside the reasons an earlier attempt of this run left, so that a resumed run reports
         only its own: in the folder they are kept as ``earlier-failure-rank<r>.txt`` (their
-        tracebacks stay readable); those left outside it are removed."""
+        tracebacks stay readable), as are phase files holding the stacks of a rank a signal killed;
+        those left outside it are removed."""
         for path in self.path.glob("failure-rank*.txt"):
             path.replace(path.with_name(f"earlier-{path.name}"))
+        for path in self.path.glob("phase-rank*.txt"):
+            if self._fatal_signal(path) is not None:
+                path.replace(path.with_name(f"earlier-{path.name}"))
         for path in self._fallback_dir().glob(f"{self._fallback_prefix()}-failure-rank*.txt"):
             path.unlink(missing_ok=True)
 
@@ -152,6 +181,9 @@ class RunFolder:
 
     def failures(self) -> list[tuple[int, str]]:
         """``(rank, first line)`` of every failure file, earliest written first (the cause before its echoes)."""
+        return [(rank, reason) for _, rank, reason in self._failure_entries()]
+
+    def _failure_entries(self) -> list[tuple[int, int, str]]:
         found = []
         fallback = self._fallback_dir().glob(f"{self._fallback_prefix()}-failure-rank*.txt")
         for path in [*self.path.glob("failure-rank*.txt"), *fallback]:
@@ -161,4 +193,86 @@ class RunFolder:
                 found.append((path.stat().st_mtime_ns, rank, lines[0] if lines else "no reason given"))
             except (OSError, ValueError):
                 continue
-        return [(rank, reason) for _, rank, reason in sorted(found)]
+        return sorted(found)
+
+    def phase_file(self, rank: int) -> Path:
+        """What ``rank`` is doing (``PhaseRecord``), and its stacks if a fatal signal ended it."""
+        return self.path / f"phase-rank{rank}.txt"
+
+    def phase(self, rank: int) -> str | None:
+        """The phase ``rank`` last entered, as its phase file says (``None`` when it has none)."""
+        try:
+            first = self.phase_file(rank).read_text(errors="replace").split("\n", 1)[0]
+        except OSError:
+            return None
+        return first.removeprefix(PHASE_PREFIX).strip() if first.startswith(PHASE_PREFIX) else None
+
+    def _fatal_signal(self, path: Path) -> str | None:
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            return None
+        for line in text.splitlines()[1:]:
+            if line.startswith("Fatal Python error: "):
+                return FATAL_SIGNALS.get(line.removeprefix("Fatal Python error: ").strip(), "a fatal signal")
+        return None
+
+    def signal_deaths(self) -> list[tuple[int, int, str]]:
+        """``(time written, rank, reason)`` of every rank whose phase file holds the stacks faulthandler
+        wrote as a fatal signal (SIGABRT, SIGSEGV, ...) ended it, earliest first."""
+        found = []
+        for path in self.path.glob("phase-rank*.txt"):
+            signal_name = self._fatal_signal(path)
+            if signal_name is None:
+                continue
+            try:
+                rank, written = int(path.stem.removeprefix("phase-rank")), path.stat().st_mtime_ns
+            except (OSError, ValueError):
+                continue
+            found.append((written, rank, killed_by(rank, signal_name, self.phase(rank), path.name)))
+        return sorted(found)
+
+    def killed_by(self, rank: int, signal_name: str) -> str:
+        """One line for ``rank``, which ``signal_name`` ended (as its launcher saw): the phase it
+        was in, and the file holding its stacks when faulthandler could write them."""
+        dumped = self._fatal_signal(self.phase_file(rank)) is not None
+        return killed_by(rank, signal_name, self.phase(rank), self.phase_file(rank).name if dumped else None)
+
+    def first_cause(self) -> str | None:
+        """The earliest cause any rank left: its failure file's reason (``rank R: ...``), or the
+        fatal signal that ended it (``rank R was killed by SIGABRT during ...``); ``None`` if none did."""
+        causes = [(written, f"rank {rank}: {reason}") for written, rank, reason in self._failure_entries()]
+        causes += [(written, reason) for written, _, reason in self.signal_deaths()]
+        return min(causes)[1] if causes else None
+
+
+class PhaseRecord:
+    """One rank's current phase, kept in ``phase-rank<r>.txt`` for whoever reports its death.
+
+    A rank that dies of a signal runs no Python: NCCL's watchdog calls ``abort()`` on a failed or
+    timed-out collective. So the file holds the phase as its first line, rewritten at each change,
+    and ``faulthandler`` (which runs at C level on SIGABRT, SIGSEGV, SIGBUS, SIGFPE and SIGILL)
+    appends every thread's stack to it as the process dies. A rank that ends normally, or with an
+    exception it reports itself, removes the file.
+    """
+
+    def __init__(self, folder: RunFolder, rank: int) -> None:
+        self.path = folder.phase_file(rank)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "w")  # noqa: SIM115 - faulthandler writes to it until close()
+        self._was_enabled = faulthandler.is_enabled()  # e.g. PYTHONFAULTHANDLER: to stderr again after close()
+        faulthandler.enable(file=self._file, all_threads=True)
+
+    def enter(self, phase: str) -> None:
+        self._file.seek(0)
+        self._file.truncate()
+        self._file.write(f"{PHASE_PREFIX}{phase}\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        """Stop recording and remove the file (the rank did not die of a signal)."""
+        faulthandler.disable()
+        if self._was_enabled:
+            faulthandler.enable()
+        self._file.close()
+        self.path.unlink(missing_ok=True)

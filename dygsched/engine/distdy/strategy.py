@@ -78,6 +78,7 @@ class DistDyStrategy(Strategy):
     exact = False  # sampled mini-batches: not the group objective of the contract's reference
 
     config_type = DistDyConfig
+    communicates_in_backward = True  # halo/row all-to-alls inside backward: no overlapped gradient buckets
 
     def __init__(self, config: DistDyConfig, name: str = "distdy") -> None:
         self.name, self.config = name, config

@@ -101,6 +101,7 @@ class FlareStrategy(Strategy):
     exact = False  # decayed blocks depend on the partition; with full blocks only, P ranks equal one process (tests)
 
     config_type = FlareConfig
+    communicates_in_backward = True  # halo/row all-to-alls inside backward: no overlapped gradient buckets
 
     def __init__(self, config: FlareConfig, name: str = "flare") -> None:
         self.name, self.config = name, config

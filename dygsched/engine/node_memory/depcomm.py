@@ -20,6 +20,7 @@ from dygsched.engine.strategy import IterationStats
 
 class DepCommStrategy(ShardedMemoryStrategy):
     config_type = ShardedMemoryConfig
+    communicates_in_backward = True  # the answers' gradients go back to the owners inside backward
 
     def __init__(self, config: ShardedMemoryConfig, name: str = "depcomm") -> None:
         super().__init__(config, name)
