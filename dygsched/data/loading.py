@@ -1,4 +1,7 @@
-"""Build a data source from its config (a ``_target_`` class with a ``load()``) and load its data."""
+"""Build a data source from its config (a ``_target_`` class with a ``load()``) and load its data.
+
+A source that refuses its file says, on the same line, which other source reads it, where one does
+(``file_formats``)."""
 
 from __future__ import annotations
 
@@ -8,13 +11,18 @@ from typing import Any
 from dygsched.components import instantiate_component
 from dygsched.data.kinds import DATA_KINDS, DynamicData
 from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.errors import ConfigError
+from dygsched.errors import ConfigError, DataError
 
 
 def load_data(dataset_cfg: Mapping[str, Any]) -> DynamicData:
     """The configured source's data: snapshots (``TemporalGraph``) or events (``EventStream``)."""
     source = instantiate_component(dataset_cfg, "dataset")
-    data = source.load()
+    try:
+        data = source.load()
+    except DataError as exc:  # a file another source reads: the line names that source
+        from dygsched.data.file_formats import with_reader_hint
+
+        raise with_reader_hint(exc, source) from None
     if not isinstance(data, DATA_KINDS):
         raise ConfigError(f"dataset source {type(source).__name__} returned neither a TemporalGraph nor an EventStream")
     return data
