@@ -47,7 +47,7 @@ def check_settings(cfg: Mapping[str, Any]) -> None:
         raise ConfigError(f"optim.weight_decay must be non-negative, got {optim['weight_decay']}")
     if not _number(cfg["dist_timeout_s"]) or not cfg["dist_timeout_s"] > 0:
         raise ConfigError(f"dist_timeout_s must be positive seconds, got {cfg['dist_timeout_s']!r}")
-    check_dist_backend(cfg.get("dist_backend", "auto"))
+    check_dist_backend(cfg.get("dist_backend", "auto"), cfg.get("device", "auto"))
     bucket_mb = cfg["grad_sync"]["bucket_mb"]
     if not _number(bucket_mb) or not bucket_mb > 0:
         raise ConfigError(f"grad_sync.bucket_mb must be a positive number, got {bucket_mb!r}")
@@ -87,9 +87,9 @@ def _check_types(value: Any, default: Any, where: str) -> None:
 DIST_BACKENDS = ("gloo", "nccl", "mpi", "ucc", "xccl")
 
 
-def check_dist_backend(value: Any) -> None:
+def check_dist_backend(value: Any, device: Any = "auto") -> None:
     """``auto``, a backend (``gloo``, ``nccl``, ...) or one per device type (``cpu:gloo,cuda:nccl``), as
-    ``torch.distributed.init_process_group`` takes it."""
+    ``torch.distributed.init_process_group`` takes it; with ``device=cpu`` it must serve CPU tensors."""
     if value == "auto":
         return
     usage = f"dist_backend must be auto, a backend ({', '.join(DIST_BACKENDS)}) or device:backend pairs such as cpu:gloo,cuda:nccl, got {value!r}"
@@ -98,15 +98,19 @@ def check_dist_backend(value: Any) -> None:
     if ":" not in value:
         if value not in DIST_BACKENDS:
             raise ConfigError(usage)
+        if device == "cpu" and value in ("nccl", "xccl"):  # GPU-only backends
+            raise ConfigError(f"dist_backend={value} has no backend for CPU tensors, and device=cpu (use gloo or cpu:gloo)")
         return
     devices = []
     for pair in value.split(","):
-        device, _, backend = pair.partition(":")
-        if not re.fullmatch(r"[a-z]+", device) or backend not in DIST_BACKENDS:
+        device_type, _, backend = pair.partition(":")
+        if not re.fullmatch(r"[a-z]+", device_type) or backend not in DIST_BACKENDS:
             raise ConfigError(usage)
-        devices.append(device)
+        devices.append(device_type)
     if len(set(devices)) != len(devices):
         raise ConfigError(f"dist_backend names a device type twice: {value!r}")
+    if device == "cpu" and "cpu" not in devices:
+        raise ConfigError(f"dist_backend={value} has no backend for CPU tensors, and device=cpu (add cpu:gloo)")
 
 
 def check_world_size(value: Any) -> None:

@@ -141,6 +141,8 @@ def run_main(tmp_path, capsys, *args):
         (["optim.weight_decay=-1"], "optim.weight_decay must be non-negative"),
         (["dist_timeout_s=0"], "dist_timeout_s must be positive"),
         (["dist_backend=nccl2"], "dist_backend must be auto, a backend (gloo, nccl"),
+        (["dist_backend=nccl", "device=cpu"], "dist_backend=nccl has no backend for CPU tensors, and device=cpu"),
+        (["dist_backend=cuda:nccl", "device=cpu"], "dist_backend=cuda:nccl has no backend for CPU tensors"),
         (['dist_backend="cpu:gloo,cuda"'], "dist_backend must be auto"),
         (['dist_backend="cpu:gloo,cpu:gloo"'], "dist_backend names a device type twice"),
         (["seed=-1"], "seed must be in"),
