@@ -4,12 +4,17 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+
+try:
+    from hypothesis import settings
+except ImportError:  # a GPU node with pytest alone (make test-gpu GPU_PYTHON=...): its tests use no hypothesis
+    settings = None
 
 # CI explores the same examples every run (a red CI must be reproducible); elsewhere, new ones.
-settings.register_profile("ci", derandomize=True, print_blob=True)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+if settings is not None:
+    settings.register_profile("ci", derandomize=True, print_blob=True)
+    if os.environ.get("CI"):
+        settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,9 @@
 """The same runs on CUDA: run with `make test-gpu` on a machine with a GPU.
 
 Two ranks run on any machine with a GPU: NCCL when each has its own, gloo when they share one.
+Every strategy family runs on a model it trains, and trains what the same run on CPU trains.
+`make test-gpu GPU_PYTHON=python3` runs them with an existing interpreter (no install; pytest,
+torch and a run's dependencies present, docs/operations.md).
 """
 
 import json
@@ -58,3 +61,46 @@ def test_reuse_on_cuda_keeps_losses_and_moves_fewer_bytes(tmp_path, model):
         assert summaries[name]["eval"]["value"] == pytest.approx(summaries["off"]["eval"]["value"], rel=1e-5)
     moved = {name: s["comm_bytes_per_epoch"]["host_to_device"] for name, s in summaries.items()}
     assert 0 < moved["on"] == moved["serial"] < moved["off"]
+
+
+# Every strategy family on small data and a model it trains: (overrides, ranks). Every random draw of
+# these strategies is seeded on the host, so the CPU run of the same settings trains the same steps.
+SMALL_STREAM = [
+    "dataset=bipartite", "dataset.num_users=30", "dataset.num_items=10", "dataset.num_events=500",
+    "model=tgn", "model.memory_dim=8", "model.time_dim=4", "model.neighbours=3", "model.dropout=0.0", "progress=false",
+]  # fmt: skip
+COST_MODEL_PLAN = ["sched.timeline.profile_epochs=0", "sched.executor.reuse_path=diff"]  # the same plan on either device
+FAMILIES = {
+    "psg": ([*TINY_SYNTHETIC, "sched=psg"], 2),
+    "greedy_reuse": ([*TINY_SYNTHETIC, "sched=greedy", *COST_MODEL_PLAN], 2),
+    # the REAL policy: the ILP (one CP-SAT worker: the same solution on either device) and the reuse engine
+    "real_reuse": ([*TINY_SYNTHETIC, "sched=real", *COST_MODEL_PLAN, "sched.planner.time_limit=10", "+sched.planner.options.workers=1"], 2),
+    "esdg": ([*TINY_SYNTHETIC, "sched=esdg"], 2),
+    "blad": ([*TINY_SYNTHETIC, "sched=blad"], 2),
+    "flare_overlap": ([*TINY_SYNTHETIC, "sched=flare", "sched.chunks=4", "sched.overlap=rr"], 2),
+    "distdy": ([*TINY_SYNTHETIC, "model=sage_temporal", "sched=distdy", "sched.fanouts=[3]", "sched.batch=32"], 2),
+    "single": ([*SMALL_STREAM, "sched=single", "sched.batch_size=70"], 1),
+    "depcache": ([*SMALL_STREAM, "sched=depcache", "sched.batch_size=35"], 2),
+    "depcomm": ([*SMALL_STREAM, "sched=depcomm", "sched.batch_size=35"], 2),
+    "sven_stale_micro2": ([*SMALL_STREAM, "sched=sven", "sched.batch_size=35", "sched.staleness=1", "sched.micro_batches=2"], 2),
+}
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_strategy_family_trains_on_cuda_what_it_trains_on_cpu(tmp_path, family):
+    overrides, ranks = FAMILIES[family]
+    common = [*overrides, f"world_size={ranks}", "epochs=2", "checkpoint=false", "dist_timeout_s=60"]
+    summaries = {}
+    for device in ("cuda", "cpu"):
+        (tmp_path / device).mkdir()
+        summaries[device] = run(tmp_path / device, [*common, f"device={device}"])
+        assert summaries[device]["status"] == "ok"
+    cuda, cpu = summaries["cuda"], summaries["cpu"]
+    assert cuda["gpu_peak_allocated_bytes"] > 0 and cpu["gpu_peak_allocated_bytes"] is None
+    assert cuda["epochs_completed"] == cpu["epochs_completed"] == 2
+    # float32 on another device sums in another order: the same training, to rounding
+    assert cuda["final_train_loss"] == pytest.approx(cpu["final_train_loss"], rel=1e-3)
+    assert cuda["eval"]["value"] == pytest.approx(cpu["eval"]["value"], rel=1e-3, abs=1e-4)
+    metrics = pd.read_parquet(tmp_path / "cuda" / cuda["run_id"] / "metrics.parquet")
+    peaks = metrics[(metrics.metric == "gpu_peak_allocated_bytes") & (metrics.iteration == -1)]
+    assert sorted(set(peaks["rank"])) == list(range(ranks)) and (peaks.value > 0).all()

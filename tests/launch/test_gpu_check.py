@@ -1,0 +1,92 @@
+"""The GPU check's own logic, on CPU: its table, its refusals, its one line without a GPU, its probe.
+
+The check itself needs a GPU (``make check-gpu``); ``--device cpu`` runs the same sweep here, which
+takes minutes, so only its pieces are tested in the fast suite.
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+
+import pytest
+from omegaconf import OmegaConf
+
+from dygsched.launch import gpu_check
+from dygsched.launch.gpu_check import COLUMNS, VARIANTS, Clock, Row, loss_check, markdown, write_table
+
+
+def test_the_table_is_written_as_csv_and_markdown_with_missing_figures_empty(tmp_path):
+    rows = [
+        Row("ws1", "psg", 1, "cuda", "ok", wall_s=3.5, epoch_time_s=0.25, gpu_peak_mb="12.5", final_loss=0.3064,
+            cpu_status="ok", cpu_final_loss=0.30641, loss_rel_diff=3e-5, loss_check="close", backend="cpu:gloo,cuda:nccl"),
+        Row("ws2", "sven", 2, "cuda", "failed", wall_s=1.0, reason="rank 1: RuntimeError: a | b"),
+    ]  # fmt: skip
+    csv_path, md_path = write_table(rows, tmp_path / "check")
+    with open(csv_path, newline="") as handle:
+        read = list(csv.DictReader(handle))
+    assert list(read[0]) == COLUMNS and len(read) == 2
+    assert read[0]["final_loss"] == "0.3064" and read[0]["backend"] == "cpu:gloo,cuda:nccl"
+    assert read[1]["epoch_time_s"] == "" and read[1]["final_loss"] == "" and read[1]["reason"] == "rank 1: RuntimeError: a | b"
+    lines = md_path.read_text().splitlines()
+    assert lines == markdown(rows).splitlines() and len(lines) == 4
+    assert all(line.count("|") == len(COLUMNS) + 1 for line in lines)  # the reason's | cannot split a cell
+    assert "rank 1: RuntimeError: a / b" in lines[3] and not list((tmp_path / "check").glob("*.tmp"))
+
+
+def test_the_loss_verdict_against_the_cpu_twin():
+    assert loss_check(1.0, 1.0) == (0.0, "same")
+    assert loss_check(1.0005, 1.0)[1] == "close"
+    assert loss_check(1.1, 1.0)[1] == "differs"
+    assert loss_check(None, 1.0) == (None, "") and loss_check(float("nan"), 1.0) == (None, "")
+
+
+def test_without_a_cuda_device_it_says_so_in_one_line_and_exits_0(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(gpu_check, "cuda_visible", lambda: False)
+    assert gpu_check.main([str(tmp_path / "check")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "no CUDA device" in out
+    assert not (tmp_path / "check").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [(["--only", "psg,nosuch"], "unknown variant nosuch"), (["--parts", "ws3"], "unknown part ws3"), (["--budget-s", "0"], "--budget-s must be")],
+)
+def test_bad_arguments_are_one_line_and_exit_2(argv, words, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        gpu_check.main(argv)
+    assert exit_info.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_every_variant_composes_and_passes_the_static_checks(tmp_path):
+    from dygsched.launch.app import static_checks
+    from dygsched.launch.hydra_app import compose_config
+
+    for variant in VARIANTS:  # at its largest world size (the smaller ones differ in world_size alone)
+        overrides = gpu_check.run_overrides(variant, max(variant.world_sizes), "cpu", tmp_path, 30.0)
+        static_checks(OmegaConf.to_container(compose_config(overrides), resolve=True))  # type: ignore[arg-type]
+    sched = {o.split("=", 1)[1] for v in VARIANTS for o in v.overrides if o.startswith("sched=")}
+    from tests.conftest import ROOT
+
+    assert sched == {p.stem for p in (ROOT / "conf" / "sched").glob("*.yaml")}  # every strategy of conf/sched
+
+
+def test_a_run_that_cannot_start_is_a_failed_outcome_with_its_one_line_reason(tmp_path):
+    outcome = gpu_check.one_run(["sched=nosuch", f"results_dir={tmp_path}"], timeout_s=60)
+    assert outcome.status == "failed" and "nosuch" in outcome.reason and "\n" not in outcome.reason
+
+
+def test_the_deadline_interrupts_what_outlasts_it():
+    start = time.monotonic()
+    with pytest.raises(gpu_check.RunTimedOut), gpu_check.deadline(0.2):
+        time.sleep(5)
+    assert time.monotonic() - start < 2
+
+
+def test_the_probe_of_every_collective_helper_passes_at_two_gloo_ranks_on_cpu(tmp_path):
+    rows = gpu_check.probe(2, "gloo", "cpu", tmp_path, 120.0, Clock(600.0))
+    assert [row for row in rows if row.status != "ok"] == []
+    probed = {row.name.split(" ")[0] for row in rows}
+    assert {"all_reduce", "all_reduce_async", "all_to_all", "all_to_all_async", "send/recv", "exchange_counts",
+            "broadcast_object", "all_gather_object", "gather_object", "barrier"} <= probed  # fmt: skip
