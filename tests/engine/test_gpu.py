@@ -100,7 +100,11 @@ def test_every_strategy_family_trains_on_cuda_what_it_trains_on_cpu(tmp_path, fa
     assert cuda["epochs_completed"] == cpu["epochs_completed"] == 2
     # float32 on another device sums in another order: the same training, to rounding
     assert cuda["final_train_loss"] == pytest.approx(cpu["final_train_loss"], rel=1e-3)
-    assert cuda["eval"]["value"] == pytest.approx(cpu["eval"]["value"], rel=1e-3, abs=1e-4)
+    assert cuda["eval"]["metric"] == cpu["eval"]["metric"]
+    if cuda["eval"]["metric"] in ("ap", "auc", "mrr"):  # a ranking: scores a rounding apart may swap places
+        assert cuda["eval"]["value"] == pytest.approx(cpu["eval"]["value"], abs=0.02)
+    else:
+        assert cuda["eval"]["value"] == pytest.approx(cpu["eval"]["value"], rel=1e-3)
     metrics = pd.read_parquet(tmp_path / "cuda" / cuda["run_id"] / "metrics.parquet")
     peaks = metrics[(metrics.metric == "gpu_peak_allocated_bytes") & (metrics.iteration == -1)]
     assert sorted(set(peaks["rank"])) == list(range(ranks)) and (peaks.value > 0).all()
