@@ -8,7 +8,8 @@ cut short still leaves what it got):
    At one rank, the mixed backend ``cpu:gloo,cuda:nccl``: every collective helper on CPU and CUDA
    tensors, all-to-alls with uneven and zero-row splits, the asynchronous forms, the object
    collectives (the one-rank shortcut of the helpers is turned off, so each call goes through
-   torch.distributed and its backend). At two ranks sharing the GPU (gloo, CUDA tensors staged
+   torch.distributed and its backend); then the same under ``nccl`` alone (``dist_backend=nccl``:
+   CPU tensors staged through the GPU). At two ranks sharing the GPU (gloo, CUDA tensors staged
    through the host): the same helpers with real exchanges, send/recv included. Each probe rank is
    a child process with a deadline, so a backend that aborts (NCCL's SIGABRT) fails its rows only.
 2. ``ws1``: every strategy of ``conf/sched`` on small data at ``world_size=1 device=cuda``.
@@ -447,11 +448,12 @@ def free_port() -> int:
 def probe(world_size: int, backend: str, device: str, folder: Path, timeout_s: float, clock: Clock) -> list[Row]:
     """Every probe case on ``world_size`` child ranks; one row per case (failed on any rank: failed)."""
     part = "probe"
-    out = folder / f"probe-ws{world_size}.jsonl"
+    stem = f"probe-ws{world_size}-{backend.replace(':', '-').replace(',', '+')}"
+    out = folder / f"{stem}.jsonl"
     out.unlink(missing_ok=True)
     port = free_port()
     command = [sys.executable, "-m", "dygsched.launch.gpu_check", "--probe-rank"]
-    logs = [folder / f"probe-ws{world_size}-rank{rank}.log" for rank in range(world_size)]
+    logs = [folder / f"{stem}-rank{rank}.log" for rank in range(world_size)]
     children = []
     for rank in range(world_size):
         with open(logs[rank], "w") as log:  # a file, not a pipe: a chatty rank cannot block on it
@@ -703,6 +705,8 @@ def main(argv: Sequence[str]) -> int:
     if "probe" in args.parts:
         one_rank_backend = MIXED_BACKEND if args.device == "cuda" else "gloo"
         keep(probe(1, one_rank_backend, args.device, folder, args.probe_timeout_s, clock))
+        if args.device == "cuda":  # dist_backend=nccl alone: CPU tensors staged through the GPU
+            keep(probe(1, "nccl", args.device, folder, args.probe_timeout_s, clock))
         keep(probe(2, SHARED_GPU_BACKEND, args.device, folder, args.probe_timeout_s, clock))
     variants = [v for v in VARIANTS if not args.only or v.name in args.only]
     for part, world_size in (("ws1", 1), ("ws2", 2)):
