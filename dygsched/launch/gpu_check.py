@@ -43,6 +43,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from dygsched.errors import DygschedError, Terminated
+
 DEFAULT_RESULTS = Path("results") / "check-gpu"
 TABLE = "check_gpu"
 MIXED_BACKEND = "cpu:gloo,cuda:nccl"
@@ -465,13 +467,19 @@ def probe(world_size: int, backend: str, device: str, folder: Path, timeout_s: f
             )
     until = time.monotonic() + timeout_s
     ends: dict[int, str] = {}
-    for rank, child in enumerate(children):
-        try:
-            child.wait(timeout=max(0.1, until - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-            ends[rank] = f"killed after the probe's {timeout_s:.0f} s"
+    try:
+        for rank, child in enumerate(children):
+            try:
+                child.wait(timeout=max(0.1, until - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+                ends[rank] = f"killed after the probe's {timeout_s:.0f} s"
+    finally:  # the check stopped (SIGTERM, Ctrl-C) while they ran: they stop with it
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
     outputs = {rank: logs[rank].read_text(errors="replace") for rank in range(world_size)}
     for rank, child in enumerate(children):
         if rank not in ends and child.returncode < 0:
@@ -594,9 +602,9 @@ def one_run(overrides: list[str], timeout_s: float) -> Outcome:
             summary = run(cfg, overrides=point)
     except RunTimedOut as exc:
         return Outcome("timeout", time.monotonic() - start, reason=str(exc))
+    except Terminated:  # the check itself is stopped: no further run
+        raise
     except Exception as exc:  # the run's own one-line error (RunFailed, ConfigError), or anything else
-        from dygsched.errors import DygschedError
-
         text = str(exc) if isinstance(exc, DygschedError) else f"{type(exc).__name__}: {exc}"
         return Outcome("failed", time.monotonic() - start, reason=one_line(text))
     wall = time.monotonic() - start
@@ -697,6 +705,27 @@ def main(argv: Sequence[str]) -> int:
 
         clock.say(f"torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.device_count()} device(s): {torch.cuda.get_device_name(0)}")
     rows: list[Row] = []
+    signal.signal(signal.SIGTERM, _stop)  # a run in progress stops its ranks on it, as dygsched run does
+    try:
+        check(args, folder, clock, rows)
+    except (Terminated, KeyboardInterrupt) as exc:
+        write_table(rows, folder)
+        clock.say(f"check-gpu: stopped ({getattr(exc, 'signal_name', 'interrupted')}) after {len(rows)} rows; table in {folder / TABLE}.csv")
+        return int(getattr(exc, "exit_code", 130))
+    write_table(rows, folder)
+    print(markdown(rows), flush=True)
+    bad = [row for row in rows if row.status != "ok"]
+    clock.say(f"check-gpu: {tally(rows)}; table in {folder / TABLE}.csv")
+    return 1 if bad else 0
+
+
+def _stop(signum: int, frame: Any) -> None:
+    signal.signal(signum, signal.SIG_IGN)  # once: writing the table must not be cut short
+    raise Terminated(signum)
+
+
+def check(args: argparse.Namespace, folder: Path, clock: Clock, rows: list[Row]) -> None:
+    """The parts ``args`` asks for, each row added to ``rows`` and the table rewritten at once."""
 
     def keep(new: list[Row] | Row) -> None:
         rows.extend(new if isinstance(new, list) else [new])
@@ -715,11 +744,6 @@ def main(argv: Sequence[str]) -> int:
         for variant in variants:
             if world_size in variant.world_sizes:
                 keep(variant_row(part, variant, world_size, args.device, folder / "runs", args, clock))
-    write_table(rows, folder)
-    print(markdown(rows), flush=True)
-    bad = [row for row in rows if row.status != "ok"]
-    clock.say(f"check-gpu: {tally(rows)}; table in {folder / TABLE}.csv")
-    return 1 if bad else 0
 
 
 if __name__ == "__main__":
