@@ -21,8 +21,10 @@ puts the two final training losses side by side. A run that fails is one row wit
 reason; every run has a deadline (``--run-timeout-s``, collectives ``dist_timeout_s``), and the
 whole check a budget (``--budget-s``) after which the runs left are rows marked ``skipped``.
 
-Exit status: 0 when every run and probe row is ``ok``, 1 otherwise, 2 for bad arguments. Without
-a CUDA device it prints one line and exits 0. ``--device cpu`` runs the same code on CPU
+Exit status: 0 when every run and probe row is ``ok``, 1 otherwise (each row that is not ``ok`` is
+also printed last, with its reason), 2 for bad arguments; stopped by SIGTERM or Ctrl-C, it keeps the
+table of the rows so far and exits 128 + the signal. Without a CUDA device it prints one line and
+exits 0. ``--device cpu`` runs the same code on CPU
 (a rehearsal: the probe's CUDA rows are left out, the "device" runs are CPU runs).
 """
 
@@ -715,6 +717,8 @@ def main(argv: Sequence[str]) -> int:
     write_table(rows, folder)
     print(markdown(rows), flush=True)
     bad = [row for row in rows if row.status != "ok"]
+    for row in bad:  # last, where a terminal's tail shows them
+        print(f"not ok: {row.part} {row.name} at {row.world_size} rank(s) on {row.device} ({row.backend}): {row.status}: {row.reason}", flush=True)
     clock.say(f"check-gpu: {tally(rows)}; table in {folder / TABLE}.csv")
     return 1 if bad else 0
 
