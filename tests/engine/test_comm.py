@@ -31,7 +31,6 @@ from dygsched.engine.distributed import (
 from dygsched.errors import ConfigError
 from dygsched.launch.local import free_port
 from tests.conftest import ROOT
-from tests.harness import run_ranks
 
 # ---------------------------------------------------------------- backend strings, no process group
 
@@ -74,11 +73,10 @@ def test_without_a_process_group_every_call_is_one_rank():
     assert comm.all_gather_object(3) == [3] and comm.gather_object(3) == [3]
 
 
-# ---------------------------------------------------------------- two ranks
+# ---------------------------------------------------------------- two ranks (run by the process-group test below)
 
 
 def _collectives(rank: int, expected_backend: str) -> None:
-    other = 1 - rank
     assert comm.active() and comm.world_size() == 2 and comm.rank() == rank
     assert comm.backend() == expected_backend and comm.device_backend("cpu") == "gloo"
 
@@ -130,11 +128,6 @@ def _collectives(rank: int, expected_backend: str) -> None:
     assert gathered == ([{"r": 0}, {"r": 1}] if rank == 0 else None)
     assert all(region.seconds >= 0 for region in seconds)
     comm.barrier()
-
-
-@pytest.mark.parametrize("backend", ["gloo", "cpu:gloo"])
-def test_every_collective_on_two_ranks(backend):
-    run_ranks(_collectives, (backend,), nprocs=2, timeout_s=120, backend=backend)
 
 
 # ---------------------------------------------------------------- the process group's backend
@@ -243,12 +236,15 @@ def _join(rank: int, world_size: int, port: int, requested: str, out: str) -> No
         gathered = comm.gather_object(record)
         if rank == 0:
             Path(out).write_text(json.dumps(gathered))
+        _collectives(rank, backend)
     finally:
         close_process_group()
 
 
 @pytest.mark.parametrize(("requested", "backend"), [("auto", "gloo"), ("cpu:gloo", "cpu:gloo")])
-def test_the_process_group_starts_with_the_chosen_backend_and_shares_the_cores(tmp_path, requested, backend):
+def test_two_ranks_start_with_the_chosen_backend_share_the_cores_and_run_every_collective(tmp_path, requested, backend):
+    """``init_process_group`` as a run calls it (``dist_backend`` auto, or a device-keyed string), then
+    every helper of ``comm`` on the group it made."""
     out = tmp_path / "ranks.json"
     context = mp.start_processes(_join, args=(2, free_port(), requested, str(out)), nprocs=2, start_method="spawn", join=False)
     deadline = time.monotonic() + 120
