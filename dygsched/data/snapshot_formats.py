@@ -37,6 +37,8 @@ from __future__ import annotations
 import logging
 import re
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,10 +119,21 @@ def allowed_globals() -> list[Any]:
     ]  # fmt: skip
 
 
+@contextmanager
+def allowing(extra: list[Any]) -> Iterator[None]:
+    """``torch.serialization.safe_globals(extra)`` for those of ``extra`` not allowed already. On
+    leaving, torch's context removes every global it was given, also one that was allowed before
+    it: given PyG's ``Data`` or ``TemporalData`` (which PyG allows for good on import), it would
+    leave them refused for every later load in the process."""
+    allowed = torch.serialization.get_safe_globals()
+    with torch.serialization.safe_globals([item for item in extra if item not in allowed]):
+        yield
+
+
 def load_saved(path: Path) -> Any:
     """The object in a ``torch.save`` file, built only from ``allowed_globals()``."""
     try:
-        with torch.serialization.safe_globals(allowed_globals()), warnings.catch_warnings():
+        with allowing(allowed_globals()), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torch warns about the pickle protocol of files it then refuses
             return torch.load(path, weights_only=True, map_location="cpu")
     except Exception as exc:  # a pickle error has many types

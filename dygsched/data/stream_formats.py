@@ -238,8 +238,10 @@ def read_pyg(path: Path, name: str) -> EventStream:
     from torch_geometric.data import TemporalData
     from torch_geometric.data.storage import GlobalStorage
 
+    from dygsched.data.snapshot_formats import allowing
+
     try:
-        with torch.serialization.safe_globals([TemporalData, GlobalStorage]):
+        with allowing([TemporalData, GlobalStorage]):
             data = torch.load(path, weights_only=True, map_location="cpu")
     except Exception as exc:  # a pickle error has many types
         raise DataError(f"{path}: not a saved TemporalData ({str(exc).strip().splitlines()[0][:160]})") from None

@@ -163,6 +163,7 @@ def test_a_file_in_the_refusing_sources_own_format_gets_no_hint(tmp_path, source
         ("events", "jodie", "; it is JODIE's CSV, which dataset=stream reads"),
         ("snapshots", "edge list", "; it is a src,dst,t edge list, which dataset=edgelist (snapshots) or dataset=events (an event stream) reads"),
     ],
+    ids=["jodie to events", "edge list to snapshots"],
 )
 def test_the_run_says_so_in_one_line(tmp_path, dataset, kind, hint):
     """Through the command line: one line on stderr, exit 1, no traceback, before any rank starts."""

@@ -144,3 +144,19 @@ def test_unknown_format_and_missing_file(tmp_path):
         StreamFileSource(str(tmp_path), format="gdelt").load()
     with pytest.raises(DataError, match="file not found"):
         StreamFileSource(str(tmp_path / "none.csv")).load()
+
+
+def test_reading_a_stream_leaves_what_pyg_allows_torch_load_allowed(tmp_path):
+    """torch's ``safe_globals`` context removes, on leaving, every global it was given: reading a
+    TemporalData (or snapshots) must not un-allow what PyG allows for good on import, or a later
+    snapshot file holding a TemporalData is refused for the wrong reason."""
+    from torch_geometric.data import Data, TemporalData
+
+    from dygsched.data.snapshot_formats import SnapshotFileSource
+
+    before = set(map(str, torch.serialization.get_safe_globals()))
+    assert {str(TemporalData), str(Data)} <= before  # what PyG allows on import
+    StreamFileSource(str(write_pyg(tmp_path))).load()
+    with pytest.raises(DataError, match="holds a TemporalData"):
+        SnapshotFileSource(str(tmp_path / "stream.pt")).load()
+    assert set(map(str, torch.serialization.get_safe_globals())) == before
