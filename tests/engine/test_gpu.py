@@ -73,8 +73,12 @@ COST_MODEL_PLAN = ["sched.timeline.profile_epochs=0", "sched.executor.reuse_path
 FAMILIES = {
     "psg": ([*TINY_SYNTHETIC, "sched=psg"], 2),
     "greedy_reuse": ([*TINY_SYNTHETIC, "sched=greedy", *COST_MODEL_PLAN], 2),
-    # the REAL policy: the ILP (one CP-SAT worker: the same solution on either device) and the reuse engine
-    "real_reuse": ([*TINY_SYNTHETIC, "sched=real", *COST_MODEL_PLAN, "sched.planner.time_limit=10", "+sched.planner.options.workers=1"], 2),
+    # the REAL policy: the ILP (10 s whatever the estimated epoch time, one CP-SAT worker: the same solution on either device)
+    "real_reuse": (
+        [*TINY_SYNTHETIC, "sched=real", *COST_MODEL_PLAN, "sched.planner.time_limit=10", "+sched.planner.options.epoch_time=100",
+         "+sched.planner.options.workers=1"],
+        2,
+    ),  # fmt: skip
     "esdg": ([*TINY_SYNTHETIC, "sched=esdg"], 2),
     "blad": ([*TINY_SYNTHETIC, "sched=blad"], 2),
     "flare_overlap": ([*TINY_SYNTHETIC, "sched=flare", "sched.chunks=4", "sched.overlap=rr"], 2),
