@@ -15,9 +15,9 @@ import textwrap
 import pandas as pd
 import pytest
 
+from dygsched.engine.distributed import DistEnv
 from dygsched.engine.worker import train_rank
 from dygsched.errors import ConfigError
-from dygsched.engine.distributed import DistEnv
 from dygsched.launch.app import RunFailed, run
 from dygsched.launch.hydra_app import compose_config
 from dygsched.launch.local import death_reason, free_port

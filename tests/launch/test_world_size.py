@@ -114,7 +114,9 @@ def no_run_folder(tmp_path) -> bool:
     return not results.exists() or not [p for p in results.iterdir() if p.is_dir()]
 
 
-@pytest.mark.parametrize("gpus_per_node, message", [(None, "this machine has no GPU to count"), (0, "launcher.gpus_per_node is 0")])
+@pytest.mark.parametrize(
+    "gpus_per_node, message", [(None, "this machine has no GPU to count"), (0, "launcher.gpus_per_node is 0")]
+)
 def test_slurm_auto_without_a_gpu_count_is_refused(tmp_path, capsys, gpus, gpus_per_node, message):
     gpus(0)
     extra = [] if gpus_per_node is None else [f"launcher.gpus_per_node={gpus_per_node}"]
