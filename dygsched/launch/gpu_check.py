@@ -83,8 +83,8 @@ class Variant:
 # Every strategy of conf/sched once, with the settings that make it quick on small data, the
 # node-memory ones on a small event stream; the switches worth seeing on a GPU are on in them
 # (REAL's reuse engine and its streams, FlareDTDG's overlapped exchange, Sven's stale all-reduce and
-# two micro-batches). Then a few repeats with the switches off. In the order the check runs them: a
-# check stopped by its budget misses repeats first.
+# two micro-batches). Then a few repeats with the switches off. In the order the check runs them (each
+# at one rank, then at two): a check stopped by its budget misses repeats first.
 COST_MODEL_PLAN = ("sched.timeline.profile_epochs=0", "sched.executor.reuse_path=diff")  # the same plan on every device
 PROFILED = ("sched.timeline.profile_epochs=1",)  # one profiling epoch on this device, then the solved plan
 VARIANTS: tuple[Variant, ...] = (
@@ -662,10 +662,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--only", default="", help="only these variants, comma-separated (default: all)")
     parser.add_argument("--no-twins", action="store_true", help="skip the device=cpu run of each variant")
     parser.add_argument(
-        "--budget-s", type=float, default=360.0,
+        "--budget-s", type=float, default=390.0,
         help="start no run after this many seconds; the check ends within the budget and one run's deadline (default: %(default)s)",
     )  # fmt: skip
-    parser.add_argument("--run-timeout-s", type=float, default=90.0, help="deadline of one run (default: %(default)s)")
+    parser.add_argument("--run-timeout-s", type=float, default=75.0, help="deadline of one run (default: %(default)s)")
     parser.add_argument("--dist-timeout-s", type=float, default=30.0, help="the runs' collective timeout (default: %(default)s)")
     parser.add_argument("--probe-timeout-s", type=float, default=60.0, help="deadline of each probe (default: %(default)s)")
     args = parser.parse_args(list(argv))
@@ -741,12 +741,11 @@ def check(args: argparse.Namespace, folder: Path, clock: Clock, rows: list[Row])
         if args.device == "cuda":  # dist_backend=nccl alone: CPU tensors staged through the GPU
             keep(probe(1, "nccl", args.device, folder, args.probe_timeout_s, clock))
         keep(probe(2, SHARED_GPU_BACKEND, args.device, folder, args.probe_timeout_s, clock))
-    variants = [v for v in VARIANTS if not args.only or v.name in args.only]
-    for part, world_size in (("ws1", 1), ("ws2", 2)):
-        if part not in args.parts:
-            continue
-        for variant in variants:
-            if world_size in variant.world_sizes:
+    # strategy by strategy, one rank then two: a check stopped by its budget misses the last strategies
+    # (the repeats) at both world sizes rather than every strategy at two ranks
+    for variant in (v for v in VARIANTS if not args.only or v.name in args.only):
+        for part, world_size in (("ws1", 1), ("ws2", 2)):
+            if part in args.parts and world_size in variant.world_sizes:
                 keep(variant_row(part, variant, world_size, args.device, folder / "runs", args, clock))
 
 
