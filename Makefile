@@ -74,7 +74,7 @@ test-gpu: $(GPU_DEPS) ## the tests that need a CUDA device (GPU_PYTHON=python3: 
 	$(if $(GPU_PYTHON),,$(BIN)/python -c "import pytest" 2>/dev/null || $(BIN)/python -m pip install -q pytest)
 	$(GPU_RUN) -m pytest -q -p no:cacheprovider -m gpu tests/engine/test_gpu.py
 
-check-gpu: $(GPU_DEPS) ## one GPU, every collective and every strategy against CPU, ~4 min, table in $(RESULTS)/check-gpu (GPU_PYTHON=python3: no install)
+check-gpu: $(GPU_DEPS) ## one GPU, every collective and every strategy against CPU, under 8 min, table in $(RESULTS)/check-gpu (GPU_PYTHON=python3: no install)
 	$(GPU_RUN) -m dygsched.launch.gpu_check $(RESULTS)/check-gpu $(CHECK_GPU_ARGS)
 
 gpu-wheels: ## download into .gpu-wheels/ the wheels a GPU node without network lacks (needs network here; about 31 MB)
