@@ -1,7 +1,7 @@
 """The GPU check's own logic, on CPU: its table, its refusals, its one line without a GPU, its probe.
 
 The check itself needs a GPU (``make check-gpu``); ``--device cpu`` runs the same sweep here, which
-takes minutes, so only its pieces are tested in the fast suite.
+takes minutes, so only its pieces are tested, the probe (child processes) with the slow tests.
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ def test_the_deadline_interrupts_what_outlasts_it():
     assert time.monotonic() - start < 2
 
 
+@pytest.mark.slow  # two child processes that import torch: seconds each, more on a busy machine
 def test_the_probe_of_every_collective_helper_passes_at_two_gloo_ranks_on_cpu(tmp_path):
     rows = gpu_check.probe(2, "gloo", "cpu", tmp_path, 120.0, Clock(600.0))
     assert [row for row in rows if row.status != "ok"] == []
