@@ -5,8 +5,8 @@ The sources read the JSON files of PyTorch Geometric Temporal's ``TwitterTennisD
 PedalMe, Montevideo bus) from a local path and apply the loaders' feature and target
 transformations, written here in numpy, so that a run does not need the library installed (it
 needs torch-scatter and torch-sparse, which compile for many minutes). The tests check, snapshot
-by snapshot, that they give exactly what the library's own loaders give on the same files, when
-the library is installed (``pip install dygsched[pgt]``, what ``make test`` installs).
+by snapshot, that they give exactly what the library's own loaders give on the same files (its
+recorded outputs; the library itself under ``make test-pgt``, ``pip install dygsched[pgt]``).
 ``from_signal`` converts any of the library's signal objects.
 """
 

@@ -3,6 +3,7 @@ trains (a finite loss and gradient) or raises ``DataError`` with one line, never
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 
@@ -12,6 +13,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from torch_geometric.data import Data
 
 from dygsched.data.edgelist import EdgeListSource
 from dygsched.data.groups import sliding_groups
@@ -20,6 +22,7 @@ from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.engine.objective import GroupObjective
 from dygsched.errors import DataError
 from dygsched.models.tgcn import TGCN
+from tests.pgt_references import SOURCES, library_case, library_outputs
 
 SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
@@ -349,11 +352,21 @@ def test_temporal_graph_types(change, message):
         TemporalGraph("g", (good, change(good)), Task.REGRESSION)
 
 
-def test_signal_with_nan_features_is_refused():
-    StaticGraphTemporalSignal = pytest.importorskip("torch_geometric_temporal.signal").StaticGraphTemporalSignal
+def tgt_signal_with_nan_features():
+    """The library's ``StaticGraphTemporalSignal`` whose second snapshot has a NaN feature, iterated."""
+    StaticGraphTemporalSignal = importlib.import_module("torch_geometric_temporal.signal").StaticGraphTemporalSignal
 
     features = [np.ones((3, 2))] * 3
     features[1] = np.array([[1.0, np.nan], [1, 1], [1, 1]])
     signal = StaticGraphTemporalSignal(np.array([[0, 1], [1, 2]]), np.ones(2), features, [np.arange(3.0)] * 3)
+    return {"iterated": [dict(data.to_dict()) for data in signal]}
+
+
+NAN_SIGNAL = library_case("static_graph_signal-nan-features", tgt_signal_with_nan_features)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_signal_with_nan_features_is_refused(source):
+    snapshots = library_outputs(NAN_SIGNAL, source)["iterated"]
     with pytest.raises(DataError, match="snapshot 1 has NaN or infinite features"):
-        from_signal(signal, "nan")
+        from_signal([Data(**snapshot) for snapshot in snapshots], "nan")

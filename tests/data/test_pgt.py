@@ -1,10 +1,28 @@
+"""Our readers of PyTorch Geometric Temporal's JSON files against the library's own loaders,
+snapshot by snapshot, bit for bit; and its signal objects through ``from_signal``.
+
+The library's side comes from the references recorded from it (``tests/pgt_references.py``:
+each snapshot's edges, weights, features and targets as digests of their bytes) or, under
+``pytest -m pgt``, from the library itself, checked against the references too.
+"""
+
+import hashlib
+import importlib
 import json
 
+import numpy as np
 import pytest
 import torch
+from torch_geometric.data import Data
 
-from dygsched.data.pgt import EnglandCovidSource, TwitterTennisSource, from_signal
+from dygsched.data.catalog import SHIPPED_DIR
+from dygsched.data.pgt import EnglandCovidSource, LaggedSeriesSource, TwitterTennisSource, from_signal
 from dygsched.errors import DataError
+from tests.pgt_references import SOURCES, assert_graph_matches_digests, graph_digests, library_case, library_outputs
+
+
+def tgt_datasets():
+    return importlib.import_module("torch_geometric_temporal.dataset")
 
 
 def library_graph(loader_class, data, name, **get):
@@ -18,35 +36,70 @@ def library_graph(loader_class, data, name, **get):
     return from_signal(build(Local).get_dataset(**get), name)
 
 
-def assert_same_graph(ours, theirs):
-    assert ours.num_snapshots == theirs.num_snapshots
-    for a, b in zip(ours.snapshots, theirs.snapshots, strict=True):
-        assert torch.equal(a.edge_index, b.edge_index) and torch.equal(a.edge_weight, b.edge_weight)
-        assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y)
+def json_digest(data) -> str:
+    """The SHA-256 of a JSON value as the library's loader reads it (to tell a changed input)."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
-@pytest.mark.parametrize("mode, nodes", [("encoded", None), ("raw", None), ("diagonal", 300), ("encoded", 500)])
-def test_twitter_tennis_is_exactly_the_library_loaders(shipped_data, mode, nodes):
+def loader_outputs(data, graph) -> dict:
+    return {"input": json_digest(data), "snapshots": graph_digests(graph)}
+
+
+def assert_same_as_library(graph, data, theirs, case):
+    assert json_digest(data) == theirs["input"], f"{case}: the input is not the one recorded: re-record the references"
+    assert_graph_matches_digests(graph, theirs["snapshots"], case)
+
+
+def shipped_json(name):
+    return json.loads((SHIPPED_DIR / name).read_text())
+
+
+TENNIS = [("encoded", None), ("raw", None), ("diagonal", 300), ("encoded", 500)]
+
+
+def tgt_twitter_tennis(mode, nodes):
+    data = shipped_json("twitter_tennis_rg17.json")
+    library_mode = None if mode == "raw" else mode
+    graph = library_graph(
+        tgt_datasets().TwitterTennisDatasetLoader, data, "twitter_tennis",
+        build=lambda cls: cls(N=nodes, feature_mode=library_mode, target_offset=2),
+    )  # fmt: skip
+    return loader_outputs(data, graph)
+
+
+TENNIS_CASES = {
+    (mode, nodes): library_case(f"twitter_tennis-{mode}-{nodes or 'all'}-nodes", lambda m=mode, n=nodes: tgt_twitter_tennis(m, n))
+    for mode, nodes in TENNIS
+}
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("mode, nodes", TENNIS)
+def test_twitter_tennis_is_exactly_the_library_loaders(shipped_data, mode, nodes, source):
     """Our transformation of the JSON against the library's, every snapshot, bit for bit."""
-    pgt = pytest.importorskip("torch_geometric_temporal.dataset")
+    theirs = library_outputs(TENNIS_CASES[mode, nodes], source)
     path = shipped_data / "twitter_tennis_rg17.json"
     graph = TwitterTennisSource(path=str(path), num_nodes=nodes, feature_mode=mode, target_offset=2).load()
     assert graph.num_snapshots == 120 and graph.num_nodes == (nodes or 1000)
-    library_mode = None if mode == "raw" else mode
-    theirs = library_graph(
-        pgt.TwitterTennisDatasetLoader, json.loads(path.read_text()), "twitter_tennis",
-        build=lambda cls: cls(N=nodes, feature_mode=library_mode, target_offset=2),
-    )  # fmt: skip
-    assert_same_graph(graph, theirs)
+    assert_same_as_library(graph, json.loads(path.read_text()), theirs, TENNIS_CASES[mode, nodes])
 
 
+def tgt_england_covid(lags):
+    data = shipped_json("england_covid.json")
+    return loader_outputs(data, library_graph(tgt_datasets().EnglandCovidDatasetLoader, data, "england_covid", lags=lags))
+
+
+COVID_CASES = {lags: library_case(f"england_covid-{lags}-lags", lambda n=lags: tgt_england_covid(n)) for lags in (1, 8, 14)}
+
+
+@pytest.mark.parametrize("source", SOURCES)
 @pytest.mark.parametrize("lags", [1, 8, 14])
-def test_england_covid_is_exactly_the_library_loaders(shipped_data, lags):
-    pgt = pytest.importorskip("torch_geometric_temporal.dataset")
+def test_england_covid_is_exactly_the_library_loaders(shipped_data, lags, source):
+    theirs = library_outputs(COVID_CASES[lags], source)
     path = shipped_data / "england_covid.json"
     graph = EnglandCovidSource(path=str(path), lags=lags).load()
     assert graph.num_nodes == 129 and graph.num_snapshots == 61 - lags and graph.num_features == lags
-    assert_same_graph(graph, library_graph(pgt.EnglandCovidDatasetLoader, json.loads(path.read_text()), "england_covid", lags=lags))
+    assert_same_as_library(graph, json.loads(path.read_text()), theirs, COVID_CASES[lags])
 
 
 def test_the_sources_need_no_pytorch_geometric_temporal(shipped_data):
@@ -65,14 +118,28 @@ def test_the_sources_need_no_pytorch_geometric_temporal(shipped_data):
     assert done.stdout.split() == ["120", "53"], done.stderr
 
 
-def test_from_signal_accepts_a_static_graph_signal():
-    import numpy as np
+def iterated(signal) -> list[dict[str, torch.Tensor]]:
+    """What a signal's iterator gives: one ``Data`` per snapshot, as its attributes."""
+    return [dict(data.to_dict()) for data in signal]
 
-    StaticGraphTemporalSignal = pytest.importorskip("torch_geometric_temporal.signal").StaticGraphTemporalSignal
 
-    edges = np.array([[0, 1], [1, 2]])
-    signal = StaticGraphTemporalSignal(edges, np.ones(2), [np.ones((3, 2))] * 4, [np.arange(3.0)] * 4)
-    graph = from_signal(signal, "static")
+def as_data(snapshots: list[dict[str, torch.Tensor]]) -> list[Data]:
+    return [Data(**snapshot) for snapshot in snapshots]
+
+
+def tgt_static_signal():
+    """The library's ``StaticGraphTemporalSignal`` over 3 nodes, 2 edges and 4 steps, iterated."""
+    StaticGraphTemporalSignal = importlib.import_module("torch_geometric_temporal.signal").StaticGraphTemporalSignal
+    signal = StaticGraphTemporalSignal(np.array([[0, 1], [1, 2]]), np.ones(2), [np.ones((3, 2))] * 4, [np.arange(3.0)] * 4)
+    return {"iterated": iterated(signal)}
+
+
+STATIC_SIGNAL = library_case("static_graph_signal", tgt_static_signal)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_from_signal_accepts_a_static_graph_signal(source):
+    graph = from_signal(as_data(library_outputs(STATIC_SIGNAL, source)["iterated"]), "static")
     assert graph.num_snapshots == 4
     assert graph.snapshots[0].num_edges == 2
     assert torch.equal(graph.snapshots[2].y, torch.arange(3.0))
@@ -120,18 +187,30 @@ def series_file(layout, steps=12, nodes=5):
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("layout, loader", [("chickenpox", "ChickenpoxDatasetLoader"), ("pedalme", "PedalMeDatasetLoader"), ("montevideo_bus", "MontevideoBusDatasetLoader")])
-@pytest.mark.parametrize("lags", [1, 4])
-def test_series_are_exactly_the_library_loaders(tmp_path, layout, loader, lags):
-    pgt = pytest.importorskip("torch_geometric_temporal.dataset")
-    from dygsched.data.pgt import LaggedSeriesSource
+SERIES = {"chickenpox": "ChickenpoxDatasetLoader", "pedalme": "PedalMeDatasetLoader", "montevideo_bus": "MontevideoBusDatasetLoader"}
 
+
+def tgt_series(layout, lags):
+    data = series_file(layout)
+    return loader_outputs(data, library_graph(getattr(tgt_datasets(), SERIES[layout]), data, layout, lags=lags))
+
+
+SERIES_CASES = {
+    (layout, lags): library_case(f"{layout}-{lags}-lags", lambda a=layout, n=lags: tgt_series(a, n)) for layout in SERIES for lags in (1, 4)
+}
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("layout", list(SERIES))
+@pytest.mark.parametrize("lags", [1, 4])
+def test_series_are_exactly_the_library_loaders(tmp_path, layout, lags, source):
+    theirs = library_outputs(SERIES_CASES[layout, lags], source)
     data = series_file(layout)
     path = tmp_path / "series.json"
     path.write_text(json.dumps(data))
     graph = LaggedSeriesSource(path=str(path), layout=layout, lags=lags).load()
     assert graph.num_snapshots == 12 - lags and graph.num_nodes == 5 and graph.num_features == lags
-    assert_same_graph(graph, library_graph(getattr(pgt, loader), data, layout, lags=lags))
+    assert_same_as_library(graph, data, theirs, SERIES_CASES[layout, lags])
 
 
 @pytest.mark.parametrize(
@@ -144,8 +223,6 @@ def test_series_are_exactly_the_library_loaders(tmp_path, layout, loader, lags):
     ],
 )
 def test_a_malformed_series_file_is_one_line(tmp_path, layout, change, message):
-    from dygsched.data.pgt import LaggedSeriesSource
-
     data = series_file(layout)
     change(data)
     path = tmp_path / "series.json"

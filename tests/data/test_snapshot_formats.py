@@ -3,6 +3,8 @@ signals), written here and read back exactly; files holding anything else refuse
 
 from __future__ import annotations
 
+import importlib
+import io
 import os
 import sys
 import types
@@ -15,6 +17,7 @@ from torch_geometric.data import Data
 from dygsched.data.snapshot_formats import SnapshotFileSource
 from dygsched.data.temporal_graph import Task, TemporalGraph
 from dygsched.errors import DataError
+from tests.pgt_references import SOURCES, assert_same_outputs, library_case, library_outputs
 
 NODES, FEATURES, STEPS = 6, 3, 4
 SIGNALS = "torch_geometric_temporal.signal"
@@ -129,19 +132,53 @@ def as_iterated(kind: str, expected: list[dict[str, np.ndarray]]) -> list[dict[s
 KINDS = ["DynamicGraphTemporalSignal", "StaticGraphTemporalSignal", "DynamicGraphStaticSignal"]
 
 
+def tgt_saved_signal(kind: str) -> dict:
+    """What the library's ``torch.save(signal)`` writes for the ``kind`` signal over ``arrays()``
+    (the file's bytes), and the snapshots its iterator gives."""
+    signal = getattr(importlib.import_module(SIGNALS), kind)(*signal_arguments(kind, arrays()))
+    buffer = io.BytesIO()
+    torch.save(signal, buffer)
+    return {"file": torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8), "iterated": [dict(d.to_dict()) for d in signal]}
+
+
+def same_saved_signal(live: dict, recorded: dict, where: str) -> None:
+    """The recorded file holds what the live library saves: the same class and attributes once
+    unpickled (not the same bytes: torch's archive layout may change between versions), and the
+    iterator gives the same snapshots."""
+    assert_same_outputs(live["iterated"], recorded["iterated"], f"{where}['iterated']")
+    a, b = (torch.load(io.BytesIO(bytes(saved["file"].numpy())), weights_only=False) for saved in (live, recorded))
+    assert type(a) is type(b), f"{where}: the recorded file holds a {type(b).__qualname__}, the library saves a {type(a).__qualname__}"
+    assert vars(a).keys() == vars(b).keys(), f"{where}: the recorded signal's attributes are {sorted(vars(b))}, not {sorted(vars(a))}"
+    for key, value in vars(a).items():
+        assert same_value(value, vars(b)[key]), f"{where}: the recorded signal's {key} is not the library's: re-record the references"
+
+
+def same_value(a, b) -> bool:
+    """Equal attributes of a signal: arrays of one dtype and equal values, lists of them, or plain values."""
+    if isinstance(a, list | tuple):
+        return isinstance(b, list | tuple) and len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    return type(a) is type(b) and a == b
+
+
+SAVED_SIGNALS = {kind: library_case(f"saved-{kind}", lambda k=kind: tgt_saved_signal(k), same_saved_signal) for kind in KINDS}
+
+
+@pytest.mark.parametrize("source", SOURCES)
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_librarys_signals_read_back_as_its_iterator_gives_them(tmp_path, kind):
-    signal_module = pytest.importorskip(SIGNALS)
+def test_the_librarys_signals_read_back_as_its_iterator_gives_them(tmp_path, kind, source):
     from dygsched.data.pgt import from_signal
 
+    theirs = library_outputs(SAVED_SIGNALS[kind], source)
     expected = arrays()
-    signal = getattr(signal_module, kind)(*signal_arguments(kind, expected))
-    torch.save(signal, tmp_path / "signal.pt")
+    (tmp_path / "signal.pt").write_bytes(bytes(theirs["file"].numpy()))  # the library's own torch.save
     graph = load(tmp_path / "signal.pt")
     assert_same(graph, as_iterated(kind, expected))
-    for ours, library in zip(graph.snapshots, from_signal(signal, "library").snapshots):  # the iterator's Data
-        assert torch.equal(ours.edge_index, library.edge_index) and torch.equal(ours.edge_weight, library.edge_weight)
-        assert torch.equal(ours.x, library.x) and torch.equal(ours.y, library.y)
+    library = from_signal([Data(**snapshot) for snapshot in theirs["iterated"]], "library")  # the iterator's Data
+    for ours, snapshot in zip(graph.snapshots, library.snapshots, strict=True):
+        assert torch.equal(ours.edge_index, snapshot.edge_index) and torch.equal(ours.edge_weight, snapshot.edge_weight)
+        assert torch.equal(ours.x, snapshot.x) and torch.equal(ours.y, snapshot.y)
 
 
 @pytest.fixture

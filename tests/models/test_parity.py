@@ -1,11 +1,18 @@
 """Our layers against torch-geometric-temporal's modules with the same weights, to 1e-5.
 
-Each test copies tgt's weights into our layer, runs both over snapshots whose graphs (and node
-sets) change from one to the next, and compares the recurrent output and state at every step.
+Each case runs tgt's module (in float64, weights drawn from a seed) over snapshots whose graphs (and node sets)
+change from one to the next and keeps its weights, its recurrent output and state at every step
+(and gradients where checked); each test loads those weights into our layer, runs it on the same
+snapshots and compares. The numbers come from the references recorded from tgt
+(``tests/pgt_references.py``) or, under ``pytest -m pgt``, from tgt itself, checked against the
+references too. float64 keeps the comparison free of the CPU's kernels: the 1e-5 bounds how far
+the two computations' equations may differ, not their rounding.
 WD-GCN and GAT-LSTM have no tgt counterpart; they are checked in test_equations.py.
 """
 
 from __future__ import annotations
+
+import importlib
 
 import pytest
 import torch
@@ -16,120 +23,183 @@ from dygsched.models.evolvegcn_o import EvolveGCNOLayer
 from dygsched.models.mpnn_lstm import MPNNLSTMLayer
 from dygsched.models.tgcn import TGCN, TGCNLayer
 from tests.models.snapshots import changing_group
-
-recurrent = pytest.importorskip("torch_geometric_temporal.nn.recurrent")
+from tests.pgt_references import SOURCES, library_case, library_outputs
 
 TOL = {"atol": 1e-5, "rtol": 1e-5}
+GATES = ("z", "r", "h")
 
 
-def randomise_biases(module: torch.nn.Module) -> None:
-    """Biases often start at zero; give them values so that a mis-copied one shows."""
-    for name, param in module.named_parameters():
-        if name.endswith("bias"):
-            torch.nn.init.normal_(param, std=0.5)
+def tgt_recurrent():
+    return importlib.import_module("torch_geometric_temporal.nn.recurrent")
 
 
-def copy_recurrent(cell: torch.nn.RNNCellBase, rnn: torch.nn.RNNBase) -> None:
+def inputs_of(snapshots: list[Snapshot]) -> list[dict[str, torch.Tensor]]:
+    return [{"edge_index": s.edge_index, "edge_weight": s.edge_weight, "x": s.x} for s in snapshots]
+
+
+def assert_recorded_on(snapshots: list[Snapshot], theirs: dict, case: str) -> None:
+    """The case's snapshots are those tgt ran on (else the inputs changed since recording)."""
+    for t, (ours, recorded) in enumerate(zip(inputs_of(snapshots), theirs["inputs"], strict=True)):
+        for key, value in ours.items():
+            assert torch.equal(value, recorded[key]), f"{case}: snapshot {t}'s {key} is not the one recorded: re-record the references"
+
+
+def weights_of(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: value.detach().clone() for name, value in module.state_dict().items()}
+
+
+def part(weights: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
+    """The entries of a submodule's state dict, without its prefix."""
+    return {name.removeprefix(f"{prefix}."): value for name, value in weights.items() if name.startswith(f"{prefix}.")}
+
+
+def draw_parameters(module: torch.nn.Module, seed: int = 0) -> None:
+    """Every parameter of tgt's module drawn afresh, in float64, from a seeded generator: tgt's own
+    float32 initialisers give values an ulp apart under different CPU kernels, float64 draws are the
+    same under all. Weights uniform in +-1/sqrt(fan-in), as torch's defaults; biases N(0, 0.5^2)
+    (they often start at zero), so that a mis-copied one shows."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in module.named_parameters():
+            if name.endswith("bias"):
+                param.copy_(0.5 * torch.randn(param.shape, dtype=torch.float64, generator=generator))
+            else:
+                bound = param.shape[-1] ** -0.5
+                param.copy_(bound * (2 * torch.rand(param.shape, dtype=torch.float64, generator=generator) - 1))
+
+
+def copy_recurrent(cell: torch.nn.RNNCellBase, rnn_weights: dict[str, torch.Tensor]) -> None:
     """Single-layer ``nn.GRU``/``nn.LSTM`` weights into the matching ``nn.GRUCell``/``nn.LSTMCell``."""
     with torch.no_grad():
         for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
-            getattr(cell, name).copy_(getattr(rnn, f"{name}_l0"))
+            getattr(cell, name).copy_(rnn_weights[f"{name}_l0"])
 
 
-def load_tgcn_cell(layer: TGCNLayer, tgt_cell: torch.nn.Module) -> None:
+def load_tgcn_cell(layer: TGCNLayer, cell_weights: dict[str, torch.Tensor]) -> None:
     """tgt's three gate convolutions, stacked into our single conv."""
-    convs = (tgt_cell.conv_z, tgt_cell.conv_r, tgt_cell.conv_h)
     with torch.no_grad():
-        layer.conv.lin.weight.copy_(torch.cat([conv.lin.weight for conv in convs]))
-        layer.conv.bias.copy_(torch.cat([conv.bias for conv in convs]))
-    for name in ("linear_z", "linear_r", "linear_h"):
-        getattr(layer, name).load_state_dict(getattr(tgt_cell, name).state_dict())
+        layer.conv.lin.weight.copy_(torch.cat([cell_weights[f"conv_{g}.lin.weight"] for g in GATES]))
+        layer.conv.bias.copy_(torch.cat([cell_weights[f"conv_{g}.bias"] for g in GATES]))
+    for g in GATES:
+        getattr(layer, f"linear_{g}").load_state_dict(part(cell_weights, f"linear_{g}"))
 
 
-@pytest.mark.parametrize("in_channels", [4, 32], ids=["aggregate-first", "project-first"])  # 32 > 3 x 8 gate channels
-def test_tgcn_matches_tgt_cell_by_cell(in_channels: int) -> None:
-    """Our TGCN folds the gates' input halves into the convolution and skips a zero state's
-    products (``ZeroState``, the first snapshot): the same outputs, states and gradients as tgt."""
-    torch.manual_seed(0)
-    model = TGCN(in_channels, 1, hidden_channels=8, num_layers=2)
-    cells = [recurrent.TGCN(in_channels, 8), recurrent.TGCN(8, 8)]
-    for layer, cell in zip(model.layers, cells, strict=True):
-        randomise_biases(cell)
-        load_tgcn_cell(layer, cell)
+# ---- T-GCN -----------------------------------------------------------------------------------------
 
-    states = model.initial_states(12, torch.device("cpu"))
+
+def tgcn_group(in_channels: int) -> list[Snapshot]:
+    return changing_group(length=3, num_features=in_channels, dtype=torch.float64)
+
+
+def output_weights(out: torch.Tensor) -> torch.Tensor:
+    """A loss's weights for the gradient check: every output element counts differently."""
+    return torch.linspace(-1, 1, out.numel(), dtype=out.dtype).view_as(out)
+
+
+def tgt_tgcn(in_channels: int) -> dict:
+    """Two tgt ``TGCN`` cells stacked: their weights, hidden states at every step, gradients."""
+    recurrent = tgt_recurrent()
+    cells = [recurrent.TGCN(in_channels, 8).double(), recurrent.TGCN(8, 8).double()]
+    for seed, cell in enumerate(cells):
+        draw_parameters(cell, seed)
+    weights = [weights_of(cell) for cell in cells]
+    snapshots = tgcn_group(in_channels)
     hidden: list[torch.Tensor | None] = [None, None]
-    for snapshot in changing_group(length=3, num_features=in_channels):
-        out, states = model.step(snapshot, states)
+    states = []
+    for snapshot in snapshots:
         x = snapshot.x
         for i, cell in enumerate(cells):
-            hidden[i] = cell(x, snapshot.edge_index, snapshot.edge_weight, hidden[i])
-            x = hidden[i]
-            torch.testing.assert_close(states[i][0], hidden[i], **TOL)
-        torch.testing.assert_close(out, x, **TOL)
-
-    (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
-    (x * torch.linspace(-1, 1, x.numel()).view_as(x)).sum().backward()
-    for layer, cell in zip(model.layers, cells, strict=True):
-        convs = (cell.conv_z, cell.conv_r, cell.conv_h)
-        torch.testing.assert_close(layer.conv.lin.weight.grad, torch.cat([c.lin.weight.grad for c in convs]), **TOL)
-        torch.testing.assert_close(layer.conv.bias.grad, torch.cat([c.bias.grad for c in convs]), **TOL)
-        for name in ("linear_z", "linear_r", "linear_h"):
-            torch.testing.assert_close(getattr(layer, name).weight.grad, getattr(cell, name).weight.grad, **TOL)
-            torch.testing.assert_close(getattr(layer, name).bias.grad, getattr(cell, name).bias.grad, **TOL)
+            hidden[i] = x = cell(x, snapshot.edge_index, snapshot.edge_weight, hidden[i])
+        states.append([h.detach().clone() for h in hidden])
+    (x * output_weights(x)).sum().backward()
+    grads = [{name: param.grad.clone() for name, param in cell.named_parameters()} for cell in cells]
+    return {"inputs": inputs_of(snapshots), "weights": weights, "states": states, "grads": grads}
 
 
-def test_evolvegcn_o_matches_tgt() -> None:
-    torch.manual_seed(0)
-    theirs = recurrent.EvolveGCNO(8)
-    ours = EvolveGCNOLayer(8, 8)
+TGCN_CASES = {in_channels: library_case(f"tgcn-{in_channels}-features", lambda c=in_channels: tgt_tgcn(c)) for in_channels in (4, 32)}
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("in_channels", [4, 32], ids=["aggregate-first", "project-first"])  # 32 > 3 x 8 gate channels
+def test_tgcn_matches_tgt_cell_by_cell(in_channels: int, source: str) -> None:
+    """Our TGCN folds the gates' input halves into the convolution and skips a zero state's
+    products (``ZeroState``, the first snapshot): the same outputs, states and gradients as tgt."""
+    theirs = library_outputs(TGCN_CASES[in_channels], source)
+    snapshots = tgcn_group(in_channels)
+    assert_recorded_on(snapshots, theirs, TGCN_CASES[in_channels])
+    model = TGCN(in_channels, 1, hidden_channels=8, num_layers=2).double()
+    for layer, cell_weights in zip(model.layers, theirs["weights"], strict=True):
+        load_tgcn_cell(layer, cell_weights)
+
+    states = model.initial_states(12, torch.device("cpu"), torch.float64)
+    for snapshot, hidden in zip(snapshots, theirs["states"], strict=True):
+        out, states = model.step(snapshot, states)
+        for i, expected in enumerate(hidden):
+            torch.testing.assert_close(states[i][0], expected, **TOL)
+        torch.testing.assert_close(out, hidden[-1], **TOL)
+
+    (out * output_weights(out)).sum().backward()
+    for layer, grads in zip(model.layers, theirs["grads"], strict=True):
+        torch.testing.assert_close(layer.conv.lin.weight.grad, torch.cat([grads[f"conv_{g}.lin.weight"] for g in GATES]), **TOL)
+        torch.testing.assert_close(layer.conv.bias.grad, torch.cat([grads[f"conv_{g}.bias"] for g in GATES]), **TOL)
+        for g in GATES:
+            torch.testing.assert_close(getattr(layer, f"linear_{g}").weight.grad, grads[f"linear_{g}.weight"], **TOL)
+            torch.testing.assert_close(getattr(layer, f"linear_{g}").bias.grad, grads[f"linear_{g}.bias"], **TOL)
+
+
+# ---- EvolveGCN -------------------------------------------------------------------------------------
+
+EVOLVE_NODES = {"O": 12, "H": 16}  # H: tgt's pooling ratio 8 / 16 keeps exactly k = 8 rows, as the GRU needs
+
+
+def evolve_group(variant: str) -> list[Snapshot]:
+    return changing_group(num_nodes=EVOLVE_NODES[variant], num_features=8, length=3, dtype=torch.float64)
+
+
+def tgt_evolvegcn(variant: str) -> dict:
+    """tgt's ``EvolveGCNO``/``EvolveGCNH`` (8 x 8 weight): its weights, and per step its evolved
+    weight and its output (it carries the weight across calls)."""
+    recurrent = tgt_recurrent()
+    theirs = (recurrent.EvolveGCNO(8) if variant == "O" else recurrent.EvolveGCNH(EVOLVE_NODES["H"], 8)).double()
+    draw_parameters(theirs)
+    weights = weights_of(theirs)
+    snapshots = evolve_group(variant)
+    outputs, evolved = [], []
     with torch.no_grad():
-        ours.initial_weight.copy_(theirs.initial_weight[0])
-    copy_recurrent(ours.recurrent, theirs.recurrent_layer)
+        for snapshot in snapshots:
+            outputs.append(theirs(snapshot.x, snapshot.edge_index, snapshot.edge_weight).clone())
+            evolved.append(theirs.weight[0].clone())
+    return {"inputs": inputs_of(snapshots), "weights": weights, "outputs": outputs, "evolved_weights": evolved}
 
-    state = ours.initial_state(12, torch.device("cpu"), torch.float32)
-    for snapshot in changing_group(num_features=8, length=3):
+
+EVOLVE_CASES = {variant: library_case(f"evolvegcn-{variant.lower()}", lambda v=variant: tgt_evolvegcn(v)) for variant in "OH"}
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("variant", ["O", "H"])
+def test_evolvegcn_matches_tgt(variant: str, source: str) -> None:
+    theirs = library_outputs(EVOLVE_CASES[variant], source)
+    snapshots = evolve_group(variant)
+    assert_recorded_on(snapshots, theirs, EVOLVE_CASES[variant])
+    ours = (EvolveGCNOLayer(8, 8) if variant == "O" else EvolveGCNHLayer(8, 8)).double()
+    with torch.no_grad():
+        ours.initial_weight.copy_(theirs["weights"]["initial_weight"][0])
+    if variant == "H":
+        ours.pooling.load_state_dict(part(theirs["weights"], "pooling_layer"))
+    copy_recurrent(ours.recurrent, part(theirs["weights"], "recurrent_layer"))
+
+    state = ours.initial_state(EVOLVE_NODES[variant], torch.device("cpu"), torch.float64)
+    for snapshot, expected, weight in zip(snapshots, theirs["outputs"], theirs["evolved_weights"], strict=True):
         out, state = ours.temporal(ours.spatial(snapshot.x, snapshot.edge_index, snapshot.edge_weight, state), state)
-        expected = theirs(snapshot.x, snapshot.edge_index, snapshot.edge_weight)  # carries its weight across calls
-        torch.testing.assert_close(state[0], theirs.weight[0], **TOL)
+        torch.testing.assert_close(state[0], weight, **TOL)
         torch.testing.assert_close(out, torch.relu(expected), **TOL)  # tgt's layer has no activation
 
 
-def test_evolvegcn_h_matches_tgt() -> None:
-    torch.manual_seed(0)
-    num_nodes = 16  # tgt's pooling ratio 8 / 16 keeps exactly k = 8 rows, as the GRU needs
-    theirs = recurrent.EvolveGCNH(num_nodes, 8)
-    ours = EvolveGCNHLayer(8, 8)
-    with torch.no_grad():
-        ours.initial_weight.copy_(theirs.initial_weight[0])
-    ours.pooling.load_state_dict(theirs.pooling_layer.state_dict())
-    copy_recurrent(ours.recurrent, theirs.recurrent_layer)
-
-    state = ours.initial_state(num_nodes, torch.device("cpu"), torch.float32)
-    for snapshot in changing_group(num_nodes=num_nodes, num_features=8, length=3):
-        out, state = ours.temporal(ours.spatial(snapshot.x, snapshot.edge_index, snapshot.edge_weight, state), state)
-        expected = theirs(snapshot.x, snapshot.edge_index, snapshot.edge_weight)
-        torch.testing.assert_close(state[0], theirs.weight[0], **TOL)
-        torch.testing.assert_close(out, torch.relu(expected), **TOL)
+# ---- MPNN-LSTM -------------------------------------------------------------------------------------
 
 
-def mpnn_pair(window: int, dropout: float, num_nodes: int = 12) -> tuple[MPNNLSTMLayer, torch.nn.Module]:
-    torch.manual_seed(0)
-    theirs = recurrent.MPNNLSTM(4, 8, num_nodes, window, dropout)
-    randomise_biases(theirs)
-    with torch.no_grad():  # non-trivial running statistics and affine parameters
-        for bn in (theirs._batch_norm_1, theirs._batch_norm_2):
-            bn.running_mean.normal_()
-            bn.running_var.uniform_(0.5, 2.0)
-            bn.weight.uniform_(0.5, 1.5)
-    ours = MPNNLSTMLayer(4, 8, dropout=dropout)
-    ours.conv_1.load_state_dict(theirs._convolution_1.state_dict())
-    ours.conv_2.load_state_dict(theirs._convolution_2.state_dict())
-    ours.batch_norm_1.load_state_dict(theirs._batch_norm_1.state_dict())
-    ours.batch_norm_2.load_state_dict(theirs._batch_norm_2.state_dict())
-    copy_recurrent(ours.recurrent_1, theirs._recurrent_1)
-    copy_recurrent(ours.recurrent_2, theirs._recurrent_2)
-    return ours, theirs
+def mpnn_group(window: int) -> list[Snapshot]:
+    return changing_group(length=window, dtype=torch.float64)
 
 
 def as_window(snapshots: list[Snapshot]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -141,33 +211,72 @@ def as_window(snapshots: list[Snapshot]) -> tuple[torch.Tensor, torch.Tensor, to
     return x, edge_index, edge_weight
 
 
+def tgt_mpnn_lstm(window: int, dropout: float, training: bool) -> dict:
+    """tgt's ``MPNNLSTM`` over a window (non-trivial batch-norm statistics and affine parameters): its weights, its output, and its batch-norm statistics afterwards."""
+    recurrent = tgt_recurrent()
+    theirs = recurrent.MPNNLSTM(4, 8, 12, window, dropout).double()
+    draw_parameters(theirs)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for bn in (theirs._batch_norm_1, theirs._batch_norm_2):
+            bn.running_mean.normal_()
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.uniform_(0.5, 1.5)
+    weights = weights_of(theirs)
+    theirs.train(training)
+    snapshots = mpnn_group(window)
+    with torch.no_grad():
+        out = theirs(*as_window(snapshots)).clone()
+    return {"inputs": inputs_of(snapshots), "weights": weights, "output": out, "weights_after": weights_of(theirs)}
+
+
+MPNN_EVAL = library_case("mpnn_lstm-window-3-eval", lambda: tgt_mpnn_lstm(window=3, dropout=0.5, training=False))
+MPNN_TRAIN = library_case("mpnn_lstm-window-1-train", lambda: tgt_mpnn_lstm(window=1, dropout=0.0, training=True))
+
+
+def mpnn_layer(weights: dict[str, torch.Tensor], dropout: float) -> MPNNLSTMLayer:
+    ours = MPNNLSTMLayer(4, 8, dropout=dropout).double()
+    for name in ("conv_1", "conv_2"):
+        getattr(ours, name).load_state_dict(part(weights, f"_convolution_{name[-1]}"))
+    for name in ("batch_norm_1", "batch_norm_2"):
+        getattr(ours, name).load_state_dict(part(weights, f"_{name}"))
+    copy_recurrent(ours.recurrent_1, part(weights, "_recurrent_1"))
+    copy_recurrent(ours.recurrent_2, part(weights, "_recurrent_2"))
+    return ours
+
+
 def run_ours(layer: MPNNLSTMLayer, snapshots: list[Snapshot]) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
-    state = layer.initial_state(snapshots[0].num_nodes, torch.device("cpu"), torch.float32)
+    state = layer.initial_state(snapshots[0].num_nodes, torch.device("cpu"), torch.float64)
     for snapshot in snapshots:
         out, state = layer.temporal(layer.spatial(snapshot.x, snapshot.edge_index, snapshot.edge_weight, state), state)
     return out, state
 
 
-def test_mpnn_lstm_matches_tgt_over_a_window_in_eval_mode() -> None:
+@pytest.mark.parametrize("source", SOURCES)
+def test_mpnn_lstm_matches_tgt_over_a_window_in_eval_mode(source: str) -> None:
     """Window of 3 changing graphs: the stacked LSTMs' final H_1, H_2 agree; the skip columns differ by design."""
-    snapshots = changing_group(length=3)
-    ours, theirs = mpnn_pair(window=3, dropout=0.5)
+    theirs = library_outputs(MPNN_EVAL, source)
+    snapshots = mpnn_group(3)
+    assert_recorded_on(snapshots, theirs, MPNN_EVAL)
+    ours = mpnn_layer(theirs["weights"], dropout=0.5)
     ours.eval()
-    theirs.eval()
     out, (h1, _, h2, _) = run_ours(ours, snapshots)
-    expected = theirs(*as_window(snapshots))
+    expected = theirs["output"]
     torch.testing.assert_close(h1, expected[:, :8], **TOL)
     torch.testing.assert_close(h2, expected[:, 8:16], **TOL)
     torch.testing.assert_close(out[:, :16], expected[:, :16], **TOL)
     torch.testing.assert_close(out[:, 16:], snapshots[-1].x)  # ours: the current input; tgt: a window layout
 
 
-def test_mpnn_lstm_matches_tgt_on_one_snapshot_in_training_mode() -> None:
+@pytest.mark.parametrize("source", SOURCES)
+def test_mpnn_lstm_matches_tgt_on_one_snapshot_in_training_mode(source: str) -> None:
     """With w = 1 the batch statistics and the skip columns agree as well: the whole output matches."""
-    snapshot = changing_group(length=1)
-    ours, theirs = mpnn_pair(window=1, dropout=0.0)
-    out, _ = run_ours(ours, snapshot)
-    expected = theirs(*as_window(snapshot))
-    torch.testing.assert_close(out, expected, **TOL)
-    torch.testing.assert_close(ours.batch_norm_1.running_mean, theirs._batch_norm_1.running_mean, **TOL)
-    torch.testing.assert_close(ours.batch_norm_2.running_var, theirs._batch_norm_2.running_var, **TOL)
+    theirs = library_outputs(MPNN_TRAIN, source)
+    snapshots = mpnn_group(1)
+    assert_recorded_on(snapshots, theirs, MPNN_TRAIN)
+    ours = mpnn_layer(theirs["weights"], dropout=0.0)
+    out, _ = run_ours(ours, snapshots)
+    torch.testing.assert_close(out, theirs["output"], **TOL)
+    after = theirs["weights_after"]
+    torch.testing.assert_close(ours.batch_norm_1.running_mean, after["_batch_norm_1.running_mean"], **TOL)
+    torch.testing.assert_close(ours.batch_norm_2.running_var, after["_batch_norm_2.running_var"], **TOL)
