@@ -1,7 +1,8 @@
 """A launcher killed outright (``kill -9``: what the out-of-memory killer and a scheduler's hard kill
 do) takes every process of its run with it, whatever it was doing: loading the data, with its fork
-server still importing, mid-epoch, while rank 0 evaluates, while rank 0 writes a checkpoint. The
-checkpoint on disk is then a complete one.
+server still importing, mid-epoch, while rank 0 evaluates, while rank 0 writes a checkpoint, and
+with ranks started by spawn (CUDA runs) instead of the fork server. The checkpoint on disk is then
+a complete one.
 
 Each case starts a real ``dygsched run`` in a session of its own (so the run's processes are the
 processes of one process group), waits for the moment (a file the run writes, or one that
@@ -70,14 +71,16 @@ class Killed(NamedTuple):
         return [p for p in self.at_kill if FORK_SERVER in p.command and p.parent == self.launcher]
 
 
-def kill_the_launcher_when(tmp_path: Path, overrides: list[str], ready: Callable[[Path, list[Process]], bool]) -> Killed:
+def kill_the_launcher_when(
+    tmp_path: Path, overrides: list[str], ready: Callable[[Path, list[Process]], bool], dygsched: tuple[str, ...] = ("-m", "dygsched")
+) -> Killed:
     """Start ``dygsched run`` with ``overrides``; once ``ready(run folder, its processes)``, SIGKILL
     the launcher and wait up to GONE_WITHIN_S seconds for the rest of its process group to end."""
     folder = tmp_path / "results" / "victim"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with open(tmp_path / "stdout.txt", "w") as out, open(tmp_path / "stderr.txt", "w") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "dygsched", "run", *RUN, *overrides],
+            [sys.executable, *dygsched, "run", *RUN, *overrides],
             cwd=tmp_path, env=env, stdout=out, stderr=err, start_new_session=True,
         )  # fmt: skip
     group = proc.pid  # a new session: its id, and its process group's, is the launcher's pid
@@ -161,6 +164,30 @@ def test_killed_while_rank_0_writes_a_checkpoint_the_last_complete_one_stays(tmp
     assert_nothing_left(killed)
     assert list(killed.folder.glob(".checkpoint.pt.*.tmp")), "the second checkpoint was not being written"
     assert checkpoint_epoch(killed.folder) == 0
+
+
+SPAWNING = """import sys
+
+if __name__ == "__main__":
+    import dygsched.launch.fork_server as fork_server
+    import dygsched.launch.local as local
+    from dygsched.cli import main
+
+    fork_server.serves = local.serves = lambda device: False
+    sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_killed_mid_epoch_with_spawned_ranks_nothing_is_left(tmp_path):
+    """Ranks a GPU may serve start with spawn, as children of the launcher (``fork_server.serves``):
+    the same kill, with that start forced on a CPU."""
+    (tmp_path / "spawning.py").write_text(SPAWNING)
+    killed = kill_the_launcher_when(tmp_path, [], has_checkpoint, dygsched=(str(tmp_path / "spawning.py"),))
+    spawned = [p for p in killed.at_kill if p.parent == killed.launcher and "multiprocessing.spawn" in p.command]
+    assert len(spawned) == 2 and not killed.fork_servers_at_kill(), killed.at_kill
+    assert_nothing_left(killed)
+    assert checkpoint_epoch(killed.folder) is not None
 
 
 def watcher(pid: int) -> subprocess.Popen:
