@@ -451,7 +451,6 @@ def free_port() -> int:
 
 def probe(world_size: int, backend: str, device: str, folder: Path, timeout_s: float, clock: Clock) -> list[Row]:
     """Every probe case on ``world_size`` child ranks; one row per case (failed on any rank: failed)."""
-    part = "probe"
     stem = f"probe-ws{world_size}-{backend.replace(':', '-').replace(',', '+')}"
     out = folder / f"{stem}.jsonl"
     out.unlink(missing_ok=True)
@@ -488,7 +487,28 @@ def probe(world_size: int, backend: str, device: str, folder: Path, timeout_s: f
             ends[rank] = f"died of {signal.Signals(-child.returncode).name}"
         elif rank not in ends and child.returncode not in (0, 1):
             ends[rank] = f"exited with code {child.returncode}"
-    entries = [json.loads(line) for line in out.read_text().splitlines() if line.strip()] if out.exists() else []
+    entries = [entry for line in (out.read_text().splitlines() if out.exists() else []) if (entry := _json_line(line)) is not None]
+    last_words = outputs.get(0, "").strip().splitlines()
+    rows = probe_rows(entries, ends, world_size, device, backend, last_words[-1] if last_words else "")
+    clock.say(f"probe at {world_size} rank(s), {backend}: {tally(rows)}")
+    return rows
+
+
+def _json_line(line: str) -> dict[str, Any] | None:
+    """One line a probe rank wrote; None for a blank line or one cut short by the rank's death."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    return entry if isinstance(entry, dict) and {"rank", "case", "status"} <= set(entry) else None
+
+
+def probe_rows(entries: Sequence[dict[str, Any]], ends: dict[int, str], world_size: int, device: str, backend: str, last_words: str = "") -> list[Row]:
+    """The probe's rows from what its ranks wrote (``entries``: one dict per line, a case ``started``
+    then how it ended) and how ranks that did not exit on their own ended (``ends``): a case is ok
+    when every rank finished it ok; else the first rank that did not, and why (its error, or that it
+    died in the case or never reached it). ``last_words``: rank 0's last line of output, for a probe
+    that wrote nothing."""
     cases: dict[str, dict[int, dict[str, Any]]] = {}
     group_backend = ""
     for entry in entries:
@@ -497,29 +517,29 @@ def probe(world_size: int, backend: str, device: str, folder: Path, timeout_s: f
     rows = []
     for case, by_rank in cases.items():
         statuses = {r: e["status"] for r, e in by_rank.items()}
-        if case == "join" and all(s == "ok" for s in statuses.values()) and len(statuses) == world_size:
+        every_rank_ok = all(s == "ok" for s in statuses.values()) and len(statuses) == world_size
+        if case == "join" and every_rank_ok:
             continue  # the join is every other row's premise; it gets a row when it failed
-        if all(s == "ok" for s in statuses.values()) and len(statuses) == world_size:
+        if every_rank_ok:
             status, reason = "ok", next(iter(by_rank.values())).get("reason", "") if case.startswith("backend") else ""
         elif any(s == "unprobed" for s in statuses.values()):
             status, reason = "unprobed", next(iter(by_rank.values())).get("reason", "")
         else:
             status = "failed"
-            bad = sorted(r for r in range(world_size) if statuses.get(r) != "ok")
-            first = bad[0]
+            first = min(r for r in range(world_size) if statuses.get(r) != "ok")
             why = by_rank.get(first, {}).get("reason") or (
-                f"rank {first} never finished it ({ends.get(first, 'no reason left')})" if statuses.get(first) == "started" else f"rank {first} never reached it"
+                f"it never finished there ({ends.get(first, 'no reason left')})" if statuses.get(first) == "started" else "it never got there"
             )
-            reason = f"rank {first}: {why}" if world_size > 1 and not why.startswith("rank") else why
+            reason = f"rank {first}: {why}" if world_size > 1 or first not in by_rank or statuses[first] == "started" else why
         wall = max((e.get("wall_s") or 0.0) for e in by_rank.values())
-        rows.append(Row(part, case, world_size, device, status, wall_s=wall, backend=group_backend or backend, reason=reason))
+        rows.append(Row("probe", case, world_size, device, status, wall_s=wall, backend=group_backend or backend, reason=reason))
     if not rows:
-        why = "; ".join(f"rank {r} {end}" for r, end in ends.items()) or "the probe wrote nothing"
-        tail = one_line(outputs.get(0, "").strip().splitlines()[-1] if outputs.get(0, "").strip() else "")
-        rows.append(Row(part, "join", world_size, device, "failed", backend=backend, reason=f"{why}{': ' + tail if tail else ''}"))
+        why = "; ".join(f"rank {r} {end}" for r, end in sorted(ends.items())) or "the probe wrote nothing"
+        tail = one_line(last_words)
+        rows.append(Row("probe", "join", world_size, device, "failed", backend=backend, reason=f"{why}{': ' + tail if tail else ''}"))
     elif ends:
-        rows.append(Row(part, "probe ranks", world_size, device, "failed", backend=backend, reason="; ".join(f"rank {r} {e}" for r, e in ends.items())))
-    clock.say(f"probe at {world_size} rank(s), {backend}: {tally(rows)}")
+        reason = "; ".join(f"rank {r} {end}" for r, end in sorted(ends.items()))
+        rows.append(Row("probe", "probe ranks", world_size, device, "failed", backend=backend, reason=reason))
     return rows
 
 

@@ -91,3 +91,35 @@ def test_the_probe_of_every_collective_helper_passes_at_two_gloo_ranks_on_cpu(tm
     probed = {row.name.split(" ")[0] for row in rows}
     assert {"all_reduce", "all_reduce_async", "all_to_all", "all_to_all_async", "send/recv", "exchange_counts",
             "broadcast_object", "all_gather_object", "gather_object", "barrier"} <= probed  # fmt: skip
+
+
+def test_the_probe_rows_say_which_rank_failed_a_case_and_how_it_ended():
+    started = lambda rank, case: {"rank": rank, "case": case, "status": "started"}  # noqa: E731
+    ok = lambda rank, case, **more: {"rank": rank, "case": case, "status": "ok", **more}  # noqa: E731
+    entries = [
+        started(0, "join"), started(1, "join"), ok(0, "join", backend="gloo"), ok(1, "join", backend="gloo"),
+        {"rank": 0, "case": "scatter (any)", "status": "unprobed", "reason": "a helper of comm the probe does not know how to call"},
+        started(0, "a"), started(1, "a"), ok(0, "a", wall_s=0.5), ok(1, "a", wall_s=0.25),
+        started(0, "b"), started(1, "b"), ok(0, "b"), {"rank": 1, "case": "b", "status": "failed", "reason": "AssertionError: sum [1.0]"},
+        started(0, "c"), started(1, "c"), ok(0, "c"),
+        started(0, "d"),
+        ok(0, "e"),  # a case rank 1 never got to
+    ]  # fmt: skip
+    ends = {0: "killed after the probe's 60 s", 1: "died of SIGABRT"}  # rank 1 died in c; rank 0 then waited in d for it
+    rows = {row.name: row for row in gpu_check.probe_rows(entries, ends, 2, "cuda", "gloo")}
+    assert "join" not in rows and rows["a"].status == "ok" and rows["a"].wall_s == 0.5 and rows["a"].backend == "gloo"
+    assert rows["scatter (any)"].status == "unprobed"
+    assert (rows["b"].status, rows["b"].reason) == ("failed", "rank 1: AssertionError: sum [1.0]")
+    assert (rows["c"].status, rows["c"].reason) == ("failed", "rank 1: it never finished there (died of SIGABRT)")
+    assert (rows["e"].status, rows["e"].reason) == ("failed", "rank 1: it never got there")
+    assert (rows["d"].status, rows["d"].reason) == ("failed", "rank 0: it never finished there (killed after the probe's 60 s)")
+    assert rows["probe ranks"].reason == "rank 0 killed after the probe's 60 s; rank 1 died of SIGABRT"
+
+
+def test_a_probe_that_wrote_nothing_is_one_failed_row_with_its_last_words():
+    (row,) = gpu_check.probe_rows([], {}, 1, "cuda", "cpu:gloo,cuda:nccl", "ModuleNotFoundError: No module named 'torch'")
+    assert (row.name, row.status) == ("join", "failed")
+    assert row.reason == "the probe wrote nothing: ModuleNotFoundError: No module named 'torch'"
+    (row,) = gpu_check.probe_rows([{"rank": 0, "case": "join", "status": "started"}], {0: "died of SIGABRT"}, 1, "cuda", "nccl")[:1]
+    assert (row.name, row.status, row.reason) == ("join", "failed", "rank 0: it never finished there (died of SIGABRT)")
+    assert gpu_check._json_line('{"rank": 0, "case": "a", "sta') is None  # a line cut short by the rank's death
