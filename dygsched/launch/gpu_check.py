@@ -710,6 +710,28 @@ def cuda_visible() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def describe_machine(device: str) -> dict[str, Any]:
+    """What the table was measured with (``check_gpu_machine.json``): Python, torch, CUDA, NCCL, the GPU."""
+    import platform
+
+    import torch
+
+    machine: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__, "cpus": os.cpu_count()}
+    if device == "cuda":
+        try:
+            nccl: Any = torch.cuda.nccl.version()
+        except Exception:  # a build without NCCL: the probe's nccl rows say what that means
+            nccl = None
+        machine.update(
+            cuda=torch.version.cuda,
+            nccl=".".join(map(str, nccl)) if isinstance(nccl, tuple) else nccl,
+            gpus=torch.cuda.device_count(),
+            gpu=torch.cuda.get_device_name(0),
+            gpu_memory_gib=round(torch.cuda.get_device_properties(0).total_memory / 2**30, 1),
+        )
+    return machine
+
+
 def main(argv: Sequence[str]) -> int:
     if argv[:1] == ["--probe-rank"]:
         rank, world_size, port, backend, device, out, timeout = argv[1:8]
@@ -722,10 +744,9 @@ def main(argv: Sequence[str]) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     clock = Clock(args.budget_s)
     clock.say(f"check-gpu: device={args.device}, parts {', '.join(args.parts)}, table in {folder / TABLE}.csv and .md")
-    if args.device == "cuda":
-        import torch
-
-        clock.say(f"torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.device_count()} device(s): {torch.cuda.get_device_name(0)}")
+    machine = describe_machine(args.device)
+    (folder / f"{TABLE}_machine.json").write_text(json.dumps(machine, indent=2) + "\n")
+    clock.say(", ".join(f"{key} {value}" for key, value in machine.items()))
     rows: list[Row] = []
     signal.signal(signal.SIGTERM, _stop)  # a run in progress stops its ranks on it, as dygsched run does
     try:
