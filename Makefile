@@ -16,7 +16,7 @@ RUN_ARGS ?=
 RESULTS ?= results
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint test-slow test-gpu check-gpu gpu-wheels gpu-site test-pgt clean paper paper-list simulate bench-vs-pygt
+.PHONY: help install run test lint test-slow test-gpu check-gpu gpu-wheels gpu-site test-pgt test-numeric-isa clean paper paper-list simulate bench-vs-pygt
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -96,6 +96,18 @@ gpu-site:
 
 test-pgt: $(PGT_STAMP) ## parity with the installed PyTorch Geometric Temporal and its recorded outputs (compiles its extensions once)
 	$(BIN)/python -m pytest -q -m pgt
+
+# The tests whose numbers must hold on every CPU (the models, the reuse engine, the strategies against one
+# process), run on a kernel set other than the one this CPU picks: `default` exists on every x86 CPU and differs
+# from the AVX2/AVX-512 kernels a modern one runs; ISA=avx2 or ISA=avx512 where the CPU has them.
+ISA ?= default
+NUMERIC_TESTS := tests/models tests/engine/test_reuse.py tests/engine/test_executor.py tests/engine/test_esdg.py \
+	tests/engine/test_blad.py tests/engine/test_gradient_sync.py tests/engine/test_flare.py tests/engine/test_distdy.py \
+	tests/engine/test_strategy_contract.py tests/engine/test_node_memory.py
+test-numeric-isa: $(TEST_STAMP) ## the numeric tests on another CPU kernel set (ISA=default; avx2, avx512)
+	ATEN_CPU_CAPABILITY=$(ISA) $(BIN)/python -c "import sys, torch; got = torch.backends.cpu.get_cpu_capability(); \
+		sys.exit(None if got == '$(ISA)'.upper() else f'ISA=$(ISA): this CPU or torch runs {got} kernels instead')"
+	ATEN_CPU_CAPABILITY=$(ISA) $(BIN)/python -m pytest -q $(NUMERIC_TESTS)
 
 # The paper targets are package code (dygsched/paper/, one module per paper): `dygsched paper` lists them
 # and builds them; these Make targets are one-line calls of it, so `pip install .` users have the same.

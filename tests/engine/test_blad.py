@@ -19,15 +19,17 @@ from dygsched.sched.plan import Plan, SolverStatus
 from dygsched.sched.problem import ScheduleProblem
 from dygsched.sched.solvers.blad import blad_iterations
 from tests.harness import run_ranks, train_epoch
+from tests.models.snapshots import EXACT64, graph_in_float64, in_float64
 
 NUM_SNAPSHOTS, WINDOW = 10, 4  # 7 groups on 2 ranks: iteration 1 gives rank 0 a pair and rank 1 one group
 
 
 def setup():
-    graph = SyntheticSource(num_nodes=50, num_snapshots=NUM_SNAPSHOTS, feature_dim=4, seed=5).load()
+    """In float64: the ranks sum the groups' gradients in another order than one process does."""
+    graph = graph_in_float64(SyntheticSource(num_nodes=50, num_snapshots=NUM_SNAPSHOTS, feature_dim=4, seed=5).load())
     groups = sliding_groups(graph.num_snapshots, WINDOW)
     torch.manual_seed(0)
-    return graph, groups, GroupObjective(TGCN(4, 1, hidden_channels=8, num_layers=2), graph.task)
+    return graph, groups, GroupObjective(TGCN(4, 1, hidden_channels=8, num_layers=2).double(), graph.task)
 
 
 def blad_plan(num_groups):
@@ -73,10 +75,10 @@ def test_an_epoch_steps_like_single_process_training(tmp_path):
     for rank in range(2):
         result = torch.load(f"{out}-{rank}.pt", weights_only=False)
         for name, value in reference.state_dict().items():
-            assert torch.allclose(result["params"][name], value, atol=1e-5), (rank, name)
+            torch.testing.assert_close(result["params"][name], value, **EXACT64, msg=lambda m, where=f"rank {rank} {name}": f"{where}: {m}")
         stats = result["stats"]
         assert [s.units for s in stats] == [len(it[rank]) for it in plan.iterations] == ([2, 2] if rank == 0 else [2, 1])
-        assert [s.loss_sum for s in stats] == pytest.approx(loss_sums[rank], abs=1e-5)
+        assert [s.loss_sum for s in stats] == pytest.approx(loss_sums[rank], rel=1e-9, abs=1e-9)
         assert all(s.busy_s > 0 and s.wait_s >= 0 and s.bytes["allreduce"] > 0 for s in stats)
         # The first group of each pair is prepared on the main thread, the second on the stage-1 thread.
         threads = result["threads"]
@@ -98,9 +100,9 @@ MODELS = {
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_precomputed_first_layer_in_another_thread_gives_the_models_forward_and_gradients(name):
     graph = SyntheticSource(num_nodes=30, num_snapshots=4, feature_dim=4, seed=2).load()
-    snapshots = graph.snapshots
+    snapshots = in_float64(list(graph.snapshots))  # the precomputed path may sum in another order
     torch.manual_seed(0)
-    model = MODELS[name]()
+    model = MODELS[name]().double()
     model.eval()  # MPNN-LSTM's dropout draws in a different order when precomputed (see blad.py); no dropout in eval
     expected = model(snapshots)
     expected.sum().backward()
@@ -113,11 +115,11 @@ def test_precomputed_first_layer_in_another_thread_gives_the_models_forward_and_
     thread.join()
     got = forward_with_first_layer(model, snapshots, box["spatial"])
     got.sum().backward()  # through an autograd graph partly built in the other thread
-    assert torch.allclose(got, expected, atol=1e-6)
+    torch.testing.assert_close(got, expected, **EXACT64)
     grads = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
     assert grads.keys() == expected_grads.keys()
     for n, g in grads.items():
-        assert torch.allclose(g, expected_grads[n], atol=1e-6), n
+        torch.testing.assert_close(g, expected_grads[n], **EXACT64, msg=lambda m, n=n: f"{n}: {m}")
 
 
 def test_forward_with_first_layer_wants_one_output_per_snapshot():

@@ -12,6 +12,7 @@ from dygsched.models.evolvegcn_o import EvolveGCNO
 from dygsched.models.tgcn import TGCN
 from dygsched.models.wdgcn import WDGCN
 from tests.harness import RecordingSGD, reference_steps, run_ranks, train_epoch
+from tests.models.snapshots import EXACT64, graph_in_float64
 
 MODELS = {
     "tgcn": lambda: TGCN(4, 1, hidden_channels=8, num_layers=2),
@@ -25,10 +26,11 @@ ITERATIONS = (((0,), (1,)), ((2, 3), (4,)))
 
 
 def setup(name, window):
-    graph = SyntheticSource(num_nodes=40, num_snapshots=10, feature_dim=4, seed=3).load()
+    """In float64: the ranks split a group's backward and sum gradients in another order than one process."""
+    graph = graph_in_float64(SyntheticSource(num_nodes=40, num_snapshots=10, feature_dim=4, seed=3).load())
     groups = sliding_groups(graph.num_snapshots, window)
     torch.manual_seed(0)
-    return graph, groups, GroupObjective(MODELS[name](), graph.task)
+    return graph, groups, GroupObjective(MODELS[name]().double(), graph.task)
 
 
 def _rank(rank, out_dir):
@@ -61,12 +63,12 @@ def test_one_group_gives_the_single_process_gradients(distributed, name, window,
     for rank in range(2):
         result = torch.load(distributed / f"grad-{name}-{window}-{rank}.pt", weights_only=False)
         for n, p in reference.named_parameters():
-            assert torch.allclose(result["grads"][n], p.grad, atol=1e-5), (rank, n)
+            torch.testing.assert_close(result["grads"][n], p.grad, **EXACT64, msg=lambda m, where=f"rank {rank} {n}": f"{where}: {m}")
         (stats,) = result["stats"]
         assert stats.bytes["hidden_state"] > 0 and stats.bytes["allreduce"] > 0
         # Only the last rank reports the group and its loss, so the worker's sums give the mean.
         assert stats.units == (1 if rank == 1 else 0)
-        assert stats.loss_sum == (pytest.approx(float(loss.detach()), abs=1e-6) if rank == 1 else 0.0)
+        assert stats.loss_sum == (pytest.approx(float(loss.detach()), rel=1e-9, abs=1e-9) if rank == 1 else 0.0)
 
 
 def test_an_epoch_steps_like_single_process_training(distributed):
@@ -76,10 +78,10 @@ def test_an_epoch_steps_like_single_process_training(distributed):
     results = [torch.load(distributed / f"epoch-{rank}.pt", weights_only=False) for rank in range(2)]
     for result in results:
         for name, value in reference.state_dict().items():
-            assert torch.allclose(result["params"][name], value, atol=1e-5), name
+            torch.testing.assert_close(result["params"][name], value, **EXACT64, msg=lambda m, name=name: f"{name}: {m}")
     first, last = (r["stats"] for r in results)
     assert [s.iteration for s in last] == [0, 1] and [s.units for s in last] == [2, 3] and [s.units for s in first] == [0, 0]
-    assert [s.loss_sum for s in last] == pytest.approx(loss_sums, abs=1e-5)
+    assert [s.loss_sum for s in last] == pytest.approx(loss_sums, rel=1e-9, abs=1e-9)
     for s in first + last:
         assert s.bytes["hidden_state"] > 0 and s.busy_s > 0 and s.wait_s >= 0 and s.comm_s > 0
     # Rank 0 sends states forward, rank 1 sends state gradients back: the same layout both ways.

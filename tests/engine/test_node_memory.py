@@ -218,7 +218,9 @@ def test_embedding_each_distinct_root_once_changes_nothing(model_name, reference
     every_root = SingleProcessStrategy(NodeMemoryConfig(batch_size=GLOBAL_BATCH))
     every_root.embed_distinct_roots = False
     want, got = train(every_root, model_name, 0, 1), references[(model_name, "transductive")]
-    np.testing.assert_allclose(got["losses"], want["losses"], rtol=1e-9)
+    # the loss sums, like the battery's: JODIE's tanh memory carries reordered float64 sums to ~1e-9..1e-8
+    # of a step's loss by the second epoch (1.8e-9 measured on the default kernels), so 1e-9 was a coin toss
+    np.testing.assert_allclose(got["losses"], want["losses"], rtol=1e-6)
     for key, value in want["params"].items():
         torch.testing.assert_close(got["params"][key], value, rtol=1e-9, atol=1e-10, msg=key)
     for phase in ("val", "test"):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
-from dygsched.data.temporal_graph import Snapshot
+from dygsched.data.temporal_graph import Snapshot, TemporalGraph
 
 
 def random_snapshot(
@@ -51,3 +53,29 @@ def changing_group(
         random_snapshot(num_nodes, num_features, 3 * num_nodes, generator, *patterns[t % len(patterns)], classes=classes, dtype=dtype)
         for t in range(length)
     ]
+
+
+def in_float64(snapshots: list[Snapshot]) -> list[Snapshot]:
+    """The same snapshots with float64 weights, features and (regression) targets: for tests that claim
+    two computations are equal, so that their rounding (1e-16, whatever CPU kernels run) cannot decide.
+    A tensor that snapshots share (sources share one feature tensor) stays shared."""
+    widened: dict[int, torch.Tensor] = {}
+
+    def widen(t: torch.Tensor) -> torch.Tensor:
+        if not t.is_floating_point():
+            return t
+        return widened.setdefault(id(t), t.double())
+
+    return [Snapshot(s.edge_index, widen(s.edge_weight), widen(s.x), widen(s.y), s.node_mask) for s in snapshots]
+
+
+def graph_in_float64(graph: TemporalGraph) -> TemporalGraph:
+    """``graph`` with its snapshots :func:`in_float64`."""
+    return dataclasses.replace(graph, snapshots=tuple(in_float64(list(graph.snapshots))))
+
+
+# Two computations that claim to be equal, run in float64: orders of summation differ by ~1e-16 of the
+# terms' magnitudes (1e-13 after a few training steps), so 1e-9 tells rounding from a wrong term on any
+# CPU kernel set, while float32 rounding (1e-7 per sum, 1e-6 to 1e-5 after training) sits near any
+# fixed tolerance one could pick for it.
+EXACT64 = {"rtol": 1e-9, "atol": 1e-9}

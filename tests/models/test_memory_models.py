@@ -19,6 +19,10 @@ from dygsched.models.tgn import TGN
 CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
 MODELS = {"tgn": TGN, "jodie": JODIE, "apan": APAN}
 SMALL = {"memory_dim": 8, "time_dim": 6, "dropout": 0.0}
+# The equations by hand and the row checks claim the same numbers as the model: in float64, where another
+# order of summing (another batch shape, another CPU kernel set) moves a value by ~1e-16, not the 1e-7 of
+# float32, which sat within a factor of 2 of a 1e-6 tolerance.
+EXACT = {"atol": 1e-12, "rtol": 0.0}
 
 
 def build(name: str, edge_dim: int = 1, **kwargs) -> MemoryModel:
@@ -32,18 +36,24 @@ def build(name: str, edge_dim: int = 1, **kwargs) -> MemoryModel:
     return model
 
 
+def in_dtype_of(model: MemoryModel, rows: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``rows`` with their floating tensors in the model's dtype (the same values, drawn in float32)."""
+    dtype = next(model.parameters()).dtype
+    return {key: value.to(dtype) if value.is_floating_point() else value for key, value in rows.items()}
+
+
 def state_rows(model: MemoryModel, n: int, seed: int = 1) -> dict[str, torch.Tensor]:
     """Random memory, mailbox and times for ``n`` rows (query times after the memory times)."""
     g = torch.Generator().manual_seed(seed)
     memory_time = torch.rand(n, generator=g) * 50
     query_time = memory_time + torch.rand(n, generator=g) * 20
-    return {
+    return in_dtype_of(model, {
         "memory": torch.randn(n, model.memory_dim, generator=g),
         "memory_time": memory_time,
         "mail": torch.randn(n, model.mailbox_size, model.mail_dim, generator=g),
         "mail_time": memory_time[:, None] - torch.rand(n, model.mailbox_size, generator=g) * 10,
         "query_time": query_time,
-    }
+    })
 
 
 def root_rows(model: MemoryModel, n: int, seed: int = 2) -> dict[str, torch.Tensor]:
@@ -56,7 +66,7 @@ def root_rows(model: MemoryModel, n: int, seed: int = 2) -> dict[str, torch.Tens
     if k:
         mask[0] = False
         mask[1] = True
-    return {
+    return in_dtype_of(model, {
         "memory": torch.randn(n, model.memory_dim, generator=g),
         "memory_time": memory_time,
         "query_time": query_time,
@@ -64,7 +74,7 @@ def root_rows(model: MemoryModel, n: int, seed: int = 2) -> dict[str, torch.Tens
         "neighbour_time": (query_time[:, None] - torch.rand(n, k, generator=g) * 30) * mask,
         "neighbour_edge": torch.randn(n, k, model.edge_dim, generator=g) * mask[..., None],
         "neighbour_mask": mask,
-    }
+    })
 
 
 def phi(encoder: TimeEncoding, dt: torch.Tensor) -> torch.Tensor:
@@ -106,7 +116,7 @@ def test_shapes_and_attributes(name: str, edge_dim: int) -> None:
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_rows_are_independent(name: str) -> None:
     """A permuted subset of rows gives the same rows as the whole batch (update, embed and score)."""
-    model = build(name)
+    model = build(name).double()
     n = 16
     subset = torch.randperm(n, generator=torch.Generator().manual_seed(3))[:9]
     state, roots = state_rows(model, n), root_rows(model, n)
@@ -114,9 +124,9 @@ def test_rows_are_independent(name: str) -> None:
     logits = model.score(z, z.flip(0))
     s_sub = model.update_memory(**{key: value[subset] for key, value in state.items()})
     z_sub = model.embed(**{key: value[subset] for key, value in roots.items()})
-    torch.testing.assert_close(s_sub, s[subset], atol=1e-6, rtol=0)
-    torch.testing.assert_close(z_sub, z[subset], atol=1e-6, rtol=0)
-    torch.testing.assert_close(model.score(z_sub, z.flip(0)[subset]), logits[subset], atol=1e-6, rtol=0)
+    torch.testing.assert_close(s_sub, s[subset], **EXACT)
+    torch.testing.assert_close(z_sub, z[subset], **EXACT)
+    torch.testing.assert_close(model.score(z_sub, z.flip(0)[subset]), logits[subset], **EXACT)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
@@ -152,21 +162,21 @@ def test_time_encoding_starts_at_tgl_frequencies_and_is_trainable() -> None:
 
 # ---- TGL's equations written out ------------------------------------------------------------------
 def test_jodie_updater_and_embedding_by_hand() -> None:
-    model = build("jodie")
+    model = build("jodie").double()
     state = state_rows(model, 3)
     s, tau, t, m = state["memory"], state["memory_time"], state["query_time"], state["mail"][:, 0]
     rnn = model.updater
     x = torch.cat([m, phi(model.time_encoder, t - tau)], dim=1)
     expected = torch.tanh(x @ rnn.weight_ih.T + rnn.bias_ih + s @ rnn.weight_hh.T + rnn.bias_hh)
     s_new = model.update_memory(**state)
-    torch.testing.assert_close(s_new, expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(s_new, expected, **EXACT)
 
     lin = model.time_projection.lin
     dt = (t - tau) / (t + 1)
     z_expected = layer_norm(s_new, model.norm) * (1 + dt[:, None] * lin.weight[:, 0] + lin.bias)
     roots = root_rows(model, 3)
     roots.update(memory=s_new, memory_time=tau, query_time=t)
-    torch.testing.assert_close(model.embed(**roots), z_expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(model.embed(**roots), z_expected, **EXACT)
 
 
 def test_jodie_time_projection_starts_like_jodies_normal_linear() -> None:
@@ -176,7 +186,7 @@ def test_jodie_time_projection_starts_like_jodies_normal_linear() -> None:
 
 
 def test_tgn_gru_reads_the_latest_mail_and_the_time_since_the_last_update() -> None:
-    model = build("tgn")
+    model = build("tgn").double()
     state = state_rows(model, 4)
     s, tau, t, m = state["memory"], state["memory_time"], state["query_time"], state["mail"][:, 0]
     gru = model.updater
@@ -185,14 +195,14 @@ def test_tgn_gru_reads_the_latest_mail_and_the_time_since_the_last_update() -> N
     (i_r, i_z, i_n), (h_r, h_z, h_n) = gi.chunk(3, 1), gh.chunk(3, 1)
     r, z = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
     candidate = torch.tanh(i_n + r * h_n)
-    torch.testing.assert_close(model.update_memory(**state), (1 - z) * candidate + z * s, atol=1e-6, rtol=0)
+    torch.testing.assert_close(model.update_memory(**state), (1 - z) * candidate + z * s, **EXACT)
     # mail_time plays no part (TGL encodes t - tau)
     moved = {**state, "mail_time": state["mail_time"] + 7}
     assert torch.equal(model.update_memory(**moved), model.update_memory(**state))
 
 
 def test_tgn_attention_by_hand_with_a_masked_neighbour() -> None:
-    model = build("tgn", heads=2)
+    model = build("tgn", heads=2).double()
     att = model.attention
     roots = root_rows(model, 5)
     roots["neighbour_mask"][2] = torch.tensor([True, False, True, True])
@@ -201,7 +211,7 @@ def test_tgn_attention_by_hand_with_a_masked_neighbour() -> None:
     width = d // heads
     for r in range(5):
         s, t = roots["memory"][r], roots["query_time"][r]
-        q = att.w_q(torch.cat([s, phi(att.time_encoder, torch.zeros(()))]))
+        q = att.w_q(torch.cat([s, phi(att.time_encoder, torch.zeros((), dtype=s.dtype))]))
         keys, values, valid = [], [], []
         for j in range(model.embedding_neighbours):
             if not roots["neighbour_mask"][r, j]:
@@ -211,15 +221,15 @@ def test_tgn_attention_by_hand_with_a_masked_neighbour() -> None:
             keys.append(att.w_k(feature))
             values.append(att.w_v(feature))
             valid.append(j)
-        attended = torch.zeros(d)
+        attended = torch.zeros(d, dtype=s.dtype)
         for h in range(heads):
             part = slice(h * width, (h + 1) * width)
-            scores = torch.stack([leaky(q[part] @ key[part]) for key in keys]) if keys else torch.zeros(0)
+            scores = torch.stack([leaky(q[part] @ key[part]) for key in keys]) if keys else torch.zeros(0, dtype=s.dtype)
             weights = torch.exp(scores)
             for w, value in zip(weights, values):
                 attended[part] += w / weights.sum() * value[part]
         expected = layer_norm(torch.relu(att.w_out(torch.cat([attended, s]))), att.norm)
-        torch.testing.assert_close(z[r], expected, atol=1e-5, rtol=0)
+        torch.testing.assert_close(z[r], expected, **EXACT)
     # a padded neighbour's inputs do not matter
     changed = {key: value.clone() for key, value in roots.items()}
     changed["neighbour_memory"][2, 1] += 100
@@ -229,14 +239,14 @@ def test_tgn_attention_by_hand_with_a_masked_neighbour() -> None:
 
 
 def test_apan_updater_on_one_row_by_hand() -> None:
-    model = build("apan", heads=2)
+    model = build("apan", heads=2).double()
     state = state_rows(model, 3)
     r = 1
     s, t = state["memory"][r], state["query_time"][r]
     heads, width = 2, model.memory_dim // 2
     q = model.w_q(s)
     slots = [torch.cat([state["mail"][r, j], phi(model.time_encoder, t - state["mail_time"][r, j])]) for j in range(3)]
-    attended = torch.zeros(model.memory_dim)
+    attended = torch.zeros(model.memory_dim, dtype=s.dtype)
     for h in range(heads):
         part = slice(h * width, (h + 1) * width)
         weights = torch.exp(torch.stack([leaky(q[part] @ model.w_k(slot)[part]) for slot in slots]))
@@ -244,29 +254,29 @@ def test_apan_updater_on_one_row_by_hand() -> None:
             attended[part] += w / weights.sum() * model.w_v(slot)[part]
     expected = torch.relu(model.mlp(layer_norm(attended + s, model.updater_norm)))
     s_new = model.update_memory(**state)
-    torch.testing.assert_close(s_new[r], expected, atol=1e-5, rtol=0)
+    torch.testing.assert_close(s_new[r], expected, **EXACT)
     roots = root_rows(model, 3)
     roots["memory"] = s_new
-    torch.testing.assert_close(model.embed(**roots), layer_norm(s_new, model.norm), atol=1e-6, rtol=0)
+    torch.testing.assert_close(model.embed(**roots), layer_norm(s_new, model.norm), **EXACT)
 
 
 # ---- edge cases and gradients ---------------------------------------------------------------------
 def test_tgn_roots_without_neighbours_get_finite_embeddings_and_gradients() -> None:
-    model = build("tgn")
+    model = build("tgn").double()
     roots = root_rows(model, 4)
     roots["neighbour_mask"][:] = False
     roots["memory"].requires_grad_(True)
     z = model.embed(**roots)
     att = model.attention
-    expected = layer_norm(torch.relu(att.w_out(torch.cat([torch.zeros(4, model.memory_dim), roots["memory"]], 1))), att.norm)
-    torch.testing.assert_close(z, expected, atol=1e-6, rtol=0)
+    expected = layer_norm(torch.relu(att.w_out(torch.cat([torch.zeros(4, model.memory_dim, dtype=z.dtype), roots["memory"]], 1))), att.norm)
+    torch.testing.assert_close(z, expected, **EXACT)
     z.sum().backward()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
     assert torch.isfinite(roots["memory"].grad).all()
     # k = 0 neighbours: the same embeddings
     empty = {**roots, "neighbour_memory": roots["neighbour_memory"][:, :0], "neighbour_time": roots["neighbour_time"][:, :0]}
     empty.update(neighbour_edge=roots["neighbour_edge"][:, :0], neighbour_mask=roots["neighbour_mask"][:, :0])
-    torch.testing.assert_close(model.embed(**empty), z, atol=1e-6, rtol=0)
+    torch.testing.assert_close(model.embed(**empty), z, **EXACT)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

@@ -11,7 +11,12 @@ from dygsched.data.synthetic import SyntheticSource
 from dygsched.models import GATLSTM, MPNNLSTM, WDGCN
 from dygsched.models.base import LayerHooks, dropout, gcn_conv, lstm_cell
 
-TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-6}
+# The window path claims the per-step path's numbers, so they are compared in float64: the two sum in
+# other orders (one matmul over the window against one per step), and three epochs of Adam, which divides
+# each gradient by its own running size, carry float32's ~1e-7 rounding to 1e-6 in gradients and
+# parameters on one CPU kernel set and less on another, within 10x of any fixed float32 tolerance. In
+# float64 the two paths stay within 1e-13, so 1e-9 is exact up to rounding on every kernel set.
+TOLERANCE = 1e-9
 
 
 def as_dtype(snapshots, dtype):
@@ -78,31 +83,31 @@ def train_three_epochs(model, snapshots, forward):
     return torch.tensor(losses, dtype=torch.float64), grads
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("num_layers,skip", [(1, True), (2, True), (2, False)])
-def test_mpnn_lstm_window_path_is_the_per_step_path(dtype, num_layers, skip):
+def test_mpnn_lstm_window_path_is_the_per_step_path(num_layers, skip):
+    dtype = torch.float64
     graph = SyntheticSource(num_nodes=40, num_snapshots=5, feature_dim=4, seed=3).load()
     snapshots = as_dtype(graph.snapshots, dtype)
     torch.manual_seed(0)
     ours = MPNNLSTM(4, 1, hidden_channels=8, num_layers=num_layers, dropout=0.0, skip=skip).to(dtype)
     reference = MPNNLSTM(4, 1, hidden_channels=8, num_layers=num_layers, dropout=0.0, skip=skip).to(dtype)
     reference.load_state_dict(ours.state_dict())
-    tol = TOLERANCE[dtype]
+    tol = TOLERANCE
 
     top_ours = []
     h, states = ours.unroll(snapshots, hooks=KeepTopOutputs(top_ours, len(ours.layers) - 1))
     _, top_reference = per_step_mpnn_lstm(reference, snapshots)
     for a, b in zip(top_ours, top_reference, strict=True):
-        assert torch.allclose(a, b, atol=tol)
-    assert torch.allclose(ours.readout(h), per_step_mpnn_lstm(reference, snapshots)[0], atol=tol)
+        assert torch.allclose(a, b, rtol=tol, atol=tol)
+    assert torch.allclose(ours.readout(h), per_step_mpnn_lstm(reference, snapshots)[0], rtol=tol, atol=tol)
 
     losses_ours, grads_ours = train_three_epochs(ours, snapshots, lambda m, g: m(g))
     losses_reference, grads_reference = train_three_epochs(reference, snapshots, lambda m, g: per_step_mpnn_lstm(m, g)[0])
-    assert torch.allclose(losses_ours, losses_reference, atol=tol)
+    assert torch.allclose(losses_ours, losses_reference, rtol=tol, atol=tol)
     for a, b in zip(grads_ours, grads_reference, strict=True):
-        assert torch.allclose(a, b, atol=tol)
+        assert torch.allclose(a, b, rtol=tol, atol=tol)
     for a, b in zip(ours.parameters(), reference.parameters(), strict=True):
-        assert torch.allclose(a, b, atol=10 * tol)
+        assert torch.allclose(a, b, rtol=10 * tol, atol=10 * tol)
 
 
 @pytest.mark.parametrize(
