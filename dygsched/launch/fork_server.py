@@ -74,11 +74,19 @@ def start_fork_server() -> str:
     tie = threading.current_thread() is threading.main_thread()
     if tie:
         os.environ[LAUNCHER_ENV] = str(os.getpid())
+    # It serves CPU runs only (serves): it and its ranks see no GPU, so nothing they import or call
+    # can initialise CUDA in them (a CPU rank forked from a server that had, failed at its first CUDA query).
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
     try:
         forkserver.ensure_running()
     finally:
         if tie:
             os.environ.pop(LAUNCHER_ENV, None)
+        if visible is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = visible
     return "forkserver"
 
 
