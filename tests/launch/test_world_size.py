@@ -5,8 +5,6 @@ backward communicates): one ``dygsched: error:`` line, exit 1, no run folder."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -14,12 +12,13 @@ from omegaconf import OmegaConf
 from dygsched.errors import ConfigError
 from dygsched.launch.app import check_config, resolve_world_size, static_checks
 from dygsched.launch.base import threads_per_rank
-from dygsched.launch.hydra_app import compose_config, main
+from dygsched.launch.hydra_app import compose_config
 from dygsched.launch.local import LocalLauncher
 from dygsched.launch.resolvers import slurm_tasks_per_node
 from dygsched.launch.slurm import SlurmLauncher
 from dygsched.launch.torchrun import TorchrunLauncher
 from tests.conftest import TINY_SYNTHETIC
+from tests.launch.test_launchers import run_main
 
 
 @pytest.fixture
@@ -97,16 +96,6 @@ def test_slurm_tasks_round_up_so_an_uneven_world_size_is_refused():
     assert slurm_tasks_per_node(3, 2, None) == 2
     with pytest.raises(ConfigError, match="2 x 2 ranks, world_size is 3"):
         SlurmLauncher(nodes=2, tasks_per_node=2).check(3)
-
-
-def run_main(tmp_path, capsys, *args):
-    """``dygsched run ARGS`` in this process: (exit code, stderr lines); a ConfigError raised up front counts as exit 1."""
-    try:
-        code = main([*args, f"results_dir={tmp_path / 'results'}"])
-    except ConfigError as exc:
-        print(f"dygsched: error: {exc}", file=sys.stderr)
-        code = 1
-    return code, capsys.readouterr().err.strip().splitlines()
 
 
 def no_run_folder(tmp_path) -> bool:
