@@ -218,11 +218,11 @@ def test_embedding_each_distinct_root_once_changes_nothing(model_name, reference
     every_root = SingleProcessStrategy(NodeMemoryConfig(batch_size=GLOBAL_BATCH))
     every_root.embed_distinct_roots = False
     want, got = train(every_root, model_name, 0, 1), references[(model_name, "transductive")]
-    # losses and scores to the battery's 1e-6: JODIE's tanh memory carries reordered float64 sums to 1e-9..1e-8
-    # of a step's loss by the second epoch (1.8e-9 on the default kernels, 1.5e-10 in val/test on AVX2), so 1e-9 was a coin toss
+    # to the battery's tolerances: JODIE's tanh memory carries reordered float64 sums to 1e-9..1e-8 by the second
+    # epoch (on the default kernels 1.8e-9 in the losses and 2e-8 in the parameters; 1.5e-10 in val/test on AVX2)
     np.testing.assert_allclose(got["losses"], want["losses"], rtol=1e-6)
     for key, value in want["params"].items():
-        torch.testing.assert_close(got["params"][key], value, rtol=1e-9, atol=1e-10, msg=key)
+        torch.testing.assert_close(got["params"][key], value, rtol=1e-6, atol=1e-7, msg=key)
     for phase in ("val", "test"):
         assert got[phase] == pytest.approx(want[phase], rel=1e-6)
     # and the pairs do repeat, so the comparison is not of two identical computations
