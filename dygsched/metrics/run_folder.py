@@ -161,9 +161,11 @@ class RunFolder:
         those left outside it are removed."""
         for path in self.path.glob("failure-rank*.txt"):
             path.replace(path.with_name(f"earlier-{path.name}"))
-        for path in self.path.glob("phase-rank*.txt"):
-            if self._fatal_signal(path) is not None:
-                path.replace(path.with_name(f"earlier-{path.name}"))
+        for _, rank, _ in self.signal_deaths():
+            self.stacks_file(rank).replace(self.path / f"earlier-stacks-rank{rank}.txt")
+            phase = self.phase_file(rank)
+            if phase.exists():
+                phase.replace(phase.with_name(f"earlier-{phase.name}"))
         for path in self._fallback_dir().glob(f"{self._fallback_prefix()}-failure-rank*.txt"):
             path.unlink(missing_ok=True)
 
@@ -196,8 +198,14 @@ class RunFolder:
         return sorted(found)
 
     def phase_file(self, rank: int) -> Path:
-        """What ``rank`` is doing (``PhaseRecord``), and its stacks if a fatal signal ended it."""
+        """What ``rank`` is doing (``PhaseRecord``)."""
         return self.path / f"phase-rank{rank}.txt"
+
+    def stacks_file(self, rank: int) -> Path:
+        """Where faulthandler writes ``rank``'s stacks if a fatal signal ends it: beside the system's
+        temporary files, since a file held open for writing in the run folder for the whole run would
+        keep its disk from being remounted read-only (a failure the run must report in one line)."""
+        return self._fallback_dir() / f"{self._fallback_prefix()}-stacks-rank{rank}.txt"
 
     def phase(self, rank: int) -> str | None:
         """The phase ``rank`` last entered, as its phase file says (``None`` when it has none)."""
@@ -212,31 +220,31 @@ class RunFolder:
             text = path.read_text(errors="replace")
         except OSError:
             return None
-        for line in text.splitlines()[1:]:
+        for line in text.splitlines():
             if line.startswith("Fatal Python error: "):
                 return FATAL_SIGNALS.get(line.removeprefix("Fatal Python error: ").strip(), "a fatal signal")
         return None
 
     def signal_deaths(self) -> list[tuple[int, int, str]]:
-        """``(time written, rank, reason)`` of every rank whose phase file holds the stacks faulthandler
+        """``(time written, rank, reason)`` of every rank of this machine whose stacks faulthandler
         wrote as a fatal signal (SIGABRT, SIGSEGV, ...) ended it, earliest first."""
         found = []
-        for path in self.path.glob("phase-rank*.txt"):
+        for path in self._fallback_dir().glob(f"{self._fallback_prefix()}-stacks-rank*.txt"):
             signal_name = self._fatal_signal(path)
             if signal_name is None:
                 continue
             try:
-                rank, written = int(path.stem.removeprefix("phase-rank")), path.stat().st_mtime_ns
+                rank, written = int(path.stem.rsplit("-stacks-rank", 1)[1]), path.stat().st_mtime_ns
             except (OSError, ValueError):
                 continue
-            found.append((written, rank, killed_by(rank, signal_name, self.phase(rank), path.name)))
+            found.append((written, rank, killed_by(rank, signal_name, self.phase(rank), str(path))))
         return sorted(found)
 
     def killed_by(self, rank: int, signal_name: str) -> str:
         """One line for ``rank``, which ``signal_name`` ended (as its launcher saw): the phase it
         was in, and the file holding its stacks when faulthandler could write them."""
-        dumped = self._fatal_signal(self.phase_file(rank)) is not None
-        return killed_by(rank, signal_name, self.phase(rank), self.phase_file(rank).name if dumped else None)
+        dumped = self._fatal_signal(self.stacks_file(rank)) is not None
+        return killed_by(rank, signal_name, self.phase(rank), str(self.stacks_file(rank)) if dumped else None)
 
     def first_cause(self) -> str | None:
         """The earliest cause any rank left: its failure file's reason (``rank R: ...``), or the
@@ -250,29 +258,29 @@ class PhaseRecord:
     """One rank's current phase, kept in ``phase-rank<r>.txt`` for whoever reports its death.
 
     A rank that dies of a signal runs no Python: NCCL's watchdog calls ``abort()`` on a failed or
-    timed-out collective. So the file holds the phase as its first line, rewritten at each change,
+    timed-out collective. So the phase file holds the phase, rewritten (and closed) at each change,
     and ``faulthandler`` (which runs at C level on SIGABRT, SIGSEGV, SIGBUS, SIGFPE and SIGILL)
-    appends every thread's stack to it as the process dies. A rank that ends normally, or with an
-    exception it reports itself, removes the file.
+    writes every thread's stack into the rank's stacks file (``RunFolder.stacks_file``, outside
+    the run folder) as the process dies. A rank that ends normally, or with an exception it
+    reports itself, removes both.
     """
 
     def __init__(self, folder: RunFolder, rank: int) -> None:
         self.path = folder.phase_file(rank)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "w")  # noqa: SIM115 - faulthandler writes to it until close()
+        self.stacks_path = folder.stacks_file(rank)
+        self._stacks = open(self.stacks_path, "w")  # noqa: SIM115 - faulthandler writes to it until close()
         self._was_enabled = faulthandler.is_enabled()  # e.g. PYTHONFAULTHANDLER: to stderr again after close()
-        faulthandler.enable(file=self._file, all_threads=True)
+        faulthandler.enable(file=self._stacks, all_threads=True)
 
     def enter(self, phase: str) -> None:
-        self._file.seek(0)
-        self._file.truncate()
-        self._file.write(f"{PHASE_PREFIX}{phase}\n")
-        self._file.flush()
+        self.path.write_text(f"{PHASE_PREFIX}{phase}\n")
 
     def close(self) -> None:
-        """Stop recording and remove the file (the rank did not die of a signal)."""
+        """Stop recording and remove the files (the rank did not die of a signal)."""
         faulthandler.disable()
         if self._was_enabled:
             faulthandler.enable()
-        self._file.close()
+        self._stacks.close()
+        self.stacks_path.unlink(missing_ok=True)
         self.path.unlink(missing_ok=True)

@@ -52,12 +52,12 @@ def die_in(tmp_path, phase: str, how: str) -> RunFolder:
 
 def test_a_signal_death_leaves_its_phase_and_stacks(tmp_path):
     folder = die_in(tmp_path, "training, epoch 2 of 5", "os.abort()")
-    text = folder.phase_file(1).read_text()
-    assert text.startswith("phase: training, epoch 2 of 5\nFatal Python error: Aborted") and "loading the data" not in text
+    assert folder.phase_file(1).read_text() == "phase: training, epoch 2 of 5\n"
+    assert folder.stacks_file(1).read_text().startswith("Fatal Python error: Aborted")
     assert folder.phase(1) == "training, epoch 2 of 5"
     [(_, rank, reason)] = folder.signal_deaths()
     assert rank == 1 and reason.startswith(f"rank 1 {ABORT_LINE.format(phase='training, epoch 2 of 5')}")
-    assert reason.endswith("stacks in phase-rank1.txt)")
+    assert reason.endswith(f"stacks in {folder.stacks_file(1)})")
     assert folder.first_cause() == reason
     # as the local launcher and torchrun's report see it
     assert death_reason(folder, 1, None, "SIGABRT") == reason
@@ -85,7 +85,7 @@ def test_a_rank_that_ends_normally_removes_its_phase_file(tmp_path):
     record.enter("writing the results")
     assert folder.phase(0) == "writing the results"
     record.close()
-    assert not folder.phase_file(0).exists() and folder.phase(0) is None
+    assert not folder.phase_file(0).exists() and folder.phase(0) is None and not folder.stacks_file(0).exists()
 
 
 def test_a_resumed_run_sets_earlier_stacks_aside(tmp_path):
@@ -94,6 +94,7 @@ def test_a_resumed_run_sets_earlier_stacks_aside(tmp_path):
     folder.forget_old_failures()
     assert folder.signal_deaths() == [] and folder.phase_file(0).exists()
     assert (folder.path / "earlier-phase-rank1.txt").read_text().startswith("phase: training, epoch 4 of 9")
+    assert (folder.path / "earlier-stacks-rank1.txt").read_text().startswith("Fatal Python error: Aborted")
 
 
 def test_ranks_get_nccls_asynchronous_error_handling_unless_set(monkeypatch):
@@ -121,7 +122,7 @@ def test_launcher_local_records_a_rank_aborted_in_its_phase(tmp_path, when, phas
     summary = json.loads((results / "abort" / "summary.json").read_text())
     assert summary["status"] == "failed" and summary["reason"].startswith(line)
     assert summary["epochs_completed"] == (1 if when is IN_TRAINING else 0)
-    stacks = (results / "abort" / "phase-rank1.txt").read_text()
+    stacks = RunFolder(results, "abort").stacks_file(1).read_text()
     assert "Fatal Python error: Aborted" in stacks and "failing_model.py" in stacks  # where it aborted
 
 
