@@ -209,8 +209,11 @@ def start_and_kill(
 def start_victim(tmp_path: Path, command: list[str], env: dict | None = None) -> tuple[subprocess.Popen, list]:
     """Start ``command`` (a run with run_id=victim) and wait for its first checkpoint; the process and its ranks."""
     folder = tmp_path / "results" / "victim"
+    # Ctrl-C as a terminal sends it: a shell starts a background job with SIGINT ignored, and the run
+    # would inherit that from a test suite started so
     proc = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     deadline = time.monotonic() + 240
     while not (folder / "checkpoint.pt").exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
