@@ -116,7 +116,11 @@ def gather(result: dict, world_size: int) -> list[dict]:
     return everyone
 
 
+DEVICE_KEYED = "cpu:gloo"
+
+
 def _ranks(rank: int, world_size: int, out: str) -> None:
+    assert world_size == 1 or comm.backend() == DEVICE_KEYED
     results = {}
     for (sched, variant), build in STRATEGIES.items():
         for model_name in MODELS:
@@ -151,28 +155,9 @@ def distributed(request, tmp_path_factory):
     out = str(tmp_path_factory.mktemp("node_memory") / "results.pt")
     if world_size == 1:
         _ranks(0, 1, out)
-    else:
-        run_ranks(_ranks, (world_size, out), nprocs=world_size)
+    else:  # a group routing collectives by device type, as a CUDA run's cpu:gloo,cuda:nccl does for host tensors
+        run_ranks(_ranks, (world_size, out), nprocs=world_size, backend=DEVICE_KEYED)
     return world_size, torch.load(out, weights_only=False)
-
-
-def _ranks_device_keyed(rank: int, world_size: int, out: str) -> None:
-    """Every strategy once (TGN) in a group started with a device-keyed backend string."""
-    assert comm.backend() == "cpu:gloo"
-    results = {}
-    for (sched, variant), build in STRATEGIES.items():
-        results[(sched, "tgn", variant, "transductive")] = gather(train(build(GLOBAL_BATCH // world_size), "tgn", rank, world_size), world_size)
-    if rank == 0:
-        torch.save(results, out)
-
-
-@pytest.fixture(scope="module")
-def device_keyed(tmp_path_factory):
-    """2 ranks whose group routes collectives by device type (``cpu:gloo``, as a CUDA run's
-    ``cpu:gloo,cuda:nccl`` does for host tensors)."""
-    out = str(tmp_path_factory.mktemp("node_memory_device_keyed") / "results.pt")
-    run_ranks(_ranks_device_keyed, (2, out), nprocs=2, backend="cpu:gloo")
-    return 2, torch.load(out, weights_only=False)
 
 
 @pytest.fixture(scope="module")
@@ -184,10 +169,6 @@ def references():
 
 def test_every_strategy_trains_what_one_process_trains_with_the_global_batch(distributed, references):
     trains_what_one_process_trains(*distributed, references)
-
-
-def test_under_a_device_keyed_backend_every_strategy_still_trains_what_one_process_trains(device_keyed, references):
-    trains_what_one_process_trains(*device_keyed, references)
 
 
 def trains_what_one_process_trains(world_size: int, results: dict, references: dict) -> None:
