@@ -42,8 +42,8 @@ import time
 
 import numpy as np
 
-from dygsched.sched.bounds import loads_negligible, lower_bound, min_iterations
-from dygsched.sched.problem import ScheduleProblem
+from dygsched.planner.bounds import loads_negligible, lower_bound, min_iterations
+from dygsched.planner.problem import ScheduleProblem
 
 MAX_GROUPS = 400  # the pricing holds every pair of groups: n^2 / 2 bins
 SMOOTHING = 0.8  # Wentges: price at 0.8 x the best duals so far + 0.2 x the master's, then adapted:

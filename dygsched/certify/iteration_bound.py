@@ -49,8 +49,8 @@ import time
 
 import numpy as np
 
-from dygsched.sched.bounds import loads_negligible, lower_bound, min_iterations
-from dygsched.sched.problem import ScheduleProblem
+from dygsched.planner.bounds import loads_negligible, lower_bound, min_iterations
+from dygsched.planner.problem import ScheduleProblem
 
 SOLVER_GAP = 1e-3  # HiGHS stops a round within this relative gap; its proven bound is what counts
 SAFETY = 1e-6  # relative margin for the solver's feasibility tolerances

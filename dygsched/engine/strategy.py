@@ -43,7 +43,7 @@ from dygsched.errors import ConfigError
 from dygsched.metrics.atomic import write_json
 from dygsched.metrics.run_folder import RunFolder
 from dygsched.models.flops import FlopCounter
-from dygsched.sched.plan import Plan
+from dygsched.planner.plan import Plan
 
 
 @dataclass(frozen=True)

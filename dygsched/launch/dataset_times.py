@@ -8,7 +8,7 @@ from dygsched.data.loading import load_graph
 from dygsched.engine.objective import build_split
 from dygsched.engine.worker import run_settings
 from dygsched.launch.hydra_app import compose_config
-from dygsched.sched.cost_model import CostModel, group_times_from_sizes
+from dygsched.planner.cost_model import CostModel, group_times_from_sizes
 
 
 def dataset_group_times(overrides: list[str], cost_model: CostModel) -> list[float]:

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 from dygsched.errors import ScheduleError
-from dygsched.sched import SOLVERS, ScheduleProblem, solve
-from dygsched.sched.cost_model import CostModel
-from dygsched.sched.solvers.ilp import BACKENDS
+from dygsched.planner import SOLVERS, ScheduleProblem, solve
+from dygsched.planner.cost_model import CostModel
+from dygsched.planner.solvers.ilp import BACKENDS
 
 
 def read_problem_file(path: str | Path) -> tuple[list[float], list[list[float]] | None]:

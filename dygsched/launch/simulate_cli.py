@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dygsched.errors import ScheduleError
-from dygsched.sched import SOLVERS, solve
-from dygsched.sched.cost_model import CostModel
-from dygsched.sched.simulate import generate_snapshots, imbalance_ratio, simulation_problem, with_gpus
+from dygsched.planner import SOLVERS, solve
+from dygsched.planner.cost_model import CostModel
+from dygsched.planner.simulate import generate_snapshots, imbalance_ratio, simulation_problem, with_gpus
 
 DEFAULT_GPUS = "4,8,16,32,64,128,256,512,1024"
 

@@ -52,7 +52,7 @@ class TGCNLayer(DGNNLayer):
     With ``None`` a whole snapshot (training without reuse) aggregates the narrower side (project
     first where ``in > 3 out``), and a reused chain runs in the order the reuse engine predicts
     faster on this device (``projection_widths``): it times the aggregation at both widths and
-    the projection, and sums them over the epoch's chains (``sched.aggregation_cost``). Case 1
+    the projection, and sums them over the epoch's chains (``planner.aggregation_cost``). Case 1
     aggregates the wider side where ``in < 3 out`` but projects only changed feature rows; case 2
     re-projects every row whose aggregation changed, and with GCN's normalisation a changed edge
     rewrites the rows of all its endpoints' neighbours.

@@ -21,7 +21,7 @@ from dygsched.paper.common import (
 from dygsched.paper.target import Headline, PaperShape, PaperTarget, Section, Settings, Sweep, Tables
 
 if TYPE_CHECKING:
-    from dygsched.sched import ScheduleProblem
+    from dygsched.planner import ScheduleProblem
 
 SECTION = Section("dygnex", "DyGNeX", "Snapshot-group schedules across GPUs: epoch time, imbalance, convergence, solve time.")
 
@@ -205,8 +205,8 @@ DYGNEX_G_FULL_MAX = 1000  # above this DyGNeX-G runs with a few candidate target
 
 def _solve_time_problem(snapshots: int, gpus: int) -> ScheduleProblem:
     """The simulated schedule problem of ``snapshots`` groups on ``gpus`` GPUs, without reuse."""
-    from dygsched.sched.cost_model import CostModel
-    from dygsched.sched.simulate import generate_snapshots, simulation_problem
+    from dygsched.planner.cost_model import CostModel
+    from dygsched.planner.simulate import generate_snapshots, simulation_problem
 
     stats = generate_snapshots(snapshots + SOLVE_WINDOW - 1, seed=snapshots)
     return simulation_problem(stats, SOLVE_WINDOW, CostModel(), gpus, reuse=False)
@@ -222,7 +222,7 @@ def build_solve_time(results: Path, quick: bool = False, gpus: int = 8, time_lim
     (DyGNeX-L, the reuse-agnostic ILP on CP-SAT, time to reach each optimality gap for 10 to 300
     snapshots; not converged within the time limit where it did not). ``quick``: fewer sizes and gaps,
     a 5 s limit, and 8 candidate targets for DyGNeX-G above 300 snapshots."""
-    from dygsched.sched import SolverStatus, solve
+    from dygsched.planner import SolverStatus, solve
 
     limit = 5.0 if quick else time_limit
     sizes_5 = [10, 50, 100, 300, 1000, 10000] if quick else [10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 300, 500, 1000, 3000, 7000, 10000]

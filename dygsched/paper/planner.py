@@ -20,9 +20,9 @@ import pandas as pd
 from dygsched.errors import ConfigError, DygschedError
 from dygsched.paper.common import holds, percent, published_value, span, table_named, write_table
 from dygsched.paper.target import Headline, PaperTarget, Section, Settings, Tables
-from dygsched.sched import ScheduleProblem, solve
-from dygsched.sched.cost_model import CostModel, group_times_from_sizes
-from dygsched.sched.simulate import generate_family, generate_snapshots, reuse_pairs, simulation_problem, with_gpus
+from dygsched.planner import ScheduleProblem, solve
+from dygsched.planner.cost_model import CostModel, group_times_from_sizes
+from dygsched.planner.simulate import generate_family, generate_snapshots, reuse_pairs, simulation_problem, with_gpus
 
 SECTION = Section("planner", "Planner", "The solvers against their bounds and against the published DyGNeX-G on every instance family; parallel efficiency from 4 to 1,024 simulated GPUs.")
 

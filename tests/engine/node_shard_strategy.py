@@ -21,7 +21,7 @@ from torch import nn
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.objective import GroupObjective, build_split
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, Strategy
-from dygsched.sched.plan import Plan, SolverStatus
+from dygsched.planner.plan import Plan, SolverStatus
 
 
 class NodeShardStrategy(Strategy):

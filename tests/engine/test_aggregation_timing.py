@@ -15,7 +15,7 @@ from dygsched.engine.snapshot_groups.aggregation_timing import (
     fit_conv_cost_curve,
     fit_projection_cost_on,
 )
-from dygsched.sched.aggregation_cost import DIFF_MESSAGE_COST, ChainStep, ConvCostCurve
+from dygsched.planner.aggregation_cost import DIFF_MESSAGE_COST, ChainStep, ConvCostCurve
 
 
 def test_fit_conv_cost_curve_times_real_aggregations() -> None:

@@ -15,9 +15,9 @@ from dygsched.models.gat_lstm import GATLSTM
 from dygsched.models.mpnn_lstm import MPNNLSTM
 from dygsched.models.tgcn import TGCN
 from dygsched.models.wdgcn import WDGCN
-from dygsched.sched.plan import Plan, SolverStatus
-from dygsched.sched.problem import ScheduleProblem
-from dygsched.sched.solvers.blad import blad_iterations
+from dygsched.planner.plan import Plan, SolverStatus
+from dygsched.planner.problem import ScheduleProblem
+from dygsched.planner.solvers.blad import blad_iterations
 from tests.harness import run_ranks, train_epoch
 from tests.models.snapshots import EXACT64, graph_in_float64, in_float64
 
@@ -146,7 +146,7 @@ def test_blad_iterations_cover_every_group_once_in_consecutive_round_robin_pairs
 
 
 def test_blad_solver_pairs_with_capacity_two_and_degenerates_to_psg_with_one():
-    from dygsched.sched import solve
+    from dygsched.planner import solve
 
     assert solve(ScheduleProblem((1.0,) * 5, 2, 2), "blad").iterations == blad_iterations(5, 2)
     assert solve(ScheduleProblem((1.0,) * 5, 2, 1), "blad").iterations == solve(ScheduleProblem((1.0,) * 5, 2, 1), "psg").iterations

@@ -26,8 +26,8 @@ from dygsched.engine.strategy import Artifacts
 from dygsched.errors import ConfigError
 from dygsched.metrics.recorder import MetricRecorder
 from dygsched.metrics.run_folder import RunFolder
-from dygsched.sched import ScheduleProblem, solve
-from dygsched.sched.planner import PlannerConfig
+from dygsched.planner import ScheduleProblem, solve
+from dygsched.planner.planning import PlannerConfig
 
 CPU = torch.device("cpu")
 

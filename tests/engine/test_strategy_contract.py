@@ -240,7 +240,7 @@ def test_the_worker_knows_no_strategy():
     modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     modules |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     assert "dygsched.engine.strategy" in modules
-    direct = sorted(m for m in modules if within(m, (*strategies, "dygsched.sched")) or m == "dygsched.engine")
+    direct = sorted(m for m in modules if within(m, (*strategies, "dygsched.planner")) or m == "dygsched.engine")
     assert not direct, direct
 
     probe = "import sys\nimport dygsched.engine.worker\nprint('\\n'.join(sorted(sys.modules)))"

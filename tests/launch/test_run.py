@@ -152,7 +152,7 @@ def test_same_seed_same_losses(tmp_path):
 
 
 def test_a_plan_for_another_world_size_fails_before_workers_start(tmp_path):
-    from dygsched.sched import ScheduleProblem, solve
+    from dygsched.planner import ScheduleProblem, solve
 
     plan_path = tmp_path / "plan.json"
     solve(ScheduleProblem((1.0,) * 6, 3, 2), "greedy").save(plan_path)

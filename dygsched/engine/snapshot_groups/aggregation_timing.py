@@ -13,7 +13,7 @@ import torch
 from dygsched.data.diffmap import DiffMap, EdgeSet, diff_workload
 from dygsched.engine.timing import timed
 from dygsched.models.incremental import spmm
-from dygsched.sched.aggregation_cost import (
+from dygsched.planner.aggregation_cost import (
     ChainStep,
     ConvCostCurve,
     OrderCosts,

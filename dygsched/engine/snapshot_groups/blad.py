@@ -5,7 +5,7 @@ main thread runs the dense and temporal work and the backward of the current gro
 thread (on GPU with its own CUDA stream) loads the next group (host-to-device copy) and runs its
 message passing: the first layer's spatial aggregation of every snapshot, which depends only on
 the snapshot's features and graph. Groups go to ranks round-robin in time order with no load
-balancing (the ``blad`` solver of ``dygsched.sched``, a plan with capacity 2).
+balancing (the ``blad`` solver of ``dygsched.planner``, a plan with capacity 2).
 
 The result is exact: the same parameter gradients as training the rank's groups one after another
 (autograd graphs built in the stage-1 thread are backpropagated from the main thread; parameters do

@@ -7,7 +7,7 @@ the model's own layer loop (``DGNN.unroll``), around whatever hooks the executor
 the profile measures the training code itself. On GPU a phase is timed by CUDA events on the
 stream that runs it (``dygsched.engine.timing``), read when the unit's profile is recorded, so a
 boundary does not stop the device. What the samples become (medians, the
-fitted cost model) is ``dygsched.sched.profile``.
+fitted cost model) is ``dygsched.planner.profile``.
 """
 
 from __future__ import annotations

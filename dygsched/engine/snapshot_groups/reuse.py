@@ -23,7 +23,7 @@ and accounting) and, with ``reuse=True``, removes the work REAL removes:
 
 ``reuse=False`` is ``SequentialExecutor`` unchanged, whatever the other options say. During profiling
 epochs each group's time is recorded as usual, plus the seconds of its reusable part (transfer and
-first-layer convolutions), from which the planner's reuse table is built (``sched.reuse_table``).
+first-layer convolutions), from which the planner's reuse table is built (``planner.reuse_table``).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from dygsched.engine.snapshot_groups.streams import Streams
 from dygsched.engine.strategy import IterationStats, MetricValue, Missing
 from dygsched.errors import ConfigError
 from dygsched.models.base import PLAIN, GivenFirstConv, LayerHooks
-from dygsched.sched.aggregation_cost import ChainStep, ConvCostCurve, OrderCosts, choose_projection_first
+from dygsched.planner.aggregation_cost import ChainStep, ConvCostCurve, OrderCosts, choose_projection_first
 
 REUSE_PATHS = ("adaptive", "diff", "full")
 

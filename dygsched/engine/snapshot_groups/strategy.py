@@ -35,8 +35,8 @@ from dygsched.engine.snapshot_groups.timeline import Timeline, TimelineConfig
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy
 from dygsched.engine.timing import timed
 from dygsched.errors import ConfigError, ScheduleError
-from dygsched.sched.plan import Plan
-from dygsched.sched.planner import PlannerConfig, load_plan_file
+from dygsched.planner.plan import Plan
+from dygsched.planner.planning import PlannerConfig, load_plan_file
 
 
 class SnapshotGroupStrategy(Strategy):

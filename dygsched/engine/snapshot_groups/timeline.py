@@ -21,10 +21,10 @@ from dygsched.engine import comm
 from dygsched.engine.snapshot_groups.profiler import Profiler
 from dygsched.engine.strategy import Artifacts, broadcast_from_rank0
 from dygsched.errors import ConfigError
-from dygsched.sched.plan import Plan
-from dygsched.sched.planner import PlannerConfig, load_plan_file, plan_units, unit_times_from_sizes
-from dygsched.sched.profile import build_profile, merge
-from dygsched.sched.reuse_table import Span, capped_reuse_pairs, pair_profiling_plan, reusable_from_pairs
+from dygsched.planner.plan import Plan
+from dygsched.planner.planning import PlannerConfig, load_plan_file, plan_units, unit_times_from_sizes
+from dygsched.planner.profile import build_profile, merge
+from dygsched.planner.reuse_table import Span, capped_reuse_pairs, pair_profiling_plan, reusable_from_pairs
 
 LR_SCALINGS = ("none", "linear", "sqrt")
 
