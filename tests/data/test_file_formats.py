@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from dygsched.data import file_formats as formats
 from dygsched.data.catalog import SHIPPED_DIR
 from dygsched.data.loading import load_data
 from dygsched.errors import DataError
+from tests.cli_process import run_dygsched
 from tests.conftest import ROOT
 from tests.data.test_stream_formats import write_dyglib, write_jodie, write_plain, write_pyg, write_tgl
 
@@ -168,9 +167,9 @@ def test_a_file_in_the_refusing_sources_own_format_gets_no_hint(tmp_path, source
 def test_the_run_says_so_in_one_line(tmp_path, dataset, kind, hint):
     """Through the command line: one line on stderr, exit 1, no traceback, before any rank starts."""
     path = WRITERS[kind][0](tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-m", "dygsched", "run", f"dataset={dataset}", f"dataset.path={path}", f"results_dir={tmp_path / 'results'}"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    done = run_dygsched(
+        "run", f"dataset={dataset}", f"dataset.path={path}", f"results_dir={tmp_path / 'results'}",
+        timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr

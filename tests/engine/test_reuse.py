@@ -2,8 +2,6 @@
 
 import dataclasses
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -26,6 +24,7 @@ from dygsched.models.gat_lstm import GATLSTM
 from dygsched.models.mpnn_lstm import MPNNLSTM
 from dygsched.models.tgcn import TGCN
 from dygsched.models.wdgcn import WDGCN
+from tests.cli_process import run_dygsched
 from tests.conftest import TINY_SYNTHETIC
 from tests.harness import run_ranks, train_epoch
 from tests.models.snapshots import EXACT64, graph_in_float64
@@ -166,10 +165,7 @@ def test_unknown_reuse_path_is_a_config_error():
 
 
 def run_cli(tmp_path, name, *overrides):
-    result = subprocess.run(
-        [sys.executable, "-m", "dygsched", "run", *overrides, f"results_dir={tmp_path / 'results'}", f"run_id={name}"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
-    )
+    result = run_dygsched("run", *overrides, f"results_dir={tmp_path / 'results'}", f"run_id={name}", timeout=300, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     return json.loads((tmp_path / "results" / name / "summary.json").read_text())
 

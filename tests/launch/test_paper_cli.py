@@ -1,12 +1,11 @@
 """`dygsched paper`: the list, one target built in a child process with its provenance, and bad input."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from dygsched.cli import main
+from tests.cli_process import run_dygsched
 
 
 def test_the_list_names_every_target_with_its_minutes(tmp_path, capsys):
@@ -33,10 +32,7 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(tmp_path, capsys):
 @pytest.mark.slow  # CI's smoke run builds every target this way after the suite
 def test_a_target_builds_in_a_child_process_and_records_the_paper_command(tmp_path):
     results = tmp_path / "results"
-    done = subprocess.run(
-        [sys.executable, "-m", "dygsched", "paper", "table-epoch-time", "--smoke", "--results", str(results)],
-        capture_output=True, text=True, cwd=tmp_path, timeout=600,
-    )  # fmt: skip
+    done = run_dygsched("paper", "table-epoch-time", "--smoke", "--results", str(results), cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "target 1 of 1: table-epoch-time: ok" in done.stderr
     root = results / "smoke"

@@ -4,6 +4,7 @@ import pytest
 
 from dygsched.errors import ScheduleError
 from dygsched.launch.plan_cli import main
+from tests.cli_process import run_dygsched
 
 
 def test_plan_prices_a_configured_dataset(tmp_path, capsys):
@@ -45,12 +46,9 @@ def test_dataset_files_resolve_from_the_package_in_any_directory(tmp_path, monke
 
 
 def test_a_binary_group_times_file_is_one_line(tmp_path):
-    import subprocess
-    import sys
-
     path = tmp_path / "times.json"
     path.write_bytes(b"\xff\xfe\x00binary")
-    done = subprocess.run([sys.executable, "-m", "dygsched", "plan", str(path)], capture_output=True, text=True, timeout=120)
+    done = run_dygsched("plan", str(path), timeout=120)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and len(lines) == 1 and "is not a text file" in lines[0]
 

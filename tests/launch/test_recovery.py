@@ -23,6 +23,7 @@ from dygsched.errors import ConfigError
 from dygsched.launch.app import RunFailed, run
 from dygsched.launch.hydra_app import compose_config
 from dygsched.launch.local import free_port
+from tests.cli_process import run_dygsched
 from tests.conftest import ROOT, TINY_SYNTHETIC
 
 EPOCHS = 30
@@ -296,10 +297,9 @@ def test_sigterm_under_bare_torchrun_records_the_run_and_it_resumes(tmp_path):
     assert summary["status"] == "failed" and "terminated by SIGTERM" in summary["reason"], summary["reason"]
     assert summary["epochs_completed"] >= 1 and (folder / "metrics.parquet").exists()
     assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]
-    resumed = subprocess.run(
-        [sys.executable, "-m", "dygsched", "run", *TINY_SYNTHETIC, f"epochs={summary['epochs_completed'] + 1}",
-         "results_dir=results", f"resume={folder}", "progress=false"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=240, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    resumed = run_dygsched(
+        "run", *TINY_SYNTHETIC, f"epochs={summary['epochs_completed'] + 1}", "results_dir=results", f"resume={folder}",
+        "progress=false", cwd=tmp_path, timeout=240,
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
 
@@ -361,9 +361,8 @@ def test_a_signal_to_the_launcher_stops_the_workers_and_records_the_run(tmp_path
     assert summary["status"] == "failed" and summary["reason"] == reason and summary["epochs_completed"] >= 1
     assert (folder / "metrics.parquet").exists() and not list(folder.glob("*.tmp*"))
     assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]
-    resumed = subprocess.run(
-        [sys.executable, "-m", "dygsched", "run", *TINY_SYNTHETIC, f"epochs={summary['epochs_completed'] + 1}",
-         "results_dir=results", f"resume={folder}", "progress=false"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=240,
+    resumed = run_dygsched(
+        "run", *TINY_SYNTHETIC, f"epochs={summary['epochs_completed'] + 1}", "results_dir=results", f"resume={folder}",
+        "progress=false", cwd=tmp_path, timeout=240,
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.cli_process import run_dygsched
 from tests.conftest import ROOT, TINY_SYNTHETIC
 
 SUMMARY_KEYS = {
@@ -19,10 +20,7 @@ SUMMARY_KEYS = {
 
 
 def dygsched(tmp_path, *args, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "dygsched", *args, f"results_dir={tmp_path / 'results'}"],
-        capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
-    )
+    return run_dygsched(*args, f"results_dir={tmp_path / 'results'}", timeout=timeout, cwd=tmp_path)
 
 
 def only_run_folder(tmp_path):

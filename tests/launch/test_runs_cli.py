@@ -4,6 +4,7 @@ import pytest
 
 from dygsched.cli import main
 from dygsched.metrics.runs_table import append_run
+from tests.cli_process import run_dygsched
 
 
 @pytest.fixture
@@ -47,15 +48,13 @@ def test_no_runs_table_is_one_line(tmp_path, capsys):
 
 
 def test_a_damaged_runs_table_is_named_refused_before_training_and_listed_from_folders(tmp_path):
-    import subprocess
-    import sys
 
     from tests.conftest import TINY_SYNTHETIC
 
     results = tmp_path / "results"
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "dygsched", *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        return run_dygsched(*args, timeout=300, cwd=tmp_path)
 
     ok = cli("run", *TINY_SYNTHETIC, "epochs=1", "world_size=1", "run_id=first", f"results_dir={results}", "progress=false")
     assert ok.returncode == 0, ok.stderr

@@ -8,6 +8,7 @@ import sys
 import pandas as pd
 import pytest
 
+from tests.cli_process import run_dygsched
 from tests.conftest import ROOT, TINY_SYNTHETIC
 
 
@@ -43,9 +44,10 @@ def test_each_run_of_a_sweep_says_which_of_how_many_it_is(tmp_path):
     """One line per run as it starts, with what the sweep varies; none for a run with progress=false,
     and no bar characters when the output is not a terminal (one line per epoch)."""
     tiny = [o for o in TINY_SYNTHETIC if not o.startswith("progress=")]
-    command = [sys.executable, "-m", "dygsched", "run", "-m", *tiny, "epochs=2", "world_size=1", "checkpoint=false",
-               "progress=true,false", f"results_dir={tmp_path / 'results'}"]  # fmt: skip
-    done = subprocess.run(command, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True, capture_output=True, timeout=600)
+    done = run_dygsched(
+        "run", "-m", *tiny, "epochs=2", "world_size=1", "checkpoint=false", "progress=true,false",
+        f"results_dir={tmp_path / 'results'}", cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert [line for line in lines if line.startswith("sweep:")] == ["sweep: run 1 of 2: progress=True"]  # as Hydra spells it
