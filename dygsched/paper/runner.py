@@ -19,8 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from dygsched.paper.build import build_target, recipe, results_root
+from dygsched.paper.provenance import PROVENANCE_DIR, Provenance, commit, machine, write_provenance
 from dygsched.paper.target import Overrides, PaperTarget
-from dygsched.report.provenance import PROVENANCE_DIR, Provenance, commit, machine, write_provenance
 
 
 def paper_command(paper_target: PaperTarget, results: Path, smoke: bool, extra: Overrides = ()) -> list[str]:

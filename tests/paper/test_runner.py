@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from dygsched.paper.provenance import read_provenance
 from dygsched.paper.runner import run_missing, wall_time
 from dygsched.paper.target import PaperTarget, Settings
-from dygsched.report.provenance import read_provenance
 
 
 def writes_table(results: Path, rows: int) -> None:
