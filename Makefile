@@ -109,7 +109,7 @@ test-numeric-isa: $(TEST_STAMP) ## the numeric tests on another CPU kernel set (
 		sys.exit(None if got == '$(ISA)'.upper() else f'ISA=$(ISA): this CPU or torch runs {got} kernels instead')"
 	ATEN_CPU_CAPABILITY=$(ISA) $(BIN)/python -m pytest -q $(NUMERIC_TESTS)
 
-# The paper targets are package code (dygsched/paper/, one module per paper): `dygsched paper` lists them
+# The paper targets are package code (dygsched/paper/, one module or package per paper): `dygsched paper` lists them
 # and builds them; these Make targets are one-line calls of it, so `pip install .` users have the same.
 # SMOKE=1: tiny sizes under $(RESULTS)/smoke; REUSE=1: only render; ONLY=a,b: just these;
 # SET='KEY=VALUE ...': a builder setting or an override for every run of the sweep; PROGRESS=false: quiet.

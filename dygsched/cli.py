@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from dygsched.errors import DygschedError
 
@@ -51,14 +52,20 @@ def _datasets(argv: list[str]) -> int:
     return datasets_main(argv)
 
 
-def _paper(argv: list[str]) -> int:
-    from dygsched.launch.paper_cli import main as paper_main
+def _render_report(results: Path, smoke: bool) -> Path:
+    from dygsched.report.render import render
 
-    return paper_main(argv)
+    return render(results, smoke=smoke)
+
+
+def _paper(argv: list[str]) -> int:
+    from dygsched.paper.cli import main as paper_main
+
+    return paper_main(argv, render=_render_report)  # the paper stage builds; the report, a later stage, renders
 
 
 def _report(argv: list[str]) -> int:
-    from dygsched.launch.report_cli import main as report_main
+    from dygsched.report.cli import main as report_main
 
     return report_main(argv)
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
-from collections.abc import Sequence
 from pathlib import Path
 
 from dygsched.errors import ScheduleError
-from dygsched.planner import SOLVERS, solve
+from dygsched.planner import SOLVERS
 from dygsched.planner.cost_model import CostModel
-from dygsched.planner.simulate import generate_snapshots, imbalance_ratio, simulation_problem, with_gpus
+from dygsched.planner.simulate import plot_scaling, scaling_rows
 
 DEFAULT_GPUS = "4,8,16,32,64,128,256,512,1024"
 
@@ -28,49 +26,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--time-limit", type=float, default=None, help="per-plan limit for ilp/real")
     parser.add_argument("--out", default="results/simulate_scaling.csv", help="CSV path (the PNG goes beside it)")
     return parser
-
-
-def scaling_rows(
-    snapshots: int,
-    gpus: Sequence[int],
-    solvers: Sequence[str],
-    window: int = 4,
-    reuse: bool = False,
-    cost: CostModel | None = None,
-    seed: int = 0,
-    time_limit: float | None = None,
-) -> list[dict]:
-    """One row per (solver, GPU count): the plan's predicted epoch time on ``snapshots`` generated
-    snapshots in groups of ``window``, and its parallel efficiency against one GPU's greedy plan."""
-    if not gpus or min(gpus) < 1:
-        raise ScheduleError("--gpus needs at least one positive GPU count")
-    for name in solvers:
-        if name not in SOLVERS:
-            raise ScheduleError(f"unknown solver {name!r}; valid choices: {', '.join(SOLVERS)}")
-    stats = generate_snapshots(snapshots, seed=seed)
-    base = simulation_problem(stats, window, cost or CostModel(), 1, reuse)
-    single = solve(with_gpus(base, 1, 0.0), "greedy").predicted_epoch_time
-    rows = []
-    for name in solvers:
-        for g in gpus:
-            problem = with_gpus(base, g)
-            plan = solve(problem, name, time_limit=time_limit, seed=seed)
-            rows.append(
-                {
-                    "solver": name,
-                    "gpus": g,
-                    "groups": problem.num_groups,
-                    "reuse": "on" if reuse else "off",
-                    "epoch_time": plan.predicted_epoch_time,
-                    "lower_bound": plan.lower_bound,
-                    "single_gpu_time": single,
-                    "efficiency": single / (g * plan.predicted_epoch_time),
-                    "imbalance": imbalance_ratio(problem, plan),
-                    "iterations": plan.num_iterations,
-                    "solve_time_s": plan.solve_time_s,
-                }
-            )
-    return rows
 
 
 def main(argv: list[str]) -> int:
@@ -98,29 +53,3 @@ def main(argv: list[str]) -> int:
     plot_scaling(rows, png)
     print(f"table written to {out}, plot to {png}")
     return 0
-
-
-def plot_scaling(rows: list[dict], path: Path) -> None:
-    """Parallel efficiency and imbalance ratio against the GPU count, one line per solver."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for name in dict.fromkeys(r["solver"] for r in rows):
-        mine = [r for r in rows if r["solver"] == name]
-        xs = [r["gpus"] for r in mine]
-        left.plot(xs, [r["efficiency"] for r in mine], marker="o", label=name)
-        right.plot(xs, [r["imbalance"] if math.isfinite(r["imbalance"]) else float("nan") for r in mine], marker="o", label=name)
-    for ax, label in ((left, "parallel efficiency"), (right, "imbalance ratio")):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("GPUs")
-        ax.set_ylabel(label)
-        ax.grid(True, alpha=0.3)
-        ax.legend()
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=120)
-    finally:
-        plt.close(fig)

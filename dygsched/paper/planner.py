@@ -22,7 +22,15 @@ from dygsched.paper.common import holds, percent, published_value, span, table_n
 from dygsched.paper.target import Headline, PaperTarget, Section, Settings, Tables
 from dygsched.planner import ScheduleProblem, solve
 from dygsched.planner.cost_model import CostModel, group_times_from_sizes
-from dygsched.planner.simulate import generate_family, generate_snapshots, reuse_pairs, simulation_problem, with_gpus
+from dygsched.planner.simulate import (
+    generate_family,
+    generate_snapshots,
+    plot_scaling,
+    reuse_pairs,
+    scaling_rows,
+    simulation_problem,
+    with_gpus,
+)
 
 SECTION = Section("planner", "Planner", "The solvers against their bounds and against the published DyGNeX-G on every instance family; parallel efficiency from 4 to 1,024 simulated GPUs.")
 
@@ -360,8 +368,6 @@ def build_simulate(
 ) -> None:
     """Plan ``snapshots`` generated snapshots on each GPU count with each solver (``dygsched
     simulate``'s table): parallel efficiency against one GPU, imbalance; the PNG plots both."""
-    from dygsched.launch.simulate_cli import plot_scaling, scaling_rows
-
     rows = scaling_rows(snapshots, gpus, solvers, window, reuse, seed=seed)
     write_table(pd.DataFrame(rows), results / SIMULATE_CSV)
     plot_scaling(rows, results / SIMULATE_PNG)

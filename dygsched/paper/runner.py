@@ -3,7 +3,9 @@
 commit, the machine, the date, the wall time, the exit status) to ``<root>/provenance/<name>.json``.
 
 Each target runs in a child process of its own (``dygsched paper NAME --build-only``), so one that
-fails, or holds memory, leaves the next one a clean process; tests run them in this process.
+fails, or holds memory, leaves the next one a clean process; tests run them in this process. A
+benchmark that needs one ``dygsched run`` in a process of its own (its peak memory, a time limit)
+starts it with ``run_in_process_of_its_own``.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+from dygsched.errors import DygschedError
 from dygsched.paper.build import build_target, recipe, results_root
+from dygsched.paper.provenance import PROVENANCE_DIR, Provenance, commit, machine, write_provenance
 from dygsched.paper.target import Overrides, PaperTarget
-from dygsched.report.provenance import PROVENANCE_DIR, Provenance, commit, machine, write_provenance
 
 
 def paper_command(paper_target: PaperTarget, results: Path, smoke: bool, extra: Overrides = ()) -> list[str]:
@@ -134,3 +137,28 @@ def run_missing(
 def wall_time(seconds: float) -> str:
     """``42 s`` under two minutes, else ``12.5 min``."""
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+class BenchmarkRunFailed(DygschedError):
+    """A ``dygsched run`` a benchmark needs did not finish."""
+
+
+def run_in_process_of_its_own(overrides: Sequence[str], timeout_s: float | None = None) -> str:
+    """``dygsched run`` with ``overrides`` in a child process; ``""`` when it finished, else why not
+    (its last line of output, or the time limit it passed)."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "dygsched", "run", *overrides], capture_output=True, text=True, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired:
+        return f"over the time limit of {timeout_s:g} s"
+    if done.returncode == 0:
+        return ""
+    last = (done.stderr or done.stdout).strip().splitlines()[-1:]
+    return last[0] if last else f"exit {done.returncode}"
+
+
+def run_or_fail(overrides: Sequence[str], what: str) -> None:
+    reason = run_in_process_of_its_own(overrides)
+    if reason:
+        raise BenchmarkRunFailed(f"{what} failed: {reason}")

@@ -1,7 +1,8 @@
 """What a paper target is: the table or figure it reproduces, the runs it needs, how it turns them
 into tables and figures, the sentence that reads them, and how ours sits beside the paper's numbers.
 
-A target is one ``PaperTarget`` in its paper's module (``dygsched/paper/<paper>.py``), with its
+A target is one ``PaperTarget`` in its paper's module (``dygsched/paper/<paper>.py`` or a module of
+``dygsched/paper/<paper>/``, listed in the package's ``TARGETS``), with its
 published rows in ``published/<paper>.csv``; the registry, ``dygsched paper``, the report and CI's
 smoke run all read it from there. Nothing in this module imports torch.
 """

@@ -12,12 +12,16 @@ touched). Groups are sliding windows of ``tw`` snapshots (stride 1). With the li
 For each GPU count and solver the plan's predicted epoch time gives the parallel efficiency
 ``T_1 / (G * T_G)`` (per-GPU throughput relative to one GPU; ``T_1`` is the single-GPU epoch
 with the same reuse and no all-reduce, planned by ``greedy``) and the imbalance ratio (the
-busiest GPU's total load over the idlest one's, synchronization excluded).
+busiest GPU's total load over the idlest one's, synchronization excluded). ``scaling_rows`` makes
+that table and ``plot_scaling`` its figure, for ``dygsched simulate`` and the ``simulate`` paper target.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -25,6 +29,7 @@ from dygsched.errors import ScheduleError
 from dygsched.planner.cost_model import CostModel
 from dygsched.planner.plan import Plan
 from dygsched.planner.problem import ScheduleProblem
+from dygsched.planner.solve import SOLVERS, solve
 
 
 @dataclass(frozen=True)
@@ -173,3 +178,72 @@ def imbalance_ratio(problem: ScheduleProblem, plan: Plan) -> float:
     loads = gpu_loads(problem, plan)
     low = min(loads)
     return float("inf") if low <= 0 else max(loads) / low
+
+
+def scaling_rows(
+    snapshots: int,
+    gpus: Sequence[int],
+    solvers: Sequence[str],
+    window: int = 4,
+    reuse: bool = False,
+    cost: CostModel | None = None,
+    seed: int = 0,
+    time_limit: float | None = None,
+) -> list[dict]:
+    """One row per (solver, GPU count): the plan's predicted epoch time on ``snapshots`` generated
+    snapshots in groups of ``window``, and its parallel efficiency against one GPU's greedy plan."""
+    if not gpus or min(gpus) < 1:
+        raise ScheduleError("--gpus needs at least one positive GPU count")
+    for name in solvers:
+        if name not in SOLVERS:
+            raise ScheduleError(f"unknown solver {name!r}; valid choices: {', '.join(SOLVERS)}")
+    stats = generate_snapshots(snapshots, seed=seed)
+    base = simulation_problem(stats, window, cost or CostModel(), 1, reuse)
+    single = solve(with_gpus(base, 1, 0.0), "greedy").predicted_epoch_time
+    rows = []
+    for name in solvers:
+        for g in gpus:
+            problem = with_gpus(base, g)
+            plan = solve(problem, name, time_limit=time_limit, seed=seed)
+            rows.append(
+                {
+                    "solver": name,
+                    "gpus": g,
+                    "groups": problem.num_groups,
+                    "reuse": "on" if reuse else "off",
+                    "epoch_time": plan.predicted_epoch_time,
+                    "lower_bound": plan.lower_bound,
+                    "single_gpu_time": single,
+                    "efficiency": single / (g * plan.predicted_epoch_time),
+                    "imbalance": imbalance_ratio(problem, plan),
+                    "iterations": plan.num_iterations,
+                    "solve_time_s": plan.solve_time_s,
+                }
+            )
+    return rows
+
+
+def plot_scaling(rows: list[dict], path: Path) -> None:
+    """Parallel efficiency and imbalance ratio against the GPU count, one line per solver."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    for name in dict.fromkeys(r["solver"] for r in rows):
+        mine = [r for r in rows if r["solver"] == name]
+        xs = [r["gpus"] for r in mine]
+        left.plot(xs, [r["efficiency"] for r in mine], marker="o", label=name)
+        right.plot(xs, [r["imbalance"] if math.isfinite(r["imbalance"]) else float("nan") for r in mine], marker="o", label=name)
+    for ax, label in ((left, "parallel efficiency"), (right, "imbalance ratio")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=120)
+    finally:
+        plt.close(fig)

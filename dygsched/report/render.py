@@ -23,9 +23,9 @@ from dygsched.metrics.runs_table import LEGACY_COLUMNS
 from dygsched.paper import published as published_rows
 from dygsched.paper import registry
 from dygsched.paper.build import SMOKE_DIR
+from dygsched.paper.provenance import Provenance, commit, machine, read_provenance
 from dygsched.paper.target import PaperTarget, Tables
 from dygsched.paper.verdict import Verdict, judge
-from dygsched.report.provenance import Provenance, commit, machine, read_provenance
 
 REPORT_DIR = "report"
 MAX_ROWS = 40  # longer tables show their first rows and link the whole CSV

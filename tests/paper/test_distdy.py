@@ -36,7 +36,7 @@ def test_every_builder_takes_exactly_its_settings(paper_target):
 
 # ---- storage ----------------------------------------------------------------------------------------------
 def _storage_table(sparse: float, dense: float, best: float, few_changes: float) -> pd.DataFrame:
-    settings = (distdy.density_setting("sparse"), distdy.density_setting("dense"), distdy.feature_change_setting(0.1), "sparse change")
+    settings = (distdy.storage.density_setting("sparse"), distdy.storage.density_setting("dense"), distdy.storage.feature_change_setting(0.1), "sparse change")
     return pd.DataFrame({
         "setting": settings, "saved_both": [sparse, dense, 0.05, best],
         "saved_features_only": [0.5, 0.4, few_changes, 0.8], "saved_edges_only": [0.02, 0.1, 0.03, 0.05],
@@ -44,7 +44,7 @@ def _storage_table(sparse: float, dense: float, best: float, few_changes: float)
 
 
 def test_storage_reading_gives_each_span_of_savings():
-    text = distdy.read_storage({"distdy/storage.csv": _storage_table(0.471, 0.366, 0.922, 0.614)})
+    text = distdy.storage.read_storage({"distdy/storage.csv": _storage_table(0.471, 0.366, 0.922, 0.614)})
     assert text == (
         "additive storage saves 5.0% to 92.2% of whole snapshots (features only 40.0% to 80.0%, "
         "edges only 2.0% to 10.0%) over 4 settings"
@@ -53,15 +53,15 @@ def test_storage_reading_gives_each_span_of_savings():
 
 def test_storage_headlines_are_the_papers_savings_in_percent():
     tables = {"distdy/storage.csv": _storage_table(0.471, 0.366, 0.922, 0.614)}
-    headlines = _by_label(distdy.headlines_storage(tables, rows_of("table-distdy-storage")))
+    headlines = _by_label(distdy.storage.headlines_storage(tables, rows_of("table-distdy-storage")))
     sparse = headlines["storage saved (%), sparse graph (features and edges)"]
     assert (sparse.paper, sparse.ours, sparse.ratio) == (47.1, pytest.approx(47.1), False)
     assert headlines["storage saved (%), the best setting (features and edges)"].paper == 92.2
     assert headlines["feature storage saved (%), 10% feature changes"].ours == pytest.approx(61.4)
-    assert _verdict(distdy.STORAGE, tables) == "reproduced"
-    assert _verdict(distdy.STORAGE, {"distdy/storage.csv": _storage_table(0.1, 0.08, 0.2, 0.1)}) == "not"
+    assert _verdict(distdy.storage.STORAGE, tables) == "reproduced"
+    assert _verdict(distdy.storage.STORAGE, {"distdy/storage.csv": _storage_table(0.1, 0.08, 0.2, 0.1)}) == "not"
     missing = _storage_table(0.471, 0.366, 0.922, 0.614).iloc[[0]]
-    assert _by_label(distdy.headlines_storage({"s.csv": missing}, rows_of("table-distdy-storage")))[
+    assert _by_label(distdy.storage.headlines_storage({"s.csv": missing}, rows_of("table-distdy-storage")))[
         "storage saved (%), dense graph (features and edges)"
     ].ours is None
 
@@ -85,12 +85,12 @@ def _partition_table(seconds) -> pd.DataFrame:
 
 def _paper_seconds(data: str, name: str) -> float:
     paper = rows_of("table-distdy-partition").set_index(["row", "column"]).value
-    label = distdy.PARTITIONER_LABELS.get(name.split("+")[0])
-    return float(paper.get((distdy.DATA_LABELS[data], label), 200.0))  # Ex500K's greedy ran out of memory in the paper
+    label = distdy.common.PARTITIONER_LABELS.get(name.split("+")[0])
+    return float(paper.get((distdy.common.DATA_LABELS[data], label), 200.0))  # Ex500K's greedy ran out of memory in the paper
 
 
 def test_partition_reading_names_the_cut_balance_and_out_of_memory():
-    text = distdy.read_partition({"distdy/partition.csv": _partition_table(_paper_seconds)})
+    text = distdy.partition.read_partition({"distdy/partition.csv": _partition_table(_paper_seconds)})
     assert text.startswith(
         "Uni, K=4: DistDy cuts 30.0% of the fetch weight against 40.0% to 60.0%, largest store over mean 1.00 in bytes and "
         "1.10 in targets, median 12 passes, partitioning 0.50x METIS's and 0.25x METIS-layer's time; out of memory: greedy"
@@ -100,17 +100,17 @@ def test_partition_reading_names_the_cut_balance_and_out_of_memory():
 
 def test_partition_shape_is_table_3_and_equal_numbers_reproduce():
     tables = {"distdy/partition.csv": _partition_table(_paper_seconds)}
-    shape = distdy.shape_partition(tables)
+    shape = distdy.partition.shape_partition(tables)
     assert list(shape.frame.index) == ["Uni500K", "Ex500K"]
     assert list(shape.frame.columns) == ["Metis", "Hash", "Greedy", "Metis-layer", "DistDy"]
     assert shape.frame.loc["Uni500K", "Metis-layer"] == pytest.approx(119.93)  # partition and store, the median over K
     assert (shape.paper_ref, shape.paper_dataset, shape.rank_within, shape.unit) == ("Table 3", "Uni500K", "rows", "s")
-    headlines = _by_label(distdy.headlines_partition(tables, rows_of("table-distdy-partition")))
+    headlines = _by_label(distdy.partition.headlines_partition(tables, rows_of("table-distdy-partition")))
     layer = headlines["Metis-layer over DistDy, time to partition and store, Uni500K"]
     assert layer.paper == pytest.approx(119.93 / 83.78) and layer.ours == pytest.approx(layer.paper)
-    assert _verdict(distdy.PARTITION, tables) == "reproduced"
+    assert _verdict(distdy.partition.PARTITION, tables) == "reproduced"
     reversed_order = {"distdy/partition.csv": _partition_table(lambda data, name: 1e4 / _paper_seconds(data, name))}
-    assert _verdict(distdy.PARTITION, reversed_order) == "not"
+    assert _verdict(distdy.partition.PARTITION, reversed_order) == "not"
 
 
 # ---- traffic ------------------------------------------------------------------------------------------------
@@ -119,7 +119,7 @@ def test_traffic_reading_says_when_distdy_is_not_the_lowest():
         "stores": [2, 2, 4, 4, 4], "source": ["measured", "measured", "counted", "counted", "counted"],
         "partitioner": ["distdy", "metis", "distdy", "metis", "hash"], "vs_distdy": [1.0, 1.2, 1.0, 0.9, 1.5],
     })  # fmt: skip
-    text = distdy.read_traffic({"distdy/traffic/traffic.csv": table, "distdy/traffic/traffic_per_rank.csv": pd.DataFrame()})
+    text = distdy.traffic.read_traffic({"distdy/traffic/traffic.csv": table, "distdy/traffic/traffic_per_rank.csv": pd.DataFrame()})
     assert text == "2 stores (measured): others fetch 1.20x DistDy's bytes; 4 stores (counted): others fetch 0.90x to 1.50x DistDy's bytes (DistDy not the lowest)"
 
 
@@ -138,7 +138,7 @@ def _time_tables(over_metis: dict[int, float], on_cards: float) -> dict[str, pd.
 
 
 def test_time_reading_gives_measured_and_each_devices_simulated_speedups():
-    text = distdy.read_time(_time_tables({4: 1.2, 8: 1.0}, 1.3))
+    text = distdy.epoch_time.read_time(_time_tables({4: 1.2, 8: 1.0}, 1.3))
     assert text == (
         "measured on 2 ranks, DistDy 1.00x to 1.20x METIS's speed; simulated (cpu) at 1 Gbps 3.00x METIS's speed, its lowest "
         "speedup over any baseline 1.00x over every bandwidth and K; simulated (v100) at 1 Gbps 1.20x METIS's speed, its lowest "
@@ -149,15 +149,15 @@ def test_time_reading_gives_measured_and_each_devices_simulated_speedups():
 def test_time_headlines_use_the_cards_simulated_and_each_window_measured():
     published = rows_of("table-distdy-time")
     tables = _time_tables({4: 1.23, 8: 1.25}, 1.39)
-    headlines = distdy.headlines_time(tables, published)
+    headlines = distdy.epoch_time.headlines_time(tables, published)
     assert [h.label for h in headlines] == [
         "DistDy over the baselines, the largest speedup (simulated)", "DistDy over METIS, window 4 (measured)",
         "DistDy over METIS, window 8 (measured)", "DistDy over METIS, window 12 (measured)",
     ]  # fmt: skip
     assert [h.paper for h in headlines] == [1.39, 1.23, 1.25, 1.11]
     assert [h.ours for h in headlines] == [pytest.approx(1.39), 1.23, 1.25, None]  # cpu's 3.0 is not the paper's cards
-    assert _verdict(distdy.TIME, tables) == "reproduced"
-    assert _verdict(distdy.TIME, _time_tables({4: 0.8, 8: 0.9}, 0.95)) == "not"
+    assert _verdict(distdy.epoch_time.TIME, tables) == "reproduced"
+    assert _verdict(distdy.epoch_time.TIME, _time_tables({4: 0.8, 8: 0.9}, 0.95)) == "not"
 
 
 # ---- params -------------------------------------------------------------------------------------------------
@@ -170,8 +170,8 @@ def _params_table(budget_speedups: list[float], eta_speedups: list[float]) -> pd
 
 def test_params_reading_finds_the_best_setting_and_figure_11_has_no_printed_number():
     table = _params_table([0.9, 1.0, 1.1, 1.2, 1.2], [1.0, 1.1, 1.25, 1.05])
-    assert distdy.read_params({"distdy/params.csv": table}) == "simulated speedup over METIS 0.90x to 1.25x; best at budget 300, eta 6"
-    assert rows_of("fig-distdy-params").empty and distdy.PARAMS.headlines is None
+    assert distdy.params.read_params({"distdy/params.csv": table}) == "simulated speedup over METIS 0.90x to 1.25x; best at budget 300, eta 6"
+    assert rows_of("fig-distdy-params").empty and distdy.params.PARAMS.headlines is None
 
 
 # ---- capacity -----------------------------------------------------------------------------------------------
@@ -180,16 +180,16 @@ def test_capacity_reading_names_the_baselines_out_of_memory():
         "stores": [4, 4], "speedup_vs_metis": [1.1, 1.3], "balance_bytes": [1.0, 1.04],
         "metis_out_of_memory": [False, False], "hash_out_of_memory": [True, False],
     })  # fmt: skip
-    text = distdy.read_capacity({"distdy/capacity.csv": table})
+    text = distdy.capacity.read_capacity({"distdy/capacity.csv": table})
     assert text == "K=4: from the tightest feasible D^k to twice it, speedup over METIS 1.10x to 1.30x, largest store over mean 1.00 to 1.04 in bytes; out of memory at some capacity: hash"
 
 
 # ---- end to end ---------------------------------------------------------------------------------------------
 @pytest.mark.slow  # CI builds every target at smoke size after the suite (make paper SMOKE=1)
 def test_storage_builds_at_smoke_size_and_reads(tmp_path):
-    build_target(distdy.STORAGE, tmp_path, smoke=True)
-    assert not distdy.STORAGE.missing_outputs(tmp_path)
-    table = pd.read_csv(tmp_path / distdy.STORAGE_CSV)
-    assert table.setting.iloc[0] == distdy.density_setting("sparse") and (table.nodes.iloc[:11] == 500).all()
-    assert distdy.read_storage({distdy.STORAGE_CSV: table}).startswith("additive storage saves")
-    assert all(h.ours is not None for h in distdy.headlines_storage({distdy.STORAGE_CSV: table}, rows_of("table-distdy-storage")))
+    build_target(distdy.storage.STORAGE, tmp_path, smoke=True)
+    assert not distdy.storage.STORAGE.missing_outputs(tmp_path)
+    table = pd.read_csv(tmp_path / distdy.storage.STORAGE_CSV)
+    assert table.setting.iloc[0] == distdy.storage.density_setting("sparse") and (table.nodes.iloc[:11] == 500).all()
+    assert distdy.storage.read_storage({distdy.storage.STORAGE_CSV: table}).startswith("additive storage saves")
+    assert all(h.ours is not None for h in distdy.storage.headlines_storage({distdy.storage.STORAGE_CSV: table}, rows_of("table-distdy-storage")))

@@ -13,10 +13,10 @@ from dygsched.paper.published import rows_of
 from dygsched.paper.verdict import judge
 
 NAN = float("nan")
-OUR_MODELS = {label: model for model, label in flare.MODEL_LABELS.items()}  # the paper's labels -> our names
+OUR_MODELS = {label: model for model, label in flare.common.MODEL_LABELS.items()}  # the paper's labels -> our names
 
 
-def paper_cells(target: str, ref: str, dataset: str = flare.PAPER_DATASET) -> pd.DataFrame:
+def paper_cells(target: str, ref: str, dataset: str = flare.common.PAPER_DATASET) -> pd.DataFrame:
     """The paper's table ``ref`` (of ``dataset``) as model label x column label."""
     rows = rows_of(target)
     rows = rows[(rows.ref == ref) & (rows.dataset == dataset)]
@@ -39,13 +39,13 @@ def verdict_word(target, tables) -> str:  # noqa: ANN001 - a PaperTarget
 
 # ---- the targets as declared --------------------------------------------------------------------------
 def test_the_variants_sweep_is_one_object_shared_by_tables_6_5_7_and_12():
-    assert flare.ACCURACY.sweep is flare.MEMORY.sweep is flare.BREAKDOWN.sweep is flare.VARIANTS_SWEEP
+    assert flare.accuracy.ACCURACY.sweep is flare.memory.MEMORY.sweep is flare.breakdown.BREAKDOWN.sweep is flare.common.VARIANTS_SWEEP
     assert {t.name for t in flare.TARGETS} == {
         "table-flare-accuracy", "table-flare-memory", "table-flare-convergence", "table-flare-time", "table-flare-breakdown",
         "fig-flare-heatmap", "fig-flare-scaling",
     }  # fmt: skip
     assert all(t.paper == flare.SECTION.key and t.outputs[0].startswith(t.sweep.folder + "/") for t in flare.TARGETS)
-    assert flare.CONVERGENCE.settings.at(smoke=True) == {"tolerance": 0.05}
+    assert flare.convergence.CONVERGENCE.settings.at(smoke=True) == {"tolerance": 0.05}
 
 
 def test_each_sweep_expands_to_the_grid_the_paper_tables_need():
@@ -56,8 +56,8 @@ def test_each_sweep_expands_to_the_grid_the_paper_tables_need():
 
     full = {t.sweep.folder: jobs(t.sweep.runs) for t in flare.TARGETS}
     assert full == {"flare/variants": 12, "flare/convergence": 9, "flare/time": 8, "flare/heatmap": 25, "flare/scaling": 2}
-    assert all(run[-1] == flare.SMOKE for t in flare.TARGETS for run in t.sweep.smoke)
-    assert ("epochs=3" in flare.CONVERGENCE.sweep.smoke[0]) and jobs(flare.CONVERGENCE.sweep.smoke) == 3
+    assert all(run[-1] == flare.common.SMOKE for t in flare.TARGETS for run in t.sweep.smoke)
+    assert ("epochs=3" in flare.convergence.CONVERGENCE.sweep.smoke[0]) and jobs(flare.convergence.CONVERGENCE.sweep.smoke) == 3
 
 
 def test_importing_the_module_leaves_torch_unimported():
@@ -79,21 +79,21 @@ def accuracy_table(cells: pd.DataFrame) -> pd.DataFrame:
 
 def test_accuracy_reading_compares_with_full_history():
     table = pd.DataFrame({"model": ["tgcn"], "FlareDTDG": [0.25], "Full-History": [0.2]})
-    assert flare.read_accuracy({"a.csv": table}) == "test MSE, tgcn: FlareDTDG 0.2500, Full-History 0.2000 (FlareDTDG +25.0% against Full-History)"
+    assert flare.accuracy.read_accuracy({"a.csv": table}) == "test MSE, tgcn: FlareDTDG 0.2500, Full-History 0.2000 (FlareDTDG +25.0% against Full-History)"
 
 
 def test_accuracy_as_table_6_reproduces_the_papers_numbers_and_not_their_reverse():
     cells = paper_cells("table-flare-accuracy", "Table 6")
-    tables = {flare.ACCURACY_CSV: accuracy_table(cells)}
-    shape = flare.shape_accuracy(tables)
+    tables = {flare.common.ACCURACY_CSV: accuracy_table(cells)}
+    shape = flare.accuracy.shape_accuracy(tables)
     assert list(shape.frame.index) == ["T-GCN", "MPNN-LSTM", "EvolveGCN"] and list(shape.frame.columns) == ["Full-History", "Recent-Only", "Ours"]
     assert shape.frame.loc["T-GCN", "Ours"] == pytest.approx(0.0876) and shape.rank_within == "rows"
-    recent, full = flare.headlines_accuracy(tables, rows_of("table-flare-accuracy"))
+    recent, full = flare.accuracy.headlines_accuracy(tables, rows_of("table-flare-accuracy"))
     assert recent.label == "FlareDTDG's test MSE over Recent-Only's" and recent.paper < 0.5 and recent.ours < 0.5
     assert full.paper == pytest.approx(1.149, abs=0.01) and full.ours == pytest.approx(1.142, abs=0.01)
-    assert verdict_word(flare.ACCURACY, tables) == "reproduced"
+    assert verdict_word(flare.accuracy.ACCURACY, tables) == "reproduced"
     swapped = accuracy_table(cells).rename(columns={"Full-History": "Recent-Only", "Recent-Only": "Full-History"})
-    assert verdict_word(flare.ACCURACY, {flare.ACCURACY_CSV: swapped}) == "not"
+    assert verdict_word(flare.accuracy.ACCURACY, {flare.common.ACCURACY_CSV: swapped}) == "not"
 
 
 # ---- tables 5 and 7 -----------------------------------------------------------------------------------
@@ -103,11 +103,11 @@ def test_memory_reading_names_each_measure_and_says_when_the_papers_is_not_measu
         "gpu_peak_allocated_vs_full_history": [NAN] * 2, "peak_rss_mb": [3000.0, 2000.0],
         "train_memory_vs_full_history": [1.0, 0.3],
     })  # fmt: skip
-    text = flare.read_memory({"m.csv": table})
+    text = flare.memory.read_memory({"m.csv": table})
     assert text.startswith("no GPU in these runs, so no figure of the paper's measure") and "FlareDTDG 0.30x" in text
     assert "peak resident set 2000 to 3000 MB" in text
     gpu = table.assign(gpu_peak_allocated_mb=[100.0, 40.0], gpu_peak_allocated_vs_full_history=[1.0, 0.4])
-    assert flare.read_memory({"m.csv": gpu}).startswith(
+    assert flare.memory.read_memory({"m.csv": gpu}).startswith(
         "GPU allocator peak per rank (the paper's measure) against Full-History's, tgcn: Full-History 1.00x, FlareDTDG 0.40x"
     )
 
@@ -115,17 +115,17 @@ def test_memory_reading_names_each_measure_and_says_when_the_papers_is_not_measu
 def test_memory_as_table_7_takes_the_gpu_peak_and_says_when_it_falls_back_to_training_memory():
     cells = paper_cells("table-flare-memory", "Table 7")
     table = long_from_paper(cells, "gpu_peak_allocated_mb", {"Full-History": "Full-History", "FlareDTDG": "Ours"}).assign(train_memory_mb=1.0)
-    tables = {flare.MEMORY_CSV: table}
-    shape = flare.shape_memory(tables)
+    tables = {flare.common.MEMORY_CSV: table}
+    shape = flare.memory.shape_memory(tables)
     assert shape.paper_ref == "Table 7" and shape.unit == "MB, GPU allocator peak"
     assert shape.frame.loc["EvolveGCN", "Ours"] == pytest.approx(2054.24)
-    (headline,) = flare.headlines_memory(tables, rows_of("table-flare-memory"))
+    (headline,) = flare.memory.headlines_memory(tables, rows_of("table-flare-memory"))
     assert headline.paper == pytest.approx(math.sqrt(1 / 0.33 / 0.29)) and headline.ours == pytest.approx(3.16, abs=0.02)
-    assert verdict_word(flare.MEMORY, tables) == "reproduced"
+    assert verdict_word(flare.memory.MEMORY, tables) == "reproduced"
     on_cpu = table.assign(train_memory_mb=table.gpu_peak_allocated_mb, gpu_peak_allocated_mb=NAN)
-    assert "not the paper's allocator peak" in flare.shape_memory({flare.MEMORY_CSV: on_cpu}).unit
+    assert "not the paper's allocator peak" in flare.memory.shape_memory({flare.common.MEMORY_CSV: on_cpu}).unit
     more = on_cpu.assign(train_memory_mb=[1.0 if v == "Full-History" else 3.0 for v in on_cpu.variant])  # FlareDTDG uses more
-    assert verdict_word(flare.MEMORY, {flare.MEMORY_CSV: more}) == "not"
+    assert verdict_word(flare.memory.MEMORY, {flare.common.MEMORY_CSV: more}) == "not"
 
 
 # ---- table 8 ------------------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ def test_convergence_reading_gives_time_and_epochs_and_says_what_was_not_reached
         "time_to_target_s": [50.0, 20.0, NAN], "epochs_to_target": [5.0, 4.0, NAN],
         "vs_full_history": [1.0, 0.4, NAN], "reached": ["reached in 5 of 10 epochs", "reached in 4 of 10 epochs", "not reached in 10 epochs"],
     })  # fmt: skip
-    assert flare.read_convergence({"c.csv": table}) == (
+    assert flare.convergence.read_convergence({"c.csv": table}) == (
         "time to the common target, tgcn (target val MSE 0.2100): Full-History 50.0 s in 5 epochs, "
         "FlareDTDG 20.0 s in 4 epochs, 0.40x Full-History's, Recent-Only not reached in 10 epochs"
     )
@@ -144,14 +144,14 @@ def test_convergence_reading_gives_time_and_epochs_and_says_what_was_not_reached
 def test_convergence_as_table_8_with_shrinking_left_unmeasured():
     cells = paper_cells("table-flare-convergence", "Table 8")
     table = long_from_paper(cells, "time_to_target_s", {"Full-History": "Full-History", "FlareDTDG": "Ours"})
-    tables = {flare.CONVERGENCE_CSV: table}
-    assert flare.shape_convergence(tables).frame.loc["T-GCN", "Full-History"] == pytest.approx(5887.7)
-    full, shrinking = flare.headlines_convergence(tables, rows_of("table-flare-convergence"))
+    tables = {flare.common.CONVERGENCE_CSV: table}
+    assert flare.convergence.shape_convergence(tables).frame.loc["T-GCN", "Full-History"] == pytest.approx(5887.7)
+    full, shrinking = flare.convergence.headlines_convergence(tables, rows_of("table-flare-convergence"))
     assert full.ours == pytest.approx(3.09, abs=0.02) and full.paper == pytest.approx(math.sqrt(1 / 0.37 / 0.28))
     assert shrinking.ours is None and shrinking.paper > 1
-    assert verdict_word(flare.CONVERGENCE, tables) == "reproduced"
+    assert verdict_word(flare.convergence.CONVERGENCE, tables) == "reproduced"
     never = table.assign(time_to_target_s=[NAN if v == "FlareDTDG" else t for v, t in zip(table.variant, table.time_to_target_s)])
-    assert verdict_word(flare.CONVERGENCE, {flare.CONVERGENCE_CSV: never}) == "not measured"
+    assert verdict_word(flare.convergence.CONVERGENCE, {flare.common.CONVERGENCE_CSV: never}) == "not measured"
 
 
 # ---- tables 9-11 --------------------------------------------------------------------------------------
@@ -166,32 +166,32 @@ def time_table(halo_without: float, halo_with: float, epoch_without_shrinking: f
 
 def test_time_reading_and_table_11_with_the_three_stated_ratios():
     table = time_table(halo_without=0.093, halo_with=0.074, epoch_without_shrinking=1.15, memory_without_shrinking=106.0)
-    tables = {flare.TIME_CSV: table}
-    assert flare.read_time(tables) == "epoch time against FlareDTDG's, tgcn: FlareDTDG 1.00x, overlap mlp 0.95x, w/o shrinking 1.15x"
-    shape = flare.shape_time(tables)
+    tables = {flare.common.TIME_CSV: table}
+    assert flare.epoch_time.read_time(tables) == "epoch time against FlareDTDG's, tgcn: FlareDTDG 1.00x, overlap mlp 0.95x, w/o shrinking 1.15x"
+    shape = flare.epoch_time.shape_time(tables)
     assert shape.paper_ref == "Table 11" and list(shape.frame.columns) == ["w/o Async", "w/ Async (Ours)"]
-    overlap, shrink_time, shrink_memory = flare.headlines_time(tables, rows_of("table-flare-time"))
+    overlap, shrink_time, shrink_memory = flare.epoch_time.headlines_time(tables, rows_of("table-flare-time"))
     assert overlap.ours == pytest.approx(0.093 / 0.074) and shrink_time.ours == pytest.approx(1.15) and shrink_memory.ours == pytest.approx(1.06)
     assert shrink_time.paper == pytest.approx(1.15, abs=0.05)  # table 9's w/o over w/ shrinking, over its nine rows
-    assert verdict_word(flare.TIME, tables) == "reproduced"
+    assert verdict_word(flare.epoch_time.TIME, tables) == "reproduced"
     reversed_ = time_table(halo_without=0.07, halo_with=0.09, epoch_without_shrinking=0.8, memory_without_shrinking=90.0)
-    assert verdict_word(flare.TIME, {flare.TIME_CSV: reversed_}) == "not"
+    assert verdict_word(flare.epoch_time.TIME, {flare.common.TIME_CSV: reversed_}) == "not"
 
 
 # ---- table 12 -----------------------------------------------------------------------------------------
 def test_breakdown_as_table_12_ranks_each_models_phases():
     cells = paper_cells("table-flare-breakdown", "Table 12")
-    shares = {ours: cells.loc["MPNN-LSTM", label] for ours, label in flare.BREAKDOWN_LABELS.items()}
+    shares = {ours: cells.loc["MPNN-LSTM", label] for ours, label in flare.breakdown.BREAKDOWN_LABELS.items()}
     table = pd.DataFrame([{"model": "mpnn_lstm", "epoch_time_s": 2.0, **shares}])
-    tables = {flare.BREAKDOWN_CSV: table}
-    assert flare.read_breakdown(tables) == "the largest shares of an epoch, mpnn_lstm: backward 46%, forward 27%, remap 18%"
-    shape = flare.shape_breakdown(tables)
-    assert list(shape.frame.index) == ["MPNN-LSTM"] and list(shape.frame.columns) == list(flare.BREAKDOWN_LABELS.values())
-    remap, compute = flare.headlines_breakdown(tables, rows_of("table-flare-breakdown"))
+    tables = {flare.common.BREAKDOWN_CSV: table}
+    assert flare.breakdown.read_breakdown(tables) == "the largest shares of an epoch, mpnn_lstm: backward 46%, forward 27%, remap 18%"
+    shape = flare.breakdown.shape_breakdown(tables)
+    assert list(shape.frame.index) == ["MPNN-LSTM"] and list(shape.frame.columns) == list(flare.breakdown.BREAKDOWN_LABELS.values())
+    remap, compute = flare.breakdown.headlines_breakdown(tables, rows_of("table-flare-breakdown"))
     assert remap.paper == pytest.approx(math.sqrt(11.68 * 17.51)) and compute.ours == pytest.approx(27.06 + 46.00)
-    assert verdict_word(flare.BREAKDOWN, tables) == "reproduced"
+    assert verdict_word(flare.breakdown.BREAKDOWN, tables) == "reproduced"
     upside_down = table.assign(**{"forward_%": 1.0, "backward_%": 0.5, "shuffle_%": 46.0, "chunking_%": 27.0, "remap_%": 0.2})
-    assert verdict_word(flare.BREAKDOWN, {flare.BREAKDOWN_CSV: upside_down}) == "not"
+    assert verdict_word(flare.breakdown.BREAKDOWN, {flare.common.BREAKDOWN_CSV: upside_down}) == "not"
 
 
 # ---- figure 8 -----------------------------------------------------------------------------------------
@@ -204,14 +204,14 @@ def heatmap_table(best_k: int, best_alpha: float) -> pd.DataFrame:
 
 
 def test_heatmap_reading_and_the_best_settings_against_figure_8s_text():
-    tables = {flare.HEATMAP_CSV: heatmap_table(best_k=4, best_alpha=0.3)}
-    assert flare.read_heatmap(tables) == "lowest test MSE 0.1000 at K = 4, alpha = 0.3; over 4 settings MSE spans 0.1000 to 0.2000, training memory 10 to 40 MB"
-    k, alpha = flare.headlines_heatmap(tables, rows_of("fig-flare-heatmap"))
+    tables = {flare.common.HEATMAP_CSV: heatmap_table(best_k=4, best_alpha=0.3)}
+    assert flare.heatmap.read_heatmap(tables) == "lowest test MSE 0.1000 at K = 4, alpha = 0.3; over 4 settings MSE spans 0.1000 to 0.2000, training memory 10 to 40 MB"
+    k, alpha = flare.heatmap.headlines_heatmap(tables, rows_of("fig-flare-heatmap"))
     assert (k.paper, k.ours, alpha.paper, alpha.ours) == (pytest.approx(math.sqrt(15)), 4.0, 0.3, 0.3)
-    assert verdict_word(flare.HEATMAP, tables) == "reproduced"
-    assert verdict_word(flare.HEATMAP, {flare.HEATMAP_CSV: heatmap_table(best_k=2, best_alpha=0.0)}) == "partly"  # K close, alpha 0 not
+    assert verdict_word(flare.heatmap.HEATMAP, tables) == "reproduced"
+    assert verdict_word(flare.heatmap.HEATMAP, {flare.common.HEATMAP_CSV: heatmap_table(best_k=2, best_alpha=0.0)}) == "partly"  # K close, alpha 0 not
     one_setting = heatmap_table(best_k=2, best_alpha=0.0).head(1)
-    assert verdict_word(flare.HEATMAP, {flare.HEATMAP_CSV: one_setting}) == "not measured"
+    assert verdict_word(flare.heatmap.HEATMAP, {flare.common.HEATMAP_CSV: one_setting}) == "not measured"
 
 
 # ---- figure 7 -----------------------------------------------------------------------------------------
@@ -223,14 +223,14 @@ def scaling_table(speedup: float, memory_ratio: float) -> pd.DataFrame:
 
 
 def test_scaling_reading_and_figure_7_per_doubling_of_the_ranks():
-    tables = {flare.SCALING_CSV: scaling_table(speedup=1.6, memory_ratio=0.55)}
-    assert flare.read_scaling(tables) == "1 to 2 ranks: 1.60x the speed, training memory per rank 0.55x"
-    speedup, memory = flare.headlines_scaling(tables, rows_of("fig-flare-scaling"))
+    tables = {flare.common.SCALING_CSV: scaling_table(speedup=1.6, memory_ratio=0.55)}
+    assert flare.scaling.read_scaling(tables) == "1 to 2 ranks: 1.60x the speed, training memory per rank 0.55x"
+    speedup, memory = flare.scaling.headlines_scaling(tables, rows_of("fig-flare-scaling"))
     assert speedup.paper == pytest.approx(math.sqrt(2.6)) and memory.paper == pytest.approx(math.sqrt(2.3 / 7.5))
     assert (speedup.ours, memory.ours) == (pytest.approx(1.6), pytest.approx(0.55))
-    assert verdict_word(flare.SCALING, tables) == "reproduced"
-    assert verdict_word(flare.SCALING, {flare.SCALING_CSV: scaling_table(speedup=0.5, memory_ratio=2.0)}) == "not"
-    assert flare.per_doubling(4.0, 1, 4) == pytest.approx(2.0) and flare.per_doubling(2.0, 2, 2) is None
+    assert verdict_word(flare.scaling.SCALING, tables) == "reproduced"
+    assert verdict_word(flare.scaling.SCALING, {flare.common.SCALING_CSV: scaling_table(speedup=0.5, memory_ratio=2.0)}) == "not"
+    assert flare.scaling.per_doubling(4.0, 1, 4) == pytest.approx(2.0) and flare.scaling.per_doubling(2.0, 2, 2) is None
 
 
 # ---- end to end ---------------------------------------------------------------------------------------
@@ -238,8 +238,8 @@ def test_scaling_reading_and_figure_7_per_doubling_of_the_ranks():
 def test_the_heatmap_builds_at_smoke_size_from_an_empty_folder(tmp_path):
     from dygsched.paper.build import build_target
 
-    build_target(flare.HEATMAP, tmp_path, smoke=True)
-    assert flare.HEATMAP.missing_outputs(tmp_path) == []
-    table = pd.read_csv(tmp_path / flare.HEATMAP_CSV)
+    build_target(flare.heatmap.HEATMAP, tmp_path, smoke=True)
+    assert flare.heatmap.HEATMAP.missing_outputs(tmp_path) == []
+    table = pd.read_csv(tmp_path / flare.common.HEATMAP_CSV)
     assert list(table[["K", "alpha"]].itertuples(index=False, name=None)) == [(2, 0.3)] and table.test_mse.notna().all()
-    assert flare.read_heatmap({flare.HEATMAP_CSV: table}).startswith("lowest test MSE")
+    assert flare.heatmap.read_heatmap({flare.common.HEATMAP_CSV: table}).startswith("lowest test MSE")

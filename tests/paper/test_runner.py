@@ -5,10 +5,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
-from dygsched.paper.runner import run_missing, wall_time
+from dygsched.paper.provenance import read_provenance
+from dygsched.paper.runner import BenchmarkRunFailed, run_in_process_of_its_own, run_missing, run_or_fail, wall_time
 from dygsched.paper.target import PaperTarget, Settings
-from dygsched.report.provenance import read_provenance
 
 
 def writes_table(results: Path, rows: int) -> None:
@@ -58,3 +59,9 @@ def test_a_benchmark_that_writes_its_table_then_fails_is_built_with_a_note(tmp_p
 
 def test_wall_time_in_words():
     assert (wall_time(42.4), wall_time(750.0)) == ("42 s", "12.5 min")
+
+
+def test_a_run_that_fails_stops_the_benchmark_with_its_own_one_line_reason():
+    assert "unknown key 'dataset.num_nodez'" in run_in_process_of_its_own(["dataset.num_nodez=3"])
+    with pytest.raises(BenchmarkRunFailed, match="bench-x: the run failed: dygsched: error: unknown key"):
+        run_or_fail(["dataset.num_nodez=3"], "bench-x: the run")

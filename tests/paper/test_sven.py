@@ -42,7 +42,7 @@ def test_comm_reading_gives_each_baseline_at_the_fewest_and_most_ranks():
     comm = pd.DataFrame({
         "ranks": [2, 2, 2, 8, 8, 8], "strategy": ["sven", "depcomm", "depcache"] * 2, "vs_sven": [1, 20, 0.5, 1, 25, 3.0],
     })  # fmt: skip
-    assert sven.read_comm({"c.csv": comm}) == "bytes per epoch against Sven's: at 2 ranks depcache 0.50x, depcomm 20.00x; at 8 ranks depcache 3.00x, depcomm 25.00x"
+    assert sven.comm.read_comm({"c.csv": comm}) == "bytes per epoch against Sven's: at 2 ranks depcache 0.50x, depcomm 20.00x; at 8 ranks depcache 3.00x, depcomm 25.00x"
 
 
 def test_comm_headlines_equal_the_papers_when_ours_are_its_numbers_and_not_when_reversed():
@@ -58,7 +58,7 @@ def test_comm_headlines_equal_the_papers_when_ours_are_its_numbers_and_not_when_
         at_eight = 3 * paper(label, "(trainers) avg") - at_four - 0.9
         ratios[label] = {2: (0.9, 0.9), 4: (low, high), 8: (at_eight, at_eight)}
     table = comm_table(ratios["DepComm"], ratios["DepCache"])
-    headlines = sven.headlines_comm({sven.COMM_CSV: table}, published)
+    headlines = sven.comm.headlines_comm({sven.comm.COMM_CSV: table}, published)
     assert [h.label for h in headlines] == [
         "DepComm over Sven, bytes per epoch, over batch sizes (figure 12a)",
         "DepCache over Sven, bytes per epoch, over batch sizes (figure 12a)",
@@ -66,9 +66,9 @@ def test_comm_headlines_equal_the_papers_when_ours_are_its_numbers_and_not_when_
         "DepCache over Sven, bytes per epoch, average over trainer counts (figure 12c)",
     ]
     assert [h.quotient for h in headlines] == pytest.approx([1.0] * 4)  # 12a leaves 2 ranks out, 12c averages 2, 4 and 8
-    assert verdict_of(sven.COMM, table) == "reproduced"
+    assert verdict_of(sven.comm.COMM, table) == "reproduced"
     reversed_table = table.assign(vs_sven=1 / table.vs_sven)
-    assert verdict_of(sven.COMM, reversed_table) == "not"
+    assert verdict_of(sven.comm.COMM, reversed_table) == "not"
 
 
 # ---- table-sven-balance ---------------------------------------------------------------------------
@@ -91,7 +91,7 @@ def balance_table(range_cost: float, interval_cost: float, range_rows: float, in
 
 def test_balance_reading_gives_re_flexbicut_against_each_baseline():
     table = balance_table(2.0, 1.25, 1.0, 1.0)
-    assert sven.read_balance({sven.BALANCE_CSV: table}) == (
+    assert sven.balance.read_balance({sven.balance.BALANCE_CSV: table}) == (
         "Re-FlexBiCut's largest per-step balance cost (slowest link minus fastest, Equation 2) is "
         "-50.0% to +0.0% against range and -20.0% to +0.0% against interval over 2 settings"
     )
@@ -105,19 +105,19 @@ def test_balance_headlines_are_the_largest_reductions_as_ratios():
 
     batch, trainers = "max balance cost reduction (batch size)", "max comm cost reduction (trainers)"
     table = balance_table(multiple("range-based", batch), multiple("interval-based", batch), multiple("range-based", trainers), multiple("interval-based", trainers))
-    headlines = sven.headlines_balance({sven.BALANCE_CSV: table}, published)
+    headlines = sven.balance.headlines_balance({sven.balance.BALANCE_CSV: table}, published)
     assert headlines[0].label == "range-based partition over Re-FlexBiCut, maximum balance cost (largest)"
     assert headlines[0].paper == pytest.approx(1 / (1 - 0.592), rel=1e-3)
     assert [h.quotient for h in headlines] == pytest.approx([1.0] * 4)
-    assert verdict_of(sven.BALANCE, table) == "reproduced"
-    assert verdict_of(sven.BALANCE, balance_table(0.5, 0.5, 0.9, 0.9)) == "not"  # Re-FlexBiCut the worst everywhere
+    assert verdict_of(sven.balance.BALANCE, table) == "reproduced"
+    assert verdict_of(sven.balance.BALANCE, balance_table(0.5, 0.5, 0.9, 0.9)) == "not"  # Re-FlexBiCut the worst everywhere
 
 
 # ---- table-sven-accuracy --------------------------------------------------------------------------
 def accuracy_runs(ap: dict[str, dict[str, float]]) -> pd.DataFrame:
     """One run per model and setting; ``ap[setting][model]`` the test AP in % (staleness 0's one point below)."""
     rows = []
-    for model, label in sven.MODEL_LABELS.items():
+    for model, label in sven.common.MODEL_LABELS.items():
         for sched, ranks, staleness, value in (
             ("single", 1, 0, ap["TGL"][label]), ("sven", 2, 0, ap["Sven"][label] - 1), ("sven", 2, 1, ap["Sven"][label]),
         ):  # fmt: skip
@@ -134,24 +134,24 @@ def papers_accuracy() -> dict[str, dict[str, float]]:
 
 
 def test_accuracy_reading_names_each_setting():
-    table = sven.accuracy_table(accuracy_runs(papers_accuracy()))
-    text = sven.read_accuracy({sven.ACCURACY_CSV: table})
+    table = sven.accuracy.accuracy_table(accuracy_runs(papers_accuracy()))
+    text = sven.accuracy.read_accuracy({sven.accuracy.ACCURACY_CSV: table})
     assert text.startswith("test AP (mean over 1 seed(s)), apan: one process 0.802, sven on 2 ranks, staleness 0 0.799, sven on 2 ranks, staleness 1 0.809")
     assert "; tgn: one process 0.884" in text
 
 
 def test_accuracy_shape_is_table_4_and_its_verdict_follows_the_models_order():
     paper = papers_accuracy()
-    table = sven.accuracy_table(accuracy_runs(paper))
-    shape = sven.shape_accuracy({sven.ACCURACY_CSV: table})
+    table = sven.accuracy.accuracy_table(accuracy_runs(paper))
+    shape = sven.accuracy.shape_accuracy({sven.accuracy.ACCURACY_CSV: table})
     assert (shape.paper_ref, shape.paper_dataset, shape.rank_within) == ("Table 4", "LASTFM", "rows")
     assert list(shape.frame.index) == ["TGL", "Sven"] and list(shape.frame.columns) == ["APAN", "JODIE", "TGN"]
     assert shape.frame.loc["Sven", "TGN"] == pytest.approx(paper["Sven"]["TGN"])  # staleness 1: Sven with every mechanism
-    (headline,) = sven.headlines_accuracy({sven.ACCURACY_CSV: table}, rows_of("table-sven-accuracy"))
+    (headline,) = sven.accuracy.headlines_accuracy({sven.accuracy.ACCURACY_CSV: table}, rows_of("table-sven-accuracy"))
     assert headline.quotient == pytest.approx(1.0)
-    assert verdict_of(sven.ACCURACY, table) == "reproduced"
+    assert verdict_of(sven.accuracy.ACCURACY, table) == "reproduced"
     flipped = {row: {"APAN": values["APAN"], "JODIE": values["TGN"], "TGN": values["JODIE"]} for row, values in paper.items()}
-    assert verdict_of(sven.ACCURACY, sven.accuracy_table(accuracy_runs(flipped))) == "not"
+    assert verdict_of(sven.accuracy.ACCURACY, sven.accuracy.accuracy_table(accuracy_runs(flipped))) == "not"
 
 
 # ---- table-sven-breakdown -------------------------------------------------------------------------
@@ -159,7 +159,7 @@ def breakdown_runs(shares: dict[str, tuple[float, float, float]], speedups: dict
     """TGN's steps: DepComm 100 s per epoch, each later step faster than the one before by
     ``speedups[step]``; DepCache and DepComm split into (exchange, all-reduce, compute) ``shares``."""
     rows, seconds = [], 100.0
-    for step in sven.BREAKDOWN_ORDER:
+    for step in sven.breakdown.BREAKDOWN_ORDER:
         seconds = 100.0 if step in ("depcache", "depcomm") else seconds / speedups[step]
         exchange, allreduce, compute = shares.get(step, (10.0, 10.0, 80.0))
         rows.append({"model": "tgn", "step": step, "ranks": 2, "epoch_time_s": seconds, "compute_s": compute, "exchange_s": exchange, "allreduce_s": allreduce, "wait_s": 0.0})
@@ -170,7 +170,7 @@ def papers_breakdown() -> tuple[dict[str, tuple[float, float, float]], dict[str,
     published = rows_of("table-sven-breakdown")
     shares = {
         step: tuple(published_value(published, f"{label} TGN", column) for column in ("A2A/AG Comm. (%)", "AR Comm. (%)", "Comp. (%)"))
-        for step, label in sven.STRATEGY_LABELS.items()
+        for step, label in sven.common.STRATEGY_LABELS.items()
     }
     step = {row: published_value(published, row, "TGN") for row in ("+redundancy-free", "+Re-FlexBiCut", "+micro-batch pipelining")}
     prefetch = 1 / (1 - published_value(published, "+prefetching", "TGN") / 100)
@@ -184,51 +184,51 @@ def papers_breakdown() -> tuple[dict[str, tuple[float, float, float]], dict[str,
 
 
 def test_breakdown_reading_gives_each_step_and_the_full_svens_speedup():
-    table = sven.breakdown_table(pd.DataFrame([
+    table = sven.breakdown.breakdown_table(pd.DataFrame([
         {"model": "tgn", "step": "+async all-reduce", "epoch_time_s": 25.0}, {"model": "tgn", "step": "depcomm", "epoch_time_s": 100.0},
     ]))  # fmt: skip
     assert list(table.step) == ["depcomm", "+async all-reduce"] and table.speedup_vs_previous.iloc[1] == 4.0
-    assert sven.read_breakdown({sven.BREAKDOWN_CSV: table}) == "epoch time depcomm 100.00 s, +async all-reduce 25.00 s: the full Sven 4.00x DepComm's speed"
+    assert sven.breakdown.read_breakdown({sven.breakdown.BREAKDOWN_CSV: table}) == "epoch time depcomm 100.00 s, +async all-reduce 25.00 s: the full Sven 4.00x DepComm's speed"
 
 
 def test_breakdown_shape_is_table_2s_shares_and_its_headlines_figure_15s_steps():
     shares, speedups = papers_breakdown()
-    table = sven.breakdown_table(breakdown_runs(shares, speedups))
-    tables = {sven.BREAKDOWN_CSV: table}
-    shape = sven.shape_breakdown(tables)
+    table = sven.breakdown.breakdown_table(breakdown_runs(shares, speedups))
+    tables = {sven.breakdown.BREAKDOWN_CSV: table}
+    shape = sven.breakdown.shape_breakdown(tables)
     assert list(shape.frame.index) == ["DepCache TGN", "DepComm TGN"]
     assert list(shape.frame.columns) == ["A2A/AG Comm. (%)", "AR Comm. (%)", "Comp. (%)"]
     assert shape.frame.loc["DepComm TGN"].sum() == pytest.approx(100.0)
-    headlines = sven.headlines_breakdown(tables, rows_of("table-sven-breakdown"))
+    headlines = sven.breakdown.headlines_breakdown(tables, rows_of("table-sven-breakdown"))
     assert [h.label for h in headlines] == [
         "+redundancy-free: epoch time before over after", "+Re-FlexBiCut: epoch time before over after",
         "+prefetching and micro-batch pipelining: epoch time before over after", "DepComm over the full Sven, epoch time",
     ]  # fmt: skip
     assert [h.quotient for h in headlines] == pytest.approx([1.0] * 4)
-    assert verdict_of(sven.BREAKDOWN, table) == "reproduced"
+    assert verdict_of(sven.breakdown.BREAKDOWN, table) == "reproduced"
     upside_down = {step: tuple(100 - share for share in parts) for step, parts in shares.items()}  # each row's order reversed
     slower = {step: 1 / speedup for step, speedup in speedups.items()}
-    assert verdict_of(sven.BREAKDOWN, sven.breakdown_table(breakdown_runs(upside_down, slower))) == "not"
+    assert verdict_of(sven.breakdown.BREAKDOWN, sven.breakdown.breakdown_table(breakdown_runs(upside_down, slower))) == "not"
 
 
 def test_breakdown_smoke_has_only_the_whole_of_sven_to_compare():
     shares, speedups = papers_breakdown()
-    table = sven.breakdown_table(breakdown_runs(shares, speedups))
+    table = sven.breakdown.breakdown_table(breakdown_runs(shares, speedups))
     smoke = table[table.step.isin(["depcomm", "+async all-reduce"])]
-    headlines = sven.headlines_breakdown({sven.BREAKDOWN_CSV: smoke}, rows_of("table-sven-breakdown"))
+    headlines = sven.breakdown.headlines_breakdown({sven.breakdown.BREAKDOWN_CSV: smoke}, rows_of("table-sven-breakdown"))
     assert [h.ours is None for h in headlines] == [True, True, True, False]
 
 
 # ---- the targets as a whole -----------------------------------------------------------------------
 def test_sweeps_run_what_the_make_recipes_ran():
-    accuracy = planned_runs(sven.ACCURACY_SWEEP, smoke=True)
+    accuracy = planned_runs(sven.accuracy.ACCURACY_SWEEP, smoke=True)
     assert [run[:5] for run in accuracy] == [
         ("dataset=events", "model=jodie", "sched=single", "sched.batch_size=600", "world_size=1"),
         ("dataset=events", "model=jodie", "sched=sven", "sched.batch_size=300", "sched.staleness=1"),
     ]
-    steps = planned_runs(sven.BREAKDOWN_SWEEP, smoke=False)
+    steps = planned_runs(sven.breakdown.BREAKDOWN_SWEEP, smoke=False)
     assert len(steps) == 6 and all(run[:3] == ("dataset=events", "checkpoint=false", "model=tgn") and run[-3:] == ("world_size=2", "epochs=5", "optim.lr=0.001") for run in steps)
-    assert [run[3:-2] for run in planned_runs(sven.BREAKDOWN_SWEEP, smoke=True)] == [("sched=depcomm",), ("sched=sven", "sched.micro_batches=2", "sched.staleness=1")]
+    assert [run[3:-2] for run in planned_runs(sven.breakdown.BREAKDOWN_SWEEP, smoke=True)] == [("sched=depcomm",), ("sched=sven", "sched.micro_batches=2", "sched.staleness=1")]
 
 
 def test_every_sweep_point_composes_and_each_breakdown_run_is_its_step():
@@ -237,16 +237,16 @@ def test_every_sweep_point_composes_and_each_breakdown_run_is_its_step():
     from dygsched.launch.hydra_app import compose_config, precheck, sweep_points
 
     steps = []
-    for sweep in (sven.ACCURACY_SWEEP, sven.BREAKDOWN_SWEEP):
+    for sweep in (sven.accuracy.ACCURACY_SWEEP, sven.breakdown.BREAKDOWN_SWEEP):
         for smoke in (False, True):
             for run in planned_runs(sweep, smoke):
                 for point in sweep_points([*run, "results_dir=unused", "progress=false"]):
                     cfg = compose_config(point)
                     if smoke:  # what the smoke build runs passes the checks a run makes before it trains
                         precheck(cfg, point)
-                    if sweep is sven.BREAKDOWN_SWEEP and not smoke:
-                        steps.append(sven.breakdown_step(OmegaConf.to_container(cfg.sched)))
-    assert tuple(steps) == sven.BREAKDOWN_ORDER
+                    if sweep is sven.breakdown.BREAKDOWN_SWEEP and not smoke:
+                        steps.append(sven.breakdown.breakdown_step(OmegaConf.to_container(cfg.sched)))
+    assert tuple(steps) == sven.breakdown.BREAKDOWN_ORDER
 
 
 def test_the_module_imports_without_torch():
@@ -255,8 +255,8 @@ def test_the_module_imports_without_torch():
 
 
 def test_comm_builds_at_smoke_size(tmp_path):
-    build_target(sven.COMM, tmp_path, smoke=True)
-    table = pd.read_csv(tmp_path / sven.COMM_CSV)
+    build_target(sven.comm.COMM, tmp_path, smoke=True)
+    table = pd.read_csv(tmp_path / sven.comm.COMM_CSV)
     assert set(table.strategy) == {"depcache", "depcomm", "sven"} and sorted(table.ranks.unique()) == [2, 4]
     assert (table[table.strategy == "sven"].vs_sven == 1).all()
-    assert sven.read_comm({sven.COMM_CSV: table}).startswith("bytes per epoch against Sven's: at 2 ranks depcache")
+    assert sven.comm.read_comm({sven.comm.COMM_CSV: table}).startswith("bytes per epoch against Sven's: at 2 ranks depcache")

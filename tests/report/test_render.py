@@ -9,8 +9,8 @@ import pytest
 
 from dygsched.cli import main
 from dygsched.metrics.runs_table import append_run
+from dygsched.paper.provenance import PROVENANCE_DIR
 from dygsched.paper.registry import SECTIONS, TARGETS
-from dygsched.report.provenance import PROVENANCE_DIR
 from dygsched.report.render import render
 from tests.report.report_html import parse_report
 

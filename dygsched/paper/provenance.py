@@ -1,6 +1,6 @@
 """How each result was made: ``<root>/provenance/<name>.json`` holds the ``dygsched paper`` command
 that built a target, what it ran, the commit, the machine, the date, the wall time and the exit
-status (``dygsched.paper.runner`` writes it; the report reads it)."""
+status. It belongs to the stage that writes it (``dygsched.paper.runner``); the report only reads it."""
 
 from __future__ import annotations
 

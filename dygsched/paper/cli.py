@@ -8,6 +8,9 @@
     dygsched paper table-epoch-time --set sched=psg,greedy dataset=twitter_tennis   in place of the sweep's own, or added
     dygsched paper table-sven-comm --set ranks=2,4,8  a builder setting
     dygsched paper table-sven-comm --in-process     build in this process (a debugger steps into the builder)
+
+The report comes after the paper stage and renders what it built, so this module does not import it:
+``dygsched.cli`` hands ``main`` the report's ``render``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from dygsched.errors import ConfigError
@@ -60,7 +64,11 @@ def _forget(paper_target: PaperTarget, root: Path) -> None:
         shutil.rmtree(root / paper_target.sweep.folder, ignore_errors=True)
 
 
-def main(argv: list[str]) -> int:
+Render = Callable[[Path, bool], Path]  # (results root, smoke) -> the report folder
+
+
+def main(argv: list[str], render: Render) -> int:
+    """``dygsched paper``: build what is missing, then ``render(root, smoke)`` the report."""
     from dygsched.paper.build import build_target, results_root, split_overrides
     from dygsched.paper.registry import targets_named
 
@@ -90,9 +98,7 @@ def main(argv: list[str]) -> int:
         ran = run_missing(chosen, results, args.smoke, extra, progress=args.progress, in_process=args.in_process)
     elif not root.is_dir():
         raise ConfigError(f"no results folder {root}: build the targets first (dygsched paper all)")
-    from dygsched.report.render import render
-
-    folder = render(root, smoke=args.smoke)
+    folder = render(root, args.smoke)
     print(f"report: {folder / 'index.html'} (and README.md, runs.html)")
     failed = [record.target for record in ran if not record.ok and any(t.name == record.target and t.missing_outputs(root) for t in chosen)]
     if failed:

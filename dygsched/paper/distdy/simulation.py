@@ -1,0 +1,111 @@
+"""One DistDy experiment measured in this process: its graph, placements and counted epochs (``Stream``), and an epoch's
+counted traffic and work priced for K stores with a device profile (``Simulator``; dygsched/engine/distdy/cluster.py)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+class Stream:
+    """One experiment's graph and what every partitioner and count needs of it, computed once."""
+
+    def __init__(self, cfg: dict) -> None:
+        from dygsched.data.loading import load_data
+        from dygsched.engine.distdy.placement import feature_segments, snapshot_graphs
+        from dygsched.engine.distdy.sampler import InNeighbours
+        from dygsched.engine.distdy.strategy import node_split
+
+        sched = cfg["sched"]
+        self.cfg, self.graph = cfg, load_data(cfg["dataset"])
+        self.train, _, _ = node_split(self.graph.num_nodes, cfg["split"]["train"], cfg["split"]["val"], cfg["seed"])
+        self.segments = feature_segments(sched["segments"], self.graph.num_features)
+        self.snapshot_graphs = snapshot_graphs(self.graph, self.train, sched["batch"], sched["fanouts"], self.segments)
+        self.neighbours = [InNeighbours.of(s.edge_index.numpy(), self.graph.num_nodes) for s in self.graph.snapshots]
+
+    @property
+    def row_bytes(self) -> int:
+        return self.graph.num_features * self.graph.snapshots[0].x.element_size()
+
+    def options(self, **changes: float) -> dict:
+        """``OnlinePartitioner``'s options as configured, with ``changes``."""
+        sched = self.cfg["sched"]
+        keys = ("eta", "budget", "clip_rewards", "message_weight", "fetch_weight")
+        return {key: changes.get(key, sched[key]) for key in keys}
+
+    def capacity(self, stores: int, factor: float | None = None) -> np.ndarray:
+        """``D^k`` as configured (or at ``factor`` times the balanced window storage)."""
+        from dygsched.data.partition.online import store_capacity
+
+        sched, window = self.cfg["sched"], self.cfg["window"]
+        if factor is not None:
+            return store_capacity(self.snapshot_graphs, window, stores, factor)
+        return store_capacity(self.snapshot_graphs, window, stores, sched["capacity_factor"], sched["capacity_bytes"])
+
+    def place(self, stores: int, method: str, factor: float | None = None, **changes: float) -> tuple[list, float, np.ndarray]:
+        """Every snapshot's placement on ``stores`` stores, the seconds partitioning took, the capacities."""
+        from dygsched.data.partition.online import partition_stream
+
+        capacity, window = self.capacity(stores, factor), self.cfg["window"]
+        options = self.options(**changes) if method == "distdy" else {}
+        if method == "distdy":  # compiles the refinement (once per machine: numba caches it on disk), not timed
+            partition_stream(method, self.snapshot_graphs[:1], stores, capacity, window, **options)
+        start = time.perf_counter()
+        parts = partition_stream(method, self.snapshot_graphs, stores, capacity, window, self.cfg["seed"], **options)
+        return parts, time.perf_counter() - start, capacity
+
+    def balance(self, parts: list, stores: int) -> dict[str, float]:
+        """Largest store over the mean, the worst step: the window's stored bytes, the newest snapshot's
+        nodes and training targets (the targets whose temporal model a store's rank runs), and the
+        expected sampled messages its encoders compute over the window."""
+        window, worst = self.cfg["window"], dict.fromkeys(("bytes", "nodes", "targets", "messages"), 0.0)
+        training = np.zeros(self.graph.num_nodes, dtype=bool)
+        training[self.train] = True
+        for tau in range(window - 1, len(parts)):
+            held = sum(p.stored_bytes for p in parts[tau - window + 1 : tau + 1])
+            store = parts[tau].store
+            nodes = np.bincount(store[store >= 0], minlength=stores)
+            targets = np.bincount(store[(store >= 0) & training], minlength=stores)
+            messages = np.zeros(stores)
+            for t in range(tau - window + 1, tau + 1):  # a target's encoder runs where it lives in each snapshot
+                on = (parts[t].store >= 0) & training & (store >= 0)
+                messages += np.bincount(parts[t].store[on], weights=self.snapshot_graphs[t].messages[on], minlength=stores)
+            for name, per_store in (("bytes", held), ("nodes", nodes), ("targets", targets), ("messages", messages)):
+                worst[name] = max(worst[name], float(np.max(per_store) / max(np.mean(per_store), 1e-12)))
+        return {f"balance_{name}": value for name, value in worst.items()}
+
+    def counts(self, placements: list, stores: int) -> list:
+        """The counts of one epoch's mini-batches on ``stores`` stores."""
+        from dygsched.engine.distdy.cluster import epoch_counts
+
+        cfg, sched = self.cfg, self.cfg["sched"]
+        return epoch_counts(
+            self.graph, placements, stores, self.train, cfg["window"], sched["batch"], sched["batches_per_step"],
+            sched["fanouts"], cfg["seed"], neighbours=self.neighbours,
+        )  # fmt: skip
+
+
+class Simulator:
+    """Prices an epoch's counted traffic and work for K stores (see dygsched/engine/distdy/cluster.py),
+    with the compute costs of a device profile (``cpu``: calibrated here; a GPU's: from its datasheet)."""
+
+    def __init__(self, stream: Stream, profile: str) -> None:
+        import torch
+
+        from dygsched.engine.distdy.cluster import compute_cost
+        from dygsched.engine.worker import build_model
+
+        cfg, graph = stream.cfg, stream.graph
+        torch.manual_seed(cfg["seed"])
+        model = build_model(cfg["model"], graph)
+        self.profile = profile
+        self.cost = compute_cost(profile, model, stream.neighbours[:1], graph.snapshots[0].x, cfg["sched"]["fanouts"], cfg["window"])
+        self.row_bytes = stream.row_bytes
+        self.embedding_bytes = model.hidden_channels * 4
+        self.parameter_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+
+    def epoch(self, counts: list, gbps: float) -> dict[str, float]:
+        from dygsched.engine.distdy.cluster import Network, simulate_epoch
+
+        return simulate_epoch(counts, self.cost, Network(gbps, latency_s=50e-6), self.row_bytes, self.embedding_bytes, self.parameter_bytes)

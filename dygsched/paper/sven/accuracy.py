@@ -1,0 +1,113 @@
+"""Table 4: test accuracy of TGL's one-process loop and of Sven, per model and dataset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dygsched.paper.common import finished_runs, geometric_mean, published_value, table_named, write_table
+from dygsched.paper.sven.common import MODEL_LABELS, SECTION, SMOKE_EVENTS, SVEN_DIR, SWEEP_ARGS, final
+from dygsched.paper.target import Headline, PaperShape, PaperTarget, Sweep, Tables
+
+ACCURACY_SWEEP = Sweep(
+    folder=f"{SVEN_DIR}/accuracy",
+    runs=(
+        ("dataset=events", "model=tgn,jodie,apan", "sched=single", "sched.batch_size=600", "world_size=1", "seed=0", "checkpoint=false", *SWEEP_ARGS),
+        ("dataset=events", "model=tgn,jodie,apan", "sched=sven", "sched.batch_size=300", "sched.staleness=0,1", "world_size=2", "seed=0", "checkpoint=false", *SWEEP_ARGS),
+    ),
+    smoke=(
+        ("dataset=events", "model=jodie", "sched=single", "sched.batch_size=600", "world_size=1", "seed=0", "checkpoint=false", SMOKE_EVENTS),
+        ("dataset=events", "model=jodie", "sched=sven", "sched.batch_size=300", "sched.staleness=1", "world_size=2", "seed=0", "checkpoint=false", SMOKE_EVENTS),
+    ),
+)  # fmt: skip
+ACCURACY_CSV = f"{ACCURACY_SWEEP.folder}/sven_accuracy.csv"
+ACCURACY_ROWS = {"single": "TGL", "sven": "Sven"}  # sched=single runs TGL's one-process loop
+
+
+def build_accuracy(results: Path) -> None:
+    """Test AP and AUC per model: one process against Sven on 2 ranks, the mean over seeds."""
+    rows = []
+    for summary, metrics, cfg in finished_runs(results / ACCURACY_SWEEP.folder):
+        sched = cfg["sched"]
+        rows.append({
+            "model": cfg["model"]["name"], "sched": sched["name"], "ranks": summary["world_size"],
+            "global_batch": sched["batch_size"] * summary["world_size"], "staleness": sched.get("staleness", 0),
+            "test_ap": final(metrics, "test", "ap"), "test_auc": final(metrics, "test", "auc"),
+            "val_ap": final(metrics, "val", "ap"), "epochs": summary["epochs_completed"], "seed": cfg["seed"],
+        })  # fmt: skip
+    write_table(
+        accuracy_table(pd.DataFrame(rows)),
+        results / ACCURACY_CSV,
+        "mean over seeds (std: their spread; NaN with one seed)",
+        "one process (sched=single, TGL's loop) vs Sven on 2 gloo ranks, same global batch",
+    )
+
+
+def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per model and setting from one row per run: the mean over seeds and their spread."""
+    keys = ["model", "sched", "ranks", "global_batch", "staleness", "epochs"]
+    return runs.groupby(keys, as_index=False).agg(
+        seeds=("seed", "nunique"), test_ap=("test_ap", "mean"), test_ap_std=("test_ap", "std"),
+        test_auc=("test_auc", "mean"), val_ap=("val_ap", "mean"),
+    ).sort_values(["model", "ranks", "staleness"]).reset_index(drop=True)  # fmt: skip
+
+
+def read_accuracy(tables: Tables) -> str:
+    table = table_named(tables)
+
+    def setting(row: Any) -> str:
+        return "one process" if row.sched == "single" else f"{row.sched} on {int(row.ranks)} ranks, staleness {int(row.staleness)}"
+
+    parts = [
+        f"{model}: " + ", ".join(f"{setting(row)} {row.test_ap:.3f}" for row in group.itertuples())
+        for model, group in table.groupby("model", sort=False)
+    ]
+    return f"test AP (mean over {int(table.seeds.max())} seed(s)), " + "; ".join(parts)
+
+
+def _accuracy_frame(tables: Tables) -> pd.DataFrame:
+    """Test AP in %, TGL (one process) and Sven (its highest staleness: every mechanism on) as rows,
+    the paper's model names as columns."""
+    table = table_named(tables)
+    table = table[table.sched.isin(ACCURACY_ROWS) & table.model.isin(MODEL_LABELS)]
+    sven = table[table.sched == "sven"]
+    table = pd.concat([table[table.sched != "sven"], sven[sven.staleness == sven.staleness.max()]])
+    frame = table.pivot_table(index="sched", columns="model", values="test_ap", aggfunc="mean") * 100
+    frame = frame.rename(index=ACCURACY_ROWS, columns=MODEL_LABELS)
+    frame.columns.name = None
+    return frame.loc[[label for label in ACCURACY_ROWS.values() if label in frame.index]]
+
+
+def shape_accuracy(tables: Tables) -> PaperShape:
+    """Table 4's layout: TGL and Sven as rows, the models as columns, test AP in %. Each row ranks
+    the models (the gap between TGL and Sven is a fraction of a point, below the order's reach)."""
+    return PaperShape(_accuracy_frame(tables), paper_ref="Table 4", paper_dataset="LASTFM", rank_within="rows", unit="AP %")
+
+
+def headlines_accuracy(tables: Tables, published: pd.DataFrame) -> tuple[Headline, ...]:
+    """Table 4's claim that Sven keeps TGL's accuracy: Sven's AP over TGL's, the geometric mean
+    over the models (ours over the models we ran, the paper's over the same ones)."""
+    frame = _accuracy_frame(tables)
+    paper_table = published[published.ref == "Table 4"]
+    ran = [label for label in frame.columns if label in set(paper_table.column)] or sorted(set(paper_table.column))
+    paper = geometric_mean([published_value(paper_table, "Sven", m) / published_value(paper_table, "TGL", m) for m in ran])
+    ours = geometric_mean(frame.loc["Sven"] / frame.loc["TGL"]) if {"Sven", "TGL"} <= set(frame.index) else None
+    return (Headline("Sven's test AP over one process's (TGL)", paper, ours),) if paper is not None else ()
+
+
+ACCURACY = PaperTarget(
+    name="table-sven-accuracy",
+    paper=SECTION.key,
+    title="Test AP and AUC: one process against Sven on 2 ranks, staleness 0 and 1",
+    reproduces="Sven table 4",
+    outputs=(ACCURACY_CSV,),
+    repeats="mean and spread over the seeds (one by default; --set seed=0,1,2 for three)",
+    minutes=2,
+    build=build_accuracy,
+    reading=read_accuracy,
+    sweep=ACCURACY_SWEEP,
+    shape=shape_accuracy,
+    headlines=headlines_accuracy,
+)

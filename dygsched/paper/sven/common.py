@@ -1,0 +1,49 @@
+"""What Sven's targets share: their report section and labels, the stream and model a config composes,
+and reading a training run's epoch rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from dygsched.paper.target import Section
+
+SECTION = Section("sven", "Sven", "Memory-based continuous-time models (TGN, JODIE, APAN) with distributed node memory.")
+SVEN_DIR = "sven"
+SWEEP_ARGS = ("epochs=5", "optim.lr=0.001")  # every training run's length and learning rate at full size
+SMOKE_EVENTS = "+smoke=events"  # conf/smoke/events.yaml: one epoch in global batches of 2,000 events
+# our names -> the paper's labels
+MODEL_LABELS = {"apan": "APAN", "jodie": "JODIE", "tgn": "TGN"}
+STRATEGY_LABELS = {"depcomm": "DepComm", "depcache": "DepCache"}
+
+
+def stream_and_model(dataset: str, model_name: str) -> tuple[dict[str, Any], Any, Any]:
+    """The event stream and the model (its widths decide the row sizes) a config composes."""
+    from omegaconf import OmegaConf
+
+    from dygsched.data.loading import load_data
+    from dygsched.engine.worker import build_model
+    from dygsched.launch.hydra_app import compose_config
+
+    cfg = OmegaConf.to_container(compose_config([f"dataset={dataset}", f"model={model_name}"]), resolve=True)
+    stream = load_data(cfg["dataset"])
+    return cfg, stream, build_model(cfg["model"], stream)
+
+
+def final(metrics: pd.DataFrame, phase: str, metric: str) -> float:
+    """The last epoch's value of ``metric`` in ``phase``; NaN where the run has none."""
+    rows = metrics[(metrics.phase == phase) & (metrics.metric == metric)]
+    return float(rows.sort_values("epoch").value.iloc[-1]) if len(rows) else float("nan")
+
+
+def epoch_time(metrics: pd.DataFrame) -> float:
+    """The median training epoch time (the first epoch's warm-up included in the median only)."""
+    rows = metrics[(metrics.iteration == -1) & (metrics.phase == "train") & (metrics.metric == "epoch_time_s")]
+    return float(rows.groupby("epoch").value.max().median()) if len(rows) else float("nan")
+
+
+def epoch_share(metrics: pd.DataFrame, metric: str) -> float:
+    """Seconds per epoch in ``metric``: the ranks' mean, the median over epochs."""
+    rows = metrics[(metrics.iteration == -1) & (metrics.phase == "train") & (metrics.metric == metric)]
+    return float(rows.groupby("epoch").value.mean().median()) if len(rows) else float("nan")

@@ -1,0 +1,35 @@
+"""The engine's benchmarks as paper targets: project benchmarks with plain settings, and sweeps that compose."""
+
+from __future__ import annotations
+
+from dygsched.paper import bench
+from dygsched.paper.bench import stream_accuracy, stream_scaling
+from dygsched.paper.published import rows_of
+
+PLAIN = (str, int, float, bool)
+
+
+def test_each_benchmark_is_a_project_benchmark_with_plain_settings_and_no_published_rows():
+    assert [t.name for t in bench.TARGETS] == [
+        "bench-flop-counting", "bench-vs-pygt", "bench-tgn-pyg", "bench-stream-scaling", "bench-scaling", "table-stream-accuracy",
+    ]  # fmt: skip
+    for paper_target in bench.TARGETS:
+        assert paper_target.paper == bench.SECTION.key and not paper_target.reproduces_paper
+        assert paper_target.shape is None and paper_target.headlines is None and rows_of(paper_target.name).empty
+        for value in [*paper_target.settings.full.values(), *paper_target.settings.smoke.values()]:
+            assert isinstance(value, PLAIN) or (isinstance(value, tuple) and all(isinstance(v, PLAIN) for v in value)), value
+
+
+def test_the_sweeps_compose_at_full_and_smoke_size(tmp_path):
+    """Each multirun of the two sweeps is a valid ``dygsched run -m`` at its first and last point (the
+    first and last model): a bad override would otherwise fail only at full size."""
+    from dygsched.launch.hydra_app import compose_config, precheck, sweep_points
+
+    for sweep in (stream_scaling.STREAM_SCALING_SWEEP, stream_accuracy.STREAM_ACCURACY_SWEEP):
+        for run in (*sweep.runs, *sweep.smoke):
+            assert "model=tgn,jodie,apan" in run
+            points = sweep_points([*run, f"results_dir={tmp_path}", "progress=false"])
+            for point in (points[0], points[-1]):
+                precheck(compose_config(point), point)
+    sizes = [next(o for o in run if o.startswith("dataset.num_events=")) for run in stream_scaling.STREAM_SCALING_SWEEP.runs]
+    assert sizes == [f"dataset.num_events={n}" for n in (20_000, 80_000, 157_474, 672_447)]  # smallest first
