@@ -66,8 +66,8 @@ def profile(overrides: list[str], epochs: int) -> list[dict[str, float]]:
 
     seconds: dict[str, float] = defaultdict(float)
     strategy.inputs = timed(seconds, "sampling", strategy.inputs)
-    strategy.memory_of = timed(seconds, "memory", strategy.memory_of)
-    strategy.aggregate = timed(seconds, "state writes", strategy.aggregate)
+    strategy.memory.memory_of = timed(seconds, "memory", strategy.memory.memory_of)
+    strategy.memory.aggregate = timed(seconds, "state writes", strategy.memory.aggregate)
     model.embed = timed(seconds, "embedding", model.embed)
     model.score = timed(seconds, "embedding", model.score)
     per_epoch = []

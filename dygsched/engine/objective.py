@@ -17,7 +17,8 @@ from torch import nn
 from dygsched.data.groups import Split, sliding_groups, split_by_time
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.engine.strategy import RunSettings
-from dygsched.models.base import DGNN, PLAIN, LayerHooks
+from dygsched.models.dgnn import DGNN
+from dygsched.models.hooks import PLAIN, LayerHooks
 
 
 def build_split(graph: TemporalGraph, settings: RunSettings) -> Split:

@@ -41,19 +41,10 @@ from dygsched.engine.strategy_config import StrategyConfig
 from dygsched.engine.timing import Region
 from dygsched.errors import ConfigError
 from dygsched.metrics.atomic import write_json
+from dygsched.metrics.missing import MetricValue, Missing  # noqa: F401 (the strategies' and the worker's names for them)
 from dygsched.metrics.run_folder import RunFolder
 from dygsched.models.flops import FlopCounter
 from dygsched.planner.plan import Plan
-
-
-@dataclass(frozen=True)
-class Missing:
-    """A metric a strategy does not measure, and why (recorded as NaN with this reason)."""
-
-    reason: str
-
-
-MetricValue = float | int | Missing
 
 
 @dataclass

@@ -13,8 +13,10 @@ from torch_geometric.nn.inits import glorot
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models import flops
-from dygsched.models.base import DGNNLayer, GCNStack, State, gcn_aggregate
-from dygsched.models.incremental import gcn_aggregate_chain
+from dygsched.models.dgnn import DGNNLayer, State
+from dygsched.models.gcn_stack import GCNStack
+from dygsched.models.incremental_kernels import gcn_aggregate_chain
+from dygsched.models.ops import gcn_aggregate
 
 
 class EvolveGCNHLayer(DGNNLayer):

@@ -3,7 +3,7 @@
 ``with count_conv_flops(model) as counter: model(snapshots)`` counts every ``GCNConv``,
 ``GATConv`` and ``SAGEConv`` call inside ``model`` (forward hooks, registered for the duration of the block only),
 every ``gcn_aggregate`` call and EvolveGCN's projections (explicit calls), and what the
-incremental chains of ``dygsched.models.incremental`` compute. Outside such a block nothing is
+incremental chains of ``dygsched.models.incremental_kernels`` compute. Outside such a block nothing is
 counted and nothing costs anything beyond one empty-list check.
 
 Counting never synchronises a GPU with the host: a count that depends on tensor values (the

@@ -11,8 +11,9 @@ from torch import nn
 from torch_geometric.nn import GATConv
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
-from dygsched.models.base import DGNN, DGNNLayer, State, ZeroState, lstm_cell, stack_layers
-from dygsched.models.incremental import gat_conv_chain
+from dygsched.models.dgnn import DGNN, DGNNLayer, State, ZeroState, stack_layers
+from dygsched.models.incremental_kernels import gat_conv_chain
+from dygsched.models.ops import lstm_cell
 
 
 class GATLSTMLayer(DGNNLayer):

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from dygsched.models.memory_base import MemoryModel, recurrent_step
+from dygsched.models.memory_base import RecurrentMemoryModel
 
 
 class TimeProjection(nn.Module):
@@ -33,7 +33,7 @@ class TimeProjection(nn.Module):
         return h * (1 + self.lin(dt[:, None]))
 
 
-class JODIE(MemoryModel):
+class JODIE(RecurrentMemoryModel):
     """JODIE with TGL semantics (TGL's ``JODIE.yml``: RNN memory, mailbox of 1, identity embedding
     with JODIE's time projection).
 
@@ -57,21 +57,6 @@ class JODIE(MemoryModel):
         self.updater = nn.RNNCell(self.mail_dim + self.time_dim, self.memory_dim, nonlinearity="tanh")
         self.norm = nn.LayerNorm(self.memory_dim)
         self.time_projection = TimeProjection(self.memory_dim)
-
-    def update_memory(
-        self,
-        memory: torch.Tensor,
-        memory_time: torch.Tensor,
-        mail: torch.Tensor,
-        mail_time: torch.Tensor,
-        query_time: torch.Tensor,
-        rows: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        self._check_mailbox(memory, mail)
-        if rows is not None:  # one entry per vertex, several rows each: the vertex's products once
-            return recurrent_step(self.updater, mail[:, 0], self.time_encoder(query_time - memory_time[rows]), memory, rows)
-        x = torch.cat([mail[:, 0], self.time_encoder(query_time - memory_time)], dim=-1)
-        return self.updater(x, memory)
 
     def embed(
         self,

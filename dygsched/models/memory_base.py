@@ -247,3 +247,30 @@ class MemoryModel(nn.Module, ABC):
             raise ValueError(
                 f"mail must be [n={n}, B={self.mailbox_size}, mail_dim={self.mail_dim}], got {tuple(mail.shape)}"
             )
+
+
+class RecurrentMemoryModel(MemoryModel):
+    """A memory updated by a recurrent cell (``updater``: TGN's GRU, JODIE's tanh RNN) from the node's
+    one (latest) mail ``m`` and the time since its memory was written::
+
+        s' = updater([m || phi(t_query - tau)], s)
+
+    ``mail_time`` is not read (TGL encodes ``t_query - tau``, not the mail's age). A subclass builds
+    ``updater`` (input width ``mail_dim + time_dim``) and implements ``embed``."""
+
+    updater: nn.GRUCell | nn.RNNCell
+
+    def update_memory(
+        self,
+        memory: torch.Tensor,
+        memory_time: torch.Tensor,
+        mail: torch.Tensor,
+        mail_time: torch.Tensor,
+        query_time: torch.Tensor,
+        rows: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        self._check_mailbox(memory, mail)
+        if rows is not None:  # one entry per vertex, several rows each: the vertex's products once
+            return recurrent_step(self.updater, mail[:, 0], self.time_encoder(query_time - memory_time[rows]), memory, rows)
+        x = torch.cat([mail[:, 0], self.time_encoder(query_time - memory_time)], dim=-1)
+        return self.updater(x, memory)

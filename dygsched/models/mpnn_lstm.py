@@ -12,19 +12,10 @@ from torch_geometric.nn import GCNConv
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.data.temporal_graph import Snapshot
-from dygsched.models.base import (
-    DGNN,
-    DGNNLayer,
-    PartitionOps,
-    State,
-    ZeroState,
-    dropout,
-    gcn_conv,
-    lstm_cell,
-    stack_layers,
-    synced_batch_norm,
-)
-from dygsched.models.incremental import gcn_conv_chain
+from dygsched.models.dgnn import DGNN, DGNNLayer, State, ZeroState, stack_layers
+from dygsched.models.incremental_kernels import gcn_conv_chain
+from dygsched.models.ops import dropout, gcn_conv, lstm_cell
+from dygsched.models.partitioned import PartitionOps, synced_batch_norm
 
 
 class MPNNLSTMLayer(DGNNLayer):
@@ -59,7 +50,7 @@ class MPNNLSTMLayer(DGNNLayer):
     Cost: a group starts from the zero state, so the first step skips both LSTMs' recurrent
     products (``lstm_cell``); run as a window (``temporal_window``) the output concatenation
     ``[H1_t, H2_t, X_t]`` is built only for the steps the next block or the head reads; dropout
-    draws its masks from a uniform sample (``dygsched.models.base.dropout``, 3x cheaper on a CPU).
+    draws its masks from a uniform sample (``dygsched.models.ops.dropout``, 3x cheaper on a CPU).
     """
 
     reuse = "gcn"

@@ -12,8 +12,10 @@ from torch_geometric.nn import GCNConv
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models import flops
-from dygsched.models.base import DGNNLayer, GCNStack, State, ZeroState, gcn_aggregate
-from dygsched.models.incremental import projected_gcn_chain
+from dygsched.models.dgnn import DGNNLayer, State, ZeroState
+from dygsched.models.gcn_stack import GCNStack
+from dygsched.models.incremental_kernels import projected_gcn_chain
+from dygsched.models.ops import gcn_aggregate
 
 
 class TGCNLayer(DGNNLayer):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from dygsched.models.memory_base import MemoryModel, TimeEncoding, attend, gather_rows, recurrent_step
+from dygsched.models.memory_base import RecurrentMemoryModel, TimeEncoding, attend, gather_rows
 
 
 class TemporalAttention(nn.Module):
@@ -76,7 +76,7 @@ class TemporalAttention(nn.Module):
         return kv[..., :out], kv[..., out:]
 
 
-class TGN(MemoryModel):
+class TGN(RecurrentMemoryModel):
     """TGN with TGL semantics (TGL's ``TGN.yml``: GRU memory, mailbox of 1, one attention layer).
 
     Memory (TGL's ``GRUMemeoryUpdater``), with the node's one (latest) mail ``m`` (``B = 1``)::
@@ -106,21 +106,6 @@ class TGN(MemoryModel):
         self.heads = int(heads)
         self.updater = nn.GRUCell(self.mail_dim + self.time_dim, self.memory_dim)
         self.attention = TemporalAttention(self.memory_dim, self.edge_dim, self.time_dim, self.embedding_dim, self.heads, dropout)
-
-    def update_memory(
-        self,
-        memory: torch.Tensor,
-        memory_time: torch.Tensor,
-        mail: torch.Tensor,
-        mail_time: torch.Tensor,
-        query_time: torch.Tensor,
-        rows: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        self._check_mailbox(memory, mail)
-        if rows is not None:  # one entry per vertex, several rows each: the vertex's products once
-            return recurrent_step(self.updater, mail[:, 0], self.time_encoder(query_time - memory_time[rows]), memory, rows)
-        x = torch.cat([mail[:, 0], self.time_encoder(query_time - memory_time)], dim=-1)
-        return self.updater(x, memory)
 
     def embed(
         self,

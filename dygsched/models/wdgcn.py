@@ -11,8 +11,10 @@ from torch import nn
 from torch_geometric.nn import GCNConv
 
 from dygsched.data.diffmap import DiffMap, EdgeSet
-from dygsched.models.base import DGNNLayer, GCNStack, State, ZeroState, gcn_conv, lstm_cell
-from dygsched.models.incremental import gcn_conv_chain, projected_gcn_chain
+from dygsched.models.dgnn import DGNNLayer, State, ZeroState
+from dygsched.models.gcn_stack import GCNStack
+from dygsched.models.incremental_kernels import gcn_conv_chain, projected_gcn_chain
+from dygsched.models.ops import gcn_conv, lstm_cell
 
 
 class WDGCNLayer(DGNNLayer):

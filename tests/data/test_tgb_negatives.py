@@ -109,8 +109,8 @@ def test_a_run_scores_every_event_against_the_files_negatives(tmp_path):
     assert 0 < val["mrr"] <= 1 and 0 < test["mrr"] <= 1 and isinstance(val["loss"], float)
     assert "fewer negatives" in test["loss"].reason
     batch = strategy.batches("val")[0]
-    negatives = strategy._negatives(batch).view(6, batch.events).t()
-    assert torch.equal(negatives, strategy.fixed_negatives["val"].destinations[batch.start : batch.stop])
+    negatives = strategy.negatives.destinations(batch, epoch=0).view(6, batch.events).t()
+    assert torch.equal(negatives, strategy.negatives.fixed["val"].destinations[batch.start : batch.stop])
     with pytest.raises(ConfigError, match="not both"):
         SingleProcessStrategy(NodeMemoryConfig(batch_size=60)).check(data, dataclasses.replace(settings, eval_negatives=3), 1)
 

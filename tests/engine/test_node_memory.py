@@ -92,8 +92,8 @@ def _train(strategy, model_name: str, rank: int, world_size: int, settings: RunS
         metrics.append(dict(strategy.run_epoch(Epoch(index, module, optimizer, sync, CPU, rank, world_size, seen.append, lambda *r: None))))
         losses.append([s.loss_sum for s in seen])
     val, test = strategy.evaluate("val"), strategy.evaluate("test")
-    owned = (strategy.ownership.owner == rank).nonzero().flatten()
-    rows = strategy.table.pack(strategy.ownership.row[owned])
+    owned = (strategy.memory.ownership.owner == rank).nonzero().flatten()
+    rows = strategy.memory.table.pack(strategy.memory.ownership.row[owned])
     return {
         "losses": losses,
         "params": {k: v.detach().clone() for k, v in module.state_dict().items()},
@@ -101,10 +101,10 @@ def _train(strategy, model_name: str, rank: int, world_size: int, settings: RunS
         "val": val,
         "test": test,
         "metrics": metrics,
-        "traffic": strategy.traffic.to_dict(),
-        "owner": strategy.ownership.owner.clone(),
-        "resident_rows": strategy.table.rows,
-        "row_width": strategy.table.row_width,
+        "traffic": strategy.transport.traffic.to_dict(),
+        "owner": strategy.memory.ownership.owner.clone(),
+        "resident_rows": strategy.memory.table.rows,
+        "row_width": strategy.memory.table.row_width,
     }
 
 
@@ -408,7 +408,7 @@ def test_more_ranks_than_vertices_are_refused_and_a_rank_without_events_is_logge
         SvenStrategy(SvenConfig(batch_size=1)).check(data, SETTINGS, NODES + 1)
     strategy = SvenStrategy(SvenConfig(batch_size=30, partition="reflexbicut", prefetch=False))
     strategy.setup(RunContext(data, SETTINGS, 0, 1, CPU, Artifacts(None, True)))
-    strategy.demand = lambda: np.zeros((1, NODES))  # a pre-sampling pass that saw no event for rank 0
+    strategy.memory.demand = lambda: np.zeros((1, NODES))  # a pre-sampling pass that saw no event for rank 0
     logger = logging.getLogger("dygsched")
     logger.addHandler(caplog.handler)
     was_disabled, logger.disabled = logger.disabled, False  # a logging config applied by an earlier test may have disabled it
@@ -419,4 +419,4 @@ def test_more_ranks_than_vertices_are_refused_and_a_rank_without_events_is_logge
         logger.removeHandler(caplog.handler)
         logger.disabled = was_disabled
     assert "found no training events for rank(s) 0" in caplog.text
-    assert int((strategy.ownership.owner == 0).sum()) == NODES  # still a complete partition, not an empty cut
+    assert int((strategy.memory.ownership.owner == 0).sum()) == NODES  # still a complete partition, not an empty cut

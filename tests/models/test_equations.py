@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from dygsched.models import GATLSTM, WDGCN, EvolveGCNH, EvolveGCNO
-from dygsched.models.base import gcn_aggregate
+from dygsched.models.ops import gcn_aggregate
 from tests.models.snapshots import changing_group
 
 TOL = {"atol": 1e-5, "rtol": 1e-5}

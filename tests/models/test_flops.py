@@ -11,9 +11,9 @@ from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 from dygsched.data.diffmap import coalesce, diff_snapshots
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.data.temporal_graph import Snapshot
-from dygsched.models.base import gcn_aggregate
 from dygsched.models.flops import FlopCounter, add_flops, count_conv_flops, counting
-from dygsched.models.incremental import gat_conv_chain, gcn_conv_chain
+from dygsched.models.incremental_kernels import gat_conv_chain, gcn_conv_chain
+from dygsched.models.ops import gcn_aggregate
 from tests.models.test_models import NAMES, build
 
 N = 3

@@ -10,9 +10,9 @@ from torch_geometric.nn import GCNConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from dygsched.models import gcn_normalization
-from dygsched.models.base import gcn_conv
 from dygsched.models.flops import count_conv_flops
 from dygsched.models.gcn_normalization import normalized_edges
+from dygsched.models.ops import gcn_conv
 
 
 def graph(seed: int = 0, nodes: int = 9, edges: int = 20) -> tuple[torch.Tensor, torch.Tensor]:

@@ -7,8 +7,8 @@ import torch
 
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.engine.snapshot_groups.profiler import PhaseTimer, TimedHooks
-from dygsched.models.base import PLAIN, GivenFirstSpatial, LayerHooks
 from dygsched.models.gat_lstm import GATLSTM
+from dygsched.models.hooks import PLAIN, GivenFirstSpatial, LayerHooks
 from dygsched.models.mpnn_lstm import MPNNLSTM
 from dygsched.models.tgcn import TGCN
 

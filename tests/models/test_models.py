@@ -9,7 +9,7 @@ import torch
 
 from dygsched.data.temporal_graph import Snapshot
 from dygsched.models import DGNN, GATLSTM, MPNNLSTM, TGCN, WDGCN, EvolveGCNH, EvolveGCNO
-from dygsched.models.base import gcn_aggregate
+from dygsched.models.ops import gcn_aggregate
 from tests.models.snapshots import changing_group, random_snapshot
 
 IN_CHANNELS = 4

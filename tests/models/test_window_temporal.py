@@ -9,7 +9,8 @@ import torch.nn.functional as F
 
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.models import GATLSTM, MPNNLSTM, WDGCN
-from dygsched.models.base import LayerHooks, dropout, gcn_conv, lstm_cell
+from dygsched.models.hooks import LayerHooks
+from dygsched.models.ops import dropout, gcn_conv, lstm_cell
 
 # The window path claims the per-step path's numbers, so they are compared in float64: the two sum in
 # other orders (one matmul over the window against one per step), and three epochs of Adam, which divides

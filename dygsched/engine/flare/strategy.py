@@ -56,7 +56,7 @@ from dygsched.engine.strategy import (
 )
 from dygsched.engine.timing import Tally, timed
 from dygsched.errors import ConfigError
-from dygsched.models.base import DGNN
+from dygsched.models.dgnn import DGNN
 
 
 class Breakdown:

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 import torch
 
 from dygsched.data.temporal_graph import Snapshot
-from dygsched.models.base import DGNN, PLAIN, DelegatingHooks, DGNNLayer, LayerHooks, State
+from dygsched.models.dgnn import DGNN, DGNNLayer, State
+from dygsched.models.hooks import PLAIN, DelegatingHooks, LayerHooks
 
 
 def _rows(source: torch.Tensor | None, like: torch.Tensor, start: int, stop: int) -> torch.Tensor:

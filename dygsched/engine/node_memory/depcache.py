@@ -8,44 +8,41 @@ replicas stay identical. Memory grows with the rank count; traffic with ``M - 1`
 
 from __future__ import annotations
 
-import torch
-
 from dygsched.engine.node_memory.config import NodeMemoryConfig
-from dygsched.engine.node_memory.single import local_memory
-from dygsched.engine.node_memory.state import Ownership
-from dygsched.engine.node_memory.strategy import NodeMemoryStrategy, Series
+from dygsched.engine.node_memory.single import LocalMemory
+from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
 from dygsched.engine.node_memory.updates import StateUpdates
 from dygsched.engine.strategy import IterationStats
 
 
-class DepCacheStrategy(NodeMemoryStrategy):
-    config_type = NodeMemoryConfig
-
-    def __init__(self, config: NodeMemoryConfig, name: str = "depcache") -> None:
-        super().__init__(config, name)
-
-    def build_ownership(self) -> Ownership:
-        return Ownership.everywhere(self.stream.num_nodes, self.rank, self.world_size)
-
-    def memory_of(self, series: Series, stats: IterationStats, upcoming: Series | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        return local_memory(self, series)
+class DepCacheMemory(LocalMemory):
+    """A full replica on every rank, kept identical by sending every rank's writes to every other."""
 
     def aggregate(self, updates: StateUpdates, stats: IterationStats) -> None:
         mine = updates.deduplicated()
         parts = [mine]
         if self.world_size > 1:
-            peers = self.world_size - 1
+            transport, peers = self.transport, self.world_size - 1
             endpoint_index, endpoint_rows = mine.endpoint_rows()
             delivery_index, delivery_rows = mine.delivery_rows()
             sent = [[0 if q == self.rank else int(x.shape[0]) for q in range(self.world_size)] for x in (endpoint_index, delivery_index)]
-            got = self.counts_together(sent)  # both kinds' counts in one exchange, read once
+            got = transport.counts_together(sent)  # both kinds' counts in one exchange, read once
             parts.append(
                 StateUpdates.from_rows(
-                    self.exchange(endpoint_index.repeat(peers, 1), sent[0], got[0], "aggregate_index", stats),
-                    self.exchange(endpoint_rows.repeat(peers, 1), sent[0], got[0], "aggregate", stats),
-                    self.exchange(delivery_index.repeat(peers, 1), sent[1], got[1], "aggregate_index", stats),
-                    self.exchange(delivery_rows.repeat(peers, 1), sent[1], got[1], "aggregate", stats),
+                    transport.exchange(endpoint_index.repeat(peers, 1), sent[0], got[0], "aggregate_index", stats),
+                    transport.exchange(endpoint_rows.repeat(peers, 1), sent[0], got[0], "aggregate", stats),
+                    transport.exchange(delivery_index.repeat(peers, 1), sent[1], got[1], "aggregate_index", stats),
+                    transport.exchange(delivery_rows.repeat(peers, 1), sent[1], got[1], "aggregate", stats),
                     self.model.memory_dim,
                 )
             )
         StateUpdates.cat(parts).apply(self.table, self.row_on_device)
+
+
+class DepCacheStrategy(NodeMemoryStrategy):
+    """``sched=depcache``: the node-memory loop over DepCache's replicas."""
+
+    config_type = NodeMemoryConfig
+
+    def __init__(self, config: NodeMemoryConfig, name: str = "depcache") -> None:
+        super().__init__(config, name, DepCacheMemory())

@@ -20,9 +20,9 @@ import numpy as np
 import torch
 
 from dygsched.data.kinds import DynamicData
+from dygsched.engine.node_memory.backend import NodeMemory
 from dygsched.engine.node_memory.config import ShardedMemoryConfig
 from dygsched.engine.node_memory.state import Ownership
-from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
 from dygsched.engine.node_memory.updates import StateUpdates
 from dygsched.engine.node_memory.volumes import demand_matrix, epoch_reads
 from dygsched.engine.strategy import IterationStats, RunSettings, broadcast_from_rank0
@@ -31,34 +31,32 @@ from dygsched.errors import ConfigError
 log = logging.getLogger("dygsched")
 
 
-class ShardedMemoryStrategy(NodeMemoryStrategy):
-    def __init__(self, config: ShardedMemoryConfig, name: str, micro_batches: int = 1) -> None:
-        super().__init__(config, name, micro_batches)
+class ShardedMemory(NodeMemory):
+    """Disjoint node state: each vertex's rows on its owner (DepComm's and Sven's reads differ)."""
+
+    def __init__(self, config: ShardedMemoryConfig) -> None:
         self.partition, self.capacity_slack = config.partition, config.capacity_slack
         self.partition_note: dict[str, Any] = {}
 
-    def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
-        super().check(data, settings, world_size)
+    def check(self, name: str, data: DynamicData, settings: RunSettings, world_size: int) -> None:
         if world_size > data.num_nodes:
-            raise ConfigError(
-                f"sched={self.name} gives each of its {world_size} ranks a share of the vertices, but the stream has only {data.num_nodes}"
-            )
+            raise ConfigError(f"sched={name} gives each of its {world_size} ranks a share of the vertices, but the stream has only {data.num_nodes}")
 
     def build_ownership(self) -> Ownership:
         from dygsched.data.partition.vertices import partition_vertices
 
         chosen = None
         if self.rank == 0:
-            demand = self.demand() if self.partition == "reflexbicut" else np.zeros((self.world_size, self.stream.num_nodes))
+            demand = self.demand() if self.partition == "reflexbicut" else np.zeros((self.world_size, self.run.stream.num_nodes))
             if self.partition == "reflexbicut":
                 idle = np.flatnonzero(np.asarray(demand.sum(axis=1)).reshape(-1) == 0)
                 if idle.size:
                     log.warning(
                         "dygsched: sched=%s: the pre-sampling pass found no training events for rank(s) %s; "
                         "Re-FlexBiCut gives them only vertices no rank reads",
-                        self.name, ", ".join(map(str, idle.tolist())),
+                        self.run.name, ", ".join(map(str, idle.tolist())),
                     )  # fmt: skip
-            result = partition_vertices(self.partition, demand, capacity_slack=self.capacity_slack, seed=self.settings.seed)
+            result = partition_vertices(self.partition, demand, capacity_slack=self.capacity_slack, seed=self.run.settings.seed)
             chosen = (result.owner, {"partition": result.method, "partition_used": result.used, "partition_note": result.note})
         owner, self.partition_note = broadcast_from_rank0(chosen)
         return Ownership.from_owner(torch.as_tensor(owner), self.world_size)
@@ -66,11 +64,12 @@ class ShardedMemoryStrategy(NodeMemoryStrategy):
     def demand(self):
         """Pre-sampling: ``demand[j, v]`` = the training steps in which rank ``j``'s series holds ``v``
         (the first epoch's negatives), counted from the same reads the steps make."""
+        run = self.run
         reads = epoch_reads(
-            self.stream, self.split.phase("train"), self.batch_size, self.world_size, self.settings.seed, 0,
-            int(self.model.embedding_neighbours), sampler=self.neighbours,
+            run.stream, run.train_events, run.batch_size, self.world_size, run.settings.seed, 0,
+            int(self.model.embedding_neighbours), sampler=run.neighbours,
         )  # fmt: skip
-        return demand_matrix(reads, self.world_size, self.stream.num_nodes)
+        return demand_matrix(reads, self.world_size, run.stream.num_nodes)
 
     def route(self, vertices: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
         """The order that groups ``vertices`` by owner (stable), and how many go to each rank."""
@@ -87,13 +86,13 @@ class ShardedMemoryStrategy(NodeMemoryStrategy):
         mine = updates.deduplicated()
         kinds = (mine.endpoint_rows(), mine.delivery_rows())
         routes = self.route_together([index[:, 0] for index, _ in kinds])
-        received_counts = self.counts_together([send_counts for _, send_counts in routes])  # the step's counts, read once
+        received_counts = self.transport.counts_together([send_counts for _, send_counts in routes])  # the step's counts, read once
         sent = []
         for (index, rows), (order, send_counts), recv_counts in zip(kinds, routes, received_counts, strict=True):
-            sent.append(self.exchange(index[order], send_counts, recv_counts, "aggregate_index", stats))
-            sent.append(self.exchange(rows[order.to(rows.device)], send_counts, recv_counts, "aggregate", stats))
+            sent.append(self.transport.exchange(index[order], send_counts, recv_counts, "aggregate_index", stats))
+            sent.append(self.transport.exchange(rows[order.to(rows.device)], send_counts, recv_counts, "aggregate", stats))
         received = StateUpdates.from_rows(*sent, self.model.memory_dim)
         received.apply(self.table, self.row_on_device)
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), **self.partition_note}
+        return dict(self.partition_note)

@@ -1,17 +1,23 @@
 """Training memory-based continuous-time models (TGN, JODIE, APAN) on an event stream, over ranks.
 
+``NodeMemoryStrategy`` is the one-process reference, DepCache, DepComm and Sven: one loop, driving
+a memory backend (``NodeMemory``, ``backend.py``) that owns where the node state lives, how a step
+reads it and how its writes reach it, as ``SnapshotGroupStrategy`` drives a ``GroupExecutor``. Each
+``conf/sched`` file names a binding of the two (``SingleProcessStrategy`` in ``single.py``,
+``DepCacheStrategy``, ``DepCommStrategy``, ``SvenStrategy`` beside their backends).
+
 One optimizer step is one global batch of ``batch_size x world_size`` consecutive training events;
 rank ``r`` takes its contiguous slice (``rank_slice``), so a run on ``M`` ranks takes exactly the
 steps of one process with the global batch. Per step a rank:
 
 1. builds its series: roots (sources, destinations, one random negative per event, seeded per
-   global batch), then the roots' most recent earlier neighbours when the model's embedding reads
-   them (``RecentNeighbours``);
-2. gets every series vertex's recomputed memory ``s'`` from the stored state (``memory_of``: where
-   the mechanisms differ: a local table, a replica, the owners' updates sent per occurrence, or
-   deduplicated rows fetched from the owners), embeds the roots, scores positive and negative
-   pairs, and back-propagates its share of the global batch's BCE loss (sum over its events
-   divided by the global batch size: the ranks' summed gradients are the one-process gradient);
+   global batch: ``negatives.py``), then the roots' most recent earlier neighbours when the model's
+   embedding reads them (``RecentNeighbours``);
+2. gets every series vertex's recomputed memory ``s'`` from the backend (``memory_of``: a local
+   table, a replica, the owners' updates sent per occurrence, or deduplicated rows fetched from the
+   owners), embeds the roots, scores positive and negative pairs, and back-propagates its share of
+   the global batch's BCE loss (sum over its events divided by the global batch size: the ranks'
+   summed gradients are the one-process gradient);
 3. writes the positive endpoints' new memory and mails (``aggregate``; the latest event wins),
    and ends the step (gradient all-reduce, optimizer step).
 
@@ -21,200 +27,65 @@ aggregated once at the end, so the step is the same whatever the count.
 
 Memory is reset at the start of each epoch; validation continues from the end of training, test
 from the end of validation (TGL's protocol). Timestamps are shifted so the stream starts at 0.
-Evaluation reports the loss, average precision and ROC AUC of every positive and negative pair
-(``ap``, ``auc``: transductive), the same over the events with an endpoint no training event
-touched (``ap_inductive``, ``auc_inductive``; ``split.new_nodes`` hides DyGLib's share of nodes
-from training, ``dygsched/data/new_nodes.py``), and with ``eval_negatives = m > 1`` TGB's mean reciprocal
-rank of each positive among its ``m`` fixed negatives (``mrr``). Negatives are drawn uniformly
-from all nodes (TGL's rule); training always draws one per event.
+Evaluation reports the link-prediction metrics of ``dygsched.metrics.link_prediction`` over every
+positive and negative pair: transductive, inductive (``split.new_nodes`` hides DyGLib's share of
+nodes from training, ``dygsched/data/new_nodes.py``) and, with ``eval_negatives = m > 1`` or TGB's
+fixed negatives, the mean reciprocal rank.
 
 Epoch metrics: ``redundancy_dispatch`` and ``redundancy_aggregate`` (the share of the series and
 of the written endpoints that repeats a vertex: eta1, eta2), ``state_bytes`` (this rank's table) and
-``exchange_s`` (seconds in node-state exchanges, inside ``comm_s``).
-
-Subclasses (one module each) implement ``ownership`` (who holds which vertex's rows),
-``memory_of`` and ``aggregate``. Bytes are counted exactly per kind and per peer (``Traffic``):
-``dispatch`` (state read from other ranks), ``aggregate`` (writes sent to other ranks), their
-``*_index`` (the vertex ids and keys that go with them), and DepComm's ``dispatch_grad``.
+``exchange_s`` (seconds in node-state exchanges, inside ``comm_s``). Bytes per kind and peer:
+``transport.py``.
 """
 
 from __future__ import annotations
 
-from abc import abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dygsched.data.event_batches import (
-    RecentNeighbours,
-    SampledNeighbours,
-    batch_series,
-    negative_destinations,
-    rank_slice,
-    relative_times,
-)
+from dygsched.data.event_batches import RecentNeighbours, batch_series, rank_slice, relative_times
 from dygsched.data.events import EventSplit, EventStream
 from dygsched.data.kinds import DynamicData
 from dygsched.data.new_nodes import NewNodeSplit, new_node_split
-from dygsched.data.tgb_negatives import FixedNegatives, read_phase_negatives
+from dygsched.data.tgb_negatives import read_phase_negatives
 from dygsched.engine import comm
+from dygsched.engine.node_memory.backend import MemoryRun, NodeMemory
+from dygsched.engine.node_memory.batches import BatchInputs, RankBatch, Series
 from dygsched.engine.node_memory.config import NodeMemoryConfig
-from dygsched.engine.node_memory.organise import RedundancyFree
-from dygsched.engine.node_memory.state import NodeState, NodeStateTable, Ownership
+from dygsched.engine.node_memory.negatives import NegativeSampler
+from dygsched.engine.node_memory.transport import Transport
 from dygsched.engine.node_memory.updates import StateUpdates
-from dygsched.engine.node_partition.exchange import all_to_all_later, exchange_counts, exchange_rows
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, Missing, RunContext, RunSettings, Strategy
-from dygsched.engine.timing import Tally, timed
+from dygsched.engine.timing import timed
 from dygsched.errors import ConfigError
+from dygsched.metrics.link_prediction import EvaluationScores, link_prediction_metrics
 from dygsched.models.memory_base import gather_rows
 
 PHASES = ("train", "val", "test")
 
 
-@dataclass(frozen=True)
-class RankBatch:
-    """This rank's slice ``[start, stop)`` of global batch ``index`` ``[global_start, global_stop)``,
-    positions in its phase's events (``NodeMemoryStrategy.events_of`` maps them to the stream)."""
-
-    phase: str
-    index: int
-    global_start: int
-    global_stop: int
-    start: int
-    stop: int
-
-    @property
-    def events(self) -> int:
-        return self.stop - self.start
-
-    @property
-    def global_events(self) -> int:
-        return self.global_stop - self.global_start
-
-
-@dataclass(frozen=True)
-class Series:
-    """The vertices whose state a rank's batch reads: ``vertices`` at ``times`` (roots first), and,
-    where a strategy prepared it ahead, their redundancy-free organisation."""
-
-    vertices: torch.Tensor
-    times: torch.Tensor
-    organised: RedundancyFree | None = None
-
-
-@dataclass(frozen=True)
-class BatchInputs:
-    src: torch.Tensor
-    dst: torch.Tensor
-    times: torch.Tensor
-    roots: torch.Tensor
-    root_times: torch.Tensor
-    neighbours: SampledNeighbours
-    series: Series
-
-
-class Traffic:
-    """Bytes this rank sent to and received from each peer, per kind (its own rows excluded)."""
-
-    def __init__(self, rank: int, world_size: int) -> None:
-        self.rank, self.world_size = rank, world_size
-        self.sent: dict[str, np.ndarray] = {}
-        self.received: dict[str, np.ndarray] = {}
-
-    def record(self, kind: str, send_counts, recv_counts, row_bytes: int, stats: IterationStats | None) -> None:
-        sent = np.asarray(send_counts, dtype=np.int64) * row_bytes
-        received = np.asarray(recv_counts, dtype=np.int64) * row_bytes
-        sent[self.rank] = received[self.rank] = 0
-        self.sent[kind] = self.sent.get(kind, np.zeros(self.world_size, np.int64)) + sent
-        self.received[kind] = self.received.get(kind, np.zeros(self.world_size, np.int64)) + received
-        if stats is not None:
-            stats.add_bytes(kind, int(sent.sum() + received.sum()))
-
-    def to_dict(self) -> dict[str, dict[str, list[int]]]:
-        return {kind: {"sent": self.sent[kind].tolist(), "received": self.received[kind].tolist()} for kind in self.sent}
-
-
-@dataclass(frozen=True)
-class EvaluationScores:
-    """One phase's scores: the loss sum, ``positive [n]`` and ``negative [n, m]`` logits, and
-    ``inductive [n]`` (the event has an endpoint no training event touched)."""
-
-    loss: float
-    positive: np.ndarray
-    negative: np.ndarray
-    inductive: np.ndarray
-
-    @staticmethod
-    def cat(parts: list[EvaluationScores]) -> EvaluationScores:
-        return EvaluationScores(
-            sum(p.loss for p in parts),
-            np.concatenate([p.positive for p in parts]),
-            np.concatenate([p.negative for p in parts]),
-            np.concatenate([p.inductive for p in parts]),
-        )
-
-
-def ranking_metrics(positive: np.ndarray, negative: np.ndarray) -> tuple[float, float]:
-    """Average precision and ROC AUC of every positive against every negative."""
-    from sklearn.metrics import average_precision_score, roc_auc_score
-
-    negative = negative[~np.isnan(negative)]  # places an event has no negative for (TGB's files)
-    scores = np.concatenate([positive, negative.reshape(-1)])
-    labels = np.concatenate([np.ones(positive.size), np.zeros(negative.size)])
-    return float(average_precision_score(labels, scores)), float(roc_auc_score(labels, scores))
-
-
-def mean_reciprocal_rank(positive: np.ndarray, negative: np.ndarray) -> float:
-    """TGB's MRR: each positive ranked among its own row of negatives, ties counted half (the mean
-    of the optimistic and pessimistic ranks), ``1 / rank`` averaged over the events."""
-    above = (negative > positive[:, None]).sum(1)
-    tied = (negative == positive[:, None]).sum(1)
-    return float(np.mean(1.0 / (1.0 + above + 0.5 * tied)))
-
-
-NO_NEW_ENDPOINT = "no event of this phase has an endpoint that no training event touched"
-
-
-def link_prediction_metrics(scores: EvaluationScores, with_mrr: bool) -> dict[str, MetricValue]:
-    """Transductive (every event) and inductive (events with a new endpoint) AP and AUC, and TGB's MRR."""
-    new = scores.inductive
-    out: dict[str, MetricValue] = {"loss": scores.loss / max(scores.positive.size, 1)}
-    out["ap"], out["auc"] = ranking_metrics(scores.positive, scores.negative)
-    if new.any():
-        out["ap_inductive"], out["auc_inductive"] = ranking_metrics(scores.positive[new], scores.negative[new])
-    else:
-        out["ap_inductive"] = out["auc_inductive"] = Missing(NO_NEW_ENDPOINT)
-    out["inductive_share"] = float(new.mean())
-    if with_mrr:
-        out["mrr"] = mean_reciprocal_rank(scores.positive, scores.negative)
-        out["mrr_inductive"] = mean_reciprocal_rank(scores.positive[new], scores.negative[new]) if new.any() else Missing(NO_NEW_ENDPOINT)
-    return out
-
-
 class NodeMemoryStrategy(Strategy):
-    """The shared loop of the node-memory strategies (see the module docstring)."""
+    """The node-memory loop over a memory backend (see the module docstring)."""
 
     data_kind = EventStream
-    exact = True
     predicts_links = True
     embed_distinct_roots = True  # one embedding per distinct (root, time) pair (``_embedded_roots``)
 
-    def __init__(self, config: NodeMemoryConfig, name: str, micro_batches: int = 1) -> None:
-        self.name, self.config = name, config
-        self.batch_size, self.micro_batches = config.batch_size, micro_batches
+    def __init__(self, config: NodeMemoryConfig, name: str, memory: NodeMemory) -> None:
+        self.name, self.config, self.memory = name, config, memory
+        self.batch_size, self.micro_batches = config.batch_size, memory.micro_batches
+        self.exact, self.gradient_staleness = memory.exact, memory.gradient_staleness
         self._position: str | None = None  # the last phase whose events the state has absorbed
-        self._counting = True  # traffic is counted in training steps, not in evaluation
         self._epoch = 0
 
     # ---- before any rank starts -------------------------------------------------------------------
     def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
         super().check(data, settings, world_size)
+        self.memory.check(self.name, data, settings, world_size)
         assert isinstance(data, EventStream)
         if settings.eval_negatives < 1:
             raise ConfigError(f"eval_negatives must be at least 1 negative per event, got {settings.eval_negatives}")
@@ -239,7 +110,7 @@ class NodeMemoryStrategy(Strategy):
         stream = self.stream = run.data
         self.settings, self.rank, self.world_size, self.device = run.settings, run.rank, run.world_size, run.device
         self.artifacts = run.artifacts
-        self._exchanges = Tally()  # this step's state exchanges (``exchanging``)
+        self.transport = Transport(self.rank, self.world_size, self.device)
         self.times = relative_times(stream)
         self.split: EventSplit = stream.split(run.settings.train_fraction, run.settings.val_fraction)
         self.new_nodes: NewNodeSplit = new_node_split(stream, self.split, run.settings.new_node_fraction)
@@ -248,37 +119,24 @@ class NodeMemoryStrategy(Strategy):
         self.train_neighbours = (
             RecentNeighbours(stream, self.times, self.new_nodes.train_events) if self.new_nodes.drops_events else self.neighbours
         )
-        self.eval_negatives = int(run.settings.eval_negatives)
-        self.fixed_negatives: dict[str, FixedNegatives] = (
+        fixed = (
             read_phase_negatives(run.settings.tgb_negatives, stream, {"val": self.split.val, "test": self.split.test})
             if run.settings.tgb_negatives
             else {}
         )
+        self.negatives = NegativeSampler(run.settings.seed, stream.num_nodes, int(run.settings.eval_negatives), fixed)
         self.edge = stream.edge_matrix().to(self.times.dtype)  # weight and edge features, as the models read them
-        self.traffic = Traffic(self.rank, self.world_size)
 
     def objective(self, model: nn.Module) -> nn.Module:
         self.check_model(model)
         self.model = model
-        self.ownership = self.build_ownership()
-        self.row_on_device = self.ownership.row.to(self.device)  # moved once: every step's state writes index it there
-        rows = int(self.ownership.rows_on(self.rank))
-        self.table = NodeStateTable(rows, model.memory_dim, model.mail_dim, model.mailbox_size, self.device)
+        self.memory.attach(
+            MemoryRun(
+                self.name, self.stream, self.settings, self.split.phase("train"), self.batch_size, self.rank, self.world_size,
+                self.device, model, self.neighbours, self.times.dtype, self.transport,
+            )
+        )  # fmt: skip
         return model
-
-    @abstractmethod
-    def build_ownership(self) -> Ownership:
-        """Who holds each vertex's state rows (called on every rank once the model exists)."""
-
-    @abstractmethod
-    def memory_of(self, series: Series, stats: IterationStats, upcoming: Series | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """``s'`` (differentiable in the model's memory updater) and the stored ``tau`` of every series
-        vertex; ``upcoming`` is the series the next micro-batch will ask for (a strategy may start
-        fetching it: the state does not change within a batch)."""
-
-    @abstractmethod
-    def aggregate(self, updates: StateUpdates, stats: IterationStats) -> None:
-        """Write ``updates`` (this rank's, all ranks' together) wherever the state lives."""
 
     # ---- batches ----------------------------------------------------------------------------------
     def phase_size(self, phase: str) -> int:
@@ -312,29 +170,21 @@ class NodeMemoryStrategy(Strategy):
         return [RankBatch(batch.phase, batch.index, batch.global_start, batch.global_stop, a, b) for a, b in zip(cuts, cuts[1:])]
 
     def prepared(self, phase: str) -> Iterator[tuple[RankBatch, list[tuple[RankBatch, BatchInputs]]]]:
-        """Each batch of ``phase`` with the inputs of its micro-batches (Sven prepares them ahead)."""
+        """Each batch of ``phase`` with the inputs of its micro-batches (the backend may prepare them ahead)."""
+        return self.memory.ahead(self._prepared(phase))
+
+    def _prepared(self, phase: str) -> Iterator[tuple[RankBatch, list[tuple[RankBatch, BatchInputs]]]]:
         for batch in self.batches(phase):
             yield batch, [(part, self.inputs(part)) for part in self.parts(batch)]
-
-    def _negatives(self, batch: RankBatch) -> torch.Tensor:
-        """One negative per event in training; ``eval_negatives`` per event in evaluation, in blocks of one per event."""
-        training = batch.phase == "train"
-        if batch.phase in self.fixed_negatives:  # TGB's, the same every epoch
-            return self.fixed_negatives[batch.phase].destinations[batch.start : batch.stop].t().reshape(-1)
-        epoch = self._epoch if training else 0  # evaluation sees the same negatives every epoch
-        per_event = 1 if training else self.eval_negatives
-        drawn = negative_destinations(
-            self.settings.seed, batch.phase, epoch, batch.index, batch.global_events, self.stream.num_nodes, per_event
-        )
-        return drawn[:, batch.start - batch.global_start : batch.stop - batch.global_start].reshape(-1)
 
     # ---- one batch ----------------------------------------------------------------------------------
     def inputs(self, batch: RankBatch) -> BatchInputs:
         """The events of ``batch``, its roots (sources, destinations, negatives), their sampled neighbours and the series."""
         events = self.events_of(batch)
         src, dst, t = self.stream.src[events], self.stream.dst[events], self.times[events]
-        read = batch_series(self.sampler(batch.phase), src, dst, self._negatives(batch), t, int(self.model.embedding_neighbours))
-        return BatchInputs(src, dst, t, read.roots, read.root_times, read.neighbours, Series(read.vertices, read.times))
+        negatives = self.negatives.destinations(batch, self._epoch)
+        read = batch_series(self.sampler(batch.phase), src, dst, negatives, t, int(self.model.embedding_neighbours))
+        return BatchInputs(src, dst, t, read.roots, read.root_times, read.neighbours, self.memory.prepare(Series(read.vertices, read.times)))
 
     def _step(
         self, batch: RankBatch, inputs: BatchInputs, stats: IterationStats, upcoming: Series | None = None
@@ -350,7 +200,7 @@ class NodeMemoryStrategy(Strategy):
         self._series_vertices += int(series.vertices.numel())
         unique = series.organised.unique if series.organised is not None else torch.unique(series.vertices)
         self._series_unique += int(unique.numel())
-        memory, tau = self.memory_of(series, stats, upcoming)
+        memory, tau = self.memory.memory_of(series, stats, upcoming)
         dev = self.device
         root_count = roots.numel()
         neighbour_memory = memory.new_zeros(root_count, k, memory.shape[1])
@@ -424,14 +274,14 @@ class NodeMemoryStrategy(Strategy):
     # ---- an epoch ---------------------------------------------------------------------------------
     def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
         self._epoch = epoch.index
-        self.table.reset()
+        self.memory.table.reset()
         self.model.train()
         self._series_vertices = self._series_unique = self._endpoints = self._endpoints_unique = 0
         exchange_s = 0.0
         epoch.expect_steps(len(self.batches("train")), "batch")
         for batch, parts in self.prepared("train"):
             stats = IterationStats(batch.index, units=batch.events)
-            self._exchanges = Tally()
+            self.transport.new_step()
             with timed(self.device) as step:
                 loss_total, writes = 0.0, []
                 for i, (part, inputs) in enumerate(parts):
@@ -442,19 +292,19 @@ class NodeMemoryStrategy(Strategy):
                     writes.append(updates)
                 updates = StateUpdates.cat(writes)
                 self._count_writes(updates)
-                self.aggregate(updates, stats)
+                self.memory.aggregate(updates, stats)
             stats.loss_sum = loss_total
-            exchanged = self._exchanges.seconds("exchange")  # read once the step's work is done
+            exchanged = self.transport.seconds()  # read once the step's work is done
             stats.comm_s += exchanged
             exchange_s += exchanged
             stats.busy_s = step.seconds - exchanged
             epoch.finish_iteration(stats)
         self._position = "train"
-        self.artifacts.write_json("node_memory_traffic.json", self._traffic_by_pair())
+        self.artifacts.write_json("node_memory_traffic.json", self.transport.traffic_by_pair())
         return {
             "redundancy_dispatch": self._share_repeated(self._series_vertices, self._series_unique),
             "redundancy_aggregate": self._share_repeated(self._endpoints, self._endpoints_unique),
-            "state_bytes": self.table.nbytes,
+            "state_bytes": self.memory.table.nbytes,
             "exchange_s": exchange_s,  # the node-state exchanges' share of comm_s (the rest: the gradient all-reduce)
         }
 
@@ -466,25 +316,13 @@ class NodeMemoryStrategy(Strategy):
         self._endpoints += updates.endpoint_count
         self._endpoints_unique += int(torch.unique(updates.vertices).numel())
 
-    @contextmanager
-    def exchanging(self) -> Iterator[None]:
-        """Time spent moving state between ranks (``comm_s``, not ``busy_s``): a timed region of
-        finished work (``dygsched.engine.timing``), read at the step's end."""
-        with timed(self.device) as region:
-            yield
-        self._exchanges.add("exchange", region)
-
-    def _traffic_by_pair(self) -> dict[str, Any]:
-        mine = self.traffic.to_dict()
-        return {"ranks": comm.all_gather_object(mine)}
-
     # ---- evaluation -------------------------------------------------------------------------------
     def evaluate(self, phase: str) -> dict[str, MetricValue]:
         if phase not in ("val", "test"):
             raise ValueError(phase)
         previous = PHASES[PHASES.index(phase) - 1]
         if self._position != previous:  # bring the state to the end of the phase before
-            self.table.reset()
+            self.memory.table.reset()
             self._position = None
             for earlier in PHASES[: PHASES.index(phase)]:
                 self._stream_through(earlier)
@@ -493,90 +331,38 @@ class NodeMemoryStrategy(Strategy):
     def _stream_through(self, phase: str) -> EvaluationScores:
         """Every batch of ``phase`` without training: scores and state writes."""
         self.model.eval()
-        self._counting = False
+        self.transport.counting = False
         loss, positives, negatives, inductive = 0.0, [], [], []
         with torch.no_grad():
             for batch in self.batches(phase):
                 stats = IterationStats(batch.index)
-                self._exchanges = Tally()  # evaluation's exchanges are not reported
+                self.transport.new_step()  # evaluation's exchanges are not reported
                 inputs = self.inputs(batch)
                 loss_sum, positive, negative, updates = self._step(batch, inputs, stats)
-                self.aggregate(updates, stats)
+                self.memory.aggregate(updates, stats)
                 loss += float(loss_sum)
                 positives.append(positive.cpu())
-                if phase in self.fixed_negatives:  # places an event has no negative for: left out of every metric
-                    negative = negative.masked_fill(~self.fixed_negatives[phase].present[batch.start : batch.stop].to(negative.device), float("nan"))
+                if phase in self.negatives.fixed:  # places an event has no negative for: left out of every metric
+                    negative = negative.masked_fill(~self.negatives.fixed[phase].present[batch.start : batch.stop].to(negative.device), float("nan"))
                 negatives.append(negative.cpu())
                 inductive.append(self.new_nodes.inductive(inputs.src, inputs.dst))
         self._position = phase
-        self._counting = True
+        self.transport.counting = True
         self.model.train()
         return EvaluationScores(loss, torch.cat(positives).numpy(), torch.cat(negatives).numpy(), torch.cat(inductive).numpy())
 
     def _metrics(self, mine: EvaluationScores) -> dict[str, MetricValue]:
         scores = EvaluationScores.cat(comm.all_gather_object(mine))
         metrics = link_prediction_metrics(scores, with_mrr=scores.negative.shape[1] > 1)
-        fixed = self.fixed_negatives.get(self._position or "")
+        fixed = self.negatives.fixed.get(self._position or "")
         if fixed is not None and fixed.uneven:
             metrics["loss"] = Missing("TGB's file gives some events fewer negatives: their loss would count stand-ins")
         return metrics
-
-    # ---- helpers for subclasses -------------------------------------------------------------------
-    def memory_at(self, keys: torch.Tensor, times: torch.Tensor, read: Callable[[torch.Tensor], NodeState]) -> tuple[torch.Tensor, torch.Tensor]:
-        """``s'`` and ``tau`` of every series row: row ``i`` is the state ``read(keys[i])`` at ``times[i]``.
-
-        The updater runs once per distinct (key, time) pair and its rows are expanded back: a batch's
-        series repeats pairs (neighbours read at their root's time, tied event times), on Enron 87%
-        of them. Rows are independent, so the values are those of one call per row (TGL's dedup).
-        The state is read once per distinct key, and the updater computes what depends on the key
-        alone once per key (``update_memory(..., rows=)``: 5.3 pairs per key on the Wikipedia-sized stream)."""
-        distinct_times, time_index = torch.unique(times, return_inverse=True)
-        span = max(int(distinct_times.numel()), 1)
-        pairs, inverse = torch.unique(keys.long() * span + time_index, return_inverse=True)  # one int64 per pair: fast
-        distinct_keys, key_of_pair = torch.unique(pairs // span, return_inverse=True)
-        state = read(distinct_keys)
-        memory = self.model.update_memory(
-            state.memory, state.memory_time, state.mail, state.mail_time, distinct_times[pairs % span], rows=key_of_pair
-        )
-        return gather_rows(memory, inverse), state.memory_time[key_of_pair][inverse]
-
-    def exchange(self, rows: torch.Tensor, send_counts, recv_counts, kind: str | None, stats: IterationStats | None) -> torch.Tensor:
-        """``exchange_rows`` with the bytes recorded under ``kind`` (None: not counted)."""
-        if kind is not None:
-            self._record(kind, rows, send_counts, recv_counts, stats)
-        with self.exchanging():
-            return exchange_rows(rows, send_counts, recv_counts)
-
-    def exchange_later(self, rows: torch.Tensor, send_counts, recv_counts, kind: str, stats: IterationStats | None) -> Callable[[], torch.Tensor]:
-        """Start sending ``rows`` (no gradient) and return the wait for what arrives; counted like ``exchange``."""
-        self._record(kind, rows, send_counts, recv_counts, stats)
-        if self.world_size == 1:
-            return lambda: rows
-        with self.exchanging():
-            return all_to_all_later(rows.detach(), send_counts, recv_counts)
-
-    def _record(self, kind: str, rows: torch.Tensor, send_counts, recv_counts, stats: IterationStats | None) -> None:
-        """Count an exchange of ``rows`` in training steps (evaluation moves state too, uncounted)."""
-        if self._counting:
-            width = int(np.prod(rows.shape[1:], dtype=np.int64)) * rows.element_size()
-            self.traffic.record(kind, send_counts, recv_counts, width, stats)
-
-    def counts(self, send_counts: list[int]) -> list[int]:
-        with self.exchanging():
-            return exchange_counts(send_counts)
-
-    def counts_together(self, send_counts: Sequence[Sequence[int]]) -> list[list[int]]:
-        """``counts`` of several exchanges (``send_counts[k]``: exchange ``k``'s rows per rank) with one
-        all-to-all of host integers, read once: a step's counts cost one round trip, not one per kind."""
-        kinds, ranks = len(send_counts), self.world_size
-        mine = torch.tensor([[int(counts[q]) for counts in send_counts] for q in range(ranks)], dtype=torch.int64).reshape(-1)
-        with self.exchanging():
-            arrived = comm.all_to_all(mine, [kinds] * ranks, [kinds] * ranks).reshape(ranks, kinds).tolist()
-        return [[arrived[q][k] for q in range(ranks)] for k in range(kinds)]
 
     def describe(self) -> dict[str, Any]:
         return {
             "train_batches": len(self.batches("train")),
             "global_batch_events": self.batch_size * self.world_size,
-            "state_rows_per_rank": self.ownership.rows_on(self.rank) if hasattr(self, "ownership") else None,
+            "state_rows_per_rank": self.memory.ownership.rows_on(self.rank) if hasattr(self.memory, "ownership") else None,
+            **self.memory.describe(),
         }

@@ -33,33 +33,35 @@ from typing import Any
 
 import torch
 
+from dygsched.engine.node_memory.batches import Series
 from dygsched.engine.node_memory.config import SvenConfig
 from dygsched.engine.node_memory.organise import organise
-from dygsched.engine.node_memory.sharded import ShardedMemoryStrategy
-from dygsched.engine.node_memory.strategy import BatchInputs, RankBatch, Series
+from dygsched.engine.node_memory.sharded import ShardedMemory
+from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
 from dygsched.engine.strategy import IterationStats
 
 
-class SvenStrategy(ShardedMemoryStrategy):
-    config_type = SvenConfig
+class SvenMemory(ShardedMemory):
+    """Redundancy-free dispatch: each owner asked once per unique vertex; the updater runs locally."""
 
-    def __init__(self, config: SvenConfig, name: str = "sven") -> None:
-        super().__init__(config, name, config.micro_batches)
+    def __init__(self, config: SvenConfig) -> None:
+        super().__init__(config)
+        self.micro_batches = config.micro_batches
         self.prefetch = config.prefetch
         self.gradient_staleness = config.staleness
         self.exact = config.staleness == 0
         self._pending: dict[int, Callable[[], torch.Tensor]] = {}  # id(series.vertices) -> the rows on their way
 
     # ---- preparing batches ahead ------------------------------------------------------------------
-    def inputs(self, batch: RankBatch) -> BatchInputs:
-        prepared = super().inputs(batch)
-        return replace(prepared, series=replace(prepared.series, organised=organise(prepared.series.vertices)))
+    def prepare(self, series: Series) -> Series:
+        return replace(series, organised=organise(series.vertices))
 
-    def prepared(self, phase: str) -> Iterator[tuple[RankBatch, list[tuple[RankBatch, BatchInputs]]]]:
+    def ahead(self, prepared: Iterator[Any]) -> Iterator[Any]:
         if not self.prefetch:
-            yield from super().prepared(phase)
-            return
-        batches = super().prepared(phase)
+            return prepared
+        return self._prefetched(prepared)
+
+    def _prefetched(self, batches: Iterator[Any]) -> Iterator[Any]:
         if self.device.type != "cuda":
             with ThreadPoolExecutor(1, thread_name_prefix="sven-prefetch") as helper:
                 ahead = helper.submit(next, batches, None)
@@ -97,7 +99,7 @@ class SvenStrategy(ShardedMemoryStrategy):
             staged = []
             for part, inputs in parts:
                 series, organised = inputs.series, inputs.series.organised
-                assert organised is not None  # inputs() organised it
+                assert organised is not None  # prepare() organised it
                 series = replace(series, times=to_device(series.times), organised=replace(organised, restore=to_device(organised.restore)))
                 staged.append((part, replace(inputs, series=series)))
             ready = torch.cuda.Event()
@@ -110,8 +112,8 @@ class SvenStrategy(ShardedMemoryStrategy):
         if upcoming is not None:  # its rows travel while this slice computes
             self._pending[id(upcoming.vertices)] = self._fetch(upcoming, stats)
         organised = series.organised
-        assert organised is not None  # inputs() organises every series this strategy reads
-        with self.exchanging():
+        assert organised is not None  # prepare() organises every series this backend reads
+        with self.transport.exchanging():
             unique_rows = rows()
         restore = organised.restore.to(unique_rows.device)
         return self.memory_at(restore, series.times.to(self.device), lambda index: self.table.unpack(unique_rows[index]))
@@ -122,9 +124,9 @@ class SvenStrategy(ShardedMemoryStrategy):
         organised = series.organised
         assert organised is not None
         order, send_counts = self.route(organised.unique)
-        recv_counts = self.counts(send_counts)
-        asked = self.exchange(organised.unique[order], send_counts, recv_counts, "dispatch_index", stats)
-        answer = self.exchange_later(self.table.pack(self.ownership.row[asked].to(self.device)), recv_counts, send_counts, "dispatch", stats)
+        recv_counts = self.transport.counts(send_counts)
+        asked = self.transport.exchange(organised.unique[order], send_counts, recv_counts, "dispatch_index", stats)
+        answer = self.transport.exchange_later(self.table.pack(self.ownership.row[asked].to(self.device)), recv_counts, send_counts, "dispatch", stats)
         position = order.to(self.device)
 
         def arrived() -> torch.Tensor:
@@ -134,3 +136,12 @@ class SvenStrategy(ShardedMemoryStrategy):
             return unique_rows
 
         return arrived
+
+
+class SvenStrategy(NodeMemoryStrategy):
+    """``sched=sven``: the node-memory loop over Sven's owners, with its pipeline."""
+
+    config_type = SvenConfig
+
+    def __init__(self, config: SvenConfig, name: str = "sven") -> None:
+        super().__init__(config, name, SvenMemory(config))

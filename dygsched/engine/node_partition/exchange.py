@@ -7,7 +7,7 @@ autograd function: in the backward, the halo rows' gradients travel back by the 
 and are added into the owned rows that were sent. Every rank must exchange the same layers of the
 same snapshots in the same order (they do: every rank runs the same model on the same window).
 
-``PartitionedOps`` is what a model's ``spatial_partitioned`` calls (``dygsched.models.base``): the
+``PartitionedOps`` is what a model's ``spatial_partitioned`` calls (``dygsched.models.partitioned``): the
 exchange, the owned rows of a layer's output, and a differentiable sum over ranks (batch norm's
 statistics).
 """

@@ -12,7 +12,8 @@ from dygsched.engine.node_partition.exchange import LOCAL, HaloAccounting, Parti
 from dygsched.engine.node_partition.layout import PartitionedSnapshot
 from dygsched.engine.node_partition.overlap import OverlapSchedule, task_features
 from dygsched.engine.timing import timed
-from dygsched.models.base import PLAIN, DelegatingHooks, DGNNLayer, LayerHooks, State
+from dygsched.models.dgnn import DGNNLayer, State
+from dygsched.models.hooks import PLAIN, DelegatingHooks, LayerHooks
 
 
 class PartitionHooks(DelegatingHooks):

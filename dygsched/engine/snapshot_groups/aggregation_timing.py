@@ -12,7 +12,7 @@ import torch
 
 from dygsched.data.diffmap import DiffMap, EdgeSet, diff_workload
 from dygsched.engine.timing import timed
-from dygsched.models.incremental import spmm
+from dygsched.models.incremental_kernels import spmm
 from dygsched.planner.aggregation_cost import (
     ChainStep,
     ConvCostCurve,

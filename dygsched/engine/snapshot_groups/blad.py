@@ -42,7 +42,8 @@ from dygsched.data.temporal_graph import Snapshot, TemporalGraph
 from dygsched.engine.snapshot_groups.executor import EpochRun, Iteration, SequentialExecutor, fetch, loss_scale
 from dygsched.engine.snapshot_groups.streams import record_stream
 from dygsched.engine.strategy import IterationStats
-from dygsched.models.base import DGNN, GivenFirstSpatial
+from dygsched.models.dgnn import DGNN
+from dygsched.models.hooks import GivenFirstSpatial
 
 
 def first_layer_spatial(model: DGNN, snapshots: Sequence[Snapshot]) -> list[Any]:

@@ -40,7 +40,7 @@ from dygsched.engine import comm
 from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor, Iteration, fetch, loss_scale
 from dygsched.engine.strategy import IterationStats
 from dygsched.errors import ConfigError
-from dygsched.models.base import DGNN, State
+from dygsched.models.dgnn import DGNN, State
 
 
 def check_esdg(window: int, world_size: int) -> None:

@@ -28,7 +28,7 @@ from dygsched.engine.objective import GroupObjective
 from dygsched.engine.snapshot_groups.profiler import PhaseTimer, Profiler, TimedHooks
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue
 from dygsched.errors import ConfigError
-from dygsched.models.base import PLAIN, LayerHooks
+from dygsched.models.hooks import PLAIN, LayerHooks
 
 Iteration = tuple[tuple[int, ...], ...]  # one plan iteration: the group indices of each rank
 

@@ -22,7 +22,8 @@ import torch
 
 from dygsched.data.temporal_graph import Snapshot
 from dygsched.engine.timing import Tally, timed
-from dygsched.models.base import PLAIN, DelegatingHooks, DGNNLayer, LayerHooks, State
+from dygsched.models.dgnn import DGNNLayer, State
+from dygsched.models.hooks import PLAIN, DelegatingHooks, LayerHooks
 
 PHASES = ("host_to_device", "spatial", "temporal", "backward")
 

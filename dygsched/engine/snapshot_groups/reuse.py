@@ -6,7 +6,7 @@ and accounting) and, with ``reuse=True``, removes the work REAL removes:
 * **Type I, snapshot-level.** The groups a rank trains are cut into *chains* of consecutive
   snapshots. For each chain, layer 0's reusable convolution (GCN, GCN aggregation or GAT, see
   ``DGNNLayer.reuse``) runs once on the chain's first snapshot and then incrementally from diff
-  maps (``dygsched.models.incremental``): exact, degree-aware for GCN, softmax-aware for GAT; the
+  maps (``dygsched.models.incremental_kernels``): exact, degree-aware for GCN, softmax-aware for GAT; the
   transformation is computed once per chain (selective for changed feature rows). Per snapshot,
   the fitted cost curve of REAL appendix B picks the full graph or the diff map (``reuse_path``).
 * **Type II, group-level.** With ``reuse_group=True``, groups of one rank and iteration whose
@@ -46,7 +46,7 @@ from dygsched.engine.snapshot_groups.profiler import PhaseTimer
 from dygsched.engine.snapshot_groups.streams import Streams
 from dygsched.engine.strategy import IterationStats, MetricValue, Missing
 from dygsched.errors import ConfigError
-from dygsched.models.base import PLAIN, GivenFirstConv, LayerHooks
+from dygsched.models.hooks import PLAIN, GivenFirstConv, LayerHooks
 from dygsched.planner.aggregation_cost import ChainStep, ConvCostCurve, OrderCosts, choose_projection_first
 
 REUSE_PATHS = ("adaptive", "diff", "full")

@@ -1,21 +1,21 @@
-"""What every DGNN looks like to the engine: layers of (spatial aggregation, temporal update)."""
+"""What every DGNN looks like to the engine: ``DGNNLayer`` (a spatial aggregation and a temporal
+update) and ``DGNN`` (a stack of them, one layer loop with hooks, and a linear head)."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
-from torch_geometric.utils import scatter
 
 from dygsched.data.temporal_graph import Snapshot
-from dygsched.models import flops
-from dygsched.models.gcn_normalization import normalized_edges
+from dygsched.models.hooks import PLAIN, GivenFirstConv, LayerHooks
 
 if TYPE_CHECKING:
     from dygsched.data.diffmap import DiffMap, EdgeSet
+    from dygsched.models.partitioned import PartitionOps
 
 State = tuple[torch.Tensor, ...]
 
@@ -90,7 +90,7 @@ class DGNNLayer(nn.Module, ABC):
 
         ``x``: the chain's first snapshot's input; ``first``: its ``EdgeSet``; ``diffs``: the diff
         maps to each later snapshot; ``paths``: ``"full"`` or ``"diff"`` per diff map (default all
-        ``"diff"``). See ``dygsched.models.incremental``.
+        ``"diff"``). See ``dygsched.models.incremental_kernels``.
         """
         raise NotImplementedError(f"{type(self).__name__} has no reusable convolution (reuse = None)")
 
@@ -129,150 +129,6 @@ class DGNNLayer(nn.Module, ABC):
         ``snapshot``'s edges refer to owned + halo rows. Layers with more than one convolution or
         with statistics over all nodes override this."""
         return ops.owned(self.spatial(ops.with_halo(x), snapshot.edge_index, snapshot.edge_weight, state))
-
-
-class PartitionOps(Protocol):
-    """What a node-partitioned rank offers a layer's ``spatial_partitioned`` (the engine implements it)."""
-
-    def with_halo(self, x: torch.Tensor) -> torch.Tensor:
-        """``x`` (owned rows) followed by the halo rows, fetched from their owners."""
-
-    def owned(self, out: Any) -> Any:
-        """The owned rows of a tensor over owned + halo rows (or of each tensor of a tuple)."""
-
-    def sum_over_ranks(self, x: torch.Tensor) -> torch.Tensor:
-        """``x`` summed over every rank, differentiably."""
-
-
-def synced_batch_norm(norm: torch.nn.BatchNorm1d, x: torch.Tensor, ops: PartitionOps) -> torch.Tensor:
-    """``norm(x)`` as if every rank's rows were one batch: in training mode the batch statistics are
-    summed over ranks (and the running statistics updated with them, as ``BatchNorm1d`` does); in
-    eval mode the running statistics apply as usual."""
-    if not norm.training:
-        return norm(x)
-    count = ops.sum_over_ranks(x.new_tensor([float(x.shape[0])]))
-    mean = ops.sum_over_ranks(x.sum(dim=0)) / count
-    centred = x - mean
-    var = ops.sum_over_ranks((centred * centred).sum(dim=0)) / count
-    if norm.track_running_stats and norm.running_mean is not None and norm.running_var is not None:
-        with torch.no_grad():
-            momentum = norm.momentum if norm.momentum is not None else 1.0 / float(norm.num_batches_tracked + 1)
-            unbiased = var * count / (count - 1).clamp(min=1)
-            norm.running_mean.mul_(1 - momentum).add_(momentum * mean)
-            norm.running_var.mul_(1 - momentum).add_(momentum * unbiased)
-            norm.num_batches_tracked.add_(1)
-    out = centred / torch.sqrt(var + norm.eps)
-    return out * norm.weight + norm.bias if norm.affine else out
-
-
-class LayerHooks:
-    """What an executor may do between a ``DGNN``'s layers; the defaults run each layer as it is.
-
-    ``DGNN.unroll`` is the one layer loop every executor, the profiler and BLAD's pipeline run:
-    for each snapshot ``t`` of a sequence and each layer ``depth``, it takes the layer's state
-    (``state_in``), calls ``spatial`` on the layer's input ``x`` and ``temporal`` on the result, and
-    hands the new state on (``state_out``). A hook may supply a precomputed first-layer convolution
-    (REAL's chains) or spatial output (BLAD's stage 1), fetch halo rows before the aggregation
-    (node-partitioned ranks), time the two parts (profiling), or change the states between
-    snapshots (FlareDTDG's inheritance); it must return what the layer itself would.
-    ``spatial_layer`` runs one layer's spatial parts over every snapshot at once; ``unroll``
-    calls it when run layer by layer (``layer_major=True``), so a hook can interleave them
-    (overlapping halo exchanges with computation).
-    """
-
-    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State | None) -> Any:
-        return layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state)  # type: ignore[arg-type]
-
-    def spatial_layer(self, depth: int, layer: DGNNLayer, xs: Sequence[torch.Tensor], snapshots: Sequence[Snapshot]) -> list[Any]:
-        """Layer ``depth``'s spatial part of every snapshot (no model's spatial part reads the state)."""
-        return [self.spatial(depth, t, layer, x, snapshot, None) for t, (x, snapshot) in enumerate(zip(xs, snapshots, strict=True))]
-
-    def temporal(self, depth: int, t: int, layer: DGNNLayer, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
-        return layer.temporal(spatial_out, state)
-
-    def state_in(self, depth: int, t: int, snapshot: Snapshot, state: State) -> State:
-        """The state layer ``depth`` starts snapshot ``t`` from (default: what the snapshot before left)."""
-        return state
-
-    def state_out(self, depth: int, t: int, state: State) -> None:
-        """The state layer ``depth`` left after snapshot ``t`` (default: nothing kept)."""
-
-    @property
-    def per_step(self) -> bool:
-        """Whether these hooks act between temporal steps (``temporal``, ``state_in`` or
-        ``state_out`` changed); if not, ``unroll`` lets each layer run its window's temporal steps
-        at once (``DGNNLayer.temporal_window``)."""
-        return _overrides(type(self), LayerHooks, _STEP_HOOKS)
-
-
-_STEP_HOOKS = ("temporal", "state_in", "state_out")
-
-
-def _overrides(cls: type, base: type, names: Sequence[str]) -> bool:
-    return any(getattr(cls, name) is not getattr(base, name) for name in names)
-
-
-PLAIN = LayerHooks()
-
-
-class DelegatingHooks(LayerHooks):
-    """Hooks that change some steps and leave every other one to ``inner`` (so hooks compose).
-
-    A subclass that does not change ``spatial`` leaves whole layers to ``inner.spatial_layer`` too
-    (which may interleave them); one that does runs its own ``spatial`` snapshot by snapshot.
-    """
-
-    def __init__(self, inner: LayerHooks = PLAIN) -> None:
-        self.inner = inner
-
-    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State | None) -> Any:
-        return self.inner.spatial(depth, t, layer, x, snapshot, state)
-
-    def spatial_layer(self, depth: int, layer: DGNNLayer, xs: Sequence[torch.Tensor], snapshots: Sequence[Snapshot]) -> list[Any]:
-        if type(self).spatial is DelegatingHooks.spatial:
-            return self.inner.spatial_layer(depth, layer, xs, snapshots)
-        return super().spatial_layer(depth, layer, xs, snapshots)
-
-    def temporal(self, depth: int, t: int, layer: DGNNLayer, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
-        return self.inner.temporal(depth, t, layer, spatial_out, state)
-
-    def state_in(self, depth: int, t: int, snapshot: Snapshot, state: State) -> State:
-        return self.inner.state_in(depth, t, snapshot, state)
-
-    def state_out(self, depth: int, t: int, state: State) -> None:
-        self.inner.state_out(depth, t, state)
-
-    @property
-    def per_step(self) -> bool:
-        return _overrides(type(self), DelegatingHooks, _STEP_HOOKS) or self.inner.per_step
-
-
-class GivenFirstConv(DelegatingHooks):
-    """Layer 0 with its reusable convolution given per snapshot (``conv_outs[t]``, from
-    ``DGNNLayer.conv_chain``); everything else, layer 0's remaining spatial work included, runs."""
-
-    def __init__(self, conv_outs: Sequence[Any], inner: LayerHooks = PLAIN) -> None:
-        super().__init__(inner)
-        self.conv_outs = conv_outs
-
-    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State) -> Any:
-        if depth == 0:
-            return layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state, conv_out=self.conv_outs[t])
-        return self.inner.spatial(depth, t, layer, x, snapshot, state)
-
-
-class GivenFirstSpatial(DelegatingHooks):
-    """Layer 0's whole spatial output given per snapshot (``spatial_outs[t]``): BLAD's stage 1
-    computed it ahead, possibly in another thread."""
-
-    def __init__(self, spatial_outs: Sequence[Any], inner: LayerHooks = PLAIN) -> None:
-        super().__init__(inner)
-        self.spatial_outs = spatial_outs
-
-    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State) -> Any:
-        if depth == 0:
-            return self.spatial_outs[t]
-        return self.inner.spatial(depth, t, layer, x, snapshot, state)
 
 
 class DGNN(nn.Module):
@@ -384,95 +240,3 @@ def stack_layers(
         layers.append(make_layer(width))
         width = layers[-1].out_channels
     return layers
-
-
-class GCNStack(DGNN):
-    """A DGNN of ``num_layers`` GCN-based layers of one kind (``layer_type``) and a linear head.
-
-    TGCN, WD-GCN and EvolveGCN-O/-H differ only in their layer; ``improved`` and
-    ``add_self_loops`` are GCN's normalisation options, passed to every layer with any option of
-    the layer's own (``layer_options``, e.g. TGCN's ``project_first``).
-    """
-
-    layer_type: Callable[..., DGNNLayer]  # (input width, hidden, improved, add_self_loops, **layer_options)
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        hidden_channels: int = 64,
-        num_layers: int = 2,
-        improved: bool = False,
-        add_self_loops: bool = True,
-        **layer_options: Any,
-    ) -> None:
-        make_layer = lambda width: type(self).layer_type(width, hidden_channels, improved, add_self_loops, **layer_options)  # noqa: E731
-        super().__init__(stack_layers(make_layer, in_channels, out_channels, hidden_channels, num_layers), out_channels)
-
-
-def gcn_aggregate(
-    x: torch.Tensor,
-    edge_index: torch.Tensor,
-    edge_weight: torch.Tensor | None = None,
-    *,
-    improved: bool = False,
-    add_self_loops: bool = True,
-) -> torch.Tensor:
-    """``D^-1/2 (A + I) D^-1/2 x``: GCN's neighbourhood aggregation without the projection (the
-    normalised edges are kept per graph, ``dygsched.models.gcn_normalization``).
-
-    The same normalisation as ``torch_geometric.nn.GCNConv`` (messages flow from row 0 to row 1
-    of ``edge_index``), so ``gcn_aggregate(x, ...) @ W`` equals ``GCNConv`` with weight ``W`` and
-    no bias up to float rounding. Models whose weights change with time (EvolveGCN) aggregate
-    here, in ``spatial``, and project in ``temporal``, which keeps the aggregation reusable.
-    """
-    num_nodes = x.size(0)
-    edge_index, weight = normalized_edges(edge_index, edge_weight, num_nodes, improved, add_self_loops, x.dtype)
-    if flops.counting():
-        flops.add_flops("aggregate", 2 * edge_index.size(1) * x.size(1))
-    messages = x.index_select(0, edge_index[0]) * weight.unsqueeze(-1)
-    return scatter(messages, edge_index[1], dim=0, dim_size=num_nodes, reduce="sum")
-
-
-def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    """``F.dropout(x, p, training)`` in distribution (each entry kept with probability ``1 - p``,
-    scaled by ``1 / (1 - p)``), its mask drawn from a uniform sample: on a CPU this is 3x faster
-    than the Bernoulli sampling ``F.dropout`` runs (0.28 against 0.9 ms forward and backward for
-    ``[1000, 64]``), which made dropout the second cost of an MPNN-LSTM step. The masks differ
-    from ``F.dropout``'s for the same seed."""
-    if not training or p == 0.0:
-        return x
-    if p == 1.0:
-        return torch.zeros_like(x)
-    mask = torch.empty_like(x).uniform_().ge_(p).div_(1.0 - p)
-    return x * mask
-
-
-def lstm_cell(
-    cell: nn.LSTMCell, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor], zero_state: bool = False
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``cell(x, state)``; with ``zero_state`` (``H = C = 0``, a group's start) the recurrent
-    product and the forget gate's term vanish, so only ``x``'s share of the gates is computed:
-    ``C' = sigmoid(i) * tanh(g)``, ``H' = sigmoid(o) * tanh(C')`` (the same numbers up to rounding)."""
-    if not zero_state:
-        return cell(x, state)
-    hidden = cell.hidden_size
-    bias = cell.bias_ih + cell.bias_hh if cell.bias else None
-    gates = torch.nn.functional.linear(x, cell.weight_ih, bias)
-    c = torch.sigmoid(gates[:, :hidden]) * torch.tanh(gates[:, 2 * hidden : 3 * hidden])
-    return torch.sigmoid(gates[:, 3 * hidden :]) * torch.tanh(c), c
-
-
-def gcn_conv(conv: nn.Module, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor | None) -> torch.Tensor:
-    """``conv(x, edge_index, edge_weight)`` for a ``torch_geometric.nn.GCNConv``, with the normalised
-    edges kept per graph (``gcn_aggregate``): the module's computation (projection, aggregation,
-    bias) and FLOP counts. A conv that does not normalise, caches one graph or reverses the flow
-    is called as it is."""
-    if not conv.normalize or conv.cached or conv.flow != "source_to_target":
-        return conv(x, edge_index, edge_weight)
-    if flops.counting():
-        flops.add_flops("transform", 2 * x.size(0) * conv.in_channels * conv.out_channels)
-        if conv.bias is not None:
-            flops.add_flops("elementwise", x.size(0) * conv.out_channels)
-    out = gcn_aggregate(conv.lin(x), edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops)
-    return out if conv.bias is None else out + conv.bias

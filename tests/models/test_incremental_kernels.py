@@ -17,8 +17,14 @@ from dygsched.data.diffmap import DiffMap, EdgeSet, coalesce, diff_snapshots
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.data.temporal_graph import Snapshot
 from dygsched.models import DGNN, flops
-from dygsched.models.base import gcn_aggregate
-from dygsched.models.incremental import gat_conv_chain, gcn_aggregate_chain, gcn_conv_chain, projected_gcn_chain, resolve_paths
+from dygsched.models.incremental_kernels import (
+    gat_conv_chain,
+    gcn_aggregate_chain,
+    gcn_conv_chain,
+    projected_gcn_chain,
+    resolve_paths,
+)
+from dygsched.models.ops import gcn_aggregate
 from tests.data.test_diffmap import snapshot_chains
 from tests.models.snapshots import changing_group, in_float64
 from tests.models.test_models import NAMES, build
