@@ -52,7 +52,7 @@ class SnapshotGroupStrategy(Strategy):
         self.executor = executor
         self.timeline_config = timeline or TimelineConfig()
         self.exact = executor.exact
-        self.plan: Plan | None = None
+        self.plan: Plan[int] | None = None
         self._last_epoch = -1
 
     def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
