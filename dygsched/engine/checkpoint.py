@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -151,7 +151,7 @@ def saved_config(run_dir: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot resume: cannot read {path} ({str(exc).strip().splitlines()[0]})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"cannot resume: {path} is not a run configuration")
-    return data
+    return cast(dict[str, Any], data)  # a configuration's keys are names
 
 
 def check_resumable(run_dir: Path, config: Mapping[str, Any]) -> None:

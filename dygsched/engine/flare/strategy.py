@@ -242,7 +242,9 @@ class FlareStrategy(Strategy):
     def blocks(self, group: SnapshotGroup, full_only: bool = False) -> tuple[list[Snapshot], list[PartitionedSnapshot | None], list[int]]:
         """The window's blocks, oldest first: the model's snapshots, the partitioned snapshot of each
         full block (``None`` for a decayed one), and the snapshot indices. Empty blocks are left out."""
-        snapshots, partitioned, ids = [], [], []
+        snapshots: list[Snapshot] = []
+        partitioned: list[PartitionedSnapshot | None] = []
+        ids: list[int] = []
         decayed = 0 if full_only else self.window - self.full
         for position, t in enumerate(range(group.start, group.stop)):
             held = self.layout.snapshot(t) if self.config.shrink else self.layout.localise(t, self.order)

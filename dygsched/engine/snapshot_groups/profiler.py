@@ -55,7 +55,7 @@ class TimedHooks(DelegatingHooks):
         super().__init__(inner)
         self.timer = timer
 
-    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State) -> Any:
+    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State | None) -> Any:
         with self.timer.phase("spatial"):
             return self.inner.spatial(depth, t, layer, x, snapshot, state)
 
