@@ -112,7 +112,7 @@ def mark_failed(folder: RunFolder, run_info: dict[str, Any], reason: str) -> dic
     return folder.fail(run_info, reason, frame)
 
 
-def resumed_rows(folder: RunFolder, state: Mapping[str, Any]) -> list[tuple]:
+def resumed_rows(folder: RunFolder, state: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     """The metric rows of the epochs a checkpoint completed, from the run folder (or, for a
     format-2 checkpoint, from the checkpoint itself); a later epoch's rows are dropped."""
     if "rows" in state:

@@ -131,7 +131,7 @@ class Artifacts:
         if self.is_main and self.folder is not None:
             write_json(self.folder.path / name, data)
 
-    def write_plan(self, plan: Plan, name: str = "plan.json") -> None:
+    def write_plan(self, plan: Plan[Any], name: str = "plan.json") -> None:
         if self.is_main and self.folder is not None:
             self.folder.write_plan(plan.to_dict(), name)
 

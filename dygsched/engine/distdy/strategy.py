@@ -286,7 +286,7 @@ class DistDyStrategy(Strategy):
         tau: int,
         b: int,
         held: Mapping[int, tuple[np.ndarray, np.ndarray]],
-        traffic: dict,
+        traffic: dict[str, Any],
         stats: IterationStats,
         targets: np.ndarray | None = None,
     ) -> torch.Tensor:
@@ -357,7 +357,7 @@ class DistDyStrategy(Strategy):
         window: list[int],
         hoods: Mapping[int, Any],
         held: Mapping[int, tuple[np.ndarray, np.ndarray]],
-        traffic: dict,
+        traffic: dict[str, Any],
         stats: IterationStats,
     ) -> dict[int, torch.Tensor]:
         """The features of every node of this rank's neighbourhoods: its own from its store, the others

@@ -86,6 +86,6 @@ class Profiler:
         """Two overlapping units trained as one merged chain (type II reuse): their total seconds."""
         self.pairs[units].append(sum(timer.seconds.values()))
 
-    def measurements(self) -> dict[str, dict]:
+    def measurements(self) -> dict[str, dict[Any, list[Any]]]:
         """Plain dictionaries, to gather on rank 0."""
         return {"samples": dict(self.samples), "reusable": dict(self.reusable), "pairs": dict(self.pairs)}
