@@ -25,7 +25,7 @@ import copy
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -156,7 +156,7 @@ class FlareStrategy(Strategy):
 
     def objective(self, model: nn.Module) -> nn.Module:
         self.check_model(model)
-        self.model: DGNN = model  # type: ignore[assignment]
+        self.model = cast(DGNN, model)  # check_model refuses any other model
         self.layout = RankLayout(self.graph, self.partition, self.rank, model_norm(model))
         self.loss = GroupObjective(self.model, self.graph.task)
         return self.loss

@@ -15,7 +15,7 @@ starts the window from its saved state and otherwise flows.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -46,7 +46,7 @@ class InheritedStates(DelegatingHooks):
         self, model: DGNN, snapshot_ids: Sequence[int], saved: dict[int, list[State | None]] | None, inner: LayerHooks = PLAIN
     ) -> None:
         super().__init__(inner)
-        self.layers: list[DGNNLayer] = list(model.layers)  # type: ignore[arg-type]
+        self.layers = cast("list[DGNNLayer]", list(model.layers))  # a ModuleList's items are typed Module
         self.ids, self.saved = list(snapshot_ids), saved
         self.outputs: list[torch.Tensor] = []  # the top layer's output of each block
 
