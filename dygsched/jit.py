@@ -11,23 +11,23 @@ uncompiled function (the tests compare the two).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 try:  # numba is a dependency of the project; the fallback keeps the planner importable without it
     import numba
 except ImportError:  # pragma: no cover - depends on the environment
-    numba = None
-
-COMPILED = numba is not None
+    COMPILED = False
+else:
+    COMPILED = True
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def compiled(function: F) -> F:
     """``function`` compiled by numba (nopython mode, cached), or ``function`` itself without numba."""
-    if numba is None:  # pragma: no cover - depends on the environment
+    if not COMPILED:  # pragma: no cover - depends on the environment
         return function
-    return numba.njit(cache=True, nogil=True)(function)  # type: ignore[no-any-return]
+    return cast(F, numba.njit(cache=True, nogil=True)(function))  # a numba Dispatcher, called as function is
 
 
 def python(function: Callable[..., Any]) -> Callable[..., Any]:

@@ -217,12 +217,18 @@ def _match(old: torch.Tensor, new: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     return old[pos] == new, pos
 
 
+# added keys, weights, counts; removed keys, weights, counts; touched nodes, their degrees before and after
+EdgeChanges = tuple[
+    torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor
+]
+
+
 def diff_edge_sets(
     prev: EdgeSet,
     curr: EdgeSet,
     prev_degree: torch.Tensor | None = None,
     curr_degree: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, ...]:
+) -> EdgeChanges:
     """Added/removed keys, weights, counts and the touched nodes with their degrees (see ``DiffMap``)."""
     device = curr.keys.device
     if prev.keys.numel():

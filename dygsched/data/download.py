@@ -63,6 +63,7 @@ def fetch(entry: CatalogEntry, *, unverified: bool = False, timeout: float = 60.
 
 
 def _download(entry: CatalogEntry, partial: Path, timeout: float, show_progress: bool) -> tuple[str, int]:
+    assert entry.url is not None  # the caller refuses an entry without one
     digest, received = hashlib.sha256(), 0
     by_hand = f"put the file at {cache_dir() / entry.file} by hand" + (
         f" ({entry.size:,} bytes, SHA-256 {entry.sha256})" if entry.verifiable else ""

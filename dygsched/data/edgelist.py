@@ -115,6 +115,7 @@ class EdgeListSource:
                     f"(at most {MAX_SNAPSHOTS:,}); use a longer duration"
                 )
             return np.floor((times - start) / self.snapshot_duration).astype(np.int64)
+        assert self.num_snapshots is not None  # exactly one of the two is set (checked above)
         if not 2 <= self.num_snapshots <= MAX_SNAPSHOTS:
             raise DataError(f"dataset '{self.name}': num_snapshots must be in [2, {MAX_SNAPSHOTS:,}] (the last one only gives targets)")
         span = max(stop - start, 1e-12)

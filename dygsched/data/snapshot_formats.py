@@ -110,7 +110,11 @@ def allowed_globals() -> list[Any]:
     from torch_geometric.data.storage import GlobalStorage
 
     dtypes = {type(np.dtype(code)) for code in "?bBhHiIlLqQefdgFDG"}  # numbers only, no object arrays
-    reconstruct = np._core.multiarray._reconstruct if hasattr(np, "_core") else np.core.multiarray._reconstruct
+    reconstruct = (
+        np._core.multiarray._reconstruct
+        if hasattr(np, "_core")
+        else np.core.multiarray._reconstruct  # type: ignore[attr-defined]  # NumPy 1's name, not in NumPy 2's stubs
+    )
     return [
         Data, DataEdgeAttr, DataTensorAttr, GlobalStorage,
         np.ndarray, np.dtype, *dtypes, bytes,  # bytes: pickle protocol 2 writes an empty array's data as bytes()

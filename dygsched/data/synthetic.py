@@ -94,7 +94,7 @@ class SyntheticSource:
 
         x = torch.from_numpy(features)  # static node features, shared by every snapshot
         keys = np.empty(0, dtype=np.int64)
-        previous_message = np.zeros(n, dtype=np.float32)
+        previous_message: np.ndarray = np.zeros(n, dtype=np.float32)  # float64 from the second snapshot on
         raw_targets, masks, edge_indices = [], [], []
         for t in range(self.num_snapshots):
             active = max(2, int(round(node_frac[t] * n)))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -112,7 +112,7 @@ def mark_failed(folder: RunFolder, run_info: dict[str, Any], reason: str) -> dic
     return folder.fail(run_info, reason, frame)
 
 
-def resumed_rows(folder: RunFolder, state: Mapping[str, Any]) -> list[tuple]:
+def resumed_rows(folder: RunFolder, state: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     """The metric rows of the epochs a checkpoint completed, from the run folder (or, for a
     format-2 checkpoint, from the checkpoint itself); a later epoch's rows are dropped."""
     if "rows" in state:
@@ -151,7 +151,7 @@ def saved_config(run_dir: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot resume: cannot read {path} ({str(exc).strip().splitlines()[0]})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"cannot resume: {path} is not a run configuration")
-    return data
+    return cast(dict[str, Any], data)  # a configuration's keys are names
 
 
 def check_resumable(run_dir: Path, config: Mapping[str, Any]) -> None:

@@ -143,7 +143,7 @@ class Pending:
     result: torch.Tensor
     work: Any = None
     carried: torch.Tensor | None = None  # the staged copy the collective writes, when not ``result`` itself
-    keep: tuple = ()  # buffers the collective reads, kept alive until it has finished
+    keep: tuple[Any, ...] = ()  # buffers the collective reads, kept alive until it has finished
     done: bool = False
 
     def wait(self, into: Timed | None = None) -> torch.Tensor:

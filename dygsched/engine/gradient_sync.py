@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from torch import nn
@@ -59,7 +58,7 @@ class GradientSync:
         if staleness not in (0, 1):
             raise ValueError(f"gradient staleness must be 0 or 1, got {staleness}")
         self.staleness = staleness
-        self._stale: list[tuple[torch.Tensor, Any]] | None = None  # the previous step's launched sums
+        self._stale: list[tuple[torch.Tensor | None, comm.Pending | None]] | None = None  # the previous step's launched sums
         self.module = module
         self.world_size = world_size
         self.overlap = overlap and world_size > 1

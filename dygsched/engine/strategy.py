@@ -122,7 +122,7 @@ class Artifacts:
         if self.is_main and self.folder is not None:
             write_json(self.folder.path / name, data)
 
-    def write_plan(self, plan: Plan, name: str = "plan.json") -> None:
+    def write_plan(self, plan: Plan[Any], name: str = "plan.json") -> None:
         if self.is_main and self.folder is not None:
             self.folder.write_plan(plan.to_dict(), name)
 
@@ -254,7 +254,7 @@ class Strategy(ABC):
     name: str
     config_type: ClassVar[type[StrategyConfig] | None] = None
     data_kind: ClassVar[type] = object
-    exact: ClassVar[bool] = True
+    exact: bool = True  # a class default; a strategy whose exactness depends on its settings sets it per instance
     predicts_links: ClassVar[bool] = False
     communicates_in_backward: ClassVar[bool] = False
     gradient_staleness: int = 0
@@ -290,7 +290,7 @@ class Strategy(ABC):
         metrics (measured values, or ``Missing`` with the reason)."""
 
     @abstractmethod
-    def evaluate(self, phase: str) -> dict[str, MetricValue]:
+    def evaluate(self, phase: str) -> Mapping[str, MetricValue]:
         """Loss and the task's metric over the ``val`` or ``test`` part, the same on every rank."""
 
     def lr_multiplier(self, epoch: int) -> float:

@@ -29,10 +29,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
 KINDS = ("transform", "aggregate", "normalize", "attention", "elementwise")
 
@@ -95,7 +98,7 @@ def _non_loop_edges(edge_index: torch.Tensor) -> int | torch.Tensor:
     return count if count.is_cuda else int(count)
 
 
-def gcn_conv_flops(counter: FlopCounter, conv: nn.Module, x: torch.Tensor, edge_index: torch.Tensor) -> None:
+def gcn_conv_flops(counter: FlopCounter, conv: GCNConv, x: torch.Tensor, edge_index: torch.Tensor) -> None:
     """What ``GCNConv.forward`` computes on ``x`` and ``edge_index``."""
     n = x.size(0)
     messages = _non_loop_edges(edge_index) + n if conv.normalize and conv.add_self_loops else edge_index.size(1)
@@ -107,7 +110,7 @@ def gcn_conv_flops(counter: FlopCounter, conv: nn.Module, x: torch.Tensor, edge_
         counter.add("elementwise", n * conv.out_channels)
 
 
-def gat_conv_flops(counter: FlopCounter, conv: nn.Module, x: torch.Tensor, edge_index: torch.Tensor) -> None:
+def gat_conv_flops(counter: FlopCounter, conv: GATConv, x: torch.Tensor, edge_index: torch.Tensor) -> None:
     """What ``GATConv.forward`` computes on ``x`` and ``edge_index`` (self-loops replaced by one per node)."""
     n = x.size(0)
     heads, channels = conv.heads, conv.out_channels
@@ -127,7 +130,7 @@ def gat_conv_flops(counter: FlopCounter, conv: nn.Module, x: torch.Tensor, edge_
         counter.add("elementwise", n * out_width)
 
 
-def sage_conv_flops(counter: FlopCounter, conv: nn.Module, x: Any, edge_index: torch.Tensor) -> None:
+def sage_conv_flops(counter: FlopCounter, conv: SAGEConv, x: Any, edge_index: torch.Tensor) -> None:
     """What ``SAGEConv.forward`` computes (mean aggregation of the sources, on the destinations the
     root weight, both linear maps): ``x`` is a tensor or a (sources, destinations) pair."""
     sources, targets = x if isinstance(x, tuple) else (x, x)

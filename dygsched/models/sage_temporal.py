@@ -13,6 +13,7 @@ embedding over all of them).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
@@ -20,6 +21,21 @@ from torch import nn
 from torch_geometric.nn import SAGEConv
 
 TEMPORAL = ("linear", "gru", "attention")
+
+
+class SampledModel(Protocol):
+    """What DistDy trains (``DistDyStrategy.check_model``), a ``SAGETemporal``: a structural encoder
+    over sampled blocks and a temporal model over a window of embeddings."""
+
+    convs: nn.ModuleList
+    window: int
+    hidden_channels: int
+
+    def encode(self, x: torch.Tensor, blocks: Sequence[tuple[torch.Tensor, int]]) -> torch.Tensor: ...
+
+    def predict(self, embeddings: torch.Tensor) -> torch.Tensor: ...
+
+    def zero_grad(self, set_to_none: bool = True) -> None: ...
 
 
 class SAGETemporal(nn.Module):
@@ -41,6 +57,7 @@ class SAGETemporal(nn.Module):
             raise ValueError("window and hidden_channels must be positive")
         self.window, self.hidden_channels, self.temporal_kind = window, hidden_channels, temporal
         widths = [in_channels] + [hidden_channels] * num_layers
+        self.temporal: nn.Module
         self.convs = nn.ModuleList(SAGEConv(a, b, aggr="mean") for a, b in zip(widths[:-1], widths[1:]))
         if temporal == "linear":
             self.temporal = nn.Linear(window * hidden_channels, hidden_channels)

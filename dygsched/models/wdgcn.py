@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -66,7 +66,8 @@ class WDGCNLayer(DGNNLayer):
         return gcn_conv_chain(self.conv, x, first, diffs, paths)
 
     def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
-        h, c = lstm_cell(self.lstm, spatial_out, state, zero_state=isinstance(state, ZeroState))
+        hc = cast("tuple[torch.Tensor, torch.Tensor]", state)  # this layer's states are (h, c) (initial_state)
+        h, c = lstm_cell(self.lstm, spatial_out, hc, zero_state=isinstance(state, ZeroState))
         return h, (h, c)
 
 

@@ -9,8 +9,9 @@ as ``package.module:Class`` (or through the ``dygsched.solvers`` entry point gro
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from dygsched.errors import ScheduleError
 from dygsched.planner.plan import Iterations, SolverStatus
@@ -38,7 +39,7 @@ class Solver(ABC):
         return True
 
     @abstractmethod
-    def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options) -> SolverResult:
+    def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options: Any) -> SolverResult:
         """Plan ``problem``; ``options`` are solver-specific (unknown ones raise ``ScheduleError``)."""
 
 
@@ -77,7 +78,7 @@ def pack(bins: list[list[int]], num_gpus: int) -> Iterations:
     return tuple(iterations)
 
 
-def check_options(name: str, options: dict, allowed: tuple[str, ...]) -> None:
+def check_options(name: str, options: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         valid = ", ".join(allowed) if allowed else "none"

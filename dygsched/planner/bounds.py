@@ -122,7 +122,7 @@ def _banded_matching(n: int, pairs: list[tuple[int, int, float]], width: int) ->
 
 def max_reuse_saving(problem: ScheduleProblem) -> float:
     """The tightest upper bound computed here on the total saving of any plan (see module doc)."""
-    cached = problem.__dict__.get("_bound_cache_saving")
+    cached: float | None = problem.__dict__.get("_bound_cache_saving")
     if cached is not None:
         return cached
     value = max_total_saving(problem)
@@ -154,7 +154,8 @@ def bin_floor(problem: ScheduleProblem) -> np.ndarray | None:
         load = times[k1] + times[k2] - v
         floor[k1] = min(floor[k1], load)
         floor[k2] = min(floor[k2], load)
-    return np.maximum(floor, 0.0)
+    floored: np.ndarray = np.maximum(floor, 0.0)
+    return floored
 
 
 def work_bound(problem: ScheduleProblem) -> float:
@@ -192,7 +193,7 @@ def combined_bound(problem: ScheduleProblem) -> float:
 
 def lower_bound(problem: ScheduleProblem) -> float:
     """A valid lower bound on the predicted epoch time of every plan for ``problem``."""
-    cached = problem.__dict__.get("_bound_cache_total")
+    cached: float | None = problem.__dict__.get("_bound_cache_total")
     if cached is not None:
         return cached
     value = max(work_bound(problem), ranking_bound(problem), combined_bound(problem))

@@ -7,6 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dygsched.errors import ScheduleError
 
@@ -38,7 +39,7 @@ class CostModel:
         return self.a1 * nodes + self.a2 * edges + self.a3
 
     @classmethod
-    def from_mapping(cls, data: Mapping) -> CostModel:
+    def from_mapping(cls, data: Mapping[str, Any]) -> CostModel:
         known = {"a1", "a2", "a3", "reuse_ratio", "allreduce_cost"}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -56,7 +57,11 @@ class CostModel:
         return cls.from_mapping(data)
 
 
-def _coerce(coefficients) -> CostModel:
+# what ``group_times_from_sizes`` accepts as the model: a CostModel, {"a1": .., "a2": .., "a3": ..} or (a1, a2, a3)
+Coefficients = CostModel | Mapping[str, Any] | Sequence[float]
+
+
+def _coerce(coefficients: Coefficients) -> CostModel:
     if isinstance(coefficients, CostModel):
         return coefficients
     if isinstance(coefficients, Mapping):
@@ -66,7 +71,9 @@ def _coerce(coefficients) -> CostModel:
     raise ScheduleError("coefficients must be a CostModel, a mapping with a1, a2, a3, or a triple (a1, a2, a3)")
 
 
-def group_times_from_sizes(nodes_per_group: Sequence[float], edges_per_group: Sequence[float], coefficients) -> list[float]:
+def group_times_from_sizes(
+    nodes_per_group: Sequence[float], edges_per_group: Sequence[float], coefficients: Coefficients
+) -> list[float]:
     """Group execution times from node and edge counts with the linear cost model.
 
     ``nodes_per_group[k]`` and ``edges_per_group[k]`` are the nodes and edges group ``k`` processes

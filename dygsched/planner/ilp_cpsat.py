@@ -24,10 +24,16 @@ plan is still exact (loads are recomputed) but the solver's bound is not reporte
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dygsched.planner.bounds import min_iterations
 from dygsched.planner.ilp_backend import BackendResult, IlpBackend
 from dygsched.planner.ilp_model import IlpModel
 from dygsched.planner.plan import Iterations, iterations_from_bins
+from dygsched.planner.problem import ScheduleProblem
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 _RESOLUTION = 1_000_000  # the largest group time maps to this many integer units
 MAX_REUSE_VARIABLES = 60_000
@@ -122,10 +128,14 @@ class CpSatBackend(IlpBackend):
         return BackendResult(_cut(p, contents), converged and exact_reuse, bound, solver.status_name(status))
 
     @staticmethod
-    def _hint(m, warm, x, y, load, u, t, pairs, n, gpus, bins) -> None:
+    def _hint(
+        m: cp_model.CpModel, warm: Iterations, x: list[list[cp_model.IntVar]], y: dict[tuple[int, int], cp_model.IntVar],
+        load: list[cp_model.IntVar], u: list[cp_model.IntVar], t: list[int], pairs: list[tuple[int, int, int]],
+        n: int, gpus: int, bins: int,
+    ) -> None:
         saving = {(k1, k2): r for k1, k2, r in pairs}
 
-        def scaled(groups) -> int:
+        def scaled(groups: tuple[int, ...]) -> int:
             g = sorted(groups)
             return sum(t[k] for k in g) - sum(saving.get((a, c), 0) for i, a in enumerate(g) for c in g[i + 1 :])
 
@@ -144,7 +154,7 @@ class CpSatBackend(IlpBackend):
             m.add_hint(u[r], 1 if any(contents[r * gpus : (r + 1) * gpus]) else 0)
 
 
-def _cut(problem, contents: list[list[int]]) -> Iterations:
+def _cut(problem: ScheduleProblem, contents: list[list[int]]) -> Iterations:
     """Bins sorted by their true load (heaviest first), cut into iterations of ``G`` ranks."""
     used = sorted((tuple(sorted(b)) for b in contents if b), key=lambda b: -problem.load(b))
     return iterations_from_bins(used, problem.num_gpus)

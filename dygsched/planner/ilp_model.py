@@ -22,6 +22,7 @@ The CP-SAT backend states the same program over load-ordered bins (see ``ilp_cps
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from dygsched.planner.bounds import lower_bound, min_iterations
@@ -61,7 +62,9 @@ class IlpModel:
             total -= sum(v for k1, k2, v in self.pairs if k1 in members and k2 in members)
         return total
 
-    def hint(self, iterations: Iterations, key=None) -> dict[tuple[int, int, int], int]:
+    def hint(
+        self, iterations: Iterations, key: Callable[[tuple[int, ...]], float] | None = None
+    ) -> dict[tuple[int, int, int], int]:
         """Map a plan onto model indices consistent with the symmetry breaking: ``{(k, i, j): 1}``."""
         key = key or self.load
         rows = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dygsched.planner.bounds import min_iterations
 from dygsched.planner.ilp_backend import BackendResult, IlpBackend
 from dygsched.planner.ilp_model import IlpModel
@@ -26,7 +28,7 @@ class PulpBackend(IlpBackend):
         except Exception:  # a broken solver install counts as unavailable
             return False
 
-    def _solver(self, time_limit: float, gap: float, workers: int, warm: bool):
+    def _solver(self, time_limit: float, gap: float, workers: int, warm: bool) -> Any:  # a pulp solver (untyped)
         import pulp
 
         return pulp.getSolver(self.engine, msg=False, timeLimit=float(time_limit), gapRel=float(gap), threads=int(workers), warmStart=warm)

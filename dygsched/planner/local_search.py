@@ -14,11 +14,15 @@ after every move, so a move may regroup the bins of every iteration (see ``PairB
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from dygsched.planner.plan import Iterations, iterations_from_bins
 from dygsched.planner.problem import ScheduleProblem
+
+# the saving of each pair (a[i], b[i]): a SavingLookup
+PairSavings = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 class LocalSearch:
@@ -48,13 +52,14 @@ class LocalSearch:
                 c = max(range(len(bins[i])), key=lambda j: loads[i][j])
                 peak = loads[i][c]
                 rest_i = top(i, (c,))
-                best = (-1e-12, None)
+                best: tuple[float, tuple[int, int, list[int], list[int]] | None] = (-1e-12, None)
                 for a_pos, a in enumerate(bins[i][c]):
                     without_a = bins[i][c][:a_pos] + bins[i][c][a_pos + 1 :]
                     for i2, row in enumerate(bins):
                         for d, content in enumerate(row):
                             if i2 == i and d == c:
                                 continue
+                            options: list[tuple[int | None, list[int], list[int]]]
                             options = [(None, content + [a], without_a)] if len(content) < cap else []
                             options += [(b, content[:b_pos] + content[b_pos + 1 :] + [a], without_a + [b])
                                         for b_pos, b in enumerate(content)]
@@ -114,7 +119,7 @@ class PairBinSearch:
     iterations (at least 10,000 per round), so the result does not depend on the machine's speed.
     """
 
-    def __init__(self, problem: ScheduleProblem, num_bins: int, lookup=None) -> None:
+    def __init__(self, problem: ScheduleProblem, num_bins: int, lookup: PairSavings | None = None) -> None:
         self.problem = problem
         self.n = problem.num_groups
         self.gpus = problem.num_gpus
@@ -130,19 +135,19 @@ class PairBinSearch:
     def _out_of_time(self) -> bool:
         return self.deadline is not None and time.perf_counter() > self.deadline
 
-    def pair_loads(self, a, b):
-        loads = self.times[np.minimum(a, self.n)] + self.times[np.minimum(b, self.n)]
+    def pair_loads(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        loads: np.ndarray = self.times[np.minimum(a, self.n)] + self.times[np.minimum(b, self.n)]
         if self.lookup is not None:
             loads = loads - self.lookup(a, b)
         return loads
 
-    def cost(self, a, b) -> float:
+    def cost(self, a: np.ndarray, b: np.ndarray) -> float:
         loads = self.pair_loads(a, b)
         used = int(((a < self.n) | (b < self.n)).sum())
         srt = np.sort(loads)[::-1]
         return float(srt[:: self.gpus].sum()) + self.alpha * (-(-used // self.gpus))
 
-    def _candidates(self, a, b, srt_pos, full: bool):
+    def _candidates(self, a: np.ndarray, b: np.ndarray, srt_pos: np.ndarray, full: bool) -> tuple[np.ndarray, np.ndarray]:
         """Slot pairs (s1, s2) of different bins, not both empty; slot s is side s // nb of bin s % nb."""
         nb, n, gpus = self.nb, self.n, self.gpus
         items = np.concatenate([a, b])
@@ -158,7 +163,10 @@ class PairBinSearch:
         keep = (s1 % nb != s2 % nb) & ((items[s1] < n) | (items[s2] < n))
         return s1[keep], s2[keep]
 
-    def _score(self, a, b, loads, srt, pos, used, s1, s2):
+    def _score(
+        self, a: np.ndarray, b: np.ndarray, loads: np.ndarray, srt: np.ndarray, pos: np.ndarray, used: int,
+        s1: np.ndarray, s2: np.ndarray,
+    ) -> np.ndarray:
         nb, n, gpus, heads = self.nb, self.n, self.gpus, self.heads
         items = np.concatenate([a, b])
         others = np.concatenate([b, a])
@@ -187,9 +195,10 @@ class PairBinSearch:
         u_old = ((a[b1] < n) | (b[b1] < n)).astype(int) + ((a[b2] < n) | (b[b2] < n)).astype(int)
         u_new = ((others[s1] < n) | (items[s2] < n)).astype(int) + ((others[s2] < n) | (items[s1] < n)).astype(int)
         levels = -(-(used - u_old + u_new) // gpus)
-        return total + self.alpha * levels
+        scores: np.ndarray = total + self.alpha * levels
+        return scores
 
-    def _state(self, a, b):
+    def _state(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         loads = self.pair_loads(a, b)
         order = np.argsort(-loads, kind="stable")
         pos = np.empty(self.nb, dtype=np.int64)
@@ -197,7 +206,7 @@ class PairBinSearch:
         used = int(((a < self.n) | (b < self.n)).sum())
         return loads, loads[order], pos, used
 
-    def descend(self, a, b, budget: int, full: bool):
+    def descend(self, a: np.ndarray, b: np.ndarray, budget: int, full: bool) -> tuple[np.ndarray, np.ndarray, float]:
         nb = self.nb
         current = self.cost(a, b)
         while self.evaluations < budget and not self._out_of_time():
@@ -216,7 +225,9 @@ class PairBinSearch:
             current = self.cost(a, b)
         return a, b, current
 
-    def search(self, a, b, budget: int, seed: int = 0, kick: int = 3):
+    def search(
+        self, a: np.ndarray, b: np.ndarray, budget: int, seed: int = 0, kick: int = 3
+    ) -> tuple[float, np.ndarray, np.ndarray]:
         """Iterated local search from bins ``(a, b)`` (ids ``>= n`` are empty slots)."""
         nb, n = self.nb, self.n
         full = 2 * nb * nb * self.heads <= FULL_NEIGHBOURHOOD_WORK
@@ -239,7 +250,7 @@ class PairBinSearch:
                 best = (cost2, a2, b2)
         return best
 
-    def iterations(self, a, b) -> Iterations:
+    def iterations(self, a: np.ndarray, b: np.ndarray) -> Iterations:
         """The bins sorted by load (groups before empty bins on ties) and cut into iterations."""
         n, gpus = self.n, self.gpus
         loads = self.pair_loads(a, b)
@@ -249,7 +260,7 @@ class PairBinSearch:
         return iterations_from_bins(bins, gpus)
 
 
-def _bins_from_plan(problem: ScheduleProblem, iterations: Iterations, num_bins: int):
+def _bins_from_plan(problem: ScheduleProblem, iterations: Iterations, num_bins: int) -> tuple[np.ndarray, np.ndarray] | None:
     """The plan's bins as two slot arrays of ``num_bins`` bins; the lightest single groups are paired
     while there are too many bins (None when that is not enough)."""
     n = problem.num_groups
@@ -272,7 +283,9 @@ def _bins_from_plan(problem: ScheduleProblem, iterations: Iterations, num_bins: 
     return a, b
 
 
-def _shaped_starts(problem: ScheduleProblem, num_bins: int, search: PairBinSearch, keep: int):
+def _shaped_starts(
+    problem: ScheduleProblem, num_bins: int, search: PairBinSearch, keep: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Fold starts with two kinds of cheap bins split off: the ``s`` longest groups run alone and the
     ``2q`` shortest are paired among themselves (fold), the rest are folded into the other bins.
     With ``s + q`` about ``G`` those bins fill one cheap iteration (long singles next to pairs of

@@ -12,7 +12,7 @@ from collections.abc import Hashable
 from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from dygsched.errors import ScheduleError
 from dygsched.planner.problem import ScheduleProblem
@@ -25,10 +25,14 @@ class SolverStatus(str, Enum):
     FALLBACK = "fallback"  # the REAL policy fell back to the greedy plan
 
 
-Iterations = tuple[tuple[tuple[Hashable, ...], ...], ...]
+# What a solver plans: for each iteration, for each rank, the indexes of the groups it trains.
+Iterations = tuple[tuple[tuple[int, ...], ...], ...]
+# A unit as JSON holds it (a plan read back from a file, before it is checked against a run's units).
+Unit = int | str | tuple["Unit", ...]
+U = TypeVar("U", bound=Hashable)
 
 
-def _unit_from_json(value: Any) -> Hashable:
+def _unit_from_json(value: Any) -> Unit:
     """A unit read back from JSON: lists become tuples (a ``(group, partition)`` pair was a tuple)."""
     if isinstance(value, list):
         return tuple(_unit_from_json(v) for v in value)
@@ -42,7 +46,7 @@ def iterations_from_bins(bins: list[tuple[int, ...]], gpus: int) -> Iterations:
 
     Given bins sorted by load, this is the sorted cut: each iteration's slowest bin is as small as
     the order allows."""
-    out = []
+    out: list[tuple[tuple[int, ...], ...]] = []
     for start in range(0, len(bins), gpus):
         chunk = list(bins[start : start + gpus])
         chunk += [()] * (gpus - len(chunk))
@@ -51,10 +55,12 @@ def iterations_from_bins(bins: list[tuple[int, ...]], gpus: int) -> Iterations:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """``iterations[i][rank]`` is the tuple of units rank ``rank`` trains in iteration ``i``."""
+class Plan(Generic[U]):
+    """``iterations[i][rank]`` is the tuple of units rank ``rank`` trains in iteration ``i``.
 
-    iterations: Iterations
+    ``Plan[int]``: a solver's plan of group indexes; ``Plan[Unit]``: one read back from JSON."""
+
+    iterations: tuple[tuple[tuple[U, ...], ...], ...]
     num_gpus: int
     capacity: int
     predicted_epoch_time: float
@@ -79,17 +85,17 @@ class Plan:
     def num_iterations(self) -> int:
         return len(self.iterations)
 
-    def rotated(self, shift: int) -> Plan:
+    def rotated(self, shift: int) -> Plan[U]:
         """The same plan with rank ``r``'s groups given to rank ``(r + shift) % num_gpus``."""
         g = self.num_gpus
         iterations = tuple(tuple(iteration[(r - shift) % g] for r in range(g)) for iteration in self.iterations)
         return replace(self, iterations=iterations)
 
-    def units(self) -> list[Hashable]:
+    def units(self) -> list[U]:
         """Every unit the plan trains, in iteration then rank order."""
         return [unit for iteration in self.iterations for cell in iteration for unit in cell]
 
-    def validate(self, problem: ScheduleProblem) -> None:
+    def validate(self: Plan[int], problem: ScheduleProblem) -> None:
         """Raise unless every group appears exactly once and capacity holds."""
         seen: list[int] = []
         for i, iteration in enumerate(self.iterations):
@@ -102,7 +108,7 @@ class Plan:
         if sorted(seen) != list(range(problem.num_groups)):
             raise ScheduleError("the plan does not train every group exactly once")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["solver_status"] = self.solver_status.value
         data["iterations"] = [[[_unit_to_json(u) for u in groups] for groups in iteration] for iteration in self.iterations]
@@ -110,9 +116,9 @@ class Plan:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> Plan:
+    def from_dict(cls, data: dict[str, Any]) -> Plan[Unit]:
         try:
-            return cls(
+            return Plan(  # not cls: a plan read from JSON holds JSON units whatever cls's unit type
                 iterations=tuple(tuple(tuple(_unit_from_json(k) for k in groups) for groups in it) for it in data["iterations"]),
                 num_gpus=int(data["num_gpus"]),
                 capacity=int(data["capacity"]),
@@ -131,14 +137,14 @@ class Plan:
         tmp.replace(path)
 
     @classmethod
-    def load(cls, path: Path) -> Plan:
+    def load(cls, path: Path) -> Plan[Unit]:
         try:
             return cls.from_dict(json.loads(Path(path).read_text()))
         except (OSError, json.JSONDecodeError) as exc:
             raise ScheduleError(f"cannot read plan {path}: {exc}") from None
 
 
-def _unit_to_json(unit: Hashable) -> Any:
+def _unit_to_json(unit: object) -> Any:
     return [_unit_to_json(u) for u in unit] if isinstance(unit, tuple) else unit
 
 

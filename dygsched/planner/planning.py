@@ -6,14 +6,14 @@ times and solves it. Pure Python: units are opaque here, known by index and time
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dygsched.errors import ScheduleError
 from dygsched.planner.cost_model import CostModel, group_times_from_sizes
-from dygsched.planner.plan import Plan
+from dygsched.planner.plan import Plan, U
 from dygsched.planner.problem import ScheduleProblem
 from dygsched.planner.solve import get_solver, solve
 
@@ -78,7 +78,7 @@ def plan_units(
     world_size: int,
     allreduce_cost: float | None = None,
     reuse_pairs: Sequence[tuple[int, int, float]] | None = None,
-) -> Plan:
+) -> Plan[int]:
     """Solve the problem of ``unit_times`` on ``world_size`` ranks (units by index); validated.
 
     ``allreduce_cost``: measured ``alpha`` (default the config's). ``reuse_pairs``: the sparse
@@ -96,7 +96,7 @@ def plan_units(
     return plan
 
 
-def load_plan_file(path: str | Path, units: Sequence[Hashable], world_size: int, capacity: int) -> Plan:
+def load_plan_file(path: str | Path, units: Sequence[U], world_size: int, capacity: int) -> Plan[U]:
     """A plan written by ``dygsched plan --out``, checked against this run's units and ranks."""
     plan = Plan.load(Path(path))
     if plan.num_gpus != world_size:
@@ -106,4 +106,4 @@ def load_plan_file(path: str | Path, units: Sequence[Hashable], world_size: int,
         raise ScheduleError(f"the plan in {path} does not train each of this run's {len(units)} training units exactly once")
     if max((len(cell) for iteration in plan.iterations for cell in iteration), default=0) > capacity:
         raise ScheduleError(f"the plan in {path} gives a rank more than sched.planner.capacity={capacity} units in one iteration")
-    return plan
+    return cast("Plan[U]", plan)  # its units are exactly ``units`` (checked above)

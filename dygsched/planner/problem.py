@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dygsched.errors import ScheduleError
@@ -78,9 +79,9 @@ class ScheduleProblem:
     @classmethod
     def from_pairs(
         cls,
-        group_times,
+        group_times: Iterable[float],
         num_gpus: int,
-        pairs,
+        pairs: Iterable[tuple[int, int, float]],
         capacity: int = 2,
         allreduce_cost: float = 0.0,
     ) -> ScheduleProblem:
@@ -115,6 +116,6 @@ class ScheduleProblem:
                 total -= self.saving(groups[a], groups[b])
         return total
 
-    def slowest_load(self, iteration) -> float:
+    def slowest_load(self, iteration: Iterable[Iterable[int]]) -> float:
         """The largest GPU load of one iteration (its time before the all-reduce)."""
         return max(self.load(tuple(groups)) for groups in iteration)

@@ -13,7 +13,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -34,7 +34,7 @@ class Profile:
     reusable_seconds: dict[int, float] = field(default_factory=dict)  # median per group, reuse runs only
     pair_seconds: dict[tuple[int, int], float] = field(default_factory=dict)  # median per merged neighbour pair
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "cost_model": {"a1": self.cost_model.a1, "a2": self.cost_model.a2, "a3": self.cost_model.a3},
             "fit_r2": self.r2,

@@ -68,7 +68,7 @@ def reusable_from_pairs(
     return {k: shares.get(k, typical) * t for k, t in unit_seconds.items()}
 
 
-def pair_profiling_plan(num_units: int, world_size: int, offset: int) -> Plan:
+def pair_profiling_plan(num_units: int, world_size: int, offset: int) -> Plan[int]:
     """A profiling epoch that trains neighbour windows ``(k, k + 1)``, ``k = offset, offset + 2, ...``
     merged on one rank (the windows left over alone), ``world_size`` bins per iteration. Epochs with
     offsets 0 and 1 time every neighbour pair once."""

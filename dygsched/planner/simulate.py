@@ -166,7 +166,7 @@ def with_gpus(problem: ScheduleProblem, num_gpus: int, allreduce_cost: float | N
     return ScheduleProblem(problem.group_times, num_gpus, problem.capacity, alpha, problem.reuse, problem.reuse_pairs)
 
 
-def gpu_loads(problem: ScheduleProblem, plan: Plan) -> list[float]:
+def gpu_loads(problem: ScheduleProblem, plan: Plan[int]) -> list[float]:
     loads = [0.0] * problem.num_gpus
     for iteration in plan.iterations:
         for rank, groups in enumerate(iteration):
@@ -174,7 +174,7 @@ def gpu_loads(problem: ScheduleProblem, plan: Plan) -> list[float]:
     return loads
 
 
-def imbalance_ratio(problem: ScheduleProblem, plan: Plan) -> float:
+def imbalance_ratio(problem: ScheduleProblem, plan: Plan[int]) -> float:
     loads = gpu_loads(problem, plan)
     low = min(loads)
     return float("inf") if low <= 0 else max(loads) / low

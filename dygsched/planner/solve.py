@@ -7,6 +7,7 @@ import pkgutil
 import time
 from collections.abc import Mapping
 from importlib.metadata import entry_points
+from typing import Any
 
 from dygsched.errors import ScheduleError
 from dygsched.planner import solvers as builtin_solvers
@@ -57,8 +58,8 @@ def solve(
     algo: str | Solver = "greedy",
     time_limit: float | None = None,
     seed: int = 0,
-    **options,
-) -> Plan:
+    **options: Any,
+) -> Plan[int]:
     """Plan ``problem`` with solver ``algo`` (see ``SOLVERS``) and return a validated ``Plan``.
 
     ``time_limit`` (seconds) bounds the ILP and the REAL policy; the constructive solvers ignore

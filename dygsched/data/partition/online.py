@@ -642,7 +642,7 @@ def smallest_feasible_factor(graphs: Sequence[SnapshotGraph], window: int, store
 
     def fits(factor: float) -> bool:
         try:
-            partition_stream("distdy", graphs, stores, store_capacity(graphs, window, stores, factor), window, **options)
+            partition_stream("distdy", graphs, stores, store_capacity(graphs, window, stores, factor), window, seed=0, **options)
         except CapacityError:
             return False
         return True

@@ -36,6 +36,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -44,6 +45,9 @@ from dygsched.data.partition.online import SnapshotPartition
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
 from dygsched.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dygsched.models.sage_temporal import SampledModel
 
 
 @dataclass(frozen=True)
@@ -209,16 +213,17 @@ def gpu_cost(gpu: GPU, widths: Sequence[int], window: int, temporal_width: int) 
 def compute_cost(profile: str, model: torch.nn.Module, neighbours: Sequence[InNeighbours], x: torch.Tensor,
                  fanouts: Sequence[int], window: int) -> ComputeCost:  # fmt: skip
     """The ``ComputeCost`` of ``profile``: ``cpu`` calibrated here, or a card of ``GPUS``."""
+    sampled = cast("SampledModel", model)  # DistDy's model, a SAGETemporal
     if profile == "cpu":
-        return calibrate(model, neighbours, x, fanouts, window)
+        return calibrate(sampled, neighbours, x, fanouts, window)
     if profile not in GPUS:
         raise ConfigError(f"unknown device profile '{profile}' (known: {', '.join(DEVICE_PROFILES)})")
-    widths = [int(x.shape[1]), *(int(conv.out_channels) for conv in model.convs)]
-    return gpu_cost(GPUS[profile], widths, window, int(model.hidden_channels))
+    widths = [int(x.shape[1]), *(int(cast(Any, conv).out_channels) for conv in sampled.convs)]  # SAGEConvs
+    return gpu_cost(GPUS[profile], widths, window, int(sampled.hidden_channels))
 
 
 def calibrate(
-    model: torch.nn.Module,
+    model: SampledModel,
     neighbours: Sequence[InNeighbours],
     x: torch.Tensor,
     fanouts: Sequence[int],

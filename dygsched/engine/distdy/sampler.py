@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +23,7 @@ _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(
 def mix(*values: np.ndarray | int) -> np.ndarray:
     """A 64-bit hash of the arguments, element-wise (splitmix64 rounds; wraps around by design)."""
     with np.errstate(over="ignore"):
-        h = np.uint64(0)
+        h: Any = np.uint64(0)  # a uint64 scalar, then arrays (or scalars, for scalar values): numpy mixes them
         for value in values:
             h = (np.asarray(value).astype(np.uint64) + h * _MIX[0]) ^ np.uint64(0x5851F42D4C957F2D)
             h = (h ^ (h >> np.uint64(30))) * _MIX[1]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -60,6 +60,9 @@ from dygsched.engine.node_partition.exchange import exchange_counts, exchange_ro
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy, broadcast_from_rank0
 from dygsched.engine.timing import Region, timed
 from dygsched.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dygsched.models.sage_temporal import SampledModel
 
 log = logging.getLogger("dygsched")
 
@@ -149,13 +152,14 @@ class DistDyStrategy(Strategy):
             raise ConfigError(
                 f"sched={self.name} trains a sampled GraphSAGE encoder with a temporal model: use model=sage_temporal"
             )
-        if len(model.convs) != len(self.config.fanouts):
+        sampled = cast("SampledModel", model)  # it has what DistDy uses (just checked)
+        if len(sampled.convs) != len(self.config.fanouts):
             raise ConfigError(
-                f"sched.fanouts has {len(self.config.fanouts)} entries for a model of {len(model.convs)} layers: one per layer"
+                f"sched.fanouts has {len(self.config.fanouts)} entries for a model of {len(sampled.convs)} layers: one per layer"
             )
         window = getattr(self, "_window", None)
-        if window is not None and model.window != window:
-            raise ConfigError(f"the model reads {model.window} snapshots, the run's window is {window}")
+        if window is not None and sampled.window != window:
+            raise ConfigError(f"the model reads {sampled.window} snapshots, the run's window is {window}")
 
     # ---- on every rank ------------------------------------------------------------------------------
     def setup(self, run: RunContext) -> None:
@@ -177,7 +181,7 @@ class DistDyStrategy(Strategy):
 
     def objective(self, model: nn.Module) -> nn.Module:
         self.check_model(model)
-        self.model = model
+        self.model = cast("SampledModel", model)
         return model
 
     def _place(self, tau: int) -> tuple[SnapshotPartition, float]:
@@ -282,7 +286,7 @@ class DistDyStrategy(Strategy):
         tau: int,
         b: int,
         held: Mapping[int, tuple[np.ndarray, np.ndarray]],
-        traffic: dict,
+        traffic: dict[str, Any],
         stats: IterationStats,
         targets: np.ndarray | None = None,
     ) -> torch.Tensor:
@@ -353,7 +357,7 @@ class DistDyStrategy(Strategy):
         window: list[int],
         hoods: Mapping[int, Any],
         held: Mapping[int, tuple[np.ndarray, np.ndarray]],
-        traffic: dict,
+        traffic: dict[str, Any],
         stats: IterationStats,
     ) -> dict[int, torch.Tensor]:
         """The features of every node of this rank's neighbourhoods: its own from its store, the others

@@ -25,7 +25,7 @@ import copy
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -156,7 +156,7 @@ class FlareStrategy(Strategy):
 
     def objective(self, model: nn.Module) -> nn.Module:
         self.check_model(model)
-        self.model: DGNN = model  # type: ignore[assignment]
+        self.model = cast(DGNN, model)  # check_model refuses any other model
         self.layout = RankLayout(self.graph, self.partition, self.rank, model_norm(model))
         self.loss = GroupObjective(self.model, self.graph.task)
         return self.loss
@@ -242,7 +242,9 @@ class FlareStrategy(Strategy):
     def blocks(self, group: SnapshotGroup, full_only: bool = False) -> tuple[list[Snapshot], list[PartitionedSnapshot | None], list[int]]:
         """The window's blocks, oldest first: the model's snapshots, the partitioned snapshot of each
         full block (``None`` for a decayed one), and the snapshot indices. Empty blocks are left out."""
-        snapshots, partitioned, ids = [], [], []
+        snapshots: list[Snapshot] = []
+        partitioned: list[PartitionedSnapshot | None] = []
+        ids: list[int] = []
         decayed = 0 if full_only else self.window - self.full
         for position, t in enumerate(range(group.start, group.stop)):
             held = self.layout.snapshot(t) if self.config.shrink else self.layout.localise(t, self.order)

@@ -15,6 +15,7 @@ starts the window from its saved state and otherwise flows.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, cast
 
 import torch
 
@@ -42,9 +43,11 @@ class InheritedStates(DelegatingHooks):
     read and updated in place (``None``: no inheritance, every window starts from the initial states).
     """
 
-    def __init__(self, model: DGNN, snapshot_ids: Sequence[int], saved: dict[int, list[State]] | None, inner: LayerHooks = PLAIN) -> None:
+    def __init__(
+        self, model: DGNN, snapshot_ids: Sequence[int], saved: dict[int, list[State | None]] | None, inner: LayerHooks = PLAIN
+    ) -> None:
         super().__init__(inner)
-        self.layers: list[DGNNLayer] = list(model.layers)  # type: ignore[arg-type]
+        self.layers = cast("list[DGNNLayer]", list(model.layers))  # a ModuleList's items are typed Module
         self.ids, self.saved = list(snapshot_ids), saved
         self.outputs: list[torch.Tensor] = []  # the top layer's output of each block
 
@@ -69,7 +72,7 @@ class InheritedStates(DelegatingHooks):
         if self.saved is not None:
             self.saved.setdefault(self.ids[t] + 1, [None] * len(self.layers))[depth] = tuple(tensor.detach() for tensor in state)
 
-    def temporal(self, depth: int, t: int, layer: DGNNLayer, spatial_out, state: State):  # type: ignore[no-untyped-def]
+    def temporal(self, depth: int, t: int, layer: DGNNLayer, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
         out, new_state = self.inner.temporal(depth, t, layer, spatial_out, state)
         if depth == len(self.layers) - 1:
             self.outputs.append(out)

@@ -116,7 +116,10 @@ class _HaloPost(torch.autograd.Function):
     backward is the same reverse exchange as ``_HaloExchange``'s."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int, accounting: HaloAccounting | None, box: list) -> torch.Tensor:
+    def forward(
+        ctx: Any, x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int, accounting: HaloAccounting | None,
+        box: list[comm.Pending],
+    ) -> torch.Tensor:
         ctx.snapshot, ctx.layer, ctx.accounting, ctx.rows, ctx.device = snapshot, layer, accounting, x.shape[0], x.device
         posting = Region(x.device)
         send = x.index_select(0, snapshot.send_index.to(x.device))
@@ -137,7 +140,7 @@ def post_halo(x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int = 0, ac
     """Start ``exchange_halo`` without waiting for it (every rank must post its exchanges in the same order)."""
     if not comm.active():
         return PendingHalo(x, x.new_zeros((0, *x.shape[1:])), None, accounting)
-    box: list = []
+    box: list[comm.Pending] = []
     received = _HaloPost.apply(x, snapshot, layer, accounting, box)
     return PendingHalo(x, received, box[0], accounting)
 

@@ -5,6 +5,7 @@ same curves."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -86,7 +87,7 @@ def fit_projection_cost_on(
     seconds = []
     for n in rows:
         x = torch.randn(n, in_width, generator=gen).to(device)
-        seconds.append(_timed(device, lambda x=x: torch.nn.functional.linear(x, weight), repeats))
+        seconds.append(_timed(device, functools.partial(torch.nn.functional.linear, x, weight), repeats))
     return fit_projection_cost([n * in_width * out_width for n in rows], seconds)
 
 

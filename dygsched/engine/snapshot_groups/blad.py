@@ -39,7 +39,7 @@ import torch
 
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
-from dygsched.engine.snapshot_groups.executor import EpochRun, Iteration, SequentialExecutor, fetch, loss_scale
+from dygsched.engine.snapshot_groups.executor import EpochRun, Iteration, SequentialExecutor, fetch, first_layer, loss_scale
 from dygsched.engine.snapshot_groups.streams import record_stream
 from dygsched.engine.strategy import IterationStats
 from dygsched.models.dgnn import DGNN
@@ -51,7 +51,7 @@ def first_layer_spatial(model: DGNN, snapshots: Sequence[Snapshot]) -> list[Any]
 
     The state passed is ``None``: a layer whose spatial part read it would fail loudly here
     instead of training on a wrong state."""
-    layer = model.layers[0]
+    layer = first_layer(model)
     return [layer.spatial(s.x, s.edge_index, s.edge_weight, None) for s in snapshots]  # type: ignore[arg-type]
 
 

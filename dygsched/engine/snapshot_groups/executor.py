@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import torch
 
@@ -28,9 +28,15 @@ from dygsched.engine.objective import GroupObjective
 from dygsched.engine.snapshot_groups.profiler import PhaseTimer, Profiler, TimedHooks
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue
 from dygsched.errors import ConfigError
+from dygsched.models.dgnn import DGNN, DGNNLayer
 from dygsched.models.hooks import PLAIN, LayerHooks
 
 Iteration = tuple[tuple[int, ...], ...]  # one plan iteration: the group indices of each rank
+
+
+def first_layer(model: DGNN) -> DGNNLayer:
+    """``model.layers[0]`` as the layer it is (indexing an ``nn.ModuleList`` is typed as a plain ``Module``)."""
+    return cast(DGNNLayer, model.layers[0])
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ class TimedHooks(DelegatingHooks):
         super().__init__(inner)
         self.timer = timer
 
-    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State) -> Any:
+    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State | None) -> Any:
         with self.timer.phase("spatial"):
             return self.inner.spatial(depth, t, layer, x, snapshot, state)
 
@@ -87,6 +87,6 @@ class Profiler:
         """Two overlapping units trained as one merged chain (type II reuse): their total seconds."""
         self.pairs[units].append(sum(timer.seconds.values()))
 
-    def measurements(self) -> dict[str, dict]:
+    def measurements(self) -> dict[str, dict[Any, list[Any]]]:
         """Plain dictionaries, to gather on rank 0."""
         return {"samples": dict(self.samples), "reusable": dict(self.reusable), "pairs": dict(self.pairs)}

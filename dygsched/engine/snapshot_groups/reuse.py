@@ -41,11 +41,12 @@ from dygsched.data.groups import SnapshotGroup
 from dygsched.data.temporal_graph import Snapshot, TemporalGraph
 from dygsched.engine import comm
 from dygsched.engine.snapshot_groups.aggregation_timing import chain_steps, choose_paths, fit_conv_cost_curve, fit_order_costs
-from dygsched.engine.snapshot_groups.executor import EpochRun, Iteration, SequentialExecutor, loss_scale
+from dygsched.engine.snapshot_groups.executor import EpochRun, Iteration, SequentialExecutor, first_layer, loss_scale
 from dygsched.engine.snapshot_groups.profiler import PhaseTimer
 from dygsched.engine.snapshot_groups.streams import Streams
 from dygsched.engine.strategy import IterationStats, MetricValue, Missing
 from dygsched.errors import ConfigError
+from dygsched.models.dgnn import DGNN
 from dygsched.models.hooks import PLAIN, GivenFirstConv, LayerHooks
 from dygsched.planner.aggregation_cost import ChainStep, ConvCostCurve, OrderCosts, choose_projection_first
 
@@ -191,24 +192,26 @@ class ReuseExecutor(SequentialExecutor):
             self.ahead = None
             if self.order_costs is not None:  # every rank's chains, so every rank picks the same order
                 chains = [c for it in run.iterations for mine in it for c in plan_chains([groups[k] for k in mine], mine, self.reuse_group)]
+                assert self.cache is not None  # prepared just above
                 self.project_first = choose_projection_first([self.cache.steps(c) for c in chains], self.order_costs)
         yield
 
-    def prepare(self, model: torch.nn.Module, graph: TemporalGraph, device: torch.device) -> None:
+    def prepare(self, model: DGNN, graph: TemporalGraph, device: torch.device) -> None:
         """Preprocessing, once per run: diff maps, the cost curves (rank 0 fits, all use them), streams.
 
         Where layer 0 can project before or after its aggregation (``projection_widths``), the
         aggregation is timed at both widths and the projection too (``fit_order_costs``), and
         each epoch runs the order predicted faster over that epoch's chains."""
-        layer = model.layers[0]
-        if getattr(layer, "reuse", None) is None:
+        layer = first_layer(model)
+        kind: str | None = getattr(layer, "reuse", None)
+        if kind is None:
             raise ConfigError(f"sched.reuse=true but {type(layer).__name__} has no reusable first-layer convolution")
         curve, self.order_costs, self.project_first = None, None, None
         if self.reuse_path == "adaptive":
             widths = layer.projection_widths()
             fitted = (fit_conv_cost_curve(device), fit_order_costs(device, *widths) if widths else None) if comm.rank() == 0 else None
             curve, self.order_costs = comm.broadcast_object(fitted)
-        self.cache = HostCache(graph, device, layer.reuse, self.reuse_path, curve)
+        self.cache = HostCache(graph, device, kind, self.reuse_path, curve)
         self.streams = Streams.create(device, self.use_streams)
 
     def epoch_metrics(self) -> Mapping[str, MetricValue]:
@@ -297,7 +300,7 @@ class ReuseExecutor(SequentialExecutor):
         paths = self.cache.paths(chain)  # chosen once per chain and kept: preprocessing, not training
         with timer.phase("spatial", streams.conv) if timer else nullcontext(), streams.on(streams.conv):
             order = {} if self.project_first is None else {"project_first": self.project_first}
-            conv_outs = model.layers[0].conv_chain(loaded.x, loaded.first, loaded.diffs, paths, **order)
+            conv_outs = first_layer(model).conv_chain(loaded.x, loaded.first, loaded.diffs, paths, **order)
             snapshots = self.chain_snapshots(run.graph, loaded, run.device)
         streams.handoff([conv_outs, snapshots], streams.conv)
         total: torch.Tensor | None = None

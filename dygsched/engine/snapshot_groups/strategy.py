@@ -20,7 +20,7 @@ optimizer step.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -35,6 +35,7 @@ from dygsched.engine.snapshot_groups.timeline import Timeline, TimelineConfig
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy
 from dygsched.engine.timing import timed
 from dygsched.errors import ConfigError, ScheduleError
+from dygsched.models.dgnn import DGNN
 from dygsched.planner.plan import Plan
 from dygsched.planner.planning import PlannerConfig, load_plan_file
 
@@ -52,7 +53,7 @@ class SnapshotGroupStrategy(Strategy):
         self.executor = executor
         self.timeline_config = timeline or TimelineConfig()
         self.exact = executor.exact
-        self.plan: Plan | None = None
+        self.plan: Plan[int] | None = None
         self._last_epoch = -1
 
     def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
@@ -87,7 +88,7 @@ class SnapshotGroupStrategy(Strategy):
         )
 
     def objective(self, model: nn.Module) -> nn.Module:
-        self._objective = GroupObjective(model, self.graph.task)  # type: ignore[arg-type]
+        self._objective = GroupObjective(cast(DGNN, model), self.graph.task)  # the snapshot models are DGNNs
         return self._objective
 
     def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:

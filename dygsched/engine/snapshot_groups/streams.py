@@ -75,7 +75,7 @@ class Streams:
     def active(self) -> bool:
         return self.copy is not None
 
-    def on(self, stream: torch.cuda.Stream | None) -> AbstractContextManager:
+    def on(self, stream: torch.cuda.Stream | None) -> AbstractContextManager[Any]:
         return torch.cuda.stream(stream) if stream is not None else nullcontext()
 
     def handoff(self, produced: Any, producer: torch.cuda.Stream | None, consumer: torch.cuda.Stream | None = None) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from dygsched.engine import comm
 from dygsched.engine.snapshot_groups.profiler import Profiler
@@ -93,7 +93,7 @@ class Timeline:
             and self.profile_epochs >= 2
         )
 
-    def initial_plan(self) -> Plan:
+    def initial_plan(self) -> Plan[int]:
         """The first plan (rank 0 solves, every rank receives it): the profiling PSG plan, a plan file, or the solved plan."""
         planner = self.planner.for_profiling() if self.profile_epochs else self.planner
         plan = broadcast_from_rank0(self._solve(planner) if self.rank == 0 else None)
@@ -106,7 +106,7 @@ class Timeline:
         times: Sequence[float] | None = None,
         allreduce: float | None = None,
         reusable: Mapping[int, float] | None = None,
-    ) -> Plan:
+    ) -> Plan[int]:
         if planner.plan_file:
             return load_plan_file(planner.plan_file, list(range(len(self.spans))), self.world_size, planner.capacity)
         if times is None:
@@ -114,7 +114,7 @@ class Timeline:
         pairs = capped_reuse_pairs(self.spans, times, reusable, planner.costs.reuse_ratio) if planner.reuse_table else None
         return plan_units(planner, times, self.world_size, allreduce, pairs)
 
-    def plan_for(self, epoch: int, plan: Plan) -> Plan:
+    def plan_for(self, epoch: int, plan: Plan[int]) -> Plan[int]:
         """During profiling, rotate the PSG plan's ranks every epoch so each group is timed on
         several ranks: a rank that runs slower (a busier core, a hotter GPU) then does not pass
         for slower groups. With pair profiling, every other profiling epoch trains merged
@@ -139,18 +139,18 @@ class Timeline:
     def lr_multiplier(self, epoch: int) -> float:
         return self.config.lr_factor(self.planner.capacity) if epoch >= self.profile_epochs else 1.0
 
-    def state(self, epoch: int, plan: Plan) -> dict[str, Any]:
+    def state(self, epoch: int, plan: Plan[int]) -> dict[str, Any]:
         """What a checkpoint after ``epoch`` keeps: the plan in use and whether it already replaced the profiling plan."""
         return {"epoch": epoch, "plan": plan.to_dict(), "switched": 0 < self.profile_epochs <= epoch + 1}
 
-    def restore(self, state: Mapping[str, Any]) -> Plan:
+    def restore(self, state: Mapping[str, Any]) -> Plan[int]:
         """The plan to continue with from ``state()``, without planning again.
 
         After the switch the checkpoint holds the solved plan and later epochs do not profile
         (``profiler_for`` is off from ``profile_epochs`` on); stopped during profiling, the run
         continues the profiling epochs with the same PSG plan and switches on schedule.
         """
-        plan = Plan.from_dict(dict(state["plan"]))
+        plan = cast("Plan[int]", Plan.from_dict(dict(state["plan"])))  # state() wrote a plan of group indexes
         if plan.num_gpus != self.world_size:
             raise ConfigError(f"cannot resume: the checkpoint's plan is for {plan.num_gpus} ranks, this run has {self.world_size}")
         if bool(state["switched"]) != (0 < self.profile_epochs <= int(state["epoch"]) + 1):
@@ -159,7 +159,7 @@ class Timeline:
 
     def after_epoch(
         self, epoch: int, profiler: Profiler | None, comm_seconds: list[float], record: Callable[[str, str, float], None]
-    ) -> Plan | None:
+    ) -> Plan[int] | None:
         """At the end of the last profiling epoch: the new plan (every rank), else None."""
         if profiler is None or epoch != self.profile_epochs - 1:
             return None

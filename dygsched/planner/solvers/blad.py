@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dygsched.planner.base import Solver, SolverResult, check_options, register_solver
 from dygsched.planner.plan import Iterations, SolverStatus
 from dygsched.planner.problem import ScheduleProblem
@@ -30,7 +32,7 @@ class BLAD(Solver):
     name = "blad"
     description = "BLAD baseline: consecutive group pairs per GPU, round-robin, no load balancing"
 
-    def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options) -> SolverResult:
+    def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options: Any) -> SolverResult:
         check_options(self.name, options, ())
         per_gpu = min(2, problem.capacity)  # BLAD pipelines two groups; capacity 1 degenerates to PSG
         return SolverResult(blad_iterations(problem.num_groups, problem.num_gpus, per_gpu), SolverStatus.HEURISTIC)

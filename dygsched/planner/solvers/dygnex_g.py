@@ -31,6 +31,9 @@ very large problems.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 
 from dygsched.errors import ScheduleError
@@ -63,7 +66,9 @@ def _closest_pair_sorted(values: np.ndarray, target: float) -> tuple[int, int] |
     return best
 
 
-def _two_pointer_reuse(ids: list[int], times: list[float], problem: ScheduleProblem, target: float):
+def _two_pointer_reuse(
+    ids: list[int], times: list[float], problem: ScheduleProblem, target: float
+) -> tuple[int, int, float] | None:
     """The literal two-pointer walk of REAL Algorithm 1 (GetPairs) on pair times net of reuse."""
     head, tail = 0, len(ids) - 1
     best = None
@@ -86,7 +91,9 @@ def _pair_time(problem: ScheduleProblem, a: int, b: int, use_reuse: bool) -> flo
     return ta + tb - (problem.saving(a, b) if use_reuse else 0.0)
 
 
-def _pick_pairs(problem, ids, taken, target, count, use_reuse):
+def _pick_pairs(
+    problem: ScheduleProblem, ids: list[int], taken: set[int], target: float, count: int, use_reuse: bool
+) -> list[tuple[float, tuple[int, ...]]]:
     """``GetGroupPair``: ``count`` pairs closest to ``target`` from the untaken groups (zero reusable)."""
     avail_ids = [k for k in ids if k == ZERO or k not in taken]
     avail_times = [0.0 if k == ZERO else problem.group_times[k] for k in avail_ids]
@@ -106,10 +113,10 @@ def _pick_pairs(problem, ids, taken, target, count, use_reuse):
     values = np.asarray(avail_times, dtype=float)
     id_arr = np.asarray(avail_ids, dtype=np.int64)
     while len(pairs) < count:
-        found = _closest_pair_sorted(values, target)
-        if found is None:
+        closest = _closest_pair_sorted(values, target)
+        if closest is None:
             break
-        head, tail = found
+        head, tail = closest
         pair = tuple(int(k) for k in (id_arr[head], id_arr[tail]) if k != ZERO)
         pairs.append((float(values[head] + values[tail]), pair))
         drop = [p for p in (head, tail) if id_arr[p] != ZERO]
@@ -191,6 +198,7 @@ def target_pairing_iterations(
         if max_targets is not None and len(partners) > max_targets:
             picks = np.unique(np.linspace(0, len(partners) - 1, max_targets).round().astype(int))
             partners = [partners[p] for p in picks]
+        all_pairs: Iterable[list[tuple[float, tuple[int, ...]]]]
         if vectorized and not use_reuse:
             position = {k: i for i, k in enumerate(remaining)}
             values = np.asarray([0.0 if k == ZERO else problem.group_times[k] for k in remaining], dtype=float)
@@ -227,7 +235,7 @@ class DyGNeXG(Solver):
     description = "DyGNeX Algorithm 2: zero group, candidate targets, two-pointer pairing, waste W_i"
     use_reuse = False
 
-    def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options) -> SolverResult:
+    def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options: Any) -> SolverResult:
         check_options(self.name, options, ("max_targets",))
         max_targets = options.get("max_targets")
         if max_targets is not None and (int(max_targets) != max_targets or max_targets < 1):

@@ -36,6 +36,7 @@ REAL-G stays available as ``real_g_paper``.
 from __future__ import annotations
 
 import heapq
+from typing import Any
 
 import numpy as np
 
@@ -51,12 +52,13 @@ from dygsched.planner.saving_lookup import SavingLookup
 class _Pairing:
     """Bins of two slots over ids ``0..n-1`` (groups) and ``n..`` (zero-time padding)."""
 
-    def __init__(self, times: np.ndarray, lookup) -> None:
+    def __init__(self, times: np.ndarray, lookup: SavingLookup | _NoSaving) -> None:
         self.times = times
         self.lookup = lookup
 
     def loads(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return self.times[a] + self.times[b] - self.lookup(a, b)
+        loads: np.ndarray = self.times[a] + self.times[b] - self.lookup(a, b)
+        return loads
 
     def fold(self, ids: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
         ordered = ids[np.argsort(self.times[ids], kind="stable")]
@@ -169,7 +171,7 @@ class _PairPlanner:
     def half_sum_saving(self) -> float:
         """``max_total_saving`` for ``L = 2``, vectorized: half the sum of each group's best saving."""
         lk = self.lookup
-        if not lk.active:
+        if not isinstance(lk, SavingLookup) or not lk.active:
             return 0.0
         best = np.zeros(self.n)
         np.maximum.at(best, lk.k1, lk.values)
@@ -179,6 +181,7 @@ class _PairPlanner:
     def _greedy_matching(self) -> tuple[np.ndarray, np.ndarray]:
         """Disjoint pairs, largest saving first (a maximal matching of the reuse graph)."""
         lk = self.lookup
+        assert isinstance(lk, SavingLookup)  # only with reuse (self.matchings)
         order = np.argsort(-lk.values, kind="stable")
         matched = bytearray(self.n)
         first: list[int] = []
@@ -209,17 +212,19 @@ class _PairPlanner:
             out.extend(self._matching_starts(pairing, slots, first, second))
         return out
 
-    def _matching_starts(self, pairing: _Pairing, slots: int, first: np.ndarray, second: np.ndarray):
+    def _matching_starts(
+        self, pairing: _Pairing, slots: int, first: np.ndarray, second: np.ndarray
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
         n = self.n
         out: list[tuple[np.ndarray, np.ndarray]] = []
         count = len(first)
         p_min = max(0, n - slots)
         if p_min > count:
             return out
-        wanted = {p_min, count}
+        candidates = {p_min, count}
         for used_bins in range(-(-(n - count) // self.gpus) * self.gpus, slots + 1, self.gpus):
-            wanted.add(n - used_bins)  # a whole number of full iterations
-        wanted = sorted(p for p in wanted if p_min <= p <= count)
+            candidates.add(n - used_bins)  # a whole number of full iterations
+        wanted = sorted(p for p in candidates if p_min <= p <= count)
         limit = 2 if self.fast else 6
         if len(wanted) > limit:
             wanted = sorted({wanted[0], wanted[-1], *wanted[:: max(1, len(wanted) // (limit - 2 or 1))]})[:limit]
@@ -259,6 +264,7 @@ class _PairPlanner:
                 if best is None or c < best[0] - 1e-12:
                     best = (c, m, *starts[s])
             for _, s in scored[:rebalanced]:
+                assert best is not None  # scored[0] just set it
                 for weight in weights:
                     a, b = pairing.rebalance(starts[s][0].copy(), starts[s][1].copy(), self.max_sweeps, weight)
                     c = self.cost(pairing, a, b)
@@ -359,7 +365,7 @@ class RealGPlus(Solver):
     name = "greedy"
     description = "REAL-G+: balanced reuse-aware pairing over the whole epoch (improves REAL Algorithm 1)"
 
-    def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options) -> SolverResult:
+    def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options: Any) -> SolverResult:
         check_options(self.name, options, ("extra_iterations", "max_sweeps", "local_search", "pair_search"))
         extra = options.get("extra_iterations")
         sweeps = options.get("max_sweeps", 60)

@@ -23,6 +23,7 @@ FEASIBLE otherwise.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from dygsched.errors import ScheduleError
 from dygsched.planner.base import Solver, SolverResult, check_options, register_solver
@@ -77,7 +78,7 @@ class RealL(Solver):
     def available(cls) -> bool:
         return bool(available_backends())
 
-    def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options) -> SolverResult:
+    def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options: Any) -> SolverResult:
         start = time.perf_counter()
         check_options(self.name, options, self.options)
         backend = get_backend(options.get("backend", "cpsat"))

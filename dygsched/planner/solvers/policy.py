@@ -8,6 +8,8 @@ is used and the status is FALLBACK.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dygsched.errors import ScheduleError
 from dygsched.planner.base import Solver, SolverResult, check_options, register_solver
 from dygsched.planner.plan import SolverStatus, predicted_epoch_time
@@ -21,7 +23,7 @@ class RealPolicy(Solver):
     name = "real"
     description = "REAL policy: ILP within 2x the estimated epoch time, else fall back to greedy"
 
-    def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options) -> SolverResult:
+    def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options: Any) -> SolverResult:
         check_options(self.name, options, (*RealL.options, "epoch_time", "budget_factor"))
         greedy = balanced_iterations(problem)
         epoch = options.pop("epoch_time", None)

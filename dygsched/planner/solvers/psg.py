@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dygsched.planner.base import Solver, SolverResult, check_options, register_solver
 from dygsched.planner.plan import Iterations, SolverStatus
 from dygsched.planner.problem import ScheduleProblem
@@ -23,6 +25,6 @@ class PSG(Solver):
     name = "psg"
     description = "baseline: one group per GPU per iteration, in time order"
 
-    def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options) -> SolverResult:
+    def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options: Any) -> SolverResult:
         check_options(self.name, options, ())
         return SolverResult(psg_iterations(problem), SolverStatus.HEURISTIC)
