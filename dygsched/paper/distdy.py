@@ -55,7 +55,7 @@ def _config(*overrides: str, experiment: bool = True) -> dict:
     """The experiment's configuration (composed as ``dygsched run`` would) with ``overrides``, resolved."""
     from omegaconf import OmegaConf
 
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.compose import compose_config
 
     return OmegaConf.to_container(compose_config([*([EXPERIMENT] if experiment else []), *overrides]), resolve=True)
 
@@ -157,8 +157,8 @@ class Simulator:
     def __init__(self, stream: Stream, profile: str) -> None:
         import torch
 
+        from dygsched.engine.build import build_model
         from dygsched.engine.distdy.cluster import compute_cost
-        from dygsched.engine.worker import build_model
 
         cfg, graph = stream.cfg, stream.graph
         torch.manual_seed(cfg["seed"])

@@ -164,7 +164,7 @@ def _snapshot_graph(dataset: str, window: int) -> tuple[Any, list[Any], float]:
 
     from dygsched.data.groups import sliding_groups, split_by_time
     from dygsched.data.loading import load_data
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.compose import compose_config
 
     cfg: dict[str, Any] = OmegaConf.to_container(compose_config([*VS_PYGT_DATASETS[dataset], f"window={window}"]), resolve=True)  # type: ignore[assignment]
     graph = load_data(cfg["dataset"])
@@ -411,7 +411,7 @@ def _event_stream(dataset: str) -> tuple[Any, tuple[int, int]]:
     from omegaconf import OmegaConf
 
     from dygsched.data.loading import load_data
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.compose import compose_config
 
     cfg: dict[str, Any] = OmegaConf.to_container(compose_config([f"dataset={dataset}"]), resolve=True)  # type: ignore[assignment]
     stream = load_data(cfg["dataset"])

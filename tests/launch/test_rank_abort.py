@@ -19,7 +19,7 @@ from dygsched.engine.distributed import DistEnv
 from dygsched.engine.worker import train_rank
 from dygsched.errors import ConfigError
 from dygsched.launch.app import RunFailed, run
-from dygsched.launch.hydra_app import compose_config
+from dygsched.launch.compose import compose_config
 from dygsched.launch.local import death_reason, free_port
 from dygsched.launch.torchrun import failure_reason
 from dygsched.metrics.run_folder import PhaseRecord, RunFolder
