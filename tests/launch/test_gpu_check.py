@@ -58,7 +58,7 @@ def test_bad_arguments_are_one_line_and_exit_2(argv, words, capsys):
     assert exit_info.value.code == 2 and words in capsys.readouterr().err
 
 
-def test_every_variant_composes_and_passes_the_static_checks(tmp_path):
+def test_every_variant_composes_and_passes_the_checks_without_data(tmp_path):
     from dygsched.launch.checks import check_point
     from dygsched.launch.compose import compose_config
 
