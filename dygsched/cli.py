@@ -23,7 +23,7 @@ Run 'dygsched COMMAND --help' for a command's options."""
 
 
 def _run(argv: list[str]) -> int:
-    from dygsched.launch.hydra_app import main as run_main
+    from dygsched.launch.run_command import main as run_main
 
     return run_main(argv)
 
@@ -107,16 +107,24 @@ def console() -> None:
 
     Once torch and PyTorch Geometric are loaded, the interpreter's clean-up of their modules at
     exit takes about a second on a small machine (measured: 1.2 s after a run), with nothing left
-    to write by then. So the program runs the exit hooks (logging's flush among them), flushes its
-    output and leaves. ``main`` itself returns normally (tests and embedding code call it)."""
-    code = main()
+    to write by then. So the program leaves as Python's own exit does, through every exit hook
+    (logging's flush, multiprocessing's finalizers among them), but from the last hook: ``_leave``
+    is registered before anything else the program imports, and hooks run last-registered first.
+    ``main`` itself returns normally (tests and embedding code call it)."""
     import atexit
-    import os
 
-    atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    status = [1]  # an exception out of main: the interpreter prints it, then the hooks run
+
+    def _leave() -> None:
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status[0])
+
+    atexit.register(_leave)
+    status[0] = main()
+    sys.exit(status[0])
 
 
 if __name__ == "__main__":

@@ -33,10 +33,10 @@ def main(argv: list[str] | None = None) -> None:
 
     from dygsched.data.groups import sliding_groups, split_by_time
     from dygsched.data.loading import load_data
+    from dygsched.engine.build import build_model
     from dygsched.engine.objective import GroupObjective
     from dygsched.engine.snapshot_groups.profiler import PhaseTimer, TimedHooks
-    from dygsched.engine.worker import build_model
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.compose import compose_config
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="twitter_tennis", choices=sorted(DATASETS))

@@ -31,10 +31,11 @@ import pandas as pd
 import torch
 
 from dygsched.data.loading import load_data
+from dygsched.engine.build import build_model, build_optimizer, build_strategy, run_settings
 from dygsched.engine.gradient_sync import GradientSync
 from dygsched.engine.strategy import Artifacts, Epoch, RunContext
-from dygsched.engine.worker import build_model, build_optimizer, build_strategy, run_settings, seed_everything
-from dygsched.launch.hydra_app import compose_config
+from dygsched.engine.worker import seed_everything
+from dygsched.launch.compose import compose_config
 
 PHASES = ("sampling", "memory", "embedding", "backward", "state writes", "optimizer", "rest")
 

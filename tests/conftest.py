@@ -33,7 +33,7 @@ TINY_SYNTHETIC = [
 @pytest.fixture
 def compose(tmp_path):
     """Compose the real Hydra configs with overrides, writing results under tmp_path."""
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.compose import compose_config
 
     def _compose(*overrides: str):
         return compose_config([f"results_dir={tmp_path / 'results'}", *overrides])

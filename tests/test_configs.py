@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from dygsched.errors import ConfigError
-from dygsched.launch.hydra_app import compose_config
+from dygsched.launch.compose import compose_config
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
@@ -29,7 +29,7 @@ MEMORY_MODELS = ("tgn", "jodie", "apan")
 @pytest.mark.parametrize("name", options("model"))
 def test_every_model_instantiates(name):
     from dygsched.data.synthetic import SyntheticSource
-    from dygsched.engine.worker import build_model
+    from dygsched.engine.build import build_model
 
     graph = SyntheticSource(num_nodes=30, num_snapshots=4, feature_dim=4).load()
     if name in MEMORY_MODELS:  # continuous-time: built from an event stream, scored on event pairs
@@ -70,7 +70,7 @@ def test_default_is_the_embedded_synthetic_dataset():
 def test_every_experiment_and_variant_composes_into_a_strategy(overrides):
     from omegaconf import OmegaConf
 
-    from dygsched.engine.worker import build_strategy
+    from dygsched.engine.build import build_strategy
 
     cfg = OmegaConf.to_container(compose_config(overrides), resolve=True)
     assert build_strategy(cfg["sched"]).name == cfg["sched"]["name"]

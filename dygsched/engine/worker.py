@@ -1,8 +1,9 @@
 """One rank's whole run: the process group, the model and optimizer, the epochs, metrics and checkpoints.
 
 Everything that differs between strategies happens behind ``Strategy`` (``dygsched.engine.strategy``):
-this module builds the configured one (``cfg.sched``, a ``_target_``), hands it the data and the
-rank's place, and drives its epochs. It imports no strategy.
+this module builds the configured one (``run.sched``, a ``_target_``, through ``dygsched.engine.build``),
+hands it the data and the rank's place, and drives its epochs. It reads the run's settings as typed
+values (``RunConfig``). It imports no strategy.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
 import dygsched.engine.comm as comm
-from dygsched.components import instantiate_component
 from dygsched.data.kinds import DynamicData
 from dygsched.data.loading import load_data
+from dygsched.engine.build import build_model, build_optimizer, build_strategy
 from dygsched.engine.checkpoint import (
     capture_rng,
     find_resume,
@@ -49,6 +50,7 @@ from dygsched.engine.distributed import (
     reset_memory_peaks,
 )
 from dygsched.engine.gradient_sync import GradientSync
+from dygsched.engine.run_config import RunConfig
 from dygsched.engine.strategy import (
     Artifacts,
     Epoch,
@@ -56,7 +58,6 @@ from dygsched.engine.strategy import (
     MetricValue,
     Missing,
     RunContext,
-    RunSettings,
     Strategy,
     broadcast_from_rank0,
 )
@@ -77,78 +78,6 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-def run_settings(cfg: Mapping[str, Any]) -> RunSettings:
-    return RunSettings(
-        window=int(cfg["window"]),
-        train_fraction=float(cfg["split"]["train"]),
-        val_fraction=float(cfg["split"]["val"]),
-        seed=int(cfg["seed"]),
-        epochs=int(cfg["epochs"]),
-        new_node_fraction=float(cfg["split"]["new_nodes"]),
-        eval_negatives=int(cfg["eval_negatives"]),
-        tgb_negatives=str(cfg["tgb_negatives"]) if cfg["tgb_negatives"] else None,
-    )
-
-
-def build_strategy(sched_cfg: Mapping[str, Any]) -> Strategy:
-    """The strategy ``conf/sched/<name>.yaml`` names: its ``_target_`` class, given its flat settings as
-    its ``config_type`` (an unknown key or a bad value: one line), or built by Hydra from its typed blocks."""
-    from hydra.utils import get_class
-
-    if isinstance(sched_cfg, DictConfig):  # as a script composes it
-        sched_cfg = OmegaConf.to_container(sched_cfg, resolve=True)  # type: ignore[assignment]
-    name = sched_cfg.get("name")
-    if "_target_" not in sched_cfg or name is None:
-        raise ConfigError(f"sched '{name}' names no _target_ strategy and name")
-    try:
-        target = get_class(str(sched_cfg["_target_"]))
-    except Exception as exc:  # not importable, or not a class
-        raise ConfigError(f"cannot build strategy (sched={name}) '{sched_cfg['_target_']}': {str(exc).strip().splitlines()[-1]}") from None
-    if not issubclass(target, Strategy):
-        raise ConfigError(f"sched '{name}' is not a dygsched Strategy")
-    if target.config_type is None:
-        return instantiate_component({**sched_cfg, "_convert_": "all"}, f"strategy (sched={name})")
-    settings = {key: value for key, value in sched_cfg.items() if key not in ("_target_", "name")}
-    return target(target.config_type.from_config(settings), name)  # type: ignore[call-arg]
-
-
-def build_model(model_cfg: Mapping[str, Any], data: DynamicData) -> torch.nn.Module:
-    from hydra.utils import get_class
-
-    from dygsched.data.events import EventStream
-    from dygsched.models.memory_base import MemoryModel
-
-    params = {k: v for k, v in model_cfg.items() if k not in ("name", "default_lr")}  # default_lr is optim.lr's default
-    try:
-        target = get_class(str(params.get("_target_", "")))
-    except Exception:  # not a class, or not importable: instantiate_component says which, in one line
-        target = None
-    streaming = isinstance(data, EventStream)
-    if target is not None and issubclass(target, MemoryModel) != streaming:
-        wanted = "event streams (dataset=events, sfhh_events or dataset.kind=events)" if not streaming else "snapshots"
-        raise ConfigError(f"model={model_cfg.get('name')} trains on {wanted}, but the dataset gives {type(data).__name__}")
-    return instantiate_component(params, "model", **data.model_dims())
-
-
-def build_optimizer(optim_cfg: Mapping[str, Any], params: Any) -> torch.optim.Optimizer:
-    """``cfg.optim``: an optimizer class (``_target_``) and its settings, e.g. Adam with ``lr``."""
-    settings = {k: v for k, v in optim_cfg.items() if k != "name"}
-    return instantiate_component(settings, "optimizer", params=params)
-
-
-def run_identity(cfg: Mapping[str, Any], run_id: str, world_size: int) -> dict[str, Any]:
-    """What names a run in its summary and the runs table, known before it trains."""
-    return {
-        "run_id": run_id,
-        "dataset": cfg["dataset"]["name"],
-        "model": cfg["model"]["name"],
-        "sched": cfg["sched"]["name"],
-        "world_size": world_size,
-        "epochs": int(cfg["epochs"]),
-        "seed": int(cfg["seed"]),
-    }
 
 
 class _EpochTotals:
@@ -182,10 +111,15 @@ class _EpochTotals:
 
 
 def train_rank(
-    cfg: Mapping[str, Any], env: DistEnv, data: DynamicData | None = None, mark_failure: bool = False, strategy: Strategy | None = None
+    run: RunConfig | Mapping[str, Any],
+    env: DistEnv,
+    data: DynamicData | None = None,
+    mark_failure: bool = False,
+    strategy: Strategy | None = None,
 ) -> dict[str, Any] | None:
     """Run on every rank; rank 0 writes the run folder and returns the summary, others return None.
-    ``data`` and ``strategy``: what this process already loaded and built (else built here from ``cfg``).
+    ``run``: the run's settings (a composed config is typed here, at the door). ``data`` and
+    ``strategy``: what this process already loaded and built (else built here from ``run``).
 
     A rank that fails writes its reason to ``failure-rank<r>.txt`` in the run folder and abandons
     its process group without the collective teardown (its peers may be dead), so the process can
@@ -193,15 +127,16 @@ def train_rank(
     ``mark_failure`` (no parent process watches the ranks: torchrun, SLURM) rank 0 also marks the
     run failed, with the earliest reason any rank wrote.
     """
-    where = _RunPlace(RunFolder(cfg["results_dir"], cfg["run_id"]) if cfg.get("run_id") else None, env.rank)
+    run = RunConfig.of(run)
+    where = _RunPlace(RunFolder(run.results_dir, run.run_id) if run.run_id else None, env.rank)
     device = None
     # NCCL's watchdog tears the communicators down and aborts the rank on a failed or timed-out collective
     os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
     try:
         where.enter("joining the process group")
-        device = pick_device(str(cfg["device"]), env.local_rank)
-        init_process_group(env, device, float(cfg["dist_timeout_s"]), str(cfg.get("dist_backend") or "auto"))
-        result = train_in_group(cfg, env, device, data, where, strategy)
+        device = pick_device(run.device, env.local_rank)
+        init_process_group(env, device, float(run.dist_timeout_s), run.dist_backend or "auto")
+        result = train_in_group(run, env, device, data, where, strategy)
     except BaseException as exc:
         reports = mark_failure and where.reports_the_run()
         if reports:
@@ -211,7 +146,7 @@ def train_rank(
                 where.folder.write_failure(env.rank, failure_text(exc))
                 if reports:
                     cause = where.folder.first_cause() or f"rank {env.rank}: {failure_text(exc).splitlines()[0]}"
-                    mark_failed(where.folder, run_identity(cfg, where.folder.run_id, env.world_size), cause)
+                    mark_failed(where.folder, run.identity(where.folder.run_id, env.world_size), cause)
             except Exception:  # reporting the failure must not replace it
                 pass
         where.close()
@@ -281,16 +216,31 @@ class _RunPlace:
         return all(rank in killed for rank in range(self.rank))
 
 
-def _start(cfg: Mapping[str, Any], world_size: int) -> tuple[str, str, dict[str, Any] | None]:
-    """Rank 0: the run's results folder and id, and the checkpoint it resumes (if any)."""
-    resume_dir = find_resume(cfg)
+@dataclass(frozen=True)
+class RunStart:
+    """Where a run writes and what it continues: ``run`` with its results folder, id and ``resume``
+    resolved (``resume``: the run folder it continues, else ``None``), and that folder's checkpoint."""
+
+    run: RunConfig
+    resumed: dict[str, Any] | None
+
+    @property
+    def folder(self) -> RunFolder:
+        return RunFolder(self.run.results_dir, str(self.run.run_id))
+
+
+def start_run(run: RunConfig, world_size: int) -> RunStart:
+    """The one place a run's folder and resume are resolved (the launcher before it starts the ranks,
+    rank 0 of a job no launcher process watches): the run ``resume=`` names or finds, on as many ranks
+    as it ran on, else the ``run_id`` given, else a new one."""
+    resume_dir = find_resume(run.to_container())
     if resume_dir is None:
-        run_id = cfg.get("run_id") or new_run_id(cfg["dataset"]["name"], cfg["model"]["name"], cfg["sched"]["name"])
-        return str(cfg["results_dir"]), str(run_id), None
+        run_id = run.run_id or new_run_id(str(run.dataset.name), str(run.model.name), str(run.sched.name))
+        return RunStart(run.replace(run_id=str(run_id), resume=None), None)
     state = load_checkpoint(resume_dir)
     if int(state["world_size"]) != world_size:
         raise ConfigError(f"cannot resume {resume_dir.name}: it ran on {state['world_size']} ranks, this run has {world_size}")
-    return str(resume_dir.parent), resume_dir.name, state
+    return RunStart(run.replace(results_dir=str(resume_dir.parent), run_id=resume_dir.name, resume=str(resume_dir)), state)
 
 
 def _record(recorder: MetricRecorder, epoch: int, phase: str, metric: str, value: MetricValue) -> None:
@@ -301,65 +251,70 @@ def _record(recorder: MetricRecorder, epoch: int, phase: str, metric: str, value
 
 
 def train_in_group(
-    cfg: Mapping[str, Any], env: DistEnv, device: torch.device, data: DynamicData | None, where: _RunPlace, strategy: Strategy | None = None
+    run: RunConfig | Mapping[str, Any],
+    env: DistEnv,
+    device: torch.device,
+    data: DynamicData | None,
+    where: _RunPlace,
+    strategy: Strategy | None = None,
 ) -> dict[str, Any] | None:
     """The run, in a process group this rank already joined; rank 0 returns the summary."""
-    run = _RankRun(cfg, env, device, data, where, strategy)
-    for epoch in range(run.first_epoch, run.settings.epochs):
-        run.train_epoch(epoch)
-        run.end_epoch(epoch)
-    return run.finish()
+    rank_run = _RankRun(RunConfig.of(run), env, device, data, where, strategy)
+    for epoch in range(rank_run.first_epoch, rank_run.settings.epochs):
+        rank_run.train_epoch(epoch)
+        rank_run.end_epoch(epoch)
+    return rank_run.finish()
 
 
 class _RankRun:
     """One rank's run: set up (folder, strategy, model, optimizer, resume), then epoch by epoch."""
 
     def __init__(
-        self, cfg: Mapping[str, Any], env: DistEnv, device: torch.device, data: DynamicData | None, where: _RunPlace, strategy: Strategy | None
+        self, run: RunConfig, env: DistEnv, device: torch.device, data: DynamicData | None, where: _RunPlace, strategy: Strategy | None
     ) -> None:
-        self.cfg, self.device = cfg, device
+        self.run, self.device = run, device
         self.rank, self.world_size, self.is_main = env.rank, env.world_size, env.rank == 0
-        configure_logging(bool(cfg["progress"]) and self.is_main)
-        start = _start(cfg, self.world_size) if self.is_main else None
+        configure_logging(run.progress and self.is_main)
+        start = start_run(run, self.world_size) if self.is_main else None
         if start is not None:  # before any rank knows the folder, so before any can fail into it
-            RunFolder(start[0], start[1]).forget_old_failures()
-        results_dir, self.run_id, resumed = broadcast_from_rank0(start)
+            start.folder.forget_old_failures()
+        shared = (start.run.results_dir, start.run.run_id, start.resumed) if start is not None else None
+        results_dir, self.run_id, resumed = broadcast_from_rank0(shared)
         self.folder = where.folder = RunFolder(results_dir, self.run_id)
         self.where = where
         self.rows: list[tuple] = []  # rank 0 keeps every rank's rows
         if self.is_main:
-            self.folder.create(OmegaConf.to_yaml(OmegaConf.create(dict(cfg, run_id=self.run_id, results_dir=results_dir))))
+            self.folder.create(OmegaConf.to_yaml(OmegaConf.create(run.replace(run_id=self.run_id, results_dir=results_dir).to_container())))
             if resumed:  # the completed epochs' rows, and nothing a killed writer of the interrupted run left
                 self.rows = resumed_rows(self.folder, resumed)
                 remove_stale_temporaries(self.folder.path)
         _record_ranks(self.folder, self.rank, self.world_size, device)
         where.enter("loading the data")
-        data = data if data is not None else load_data(cfg["dataset"])
+        data = data if data is not None else load_data(run.dataset)
         self.recorder = MetricRecorder(self.run_id, self.rank)
 
-        self.settings = run_settings(cfg)
-        self.strategy = strategy if strategy is not None else build_strategy(cfg["sched"])
+        self.settings = run.settings
+        self.strategy = strategy if strategy is not None else build_strategy(run.sched)
         where.enter(f"the setup of sched={self.strategy.name} (partitioning, planning)")
         self.strategy.setup(RunContext(data, self.settings, self.rank, self.world_size, device, Artifacts(self.folder, self.is_main)))
         seed_everything(self.settings.seed)
-        self.module = self.strategy.objective(build_model(cfg["model"], data))
+        self.module = self.strategy.objective(build_model(run.model, data))
         if resumed:
             self.strategy.load_state_dict(resumed["strategy"])
             self.module.load_state_dict(resumed["model"])
             self.recorder.missing.update(resumed.get("missing", {}))
         self.module = self.module.to(device)
-        self.optimizer = build_optimizer(cfg["optim"], self.module.parameters())
-        sync_cfg = cfg["grad_sync"]
-        bucket_bytes = int(float(sync_cfg["bucket_mb"]) * 2**20)
-        self.sync = GradientSync(self.module, self.world_size, bucket_bytes, bool(sync_cfg["overlap"]), self.strategy.gradient_staleness)
+        self.optimizer = build_optimizer(run.optim, self.module.parameters())
+        bucket_bytes = int(float(run.grad_sync.bucket_mb) * 2**20)
+        self.sync = GradientSync(self.module, self.world_size, bucket_bytes, run.grad_sync.overlap, self.strategy.gradient_staleness)
         if resumed:
             self.optimizer.load_state_dict(resumed["optimizer"])
             restore_rng(resumed["rng"][self.rank], device)  # last: the generators continue where the checkpoint left them
         self.first_epoch = int(resumed["epoch"]) + 1 if resumed else 0
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
-        self.checkpointing = bool(cfg["checkpoint"])
-        self.count_flops = bool(cfg["metrics"]["count_flops"])
-        self.show_progress = bool(cfg["progress"]) and self.is_main
+        self.checkpointing = run.checkpoint
+        self.count_flops = run.metrics.count_flops
+        self.show_progress = run.progress and self.is_main
 
     def train_epoch(self, epoch: int) -> None:
         """The strategy's epoch, timed, then the epoch's metrics and evaluation."""
@@ -466,7 +421,7 @@ class _RankRun:
         if not self.is_main:
             return None
         info = {
-            **run_identity(self.cfg, self.run_id, self.world_size),
+            **self.run.identity(self.run_id, self.world_size),
             "status": "ok",
             "window": self.settings.window,
             **self.strategy.describe(),

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from dygsched.data.kinds import DynamicData
 from dygsched.engine.distributed import DistEnv
+from dygsched.engine.run_config import RunConfig
 from dygsched.metrics.run_folder import RunFolder
 
 
@@ -60,6 +60,6 @@ class Launcher(ABC):
 
     @abstractmethod
     def launch(
-        self, config: Mapping[str, Any], data: DynamicData, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
+        self, config: RunConfig, data: DynamicData, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
     ) -> None:
         """Run every rank to completion; raise ``LaunchFailed`` if one fails."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 from omegaconf import OmegaConf
 
 from dygsched.data.loading import load_graph
+from dygsched.engine.build import run_settings
 from dygsched.engine.objective import build_split
-from dygsched.engine.worker import run_settings
-from dygsched.launch.hydra_app import compose_config
+from dygsched.launch.compose import compose_config
 from dygsched.planner.cost_model import CostModel, group_times_from_sizes
 
 

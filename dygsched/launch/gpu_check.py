@@ -618,7 +618,7 @@ def one_run(overrides: list[str], timeout_s: float) -> Outcome:
     try:
         with deadline(timeout_s):
             from dygsched.launch.app import run
-            from dygsched.launch.hydra_app import checked_points
+            from dygsched.launch.sweeps import checked_points
 
             ((point, cfg),) = checked_points([overrides])
             summary = run(cfg, overrides=point)

@@ -22,7 +22,7 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedExc
 
 from dygsched.data.kinds import DynamicData
 from dygsched.engine.distributed import DistEnv
+from dygsched.engine.run_config import RunConfig
 from dygsched.engine.worker import failure_text, train_rank
 from dygsched.launch.base import Launcher, LaunchFailed
 from dygsched.launch.fork_server import die_with_parent, end_with, release_fork_server, serves, start_fork_server
@@ -48,7 +49,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _worker(local_rank: int, cfg: Mapping[str, Any], world_size: int, port: int, run_dir: str, launcher: int) -> None:
+def _worker(local_rank: int, run: RunConfig, world_size: int, port: int, run_dir: str, launcher: int) -> None:
     die_with_parent()  # the fork server (or, spawned, the launcher), which ends when the launcher does
     end_with(launcher)  # and the launcher itself, which is not our parent under the fork server
     release_fork_server()  # our copy of its keep-alive pipe would keep the fork server running
@@ -67,7 +68,7 @@ def _worker(local_rank: int, cfg: Mapping[str, Any], world_size: int, port: int,
         folder.write_failure(local_rank, failure_text(exc))
         os._exit(1)
     try:
-        train_rank(cfg, DistEnv.from_environ(), data)  # writes its failure file itself
+        train_rank(run, DistEnv.from_environ(), data)  # writes its failure file itself
     except BaseException:
         # Exit now: a normal interpreter exit would tear the process group down collectively
         # and could wait on peers that are gone.
@@ -98,7 +99,7 @@ class LocalLauncher(Launcher):
         self.grace_period_s = float(grace_period_s)
 
     def launch(
-        self, config: Mapping[str, Any], data: DynamicData, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
+        self, config: RunConfig, data: DynamicData, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
     ) -> None:
         run_dir = folder.path
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -109,10 +110,10 @@ class LocalLauncher(Launcher):
         try:
             context = mp.start_processes(
                 _worker,
-                args=(dict(config), world_size, free_port(), str(run_dir), os.getpid()),
+                args=(config, world_size, free_port(), str(run_dir), os.getpid()),
                 nprocs=world_size,
                 join=False,
-                start_method=start_fork_server() if serves(str(config.get("device", "auto"))) else "spawn",
+                start_method=start_fork_server() if serves(config.device) else "spawn",
             )
             try:
                 while not context.join(grace_period=self.grace_period_s):

@@ -10,11 +10,11 @@ reads its rank, the world size and the master address from submitit's job enviro
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from dygsched.data.kinds import DynamicData
 from dygsched.engine.distributed import DistEnv
+from dygsched.engine.run_config import RunConfig
 from dygsched.errors import ConfigError
 from dygsched.launch.base import Launcher
 from dygsched.metrics.run_folder import RunFolder
@@ -70,6 +70,6 @@ class SlurmLauncher(Launcher):
         )
 
     def launch(
-        self, config: Mapping[str, Any], data: DynamicData, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
+        self, config: RunConfig, data: DynamicData, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
     ) -> None:
         self.check_here()

@@ -22,9 +22,9 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from dygsched.data.kinds import DynamicData
+from dygsched.engine.run_config import RunConfig
 from dygsched.errors import ConfigError
 from dygsched.launch.base import Launcher, LaunchFailed, cores_here, threads_per_rank
 from dygsched.metrics.run_folder import RunFolder, killed_by
@@ -155,14 +155,14 @@ class TorchrunLauncher(Launcher):
         return [*cmd, *self.extra_args, "-m", "dygsched", "run", *rank_args]
 
     def launch(
-        self, config: Mapping[str, Any], data: DynamicData, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
+        self, config: RunConfig, data: DynamicData, folder: RunFolder, world_size: int, overrides: Sequence[str] | None
     ) -> None:
         if overrides is None:
             raise ConfigError("launcher=torchrun passes the command line's overrides to its ranks: start it with `dygsched run`")
         from dygsched.launch.local import die_with_parent, free_port
 
         endpoint = self.rdzv_endpoint or f"127.0.0.1:{free_port()}"
-        cmd = self.command(world_size, folder.run_id, worker_overrides(overrides, folder, config.get("resume")), endpoint)
+        cmd = self.command(world_size, folder.run_id, worker_overrides(overrides, folder, config.resume if isinstance(config.resume, str) else None), endpoint)
         print(f"torchrun: {shlex.join(cmd)}", flush=True)
         if self.nnodes > 1:
             where = "with --node-rank=1, 2, ... on" if self.rdzv_backend == "static" else "on"

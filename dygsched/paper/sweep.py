@@ -62,7 +62,7 @@ def is_complete(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ())
 
 def _points(run: Overrides, folder: Path) -> list[tuple[list[str], Any]]:
     """Every job of one multirun, composed and checked now (a bad override: one line, nothing run)."""
-    from dygsched.launch.hydra_app import checked_points, sweep_points
+    from dygsched.launch.sweeps import checked_points, sweep_points
 
     return checked_points(sweep_points([*run, f"results_dir={folder}", "progress=false"]))
 

@@ -328,7 +328,7 @@ def test_a_run_trains_on_a_saved_signal(tmp_path, without_pgt):
     """``dygsched run dataset=snapshots`` end to end, on a signal written without the library."""
     import json
 
-    from dygsched.launch.hydra_app import main
+    from dygsched.launch.run_command import main
 
     rng = np.random.default_rng(0)
     steps = 8

@@ -1,6 +1,6 @@
 import pytest
 
-from dygsched.launch.hydra_app import compose_config
+from dygsched.launch.compose import compose_config
 
 
 @pytest.mark.slow

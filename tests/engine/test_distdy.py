@@ -19,7 +19,7 @@ from dygsched.engine.checkpoint import load_checkpoint
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.worker import _RunPlace, train_in_group
 from dygsched.errors import ConfigError
-from dygsched.launch.hydra_app import compose_config
+from dygsched.launch.compose import compose_config
 from tests.harness import run_ranks
 
 SMALL = [
@@ -106,7 +106,7 @@ def test_the_online_loop_walks_the_stream_once_placing_each_snapshot_when_it_arr
 
 def test_a_model_or_capacity_distdy_cannot_train_is_one_line(tmp_path):
     from dygsched.data.loading import load_data
-    from dygsched.engine.worker import build_model, build_strategy, run_settings
+    from dygsched.engine.build import build_model, build_strategy, run_settings
 
     cfg = config(tmp_path, "model=tgcn")
     strategy = build_strategy(cfg["sched"])
@@ -124,7 +124,7 @@ def test_a_model_or_capacity_distdy_cannot_train_is_one_line(tmp_path):
 def test_segments_follow_the_features_unless_given(tmp_path):
     """A timestamped edge list has two degree features per node: S = min(4, 2) unless S is given."""
     from dygsched.data.loading import load_data
-    from dygsched.engine.worker import build_strategy, run_settings
+    from dygsched.engine.build import build_strategy, run_settings
 
     small = [o for o in SMALL if not o.startswith("dataset")]
     edge_list = [*small, "dataset=edgelist", "dataset.num_snapshots=6", "sched.batch=32"]

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from dygsched.engine import worker
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.worker import _RunPlace, train_in_group
-from dygsched.launch.hydra_app import compose_config
+from dygsched.launch.compose import compose_config
 from dygsched.metrics.progress import StepBar
 from tests.conftest import TINY_SYNTHETIC
 

@@ -39,8 +39,8 @@ def test_training_never_reads_or_writes_a_hidden_nodes_events():
 
 def test_the_protocol_settings_are_refused_where_they_mean_nothing():
     from dygsched.data.synthetic import SyntheticSource
-    from dygsched.engine.worker import build_strategy, run_settings
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.engine.build import build_strategy, run_settings
+    from dygsched.launch.compose import compose_config
 
     cfg = compose_config(["sched=psg", "split.new_nodes=0.1"])
     snapshots = SyntheticSource(num_nodes=10, num_snapshots=6, feature_dim=2).load()

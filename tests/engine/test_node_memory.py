@@ -328,8 +328,8 @@ def test_batches_and_models_that_cannot_run_are_refused():
     with pytest.raises(ConfigError, match="model=tgn, jodie or apan"):
         SvenStrategy(SvenConfig()).check_model(TGCN(2, 1, hidden_channels=4))
     from dygsched.data.synthetic import SyntheticSource
-    from dygsched.engine.worker import build_model
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.engine.build import build_model
+    from dygsched.launch.compose import compose_config
 
     with pytest.raises(ConfigError, match="model=tgcn trains on snapshots, but the dataset gives EventStream"):
         build_model(compose_config(["model=tgcn"]).model, data)
@@ -344,7 +344,7 @@ def test_a_two_rank_sven_run_from_the_command_line_writes_honest_tables(tmp_path
 
     import pandas as pd
 
-    from dygsched.launch.hydra_app import main
+    from dygsched.launch.run_command import main
 
     data = stream()
     csv = tmp_path / "events.csv"
@@ -375,8 +375,8 @@ def test_a_two_rank_sven_run_from_the_command_line_writes_honest_tables(tmp_path
 def test_edge_features_reach_the_models(model_name):
     """A stream's features (beside its weight) are part of every event's ``e``: the models are built
     that wide, read them in their messages, and other features train other losses."""
-    from dygsched.engine.worker import build_model
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.engine.build import build_model
+    from dygsched.launch.compose import compose_config
 
     base = stream()
     features = torch.from_numpy(np.random.default_rng(5).standard_normal((EVENTS, 3)).astype(np.float32))

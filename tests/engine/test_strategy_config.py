@@ -93,8 +93,8 @@ def test_the_yaml_restates_no_default_and_composes_to_the_dataclass_defaults(nam
     """conf/sched/<name>.yaml names its strategy; every setting and its default comes from the dataclass."""
     from hydra.utils import get_class
 
-    from dygsched.engine.worker import build_strategy
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.engine.build import build_strategy
+    from dygsched.launch.compose import compose_config
 
     raw = OmegaConf.load(SCHED / f"{name}.yaml")
     assert set(raw) == {"defaults", "_target_", "name"}

@@ -22,11 +22,12 @@ import torch.distributed as dist
 from omegaconf import OmegaConf
 
 from dygsched.data.loading import load_data
+from dygsched.engine.build import build_model, build_strategy, run_settings
 from dygsched.engine.checkpoint import load_checkpoint
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.objective import GroupObjective, build_split
-from dygsched.engine.worker import _RunPlace, build_model, build_strategy, run_settings, seed_everything, train_in_group
-from dygsched.launch.hydra_app import compose_config
+from dygsched.engine.worker import _RunPlace, seed_everything, train_in_group
+from dygsched.launch.compose import compose_config
 from tests.conftest import ROOT, TINY_SYNTHETIC
 from tests.harness import run_ranks
 

@@ -7,8 +7,10 @@ import sys
 import pytest
 
 from dygsched.errors import ConfigError
-from dygsched.launch.hydra_app import compose_config, main, sweep_points
+from dygsched.launch.compose import compose_config
+from dygsched.launch.run_command import main
 from dygsched.launch.slurm import SlurmLauncher
+from dygsched.launch.sweeps import sweep_points
 from dygsched.launch.torchrun import TorchrunLauncher, quote_override, root_cause, worker_overrides
 from dygsched.metrics.run_folder import RunFolder
 from tests.conftest import TINY_SYNTHETIC

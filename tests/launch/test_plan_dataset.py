@@ -32,7 +32,7 @@ def test_dataset_files_resolve_from_the_package_in_any_directory(tmp_path, monke
     """``${dygsched_data:NAME}`` finds the package's copy (or the user's in DYGSCHED_DATA), not the working directory's."""
     from omegaconf import OmegaConf
 
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.compose import compose_config
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DYGSCHED_DATA", raising=False)

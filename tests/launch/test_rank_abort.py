@@ -16,10 +16,11 @@ import pandas as pd
 import pytest
 
 from dygsched.engine.distributed import DistEnv
+from dygsched.engine.run_config import RunConfig
 from dygsched.engine.worker import train_rank
 from dygsched.errors import ConfigError
 from dygsched.launch.app import RunFailed, run
-from dygsched.launch.hydra_app import compose_config
+from dygsched.launch.compose import compose_config
 from dygsched.launch.local import death_reason, free_port
 from dygsched.launch.torchrun import failure_reason
 from dygsched.metrics.run_folder import PhaseRecord, RunFolder
@@ -98,7 +99,7 @@ def test_a_resumed_run_sets_earlier_stacks_aside(tmp_path):
 
 
 def test_ranks_get_nccls_asynchronous_error_handling_unless_set(monkeypatch):
-    cfg = {"device": "tpu", "dist_timeout_s": 5.0}  # refused by the rank before it joins any group
+    cfg = RunConfig.of(compose_config(["device=tpu", "dist_timeout_s=5"]))  # refused by the rank before it joins any group
     monkeypatch.delenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", raising=False)
     with pytest.raises(ConfigError, match="unknown device 'tpu'"):
         train_rank(cfg, DistEnv(0, 1, 0))

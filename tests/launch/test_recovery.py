@@ -21,7 +21,7 @@ import pytest
 
 from dygsched.errors import ConfigError
 from dygsched.launch.app import RunFailed, run
-from dygsched.launch.hydra_app import compose_config
+from dygsched.launch.compose import compose_config
 from dygsched.launch.local import free_port
 from tests.cli_process import run_dygsched
 from tests.conftest import ROOT, TINY_SYNTHETIC

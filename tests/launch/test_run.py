@@ -199,7 +199,7 @@ def test_a_results_dir_that_cannot_be_a_folder_is_refused_before_any_worker(tmp_
 )
 def test_a_mistyped_key_names_what_is_close_instead_of_adding_it(override, message):
     from dygsched.errors import ConfigError
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.compose import compose_config
 
     with pytest.raises(ConfigError) as error:
         compose_config([override])
@@ -251,7 +251,7 @@ def _count_constructions(monkeypatch) -> list:
 def test_the_launching_process_builds_the_strategy_once(tmp_path, monkeypatch):
     """Checking the settings, checking it against the data: one strategy (the ranks build their own)."""
     from dygsched.launch.app import run
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.compose import compose_config
     from dygsched.launch.local import LocalLauncher
 
     monkeypatch.setattr(LocalLauncher, "launch", lambda *args: None)  # no ranks: only this process counts
@@ -265,7 +265,7 @@ def test_a_rank_builds_the_strategy_once_and_trains_it(tmp_path, monkeypatch):
     import signal
 
     from dygsched.launch.app import run
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.compose import compose_config
     from dygsched.launch.local import free_port
 
     for name, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}.items():

@@ -57,7 +57,7 @@ def test_each_run_of_a_sweep_says_which_of_how_many_it_is(tmp_path):
 
 
 def test_sweep_run_lines():
-    from dygsched.launch.hydra_app import sweep_run_line, sweep_shape
+    from dygsched.launch.sweeps import sweep_run_line, sweep_shape
 
     shape = sweep_shape(["sched=psg,greedy", "model=tgcn", "seed=range(0,3)", "+experiment=a,b"])
     assert shape is not None and shape.runs == 12 and shape.varied == ("sched", "seed", "+experiment")

@@ -10,9 +10,9 @@ import torch
 from omegaconf import OmegaConf
 
 from dygsched.errors import ConfigError
-from dygsched.launch.app import check_config, resolve_world_size, static_checks
 from dygsched.launch.base import threads_per_rank
-from dygsched.launch.hydra_app import compose_config
+from dygsched.launch.checks import check_point, check_run, resolve_world_size
+from dygsched.launch.compose import compose_config
 from dygsched.launch.local import LocalLauncher
 from dygsched.launch.resolvers import slurm_tasks_per_node
 from dygsched.launch.slurm import SlurmLauncher
@@ -53,9 +53,9 @@ def test_auto_under_torchrun_counts_every_machine(gpus):
     assert resolve_world_size("auto", TorchrunLauncher(nnodes=2, rdzv_endpoint="h:1")) == 4  # 2 CPU processes per machine
 
 
-def slurm_point(*overrides: str) -> dict:
-    cfg = compose_config([*TINY_SYNTHETIC, "launcher=slurm", *overrides])
-    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+def slurm_point(*overrides: str) -> tuple[list[str], dict]:
+    point = [*TINY_SYNTHETIC, "launcher=slurm", *overrides]
+    return point, OmegaConf.to_container(compose_config(point), resolve=True)  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize(
@@ -70,10 +70,10 @@ def slurm_point(*overrides: str) -> dict:
 )
 def test_auto_under_slurm_is_gpus_per_node_times_nodes(gpus, overrides, gpus_here, tasks, ranks):
     gpus(gpus_here)
-    config = slurm_point(*overrides)
+    point, config = slurm_point(*overrides)
     assert config["launcher"]["tasks_per_node"] == tasks and isinstance(config["launcher"]["tasks_per_node"], int)
-    launcher, world_size = static_checks(config)
-    assert isinstance(launcher, SlurmLauncher) and world_size == ranks
+    checked, world_size = check_point(compose_config(point), point)
+    assert isinstance(checked.launcher, SlurmLauncher) and world_size == ranks
 
 
 def test_slurm_submits_numbers_for_auto(gpus):
@@ -150,5 +150,5 @@ def test_overlapped_buckets_with_a_strategy_that_communicates_in_backward_are_re
 
 @pytest.mark.parametrize("sched", ["psg", "depcache", "sven"])
 def test_overlapped_buckets_stay_allowed_where_backward_is_local(sched):
-    config = OmegaConf.to_container(compose_config([*TINY_SYNTHETIC, f"sched={sched}", "grad_sync.overlap=true"]), resolve=True)
-    assert check_config(config).name == sched  # type: ignore[arg-type]
+    point = [*TINY_SYNTHETIC, f"sched={sched}", "grad_sync.overlap=true"]
+    assert check_run(compose_config(point), point).strategy.name == sched

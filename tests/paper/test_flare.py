@@ -49,7 +49,7 @@ def test_the_variants_sweep_is_one_object_shared_by_tables_6_5_7_and_12():
 
 
 def test_each_sweep_expands_to_the_grid_the_paper_tables_need():
-    from dygsched.launch.hydra_app import sweep_points
+    from dygsched.launch.sweeps import sweep_points
 
     def jobs(runs) -> int:  # noqa: ANN001
         return sum(len(sweep_points(list(run))) for run in runs)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dygsched.launch.hydra_app import compose_config
+from dygsched.launch.compose import compose_config
 from dygsched.paper.published import published_numbers
 from dygsched.paper.registry import SECTIONS, TARGETS, targets_named
 from tests.conftest import ROOT
@@ -55,7 +55,7 @@ def test_every_published_row_belongs_to_a_target_and_is_a_number():
 def test_every_sweep_point_composes():
     """A typo in a target's overrides fails here, not an hour into `make paper`: every value of every
     key of every run composes (the product of a sweep's values is composed when the sweep runs)."""
-    from dygsched.launch.hydra_app import _sweep_choices
+    from dygsched.launch.sweeps import sweep_choices as _sweep_choices
 
     sweeps = {t.sweep for t in TARGETS if t.sweep is not None}
     points = set()

@@ -234,7 +234,9 @@ def test_sweeps_run_what_the_make_recipes_ran():
 def test_every_sweep_point_composes_and_each_breakdown_run_is_its_step():
     from omegaconf import OmegaConf
 
-    from dygsched.launch.hydra_app import compose_config, precheck, sweep_points
+    from dygsched.launch.checks import precheck
+    from dygsched.launch.compose import compose_config
+    from dygsched.launch.sweeps import sweep_points
 
     steps = []
     for sweep in (sven.accuracy.ACCURACY_SWEEP, sven.breakdown.BREAKDOWN_SWEEP):

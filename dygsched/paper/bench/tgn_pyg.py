@@ -23,7 +23,7 @@ def _event_stream(dataset: str) -> tuple[Any, tuple[int, int]]:
     from omegaconf import OmegaConf
 
     from dygsched.data.loading import load_data
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.compose import compose_config
 
     cfg: dict[str, Any] = OmegaConf.to_container(compose_config([f"dataset={dataset}"]), resolve=True)  # type: ignore[assignment]
     stream = load_data(cfg["dataset"])

@@ -32,7 +32,7 @@ def _snapshot_graph(dataset: str, window: int) -> tuple[Any, list[Any], float]:
 
     from dygsched.data.groups import sliding_groups, split_by_time
     from dygsched.data.loading import load_data
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.compose import compose_config
 
     cfg: dict[str, Any] = OmegaConf.to_container(compose_config([*VS_PYGT_DATASETS[dataset], f"window={window}"]), resolve=True)  # type: ignore[assignment]
     graph = load_data(cfg["dataset"])

@@ -36,7 +36,7 @@ def config(*overrides: str, experiment: bool = True) -> dict:
     """The experiment's configuration (composed as ``dygsched run`` would) with ``overrides``, resolved."""
     from omegaconf import OmegaConf
 
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.launch.compose import compose_config
 
     return OmegaConf.to_container(compose_config([*([EXPERIMENT] if experiment else []), *overrides]), resolve=True)
 

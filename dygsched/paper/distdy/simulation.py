@@ -93,8 +93,8 @@ class Simulator:
     def __init__(self, stream: Stream, profile: str) -> None:
         import torch
 
+        from dygsched.engine.build import build_model
         from dygsched.engine.distdy.cluster import compute_cost
-        from dygsched.engine.worker import build_model
 
         cfg, graph = stream.cfg, stream.graph
         torch.manual_seed(cfg["seed"])

@@ -23,8 +23,8 @@ def stream_and_model(dataset: str, model_name: str) -> tuple[dict[str, Any], Any
     from omegaconf import OmegaConf
 
     from dygsched.data.loading import load_data
-    from dygsched.engine.worker import build_model
-    from dygsched.launch.hydra_app import compose_config
+    from dygsched.engine.build import build_model
+    from dygsched.launch.compose import compose_config
 
     cfg = OmegaConf.to_container(compose_config([f"dataset={dataset}", f"model={model_name}"]), resolve=True)
     stream = load_data(cfg["dataset"])

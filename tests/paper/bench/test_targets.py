@@ -23,7 +23,9 @@ def test_each_benchmark_is_a_project_benchmark_with_plain_settings_and_no_publis
 def test_the_sweeps_compose_at_full_and_smoke_size(tmp_path):
     """Each multirun of the two sweeps is a valid ``dygsched run -m`` at its first and last point (the
     first and last model): a bad override would otherwise fail only at full size."""
-    from dygsched.launch.hydra_app import compose_config, precheck, sweep_points
+    from dygsched.launch.checks import precheck
+    from dygsched.launch.compose import compose_config
+    from dygsched.launch.sweeps import sweep_points
 
     for sweep in (stream_scaling.STREAM_SCALING_SWEEP, stream_accuracy.STREAM_ACCURACY_SWEEP):
         for run in (*sweep.runs, *sweep.smoke):

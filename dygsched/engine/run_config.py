@@ -1,0 +1,174 @@
+"""``RunConfig``: a run's settings as typed values, what the launcher and every rank receive.
+
+``dygsched run`` composes the config with Hydra (``RunSchema`` in ``dygsched/launch/schema.py``
+types and defaults every key), checks it once, then builds one ``RunConfig`` from it. The worker
+and the launchers read its fields (``run.grad_sync.bucket_mb``, ``run.launcher.params``), so a
+mistyped key is an attribute a type checker finds, not a ``KeyError`` mid-run. The blocks that are
+open-ended components (the dataset source, the model, the strategy, the optimizer, the launcher)
+stay as their ``_target_`` and settings (``ComponentSpec``), typed by the class each builds. It
+pickles (it crosses to spawned ranks); a rank under torchrun composes the same one from the same
+overrides. ``to_container`` gives back the resolved config, as the run folder's ``config.yaml``
+keeps it and ``find_resume`` compares it. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dygsched.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dygsched.engine.strategy import RunSettings
+
+
+@dataclass(frozen=True)
+class ComponentSpec(Mapping[str, Any]):
+    """A component block as composed: ``name``, ``_target_`` and its settings. It reads as the
+    mapping it came from (what ``instantiate_component`` and the data loaders take)."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str | None:
+        name = self.fields.get("name")
+        return None if name is None else str(name)
+
+    @property
+    def target(self) -> str | None:
+        target = self.fields.get("_target_")
+        return None if target is None else str(target)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Its settings, without ``name`` (which names the config file, not an argument)."""
+        return {key: value for key, value in self.fields.items() if key != "name"}
+
+    def __getitem__(self, key: str) -> Any:
+        return self.fields[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.fields)
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+
+@dataclass(frozen=True)
+class Split:
+    train: float = 0.7
+    val: float = 0.15
+    new_nodes: float = 0.0
+
+
+@dataclass(frozen=True)
+class GradSync:
+    bucket_mb: float = 25.0
+    overlap: bool = False
+
+
+@dataclass(frozen=True)
+class Metrics:
+    count_flops: bool = True
+
+
+_BLOCKS: dict[str, type] = {"split": Split, "grad_sync": GradSync, "metrics": Metrics}
+_COMPONENTS = ("dataset", "model", "sched", "optim", "launcher")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Every top-level key of ``RunSchema``, in its order (the order ``config.yaml`` keeps)."""
+
+    dataset: ComponentSpec
+    model: ComponentSpec
+    sched: ComponentSpec
+    optim: ComponentSpec
+    launcher: ComponentSpec
+    world_size: int | str  # 'auto' until the launcher resolves it
+    epochs: int
+    seed: int
+    window: int
+    split: Split
+    eval_negatives: int
+    tgb_negatives: str | None
+    grad_sync: GradSync
+    metrics: Metrics
+    device: str
+    dist_backend: str
+    dist_timeout_s: float
+    checkpoint: bool
+    resume: bool | str | None
+    results_dir: str
+    run_id: str | None
+    overwrite: bool
+    progress: bool
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any] | RunConfig) -> RunConfig:
+        """From a composed config (a ``DictConfig``, resolved here, or its resolved container)."""
+        if isinstance(config, RunConfig):
+            return config
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(config, DictConfig):
+            config = OmegaConf.to_container(config, resolve=True)  # type: ignore[assignment]
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(config) - set(names))
+        missing = [name for name in names if name not in config]
+        if unknown or missing:
+            raise ConfigError(f"not a run configuration: {'unknown keys ' + ', '.join(unknown) if unknown else 'no ' + ', '.join(missing)}")
+        values: dict[str, Any] = {}
+        for name in names:
+            value = config[name]
+            if name in _COMPONENTS:
+                value = ComponentSpec(dict(value or {}))
+            elif name in _BLOCKS:
+                value = _BLOCKS[name](**value)
+            values[name] = value
+        return cls(**values)
+
+    def to_container(self) -> dict[str, Any]:
+        """The resolved config as plain containers, in the schema's order."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, ComponentSpec):
+                value = dict(value.fields)
+            elif dataclasses.is_dataclass(value):
+                value = dataclasses.asdict(value)  # type: ignore[arg-type]
+            out[f.name] = value
+        return out
+
+    def replace(self, **changes: Any) -> RunConfig:
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def settings(self) -> RunSettings:
+        """The run-level settings a strategy reads."""
+        from dygsched.engine.strategy import RunSettings
+
+        return RunSettings(
+            window=int(self.window),
+            train_fraction=float(self.split.train),
+            val_fraction=float(self.split.val),
+            seed=int(self.seed),
+            epochs=int(self.epochs),
+            new_node_fraction=float(self.split.new_nodes),
+            eval_negatives=int(self.eval_negatives),
+            tgb_negatives=str(self.tgb_negatives) if self.tgb_negatives else None,
+        )
+
+    def identity(self, run_id: str, world_size: int) -> dict[str, Any]:
+        """What names a run in its summary and the runs table, known before it trains."""
+        return {
+            "run_id": run_id,
+            "dataset": self.dataset.name,
+            "model": self.model.name,
+            "sched": self.sched.name,
+            "world_size": world_size,
+            "epochs": int(self.epochs),
+            "seed": int(self.seed),
+        }

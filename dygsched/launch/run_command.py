@@ -1,0 +1,147 @@
+"""``dygsched run``: the Hydra application, its summary lines, and the fork server's early start.
+
+Overrides are composed once up front (``compose_config``) and their settings checked
+(``precheck``), so an unknown name or a bad value is one clear line before anything starts; for a
+``-m`` sweep every point is checked so. The local launcher's fork server is then started
+explicitly, so the ranks' imports overlap the launcher's own. Then ``hydra.main`` runs the job (or
+the sweep), so launcher plugins and multirun work as in any Hydra app. As each run of a sweep
+starts, one line says which of how many it is and what it sets (quiet with ``progress=false``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig
+
+from dygsched.errors import DygschedError
+from dygsched.launch.checks import precheck, wants_fork_server
+from dygsched.launch.compose import CONFIG_NAME, compose_config, resolved
+from dygsched.launch.sweeps import SweepShape, check_sweep, sweep_run_line, sweep_shape
+
+MULTIRUN_FLAGS = {"-m", "--multirun"}
+HYDRA_FLAGS = {*MULTIRUN_FLAGS, "--help", "-h", "--cfg", "-c", "--info", "--hydra-help", "--resolve"}
+
+
+def print_summary(summary: dict[str, Any], run_dir: str) -> None:
+    evaluation = summary.get("eval") or {}
+    rows = [
+        ("run", summary.get("run_id")),
+        ("status", summary.get("status")),
+        ("epoch time (s, median)", _fmt(summary.get("epoch_time_s"))),
+        ("imbalance ratio", _fmt(summary.get("imbalance_ratio"))),
+        ("final train loss", _fmt(summary.get("final_train_loss"))),
+        (f"test {evaluation.get('metric', 'metric')}", _fmt(evaluation.get("value"))),
+        ("all-reduce bytes / epoch", (summary.get("comm_bytes_per_epoch") or {}).get("allreduce")),
+        ("GPU peak allocated (MB)", _megabytes(summary.get("gpu_peak_allocated_bytes"), "not measured (no GPU)")),
+        ("peak resident set (MB)", _megabytes(summary.get("peak_rss_bytes"), "not measured")),
+    ]
+    if summary.get("saved_for_backward_bytes") is not None:
+        rows.append(("saved for backward (MB)", _megabytes(summary["saved_for_backward_bytes"], "")))
+    if summary.get("switch_epoch") is not None:
+        rows.append(("plan switch epoch / solve (s)", f"{summary['switch_epoch']} / {summary['plan_solve_time_s']:.4f}"))
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"  {name:<{width}}  {value}")
+    print(f"results in {run_dir}", flush=True)
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _megabytes(value: int | None, otherwise: str) -> str:
+    return _fmt(value / 2**20) if value is not None else otherwise
+
+
+@dataclass
+class Invocation:
+    """One ``dygsched run`` command: what was checked before Hydra took over, and the runs that failed."""
+
+    sweep: SweepShape | None = None  # the sweep being run, where it could be expanded
+    checked: bool = False  # every job's settings were checked up front (``precheck``)
+    failures: list[DygschedError] = field(default_factory=list)
+
+    def job(self, cfg: DictConfig) -> None:
+        """One run of the command (the only one, or one point of a sweep), inside ``hydra.main``."""
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        from dygsched.launch.app import run
+        from dygsched.launch.torchrun import SUPERVISED_ENV
+        from dygsched.metrics.log import LOGGER, configure_logging
+
+        hydra_cfg = HydraConfig.get()
+        overrides = list(hydra_cfg.overrides.task)
+        if hydra_cfg.mode == RunMode.MULTIRUN and os.environ.get("SLURM_PROCID", "0") == "0":  # one line per run, not per SLURM task
+            configure_logging(bool(cfg.progress))
+            logging.getLogger(LOGGER).info(sweep_run_line(int(hydra_cfg.job.num), overrides, self.sweep))
+        try:
+            summary = run(cfg, overrides=overrides, settings_checked=self.checked)
+        except DygschedError as exc:
+            print(f"dygsched: error: {exc}", file=sys.stderr, flush=True)
+            self.failures.append(exc)
+            return
+        if summary and not os.environ.get(SUPERVISED_ENV):  # empty on ranks other than 0; the launcher prints its own
+            print_summary(summary, str(summary.get("run_dir") or Path(str(cfg.results_dir)) / str(summary.get("run_id"))))
+
+    def exit_code(self) -> int:
+        return max(getattr(failure, "exit_code", 1) for failure in self.failures) if self.failures else 0
+
+
+def start_fork_server_for(configs: list[DictConfig]) -> None:
+    """Start the local launcher's fork server now (in the background) where one of these checked
+    configs starts CPU ranks from it, so the ranks' imports overlap this process's own."""
+    for cfg in configs:
+        try:
+            config = resolved(cfg)
+        except DygschedError:  # the run reports it
+            continue
+        if wants_fork_server(config):
+            from dygsched.launch.fork_server import start_fork_server
+
+            start_fork_server()
+            return
+
+
+@contextmanager
+def _command_line(argv: list[str]) -> Iterator[None]:
+    """``hydra.main`` parses ``sys.argv`` (it takes no argument list): this command's, for the call."""
+    saved = sys.argv
+    sys.argv = ["dygsched run", *argv]
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def main(argv: list[str]) -> int:
+    multirun = any(arg in MULTIRUN_FLAGS for arg in argv)
+    sweep_args = [arg for arg in argv if arg not in MULTIRUN_FLAGS]
+    invocation = Invocation(sweep=sweep_shape(sweep_args) if multirun else None)
+    if not any(arg in HYDRA_FLAGS or arg.startswith("--cfg") for arg in argv):
+        cfg = compose_config(argv)
+        precheck(cfg, argv)
+        invocation.checked = True
+        start_fork_server_for([cfg])
+    elif multirun and not any(arg in HYDRA_FLAGS - MULTIRUN_FLAGS for arg in argv):
+        points = check_sweep(sweep_args)
+        if points is not None:
+            invocation.checked = True
+            start_fork_server_for([cfg for _, cfg in points])
+
+    @hydra.main(config_path="pkg://dygsched.conf", config_name=CONFIG_NAME, version_base="1.3")
+    def hydra_job(cfg: DictConfig) -> None:
+        invocation.job(cfg)
+
+    with _command_line(argv):
+        hydra_job()
+    return invocation.exit_code()
