@@ -47,8 +47,9 @@ run: $(STAMP) ## the main job: TGCN with PSG on the embedded synthetic graph, 2 
 test: $(TEST_STAMP) ## the fast test suite (no slow or GPU tests)
 	$(BIN)/python -m pytest -q
 
-lint: $(TEST_STAMP) ## ruff check and mypy (pyproject.toml's [tool.mypy]; CI runs them before the tests)
+lint: $(TEST_STAMP) ## ruff check, ruff format --check and mypy (pyproject.toml; CI runs them before the tests)
 	$(BIN)/ruff check dygsched tests scripts
+	$(BIN)/ruff format --check dygsched tests scripts
 	$(BIN)/mypy
 
 test-slow: $(TEST_STAMP) ## the slow tests

@@ -70,7 +70,15 @@ def _report(argv: list[str]) -> int:
     return report_main(argv)
 
 
-COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "plan": _plan, "simulate": _simulate, "runs": _runs, "datasets": _datasets, "paper": _paper, "report": _report}
+COMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "run": _run,
+    "plan": _plan,
+    "simulate": _simulate,
+    "runs": _runs,
+    "datasets": _datasets,
+    "paper": _paper,
+    "report": _report,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,14 +20,25 @@ from dygsched.paper.planner import BENCH_CSV, run_benchmark
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="bench_planner")
     parser.add_argument("--quick", action="store_true", help="leave out the suite's two slowest sizes")
-    parser.add_argument("--out", default=f"results/{BENCH_CSV}", help="the table (the synthetic graphs' sizes are cached beside it)")
-    parser.add_argument("--certify", type=float, default=0.0, help="seconds for the iteration bound per certified instance (0: off)")
-    parser.add_argument("--certify-configurations", type=float, default=0.0, help="seconds for the configuration bound per certified instance (0: off)")
+    parser.add_argument(
+        "--out", default=f"results/{BENCH_CSV}", help="the table (the synthetic graphs' sizes are cached beside it)"
+    )
+    parser.add_argument(
+        "--certify", type=float, default=0.0, help="seconds for the iteration bound per certified instance (0: off)"
+    )
+    parser.add_argument(
+        "--certify-configurations",
+        type=float,
+        default=0.0,
+        help="seconds for the configuration bound per certified instance (0: off)",
+    )
     parser.add_argument("--certify-max-groups", type=int, default=1_000)
     parser.add_argument("--only", default=None, help="keep only the instances of this name")
     args = parser.parse_args(argv)
     try:
-        met = run_benchmark(Path(args.out), args.quick, args.only, args.certify, args.certify_configurations, args.certify_max_groups)
+        met = run_benchmark(
+            Path(args.out), args.quick, args.only, args.certify, args.certify_configurations, args.certify_max_groups
+        )
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -47,7 +47,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--epochs", type=int, default=4)
     args = parser.parse_args(argv)
 
-    overrides = [*DATASETS[args.dataset], f"model={args.model}", f"model.hidden_channels={args.hidden}", f"model.num_layers={args.layers}", f"window={args.window}"]
+    overrides = [
+        *DATASETS[args.dataset],
+        f"model={args.model}",
+        f"model.hidden_channels={args.hidden}",
+        f"model.num_layers={args.layers}",
+        f"window={args.window}",
+    ]
     cfg = OmegaConf.to_container(compose_config(overrides), resolve=True)
     graph = load_data(cfg["dataset"])
     groups = split_by_time(sliding_groups(graph.num_snapshots, args.window), cfg["split"]["train"], cfg["split"]["val"]).train
@@ -75,7 +81,9 @@ def main(argv: list[str] | None = None) -> None:
         seconds["other"] = seconds["total"] - sum(v for k, v in timer.seconds.items())
         per_epoch.append({k: v / len(groups) * 1e3 for k, v in seconds.items()})
     steady = per_epoch[1:] or per_epoch
-    print(f"{args.model} on {args.dataset}: {len(groups)} training groups, hidden {args.hidden}, {args.layers} layer(s), windows of {args.window}")
+    print(
+        f"{args.model} on {args.dataset}: {len(groups)} training groups, hidden {args.hidden}, {args.layers} layer(s), windows of {args.window}"
+    )
     total = statistics.median(e["total"] for e in steady)
     for name in ("spatial", "temporal", "readout + loss", "backward", "optimizer", "other", "total"):
         value = statistics.median(e[name] for e in steady)

@@ -84,7 +84,10 @@ def profile(overrides: list[str], epochs: int) -> list[dict[str, float]]:
         row["rest"] = total - sum(row.values())
         row["epoch"] = total
         per_epoch.append(row)
-        print(f"epoch {index + 1}/{epochs}: {total:.1f} s  " + "  ".join(f"{k} {v:.1f}" for k, v in row.items() if k != "epoch"), flush=True)
+        print(
+            f"epoch {index + 1}/{epochs}: {total:.1f} s  " + "  ".join(f"{k} {v:.1f}" for k, v in row.items() if k != "epoch"),
+            flush=True,
+        )
     return per_epoch
 
 
@@ -100,9 +103,9 @@ def main() -> None:
         parser.error("--epochs must be at least 2 (the first is a warm-up)")
     rows = profile([f"dataset={args.dataset}", f"model={args.model}", *args.overrides], args.epochs)
     medians = pd.DataFrame(rows[1:]).median()
-    table = pd.DataFrame(
-        {"phase": [*PHASES, "epoch"], "seconds": [medians[p] for p in (*PHASES, "epoch")]}
-    ).assign(share=lambda t: t["seconds"] / medians["epoch"], dataset=args.dataset, model=args.model, threads=torch.get_num_threads())
+    table = pd.DataFrame({"phase": [*PHASES, "epoch"], "seconds": [medians[p] for p in (*PHASES, "epoch")]}).assign(
+        share=lambda t: t["seconds"] / medians["epoch"], dataset=args.dataset, model=args.model, threads=torch.get_num_threads()
+    )
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -38,9 +38,12 @@ class _Zygote:
         self.home = tempfile.mkdtemp(prefix="dygsched-zygote-")
         self.process = subprocess.Popen(
             [sys.executable, "-c", "from tests.cli_process import serve; serve()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=self.home,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=self.home,
             env={**self.env, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), self.env.get("PYTHONPATH")]))},
-        )  # fmt: skip
+        )
         ready = self.process.stdout.readline()
         if ready.strip() != "ready":
             raise RuntimeError(f"the zygote did not start: {ready!r}")
@@ -51,7 +54,11 @@ class _Zygote:
     def serves(self, env: dict[str, str] | None) -> bool:
         """Whether a run with ``env`` imports what the zygote imported: the same environment as the
         suite's, or that with the checkout on ``PYTHONPATH`` (where the package comes from anyway)."""
-        return self.alive() and dict(os.environ) == self.env and (env is None or env in (self.env, {**self.env, "PYTHONPATH": str(ROOT)}))
+        return (
+            self.alive()
+            and dict(os.environ) == self.env
+            and (env is None or env in (self.env, {**self.env, "PYTHONPATH": str(ROOT)}))
+        )
 
     def run(self, args: list[str], cwd: str, env: dict[str, str], timeout: float) -> tuple[int | None, str, str]:
         with tempfile.TemporaryDirectory(prefix="dygsched-cli-") as streams:

@@ -44,7 +44,9 @@ def run_ranks(fn: Callable[..., Any], args: tuple = (), nprocs: int = 2, timeout
     """``nprocs`` spawned ranks in one gloo group, each running ``fn(rank, *args)`` (a module-level
     function); ``backend`` may name gloo per device type instead (``cpu:gloo``, as a CUDA run's
     ``cpu:gloo,cuda:nccl`` group routes CPU tensors)."""
-    context = mp.start_processes(_entry, args=(fn, nprocs, free_port(), args, backend), nprocs=nprocs, start_method="spawn", join=False)
+    context = mp.start_processes(
+        _entry, args=(fn, nprocs, free_port(), args, backend), nprocs=nprocs, start_method="spawn", join=False
+    )
     deadline = time.monotonic() + timeout_s
     while not context.join(timeout=1.0):
         if time.monotonic() > deadline:
@@ -89,7 +91,9 @@ def train_epoch(
     return seen
 
 
-def reference_steps(objective: GroupObjective, graph: TemporalGraph, groups: Sequence[SnapshotGroup], iterations: tuple, lr: float) -> list[float]:
+def reference_steps(
+    objective: GroupObjective, graph: TemporalGraph, groups: Sequence[SnapshotGroup], iterations: tuple, lr: float
+) -> list[float]:
     """Single-process SGD on the mean loss of each iteration's groups; the loss sums per iteration."""
     optimizer = torch.optim.SGD(objective.parameters(), lr=lr)
     sums = []

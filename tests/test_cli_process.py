@@ -10,7 +10,9 @@ import pytest
 from tests.cli_process import run_dygsched
 
 
-@pytest.mark.parametrize("args", [["--help"], ["nosuchcommand"], ["run", "dataset=nope"], ["runs", "--results", "missing-folder"]])
+@pytest.mark.parametrize(
+    "args", [["--help"], ["nosuchcommand"], ["run", "dataset=nope"], ["runs", "--results", "missing-folder"]]
+)
 def test_a_forked_run_answers_as_a_subprocess_does(tmp_path, args):
     forked = run_dygsched(*args, cwd=tmp_path, timeout=120)
     plain = subprocess.run([sys.executable, "-m", "dygsched", *args], capture_output=True, text=True, cwd=tmp_path, timeout=120)

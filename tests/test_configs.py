@@ -78,9 +78,14 @@ def test_every_experiment_and_variant_composes_into_a_strategy(overrides):
 
 @pytest.mark.parametrize(
     ("experiment", "smoke"),
-    [(["+experiment=epoch_time"], "snapshots"), (["+experiment=flare"], "flare"), (["+experiment=flare_small"], "flare"),
-     (["+experiment=distdy"], "distdy"), (["dataset=events", "model=tgn", "sched=sven"], "events")],
-)  # fmt: skip
+    [
+        (["+experiment=epoch_time"], "snapshots"),
+        (["+experiment=flare"], "flare"),
+        (["+experiment=flare_small"], "flare"),
+        (["+experiment=distdy"], "distdy"),
+        (["dataset=events", "model=tgn", "sched=sven"], "events"),
+    ],
+)
 def test_smoke_sizes_override_the_experiment(experiment, smoke):
     """make paper SMOKE=1 appends +smoke=<kind> after a target's experiment: the tiny sizes win."""
     full = compose_config(experiment)
@@ -102,4 +107,6 @@ def test_every_top_level_default_lives_in_the_run_schema():
     assert set(OmegaConf.load(CONF / "config.yaml")) == {"defaults", "hydra"}
     groups = {"dataset", "model", "sched", "optim", "launcher"}
     composed = OmegaConf.to_container(compose_config([]))
-    assert {k: v for k, v in composed.items() if k not in groups} == {k: v for k, v in asdict(RunSchema()).items() if k not in groups}
+    assert {k: v for k, v in composed.items() if k not in groups} == {
+        k: v for k, v in asdict(RunSchema()).items() if k not in groups
+    }

@@ -72,6 +72,9 @@ def test_a_live_result_that_differs_from_the_recorded_one_fails():
     with pytest.raises(AssertionError, match=r"(?s)tgcn-4-features\['inputs'\]\[0\]\['edge_weight'\].*re-record"):
         assert_same_outputs(perturbed(recorded, 1e-6), recorded, "tgcn-4-features")
     digests = load_outputs(reference_path("england_covid-8-lags"))
-    stale = {**digests, "snapshots": [{**digests["snapshots"][0], "x": "float32[129, 8] 0000000000000000"}, *digests["snapshots"][1:]]}
+    stale = {
+        **digests,
+        "snapshots": [{**digests["snapshots"][0], "x": "float32[129, 8] 0000000000000000"}, *digests["snapshots"][1:]],
+    }
     with pytest.raises(AssertionError, match=r"\['snapshots'\]\[0\]\['x'\]"):
         assert_same_outputs(stale, digests, "england_covid-8-lags")

@@ -73,11 +73,13 @@ class _Relaxation:
             class_time[c] = times[members].min()
         pairs = [(a, b, v) for a in range(n) for b, v in problem.partners(a).items() if a < b and v > 0]
         class_pairs = [(c, d) for c in range(len(chunks)) for d in range(c, len(chunks))]
-        loads = np.concatenate([
-            times,
-            np.array([max(0.0, times[a] + times[b] - v) for a, b, v in pairs]),
-            np.array([class_time[c] + class_time[d] for c, d in class_pairs]),
-        ])
+        loads = np.concatenate(
+            [
+                times,
+                np.array([max(0.0, times[a] + times[b] - v) for a, b, v in pairs]),
+                np.array([class_time[c] + class_time[d] for c, d in class_pairs]),
+            ]
+        )
         self.unit = float(loads.max())  # > 0: the caller checks loads_negligible
         self.loads = loads / self.unit  # solver tolerances behave with loads in [0, 1]
         self.alpha = problem.allreduce_cost / self.unit

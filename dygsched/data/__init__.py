@@ -11,14 +11,30 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 _HOMES = {
-    "DynamicData": "kinds", "EventSplit": "events", "EventStream": "events",
-    "SnapshotGroup": "groups", "Split": "groups", "sliding_groups": "groups", "split_by_time": "groups",
-    "Snapshot": "temporal_graph", "Task": "temporal_graph", "TemporalGraph": "temporal_graph",
-}  # fmt: skip
+    "DynamicData": "kinds",
+    "EventSplit": "events",
+    "EventStream": "events",
+    "SnapshotGroup": "groups",
+    "Split": "groups",
+    "sliding_groups": "groups",
+    "split_by_time": "groups",
+    "Snapshot": "temporal_graph",
+    "Task": "temporal_graph",
+    "TemporalGraph": "temporal_graph",
+}
 
 __all__ = [
-    "DynamicData", "EventSplit", "EventStream", "Snapshot", "SnapshotGroup", "Split", "Task", "TemporalGraph", "sliding_groups", "split_by_time",
-]  # fmt: skip
+    "DynamicData",
+    "EventSplit",
+    "EventStream",
+    "Snapshot",
+    "SnapshotGroup",
+    "Split",
+    "Task",
+    "TemporalGraph",
+    "sliding_groups",
+    "split_by_time",
+]
 
 if TYPE_CHECKING:
     from dygsched.data.events import EventSplit, EventStream

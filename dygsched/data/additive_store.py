@@ -139,8 +139,15 @@ class GraphStore:
         self.base_edges = self.edges(self.versions[1][0])
         self.versions.popleft()
         empty = np.zeros(0, np.int64)
-        whole = _Version(nodes, nodes, rows, empty, [(empty, np.zeros((0, b - a), rows.dtype)) for a, b in self.bounds],
-                         np.zeros((2, 0), np.int64), np.zeros((2, 0), np.int64))  # fmt: skip
+        whole = _Version(
+            nodes,
+            nodes,
+            rows,
+            empty,
+            [(empty, np.zeros((0, b - a), rows.dtype)) for a, b in self.bounds],
+            np.zeros((2, 0), np.int64),
+            np.zeros((2, 0), np.int64),
+        )
         self.versions[0] = (self.versions[0][0], whole)
 
     def features(self, t: int) -> tuple[np.ndarray, np.ndarray]:

@@ -186,9 +186,19 @@ class DiffMap:
         """This step kept as the new snapshot's whole ``graph`` (same feature rows, no edge changes)."""
         empty_keys = self.added_keys[:0]
         return DiffMap(
-            empty_keys, self.added_weights[:0], self.added_counts[:0], empty_keys, self.removed_weights[:0],
-            self.removed_counts[:0], self.touched_nodes[:0], self.degree_before[:0], self.degree_after[:0],
-            self.changed_nodes, self.changed_x, self.num_nodes, graph,
+            empty_keys,
+            self.added_weights[:0],
+            self.added_counts[:0],
+            empty_keys,
+            self.removed_weights[:0],
+            self.removed_counts[:0],
+            self.touched_nodes[:0],
+            self.degree_before[:0],
+            self.degree_after[:0],
+            self.changed_nodes,
+            self.changed_x,
+            self.num_nodes,
+            graph,
         )
 
     def edge_nbytes(self) -> int:
@@ -402,6 +412,7 @@ def memory_report(graph: TemporalGraph, diffs: GraphDiffs) -> dict[str, float]:
         "diff_feature_bytes": _nbytes(graph.snapshots[0].x) + sum(d.feature_nbytes() for d in maps),
         "build_seconds": diffs.build_seconds,
     }
+
 
 def out_edge_positions(keys: torch.Tensor, nodes: torch.Tensor, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Positions in the sorted ``keys`` of every edge whose source is in ``nodes``, and the index

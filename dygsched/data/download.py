@@ -45,12 +45,16 @@ def fetch(entry: CatalogEntry, *, unverified: bool = False, timeout: float = 60.
     try:
         destination.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise DataError(f"cannot create the dataset cache {destination.parent}: {exc.strerror or exc} (set DYGSCHED_CACHE)") from None
+        raise DataError(
+            f"cannot create the dataset cache {destination.parent}: {exc.strerror or exc} (set DYGSCHED_CACHE)"
+        ) from None
     partial = destination.with_name(destination.name + ".part")
     try:
         sha256, size = _download(entry, partial, timeout, sys.stderr.isatty() if show_progress is None else show_progress)
         if entry.size is not None and size != entry.size:
-            raise DataError(f"dataset '{entry.name}': {entry.url} gave {size:,} bytes, the catalogue records {entry.size:,}; nothing was kept")
+            raise DataError(
+                f"dataset '{entry.name}': {entry.url} gave {size:,} bytes, the catalogue records {entry.size:,}; nothing was kept"
+            )
         if entry.sha256 is not None and sha256 != entry.sha256:
             raise DataError(
                 f"dataset '{entry.name}': {entry.url} gave bytes with SHA-256 {sha256}, the catalogue records {entry.sha256}; nothing was kept"
@@ -82,13 +86,17 @@ def _download(entry: CatalogEntry, partial: Path, timeout: float, show_progress:
             if bar is not None:
                 bar.close()
         if announced and announced.isdigit() and received != int(announced):
-            raise DataError(f"dataset '{entry.name}': the download from {entry.url} stopped at {received:,} of {int(announced):,} bytes; nothing was kept")
+            raise DataError(
+                f"dataset '{entry.name}': the download from {entry.url} stopped at {received:,} of {int(announced):,} bytes; nothing was kept"
+            )
     except DataError:
         raise
     except urllib.error.HTTPError as exc:
         raise DataError(f"dataset '{entry.name}': {entry.url} answered HTTP {exc.code} ({exc.reason}); {by_hand}") from None
     except http.client.IncompleteRead as exc:
-        raise DataError(f"dataset '{entry.name}': the download from {entry.url} stopped early ({exc!r}); nothing was kept") from None
+        raise DataError(
+            f"dataset '{entry.name}': the download from {entry.url} stopped early ({exc!r}); nothing was kept"
+        ) from None
     except (urllib.error.URLError, http.client.HTTPException, TimeoutError, ConnectionError) as exc:
         reason = getattr(exc, "reason", exc)
         raise DataError(f"dataset '{entry.name}': could not download {entry.url} ({reason}); {by_hand}") from None

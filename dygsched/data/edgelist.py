@@ -90,13 +90,17 @@ class EdgeListSource:
                 raise DataError(f"dataset '{self.name}': negative node id {int(values.min())} in column '{col}' of {path}")
             limit = MAX_NODE_ID if values.dtype.kind == "f" else 2**63  # exact as floats / as int64
             if values.max() >= limit:
-                raise DataError(f"dataset '{self.name}': node id {values.max():.0f} in column '{col}' of {path} is too large (below {limit:.3g})")
+                raise DataError(
+                    f"dataset '{self.name}': node id {values.max():.0f} in column '{col}' of {path} is too large (below {limit:.3g})"
+                )
         if not np.isfinite(frame[self.time_col].to_numpy(dtype=float)).all():
             raise DataError(f"dataset '{self.name}': timestamps in {path} must be finite")
         if self.weight_col:
             weights = frame[self.weight_col].to_numpy(dtype=float)
             if not np.isfinite(weights).all() or (weights < 0).any():
-                raise DataError(f"dataset '{self.name}': weights in column '{self.weight_col}' of {path} must be finite and non-negative")
+                raise DataError(
+                    f"dataset '{self.name}': weights in column '{self.weight_col}' of {path} must be finite and non-negative"
+                )
         return frame
 
     def _snapshot_ids(self, times: np.ndarray) -> np.ndarray:
@@ -117,7 +121,9 @@ class EdgeListSource:
             return np.floor((times - start) / self.snapshot_duration).astype(np.int64)
         assert self.num_snapshots is not None  # exactly one of the two is set (checked above)
         if not 2 <= self.num_snapshots <= MAX_SNAPSHOTS:
-            raise DataError(f"dataset '{self.name}': num_snapshots must be in [2, {MAX_SNAPSHOTS:,}] (the last one only gives targets)")
+            raise DataError(
+                f"dataset '{self.name}': num_snapshots must be in [2, {MAX_SNAPSHOTS:,}] (the last one only gives targets)"
+            )
         span = max(stop - start, 1e-12)
         return np.minimum(((times - start) / span * self.num_snapshots).astype(np.int64), self.num_snapshots - 1)
 

@@ -66,7 +66,9 @@ class RecentNeighbours:
         rows = int(nodes.numel())
         if k == 0 or rows == 0:
             empty_long = torch.zeros(rows, k, dtype=torch.int64)
-            return SampledNeighbours(empty_long, torch.zeros(rows, k, dtype=self._time.dtype), empty_long - 1, torch.zeros(rows, k, dtype=torch.bool))
+            return SampledNeighbours(
+                empty_long, torch.zeros(rows, k, dtype=self._time.dtype), empty_long - 1, torch.zeros(rows, k, dtype=torch.bool)
+            )
         # First position whose time is >= the query time: every earlier slot of the same node is strictly earlier.
         query_rank = torch.searchsorted(self._distinct_times, query_times.to(self._distinct_times.dtype), right=False)
         stop = torch.searchsorted(self._key, nodes * self._stride + query_rank, right=False)

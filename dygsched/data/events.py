@@ -138,6 +138,8 @@ def events_from_arrays(name: str, src, dst, times, weight=None, num_nodes: int |
     if edge_features is not None:
         features_t = torch.as_tensor(edge_features, dtype=torch.float32)
         if features_t.dim() != 2 or features_t.size(0) != count:
-            raise DataError(f"dataset '{name}': edge features must have one row per event ({count}), got shape {tuple(features_t.shape)}")
+            raise DataError(
+                f"dataset '{name}': edge features must have one row per event ({count}), got shape {tuple(features_t.shape)}"
+            )
         features_t = features_t[order]
     return EventStream(name, src_t[order], dst_t[order], times_t[order], int(num_nodes), weight_t, ids, features_t)

@@ -66,11 +66,17 @@ EDGE_LIST = FileFormat(
 )
 TEMPORAL_DATA = FileFormat("a PyG TemporalData saved with torch.save", "dataset=stream", _stream("pyg"), "pyg")
 SAVED_SNAPSHOTS = FileFormat("snapshots saved with torch.save", "dataset=snapshots", lambda s: isinstance(s, SnapshotFileSource))
-TWITTER_TENNIS = FileFormat("PyTorch Geometric Temporal's Twitter tennis JSON", "dataset=twitter_tennis", lambda s: isinstance(s, TwitterTennisSource))
-ENGLAND_COVID = FileFormat("PyTorch Geometric Temporal's England COVID JSON", "dataset=england_covid", lambda s: isinstance(s, EnglandCovidSource))
+TWITTER_TENNIS = FileFormat(
+    "PyTorch Geometric Temporal's Twitter tennis JSON", "dataset=twitter_tennis", lambda s: isinstance(s, TwitterTennisSource)
+)
+ENGLAND_COVID = FileFormat(
+    "PyTorch Geometric Temporal's England COVID JSON", "dataset=england_covid", lambda s: isinstance(s, EnglandCovidSource)
+)
 CHICKENPOX = FileFormat("PyTorch Geometric Temporal's chickenpox JSON", "dataset=chickenpox", _series("chickenpox"))
 PEDALME = FileFormat("PyTorch Geometric Temporal's PedalMe JSON", "dataset=pedalme", _series("pedalme"))
-MONTEVIDEO_BUS = FileFormat("PyTorch Geometric Temporal's Montevideo bus JSON", "dataset=montevideo_bus", _series("montevideo_bus"))
+MONTEVIDEO_BUS = FileFormat(
+    "PyTorch Geometric Temporal's Montevideo bus JSON", "dataset=montevideo_bus", _series("montevideo_bus")
+)
 
 
 def recognise(path: str | Path) -> FileFormat | None:
@@ -122,7 +128,9 @@ def _saved(path: Path) -> FileFormat | None:
         pickles = [name for name in archive.namelist() if name.endswith("/data.pkl") or name == "data.pkl"]
         if not pickles:
             return None
-        names = {word for _, arg, _ in pickletools.genops(archive.read(pickles[0])) if isinstance(arg, str) for word in arg.split()}
+        names = {
+            word for _, arg, _ in pickletools.genops(archive.read(pickles[0])) if isinstance(arg, str) for word in arg.split()
+        }
     if "TemporalData" in names:
         return TEMPORAL_DATA
     if names & set(SIGNAL_CLASSES) or "Data" in names:

@@ -32,5 +32,7 @@ def load_graph(dataset_cfg: Mapping[str, Any]) -> TemporalGraph:
     """The configured source's snapshots; an event stream is refused with one line."""
     data = load_data(dataset_cfg)
     if not isinstance(data, TemporalGraph):
-        raise ConfigError(f"dataset '{dataset_cfg.get('name')}' gives an event stream here, not snapshots (set dataset.kind=snapshots)")
+        raise ConfigError(
+            f"dataset '{dataset_cfg.get('name')}' gives an event stream here, not snapshots (set dataset.kind=snapshots)"
+        )
     return data

@@ -54,4 +54,6 @@ def check_fits(need_bytes: float, what: str) -> None:
     """Refuse, in one line, data whose estimated size is above what this process can allocate."""
     limit = allocatable_memory()
     if need_bytes > limit:
-        raise DataError(f"{what} needs about {need_bytes / 2**30:.1f} GiB, more than the {limit / 2**30:.1f} GiB of memory this process can allocate")
+        raise DataError(
+            f"{what} needs about {need_bytes / 2**30:.1f} GiB, more than the {limit / 2**30:.1f} GiB of memory this process can allocate"
+        )

@@ -104,7 +104,9 @@ class TwitterTennisSource:
                 problem = "misses snapshot key" if str(t) not in data else "has a non-object snapshot"
                 raise DataError(f"dataset '{self.name}': {path} {problem} '{t}'")
         if self.feature_mode not in {"encoded", "diagonal", "raw"}:
-            raise DataError(f"dataset '{self.name}': unknown feature_mode '{self.feature_mode}' (choose from encoded, diagonal, raw)")
+            raise DataError(
+                f"dataset '{self.name}': unknown feature_mode '{self.feature_mode}' (choose from encoded, diagonal, raw)"
+            )
         return _parse(self.name, path, lambda: self._snapshots(data, periods))
 
     def _snapshots(self, data: dict, periods: int) -> tuple[Snapshot, ...]:
@@ -251,7 +253,11 @@ class LaggedSeriesSource:
         else:
             edges = np.array(data["edges"]).reshape(-1, 2).T
             series = np.array(data["FX" if self.layout == "chickenpox" else "X"], dtype=np.float64)
-            weights = np.ones(edges.shape[1]) if self.layout == "chickenpox" else np.array(data["weights"], dtype=np.float64).reshape(-1)
+            weights = (
+                np.ones(edges.shape[1])
+                if self.layout == "chickenpox"
+                else np.array(data["weights"], dtype=np.float64).reshape(-1)
+            )
             features = series
         if series.ndim != 2:
             raise ValueError(f"the series must be a [time, nodes] table, got shape {series.shape}")
@@ -260,4 +266,7 @@ class LaggedSeriesSource:
             raise DataError(f"dataset '{self.name}': lags must be in [1, {steps - 1}], got {self.lags}")
         if edges.size and (edges.min() < 0 or edges.max() >= series.shape[1]):
             raise ValueError(f"edges refer to nodes outside 0..{series.shape[1] - 1}")
-        return tuple(_snapshot(edges, weights, features[i : i + self.lags, :].T, series[i + self.lags, :].T) for i in range(steps - self.lags))
+        return tuple(
+            _snapshot(edges, weights, features[i : i + self.lags, :].T, series[i + self.lags, :].T)
+            for i in range(steps - self.lags)
+        )

@@ -111,16 +111,21 @@ def allowed_globals() -> list[Any]:
 
     dtypes = {type(np.dtype(code)) for code in "?bBhHiIlLqQefdgFDG"}  # numbers only, no object arrays
     reconstruct = (
-        np._core.multiarray._reconstruct
-        if hasattr(np, "_core")
-        else np.core.multiarray._reconstruct  # type: ignore[attr-defined]  # NumPy 1's name, not in NumPy 2's stubs
+        np._core.multiarray._reconstruct if hasattr(np, "_core") else np.core.multiarray._reconstruct  # type: ignore[attr-defined]  # NumPy 1's name, not in NumPy 2's stubs
     )
     return [
-        Data, DataEdgeAttr, DataTensorAttr, GlobalStorage,
-        np.ndarray, np.dtype, *dtypes, bytes,  # bytes: pickle protocol 2 writes an empty array's data as bytes()
-        (reconstruct, "numpy._core.multiarray._reconstruct"), (reconstruct, "numpy.core.multiarray._reconstruct"),
+        Data,
+        DataEdgeAttr,
+        DataTensorAttr,
+        GlobalStorage,
+        np.ndarray,
+        np.dtype,
+        *dtypes,
+        bytes,  # bytes: pickle protocol 2 writes an empty array's data as bytes()
+        (reconstruct, "numpy._core.multiarray._reconstruct"),
+        (reconstruct, "numpy.core.multiarray._reconstruct"),
         *((stand_in, name) for name, stand_in in SIGNALS.items()),
-    ]  # fmt: skip
+    ]
 
 
 @contextmanager
@@ -144,7 +149,9 @@ def load_saved(path: Path) -> Any:
         message = str(exc)
         wanted = re.search(r"GLOBAL (\S+)", message)
         if wanted:
-            raise DataError(f"{path}: refused: it asks for {wanted.group(1)}, which snapshot files do not hold (nothing in it was run)") from None
+            raise DataError(
+                f"{path}: refused: it asks for {wanted.group(1)}, which snapshot files do not hold (nothing in it was run)"
+            ) from None
         with path.open("rb") as stream:
             if stream.read(4) != ZIP_MAGIC:
                 raise DataError(f"{path}: not a file written by torch.save") from None
@@ -225,7 +232,11 @@ class SnapshotFileSource:
         if task is Task.CLASSIFICATION:
             if any(y.is_floating_point() for *_, y in parts):
                 raise DataError(f"{path}: task=classification needs integer targets y, got floating-point ones")
-            num_classes = self.num_classes if self.num_classes is not None else max((int(y.max()) for *_, y in parts if y.numel()), default=-1) + 1
+            num_classes = (
+                self.num_classes
+                if self.num_classes is not None
+                else max((int(y.max()) for *_, y in parts if y.numel()), default=-1) + 1
+            )
         snapshots = tuple(_padded(edge_index, weight, x, y, n, task) for edge_index, weight, x, y in parts)
         return TemporalGraph(self.name, snapshots, task, num_classes)
 

@@ -110,7 +110,11 @@ def _numeric(frame: pd.DataFrame, column: str | int, path: Path, what: str, firs
 
 
 def _endpoints_and_times(
-    frame: pd.DataFrame, path: Path, columns: tuple[str | int, str | int, str | int], first_line: int, names: tuple[str, str] = ("source", "destination")
+    frame: pd.DataFrame,
+    path: Path,
+    columns: tuple[str | int, str | int, str | int],
+    first_line: int,
+    names: tuple[str, str] = ("source", "destination"),
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The id columns (whole numbers, 0 or more) and the time column (numbers) of an event table."""
 
@@ -227,7 +231,9 @@ def read_tgl(path: Path, name: str) -> EventStream:
             raise DataError(f"{feature_path}: not a saved tensor ({str(exc).strip().splitlines()[0]})") from None
         if not isinstance(matrix, torch.Tensor) or matrix.dim() != 2 or matrix.size(0) != len(frame):
             shape = tuple(matrix.shape) if isinstance(matrix, torch.Tensor) else type(matrix).__name__
-            raise DataError(f"{feature_path}: edge features must be a [{len(frame)}, F] tensor, one row per event of {file.name}; got {shape}")
+            raise DataError(
+                f"{feature_path}: edge features must be a [{len(frame)}, F] tensor, one row per event of {file.name}; got {shape}"
+            )
         features = matrix.float()
     # TGL's ids are already dense (0 .. n-1), as TGL's sampler needs: keep them
     return _stream(name, file, src, dst, times, int(max(src.max(), dst.max())) + 1, features)
@@ -248,7 +254,13 @@ def read_pyg(path: Path, name: str) -> EventStream:
     if not isinstance(data, TemporalData) or any(getattr(data, key, None) is None for key in ("src", "dst", "t")):
         raise DataError(f"{path}: expected a TemporalData with src, dst and t, got {type(data).__name__}")
     src, dst, times = data.src, data.dst, data.t
-    if not all(isinstance(v, torch.Tensor) for v in (src, dst, times)) or src.is_floating_point() or dst.is_floating_point() or src.numel() != dst.numel() or times.numel() != src.numel():
+    if (
+        not all(isinstance(v, torch.Tensor) for v in (src, dst, times))
+        or src.is_floating_point()
+        or dst.is_floating_point()
+        or src.numel() != dst.numel()
+        or times.numel() != src.numel()
+    ):
         raise DataError(f"{path}: src and dst must be integer ids and t one time per event")
     features = getattr(data, "msg", None)
     return _stream(name, path, src.numpy(), dst.numpy(), times.double().numpy(), None, features)

@@ -31,12 +31,16 @@ PHASE_FILES = {"val": "{prefix}_val_ns.pkl", "test": "{prefix}_test_ns.pkl"}
 
 # What TGB's files are made of: numpy arrays and scalars inside a dict keyed by tuples.
 _ALLOWED = {
-    ("numpy", "ndarray"), ("numpy", "dtype"),
-    ("numpy.core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"),
-    ("numpy._core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "scalar"),
-    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "scalar"),
+    ("numpy.core.numeric", "_frombuffer"),
+    ("numpy._core.numeric", "_frombuffer"),
     ("collections", "OrderedDict"),
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)
@@ -75,11 +79,15 @@ def load_negatives_file(path: Path) -> dict:
         with open(path, "rb") as handle:
             table = _ArraysOnly(handle).load()
     except FileNotFoundError:
-        raise DataError(f"tgb_negatives: no file {path} (TGB names them <dataset>_val_ns.pkl and <dataset>_test_ns.pkl)") from None
+        raise DataError(
+            f"tgb_negatives: no file {path} (TGB names them <dataset>_val_ns.pkl and <dataset>_test_ns.pkl)"
+        ) from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError, IndexError) as exc:
         raise DataError(f"tgb_negatives: {path} is not a TGB negatives file ({exc})") from None
     if not isinstance(table, dict):
-        raise DataError(f"tgb_negatives: {path} is not a TGB negatives file (it holds a {type(table).__name__}, not a dictionary)")
+        raise DataError(
+            f"tgb_negatives: {path} is not a TGB negatives file (it holds a {type(table).__name__}, not a dictionary)"
+        )
     return table
 
 
@@ -126,7 +134,9 @@ def _node_indices(original: np.ndarray, present: np.ndarray, ids: torch.Tensor, 
     return torch.where(present_t, index, fallback_index.unsqueeze(1).expand_as(index))
 
 
-def read_phase_negatives(prefix: str | Path, stream: EventStream, phases: dict[str, tuple[int, int]]) -> dict[str, FixedNegatives]:
+def read_phase_negatives(
+    prefix: str | Path, stream: EventStream, phases: dict[str, tuple[int, int]]
+) -> dict[str, FixedNegatives]:
     """Both phases' negatives (``phases``: each phase's event range)."""
     files = negative_files(prefix)
     return {phase: read_negatives(files[phase], stream, *phases[phase]) for phase in ("val", "test")}

@@ -56,7 +56,9 @@ def _dataset(name: str, download: bool):
     if name not in tgb_link_datasets():
         raise DataError(f"unknown TGB stream '{name}' (known: {', '.join(tgb_link_datasets())})")
     if not download and not is_downloaded(name):
-        raise DataError(f"TGB stream '{name}' is not downloaded: run `dygsched datasets fetch {name}` (TGB's package downloads it into {tgb_folder(name).parent})")
+        raise DataError(
+            f"TGB stream '{name}' is not downloaded: run `dygsched datasets fetch {name}` (TGB's package downloads it into {tgb_folder(name).parent})"
+        )
     (cache_dir() / "tgb").mkdir(parents=True, exist_ok=True)
     root = os.path.relpath(cache_dir() / "tgb", PROJ_DIR)
     chatter = io.StringIO()
@@ -67,7 +69,9 @@ def _dataset(name: str, download: bool):
         if download:  # TGB writes its zip where it unpacks it: a cut-off one must not stay
             (tgb_folder(name) / f"{name}.zip").unlink(missing_ok=True)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise DataError(f"TGB stream '{name}': {'could not download it' if download else 'could not read it'} ({reason})") from None
+        raise DataError(
+            f"TGB stream '{name}': {'could not download it' if download else 'could not read it'} ({reason})"
+        ) from None
 
 
 def fetch_tgb(name: str) -> Path:
@@ -91,8 +95,13 @@ class TGBStreamSource:
         try:
             features = None if features is None else np.require(features, dtype=np.float32, requirements="W")
             return events_from_arrays(
-                self.stream, np.asarray(data["sources"], dtype=np.int64), np.asarray(data["destinations"], dtype=np.int64),
-                np.array(data["timestamps"], dtype=np.float64), None, None, features,
-            )  # fmt: skip
+                self.stream,
+                np.asarray(data["sources"], dtype=np.int64),
+                np.asarray(data["destinations"], dtype=np.int64),
+                np.array(data["timestamps"], dtype=np.float64),
+                None,
+                None,
+                features,
+            )
         except (KeyError, ValueError) as exc:
             raise DataError(f"TGB stream '{self.stream}': unexpected data from TGB's package ({exc})") from None

@@ -44,7 +44,9 @@ def build_strategy(sched_cfg: Mapping[str, Any]) -> Strategy:
     try:
         target = get_class(str(sched["_target_"]))
     except Exception as exc:  # not importable, or not a class
-        raise ConfigError(f"cannot build strategy (sched={name}) '{sched['_target_']}': {str(exc).strip().splitlines()[-1]}") from None
+        raise ConfigError(
+            f"cannot build strategy (sched={name}) '{sched['_target_']}': {str(exc).strip().splitlines()[-1]}"
+        ) from None
     if not issubclass(target, Strategy):
         raise ConfigError(f"sched '{name}' is not a dygsched Strategy")
     if target.config_type is None:

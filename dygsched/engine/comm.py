@@ -194,7 +194,9 @@ def _counts(counts: Sequence[int]) -> list[int]:
     return [int(c) for c in counts]
 
 
-def all_to_all(send: torch.Tensor, send_counts: Sequence[int], recv_counts: Sequence[int], into: Timed | None = None) -> torch.Tensor:
+def all_to_all(
+    send: torch.Tensor, send_counts: Sequence[int], recv_counts: Sequence[int], into: Timed | None = None
+) -> torch.Tensor:
     """Rows to every rank: ``send_counts[q]`` of ``send``'s rows (in rank order) to rank ``q``, and
     ``recv_counts[q]`` rows from each; uneven and zero splits are fine. The received rows, on
     ``send``'s device. With one rank, ``send`` itself."""
@@ -218,7 +220,9 @@ def all_to_all_async(send: torch.Tensor, send_counts: Sequence[int], recv_counts
     result = send.new_empty((sum(recv_counts), *send.shape[1:]))
     carried_send = _carrier(send.contiguous(), exchange=True)
     carried_recv = result if carried_send.device == result.device else torch.empty_like(result, device=carried_send.device)
-    work = dist.all_to_all_single(carried_recv, carried_send, output_split_sizes=recv_counts, input_split_sizes=send_counts, async_op=True)
+    work = dist.all_to_all_single(
+        carried_recv, carried_send, output_split_sizes=recv_counts, input_split_sizes=send_counts, async_op=True
+    )
     return Pending(result, work, carried_recv, keep=(carried_send,))
 
 

@@ -36,7 +36,9 @@ class DistEnv:
         try:
             return cls(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ.get("LOCAL_RANK", 0)))
         except KeyError as exc:
-            raise ConfigError(f"the worker needs the torch.distributed variable {exc.args[0]} (start it with torchrun or dygsched run)") from None
+            raise ConfigError(
+                f"the worker needs the torch.distributed variable {exc.args[0]} (start it with torchrun or dygsched run)"
+            ) from None
 
 
 def pick_device(requested: str, local_rank: int) -> torch.device:
@@ -112,7 +114,9 @@ class BackendChoice:
     shared_gpu: bool = False  # CUDA ranks that keep gloo because two of them share a physical GPU
 
 
-def choose_backend(device_type: str, requested: str, gpu_ids: Sequence[str] | None = None, nccl_available: bool = True) -> BackendChoice:
+def choose_backend(
+    device_type: str, requested: str, gpu_ids: Sequence[str] | None = None, nccl_available: bool = True
+) -> BackendChoice:
     """The backend for ranks on ``device_type`` given every rank's physical GPU (``gpu_ids``, in rank
     order: ``torch.cuda.get_device_properties(i).uuid``).
 
@@ -127,12 +131,16 @@ def choose_backend(device_type: str, requested: str, gpu_ids: Sequence[str] | No
         try:
             served = comm.device_backends(requested)
         except ValueError as exc:
-            raise ConfigError(f"dist_backend={requested} is not a backend string torch accepts: {str(exc).split('.')[0].strip()}") from None
+            raise ConfigError(
+                f"dist_backend={requested} is not a backend string torch accepts: {str(exc).split('.')[0].strip()}"
+            ) from None
         unavailable = sorted({name for name in served.values() if not _available(name, nccl_available)})
         if unavailable:
             raise ConfigError(f"dist_backend={requested} names {', '.join(unavailable)}, which this PyTorch build does not have")
         if device_type == "cpu" and "cpu" not in served:
-            raise ConfigError(f"dist_backend={requested} has no backend for CPU tensors, and the run's device is cpu (use gloo or cpu:gloo)")
+            raise ConfigError(
+                f"dist_backend={requested} has no backend for CPU tensors, and the run's device is cpu (use gloo or cpu:gloo)"
+            )
         if device_type == "cuda" and "cuda" not in served and "cpu" not in served:
             raise ConfigError(f"dist_backend={requested} has no backend for CUDA or CPU tensors")
         return BackendChoice(requested, f"dist_backend={requested} as set")

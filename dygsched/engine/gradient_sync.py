@@ -31,7 +31,9 @@ from torch import nn
 
 from dygsched.engine import comm
 
-DEFAULT_BUCKET_BYTES = 25 * 2**20  # outside a run; a run passes grad_sync.bucket_mb (its default: RunSchema, a test keeps them equal)
+DEFAULT_BUCKET_BYTES = (
+    25 * 2**20
+)  # outside a run; a run passes grad_sync.bucket_mb (its default: RunSchema, a test keeps them equal)
 
 
 @dataclass
@@ -51,7 +53,12 @@ class GradientSync:
     """Sums the ranks' accumulated gradients of ``module``'s trainable parameters (see the module docstring)."""
 
     def __init__(
-        self, module: nn.Module, world_size: int, bucket_bytes: int = DEFAULT_BUCKET_BYTES, overlap: bool = False, staleness: int = 0
+        self,
+        module: nn.Module,
+        world_size: int,
+        bucket_bytes: int = DEFAULT_BUCKET_BYTES,
+        overlap: bool = False,
+        staleness: int = 0,
     ) -> None:
         if bucket_bytes < 1:
             raise ValueError(f"bucket_bytes must be positive, got {bucket_bytes}")
@@ -67,8 +74,11 @@ class GradientSync:
         self.buckets: list[_Bucket] = []
         for param in reversed(params):
             last = self.buckets[-1] if self.buckets else None
-            if last is None or last.params[0].dtype != param.dtype or last.params[0].device != param.device or (
-                last.nbytes + param.numel() * param.element_size() > bucket_bytes
+            if (
+                last is None
+                or last.params[0].dtype != param.dtype
+                or last.params[0].device != param.device
+                or (last.nbytes + param.numel() * param.element_size() > bucket_bytes)
             ):
                 self.buckets.append(_Bucket([], 0))
                 last = self.buckets[-1]

@@ -55,7 +55,9 @@ class GroupObjective(nn.Module):
         self.model = model
         self.task = task
 
-    def node_losses(self, predictions: torch.Tensor, last: Snapshot, owned: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def node_losses(
+        self, predictions: torch.Tensor, last: Snapshot, owned: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(per-node losses, per-node correctness) of ``predictions`` on the nodes that exist at ``last``
         (and are ``owned``, when given)."""
         mask = last.node_mask if owned is None else last.node_mask & owned

@@ -119,7 +119,9 @@ class RunConfig:
         unknown = sorted(set(config) - set(names))
         missing = [name for name in names if name not in config]
         if unknown or missing:
-            raise ConfigError(f"not a run configuration: {'unknown keys ' + ', '.join(unknown) if unknown else 'no ' + ', '.join(missing)}")
+            raise ConfigError(
+                f"not a run configuration: {'unknown keys ' + ', '.join(unknown) if unknown else 'no ' + ', '.join(missing)}"
+            )
         values: dict[str, Any] = {}
         for name in names:
             value = config[name]

@@ -267,7 +267,9 @@ class Strategy(ABC):
                 f"sched={self.name} trains on {self.data_kind.__name__} data, but the dataset gives {type(data).__name__} "
                 "(for an edge list, set dataset.kind)"
             )
-        if not self.predicts_links and (settings.new_node_fraction != 0.0 or settings.eval_negatives != 1 or settings.tgb_negatives):
+        if not self.predicts_links and (
+            settings.new_node_fraction != 0.0 or settings.eval_negatives != 1 or settings.tgb_negatives
+        ):
             raise ConfigError(
                 f"split.new_nodes, eval_negatives and tgb_negatives set link prediction on event streams; sched={self.name} does not predict links"
             )

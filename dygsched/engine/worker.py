@@ -92,7 +92,12 @@ class _EpochTotals:
 
     def __call__(self, stats: IterationStats) -> None:
         rec, e, i = self.recorder, self.epoch, stats.iteration
-        for metric, value in (("busy_s", stats.busy_s), ("wait_s", stats.wait_s), ("comm_s", stats.comm_s), ("units", stats.units)):
+        for metric, value in (
+            ("busy_s", stats.busy_s),
+            ("wait_s", stats.wait_s),
+            ("comm_s", stats.comm_s),
+            ("units", stats.units),
+        ):
             if metric == "wait_s" and not self.measures_wait:
                 rec.add_missing(e, "train", metric, WAIT_IN_COMM, iteration=i)
             else:
@@ -270,7 +275,13 @@ class _RankRun:
     """One rank's run: set up (folder, strategy, model, optimizer, resume), then epoch by epoch."""
 
     def __init__(
-        self, run: RunConfig, env: DistEnv, device: torch.device, data: DynamicData | None, where: _RunPlace, strategy: Strategy | None
+        self,
+        run: RunConfig,
+        env: DistEnv,
+        device: torch.device,
+        data: DynamicData | None,
+        where: _RunPlace,
+        strategy: Strategy | None,
     ) -> None:
         self.run, self.device = run, device
         self.rank, self.world_size, self.is_main = env.rank, env.world_size, env.rank == 0
@@ -284,7 +295,9 @@ class _RankRun:
         self.where = where
         self.rows: list[tuple] = []  # rank 0 keeps every rank's rows
         if self.is_main:
-            self.folder.create(OmegaConf.to_yaml(OmegaConf.create(run.replace(run_id=self.run_id, results_dir=results_dir).to_container())))
+            self.folder.create(
+                OmegaConf.to_yaml(OmegaConf.create(run.replace(run_id=self.run_id, results_dir=results_dir).to_container()))
+            )
             if resumed:  # the completed epochs' rows, and nothing a killed writer of the interrupted run left
                 self.rows = resumed_rows(self.folder, resumed)
                 remove_stale_temporaries(self.folder.path)
@@ -296,7 +309,9 @@ class _RankRun:
         self.settings = run.settings
         self.strategy = strategy if strategy is not None else build_strategy(run.sched)
         where.enter(f"the setup of sched={self.strategy.name} (partitioning, planning)")
-        self.strategy.setup(RunContext(data, self.settings, self.rank, self.world_size, device, Artifacts(self.folder, self.is_main)))
+        self.strategy.setup(
+            RunContext(data, self.settings, self.rank, self.world_size, device, Artifacts(self.folder, self.is_main))
+        )
         seed_everything(self.settings.seed)
         self.module = self.strategy.objective(build_model(run.model, data))
         if resumed:
@@ -306,7 +321,9 @@ class _RankRun:
         self.module = self.module.to(device)
         self.optimizer = build_optimizer(run.optim, self.module.parameters())
         bucket_bytes = int(float(run.grad_sync.bucket_mb) * 2**20)
-        self.sync = GradientSync(self.module, self.world_size, bucket_bytes, run.grad_sync.overlap, self.strategy.gradient_staleness)
+        self.sync = GradientSync(
+            self.module, self.world_size, bucket_bytes, run.grad_sync.overlap, self.strategy.gradient_staleness
+        )
         if resumed:
             self.optimizer.load_state_dict(resumed["optimizer"])
             restore_rng(resumed["rng"][self.rank], device)  # last: the generators continue where the checkpoint left them
@@ -328,7 +345,16 @@ class _RankRun:
             rss_resettable = reset_memory_peaks(self.device)
             flops = stack.enter_context(count_conv_flops(self.module)) if self.count_flops else None
             run = Epoch(
-                epoch, self.module, self.optimizer, self.sync, self.device, self.rank, self.world_size, totals, record, flops,
+                epoch,
+                self.module,
+                self.optimizer,
+                self.sync,
+                self.device,
+                self.rank,
+                self.world_size,
+                totals,
+                record,
+                flops,
                 on_expected=bar.expect if bar is not None else None,
             )
             epoch_region = Region(self.device)  # finished work: on CUDA, events on the current stream
@@ -341,7 +367,9 @@ class _RankRun:
         # Each memory figure under its own name: the GPU allocator's peak only where there is one (a
         # CPU run has no such figure, so no row), the process's peak resident set wherever Linux resets it.
         memory: dict[str, MetricValue] = {
-            "peak_rss_bytes": peak_rss() if rss_resettable else Missing("this system cannot reset the process's peak resident set per epoch")
+            "peak_rss_bytes": peak_rss()
+            if rss_resettable
+            else Missing("this system cannot reset the process's peak resident set per epoch")
         }
         gpu_peak = gpu_peak_allocated(self.device)
         if gpu_peak is not None:
@@ -369,9 +397,13 @@ class _RankRun:
                 for metric, value in results.items():
                     record(phase, metric, value)
             shown = "  ".join(
-                f"val_{k} {v:.4f}" for k, v in val.items() if (k != "loss" or len(val) == 1) and "inductive" not in k and not isinstance(v, Missing)
+                f"val_{k} {v:.4f}"
+                for k, v in val.items()
+                if (k != "loss" or len(val) == 1) and "inductive" not in k and not isinstance(v, Missing)
             )
-            log.info("epoch %d/%d  train_loss %.4f  %s  time %.2fs", epoch + 1, self.settings.epochs, train_loss, shown, epoch_time)
+            log.info(
+                "epoch %d/%d  train_loss %.4f  %s  time %.2fs", epoch + 1, self.settings.epochs, train_loss, shown, epoch_time
+            )
 
     def _collect(self, with_rng: bool) -> tuple[list[tuple], list[Any]]:
         """Rank 0 collects every rank's new rows and missing-metric reasons (and RNG states);

@@ -82,9 +82,15 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None, settings_checke
     resumed = f", resuming after epoch {start.resumed['epoch'] + 1}" if start.resumed is not None else ""
     log.info(
         "dygsched run %s: %s on %s (%s), sched=%s, %d ranks, launcher=%s%s",
-        folder.run_id, run_config.model.name, run_config.dataset.name, describe_data(data), run_config.sched.name, world_size,
-        launcher.name, resumed,
-    )  # fmt: skip
+        folder.run_id,
+        run_config.model.name,
+        run_config.dataset.name,
+        describe_data(data),
+        run_config.sched.name,
+        world_size,
+        launcher.name,
+        resumed,
+    )
     identity = run_config.identity(folder.run_id, world_size)
     try:  # the launcher stops its workers, then records the run
         previous = signal.signal(signal.SIGTERM, _terminated)
@@ -96,7 +102,9 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None, settings_checke
         try:
             mark_failed(folder, identity, exc.reason)
         except OSError as write:  # the folder itself is what failed (read-only, full): say so, in the same line
-            raise RunFailed(f"run {folder.run_id} failed: {exc.reason}; it could not be marked failed either ({write.strerror})") from None
+            raise RunFailed(
+                f"run {folder.run_id} failed: {exc.reason}; it could not be marked failed either ({write.strerror})"
+            ) from None
         raise RunFailed(f"run {folder.run_id} failed: {exc.reason} (details in {folder.path})") from None
     except Terminated as exc:
         mark_failed(folder, identity, str(exc))
@@ -154,7 +162,9 @@ def run_rank(checked: CheckedRun, env: DistEnv) -> dict[str, Any]:
     except DygschedError:
         raise
     except SystemExit as exc:  # submitit's preemption handler on rank 0, after it requeued the job
-        raise RunFailed(f"rank {env.rank}: stopped by the cluster (exit {exc.code}); a requeued job with resume=true continues it") from None
+        raise RunFailed(
+            f"rank {env.rank}: stopped by the cluster (exit {exc.code}); a requeued job with resume=true continues it"
+        ) from None
     except BaseException as exc:
         raise RunFailed(f"rank {env.rank}: {failure_text(exc).splitlines()[0]}") from None
 
@@ -162,5 +172,3 @@ def run_rank(checked: CheckedRun, env: DistEnv) -> dict[str, Any]:
 def _terminated(signum: int, frame: Any) -> None:
     signal.signal(signum, signal.SIG_IGN)  # once: stopping the workers and recording the run must not be cut short
     raise Terminated(signum)
-
-

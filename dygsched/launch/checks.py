@@ -42,7 +42,11 @@ def precheck(cfg: DictConfig, overrides: Sequence[str] | None) -> dict[str, Any]
 
     try:
         config: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
-        defaults = OmegaConf.to_container(compose_config(group_choices(list(overrides))), resolve=True) if overrides is not None else None
+        defaults = (
+            OmegaConf.to_container(compose_config(group_choices(list(overrides))), resolve=True)
+            if overrides is not None
+            else None
+        )
     except Exception as exc:  # an interpolation that cannot resolve: the run says so in its own words
         refusal = resolver_refusal(exc)
         if refusal is not None:
@@ -123,7 +127,9 @@ def check_ranks(checked: CheckedRun) -> int:
     return world_size
 
 
-def check_point(cfg: DictConfig, overrides: Sequence[str] | None = None, settings_checked: bool = False) -> tuple[CheckedRun, int]:
+def check_point(
+    cfg: DictConfig, overrides: Sequence[str] | None = None, settings_checked: bool = False
+) -> tuple[CheckedRun, int]:
     """Everything that can be checked without the data (stages 1 to 3): what a sweep checks of every point."""
     checked = check_run(cfg, overrides, settings_checked)
     return checked, check_ranks(checked)

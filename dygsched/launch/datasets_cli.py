@@ -20,7 +20,9 @@ def main(argv: list[str]) -> int:
     commands = parser.add_subparsers(dest="command")
     fetch = commands.add_parser("fetch", help="download datasets into the cache, checking size and SHA-256")
     fetch.add_argument("names", nargs="+", metavar="NAME")
-    fetch.add_argument("--unverified", action="store_true", help="also fetch a dataset whose checksum the catalogue does not record")
+    fetch.add_argument(
+        "--unverified", action="store_true", help="also fetch a dataset whose checksum the catalogue does not record"
+    )
     fetch.add_argument("--timeout", type=float, default=60.0, help="seconds without an answer before giving up (default 60)")
     args = parser.parse_args(argv)
     if args.command == "fetch":

@@ -54,13 +54,24 @@ SHARED_GPU_BACKEND = "gloo"  # what two ranks on one GPU use (NCCL refuses two r
 
 # Small data, as the tests use: every override is a real config key.
 TINY_SNAPSHOTS = (
-    "dataset=synthetic", "dataset.num_nodes=120", "dataset.num_snapshots=12", "dataset.feature_dim=8",
-    "model.hidden_channels=16", "model.num_layers=1",
-)  # fmt: skip
+    "dataset=synthetic",
+    "dataset.num_nodes=120",
+    "dataset.num_snapshots=12",
+    "dataset.feature_dim=8",
+    "model.hidden_channels=16",
+    "model.num_layers=1",
+)
 TINY_STREAM = (
-    "dataset=bipartite", "dataset.num_users=30", "dataset.num_items=10", "dataset.num_events=500",
-    "model=tgn", "model.memory_dim=8", "model.time_dim=4", "model.neighbours=3", "model.dropout=0.0",
-)  # fmt: skip
+    "dataset=bipartite",
+    "dataset.num_users=30",
+    "dataset.num_items=10",
+    "dataset.num_events=500",
+    "model=tgn",
+    "model.memory_dim=8",
+    "model.time_dim=4",
+    "model.neighbours=3",
+    "model.dropout=0.0",
+)
 # What every run of the check sets: two epochs, nothing kept that it does not read, short deadlines.
 COMMON = ("epochs=2", "seed=0", "checkpoint=false", "progress=false", "overwrite=true")
 
@@ -92,8 +103,17 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("greedy", (*TINY_SNAPSHOTS, "sched=greedy", *COST_MODEL_PLAN)),  # REAL-G with the reuse engine
     # the REAL policy with the reuse engine: the ILP, given 10 s whatever the estimated epoch time
     # (not a budget the device's speed decides), one CP-SAT worker: the same plan on every device
-    Variant("real", (*TINY_SNAPSHOTS, "sched=real", *COST_MODEL_PLAN, "sched.planner.time_limit=10", "+sched.planner.options.epoch_time=100",
-                     "+sched.planner.options.workers=1")),
+    Variant(
+        "real",
+        (
+            *TINY_SNAPSHOTS,
+            "sched=real",
+            *COST_MODEL_PLAN,
+            "sched.planner.time_limit=10",
+            "+sched.planner.options.epoch_time=100",
+            "+sched.planner.options.workers=1",
+        ),
+    ),
     Variant("esdg", (*TINY_SNAPSHOTS, "sched=esdg")),
     Variant("blad", (*TINY_SNAPSHOTS, "sched=blad")),
     Variant("flare_overlap_rr", (*TINY_SNAPSHOTS, "sched=flare", "sched.chunks=4", "sched.overlap=rr")),
@@ -101,12 +121,20 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("single", (*TINY_STREAM, "sched=single", "sched.batch_size=70"), world_sizes=(1,)),  # the one-process reference
     Variant("depcache", (*TINY_STREAM, "sched=depcache", "sched.batch_size=35")),
     Variant("depcomm", (*TINY_STREAM, "sched=depcomm", "sched.batch_size=35")),
-    Variant("sven_stale_micro2", (*TINY_STREAM, "sched=sven", "sched.batch_size=35", "sched.staleness=1", "sched.micro_batches=2")),
+    Variant(
+        "sven_stale_micro2", (*TINY_STREAM, "sched=sven", "sched.batch_size=35", "sched.staleness=1", "sched.micro_batches=2")
+    ),
     # the planners after a profiling epoch on this device (its group times, the all-reduce cost alpha)
-    Variant("ilp", (*TINY_SNAPSHOTS, "sched=ilp", *PROFILED, "sched.executor.reuse_path=diff", "sched.planner.time_limit=5"), comparable=False),
+    Variant(
+        "ilp",
+        (*TINY_SNAPSHOTS, "sched=ilp", *PROFILED, "sched.executor.reuse_path=diff", "sched.planner.time_limit=5"),
+        comparable=False,
+    ),
     Variant("dygnex_g", (*TINY_SNAPSHOTS, "sched=dygnex_g", *PROFILED), comparable=False),
     Variant("dygnex_l", (*TINY_SNAPSHOTS, "sched=dygnex_l", *PROFILED, "sched.planner.time_limit=5"), comparable=False),
-    Variant("real_g_paper", (*TINY_SNAPSHOTS, "sched=real_g_paper", *PROFILED, "sched.executor.reuse_path=diff"), comparable=False),
+    Variant(
+        "real_g_paper", (*TINY_SNAPSHOTS, "sched=real_g_paper", *PROFILED, "sched.executor.reuse_path=diff"), comparable=False
+    ),
     # repeats: the switches off, and the reuse engine on a second model
     Variant("flare", (*TINY_SNAPSHOTS, "sched=flare", "sched.chunks=4")),
     Variant("sven", (*TINY_STREAM, "sched=sven", "sched.batch_size=35")),
@@ -273,7 +301,10 @@ def probe_cases(rank: int, world_size: int, device: str) -> list[ProbeCase]:
             tensor = torch.full((4, 3), float(rank + 1), device=dev(torch))
             result = comm.all_reduce(tensor, into=into)
             expected = world_size * (world_size + 1) / 2
-            _expect(result.device == tensor.device and bool((result == expected).all()), f"sum {result.flatten()[:3].tolist()} != {expected}")
+            _expect(
+                result.device == tensor.device and bool((result == expected).all()),
+                f"sum {result.flatten()[:3].tolist()} != {expected}",
+            )
             _expect(len(seconds) == 1 and seconds[0] >= 0, f"timed {seconds}")
 
         @add("all_reduce", on, "int64 max")
@@ -298,7 +329,10 @@ def probe_cases(rank: int, world_size: int, device: str) -> list[ProbeCase]:
             recv_counts = [sends(p, rank) for p in range(world_size)]
             send = torch.full((sum(send_counts), 3), float(rank), device=dev(torch))
             got = comm.all_to_all(send, send_counts, recv_counts, into=into)
-            _expect(got.device == send.device and tuple(got.shape) == (sum(recv_counts), 3), f"shape {tuple(got.shape)} on {got.device}")
+            _expect(
+                got.device == send.device and tuple(got.shape) == (sum(recv_counts), 3),
+                f"shape {tuple(got.shape)} on {got.device}",
+            )
             senders = torch.repeat_interleave(torch.arange(world_size), torch.tensor(recv_counts)).to(got)
             _expect(bool((got == senders[:, None]).all()), "rows from the wrong rank")
             _expect(len(seconds) == 1, f"timed {seconds}")
@@ -365,7 +399,16 @@ def probe_cases(rank: int, world_size: int, device: str) -> list[ProbeCase]:
 
 
 # Helpers of comm that are not collectives (the group's description), checked by the "backend" case.
-DESCRIBING = {"active", "rank", "world_size", "backend", "device_backends", "device_backend", "cuda_through_nccl", "stages_through_host"}
+DESCRIBING = {
+    "active",
+    "rank",
+    "world_size",
+    "backend",
+    "device_backends",
+    "device_backend",
+    "cuda_through_nccl",
+    "stages_through_host",
+}
 
 
 def probe_rank(rank: int, world_size: int, port: int, backend: str, device: str, out: Path, timeout_s: float) -> int:
@@ -394,7 +437,11 @@ def probe_rank(rank: int, world_size: int, port: int, backend: str, device: str,
     try:
         from dygsched.engine import comm
     except Exception as exc:
-        record(case="import", status="failed", reason=one_line(f"dygsched.engine.comm cannot be imported: {type(exc).__name__}: {exc}"))
+        record(
+            case="import",
+            status="failed",
+            reason=one_line(f"dygsched.engine.comm cannot be imported: {type(exc).__name__}: {exc}"),
+        )
         return 1
     if world_size == 1:  # the helpers' one-rank shortcut off: each call goes through torch.distributed
         comm.active = lambda: True  # type: ignore[attr-defined]
@@ -402,9 +449,13 @@ def probe_rank(rank: int, world_size: int, port: int, backend: str, device: str,
     cases = probe_cases(rank, world_size, device)
     known = {case.helper.split("/")[0] for case in cases} | {"send", "recv"} | DESCRIBING  # send/recv: at two ranks
     public = sorted(
-        name for name, value in vars(comm).items()
-        if callable(value) and not name.startswith("_") and getattr(value, "__module__", "") == comm.__name__ and not isinstance(value, type)
-    )  # fmt: skip
+        name
+        for name, value in vars(comm).items()
+        if callable(value)
+        and not name.startswith("_")
+        and getattr(value, "__module__", "") == comm.__name__
+        and not isinstance(value, type)
+    )
     for name in public:
         if name not in known:
             record(case=f"{name} (any)", status="unprobed", reason="a helper of comm the probe does not know how to call")
@@ -415,7 +466,10 @@ def probe_rank(rank: int, world_size: int, port: int, backend: str, device: str,
         description = {"backend": name, "cpu": comm.device_backend("cpu"), "cuda": comm.device_backend("cuda")}
         _expect(name == str(dist.get_backend()), f"comm.backend() {name!r} != torch's {dist.get_backend()!r}")
         if backend == MIXED_BACKEND:
-            _expect(description["cpu"] == "gloo" and description["cuda"] == "nccl" and comm.cuda_through_nccl(), f"described as {description}")
+            _expect(
+                description["cpu"] == "gloo" and description["cuda"] == "nccl" and comm.cuda_through_nccl(),
+                f"described as {description}",
+            )
         record(case=backend_case, status="ok", reason=json.dumps(description))
     except Exception as exc:
         failed += 1
@@ -433,7 +487,9 @@ def probe_rank(rank: int, world_size: int, port: int, backend: str, device: str,
             record(case=label, status="ok", wall_s=time.perf_counter() - start)
         except Exception as exc:
             failed += 1
-            record(case=label, status="failed", wall_s=time.perf_counter() - start, reason=one_line(f"{type(exc).__name__}: {exc}"))
+            record(
+                case=label, status="failed", wall_s=time.perf_counter() - start, reason=one_line(f"{type(exc).__name__}: {exc}")
+            )
     try:
         dist.destroy_process_group()
     except Exception as exc:
@@ -463,8 +519,10 @@ def probe(world_size: int, backend: str, device: str, folder: Path, timeout_s: f
             children.append(
                 subprocess.Popen(
                     [*command, str(rank), str(world_size), str(port), backend, device, str(out), str(timeout_s / 2)],
-                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                )  # fmt: skip
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )
             )
     until = time.monotonic() + timeout_s
     ends: dict[int, str] = {}
@@ -487,7 +545,9 @@ def probe(world_size: int, backend: str, device: str, folder: Path, timeout_s: f
             ends[rank] = f"died of {signal.Signals(-child.returncode).name}"
         elif rank not in ends and child.returncode not in (0, 1):
             ends[rank] = f"exited with code {child.returncode}"
-    entries = [entry for line in (out.read_text().splitlines() if out.exists() else []) if (entry := _json_line(line)) is not None]
+    entries = [
+        entry for line in (out.read_text().splitlines() if out.exists() else []) if (entry := _json_line(line)) is not None
+    ]
     last_words = outputs.get(0, "").strip().splitlines()
     rows = probe_rows(entries, ends, world_size, device, backend, last_words[-1] if last_words else "")
     clock.say(f"probe at {world_size} rank(s), {backend}: {tally(rows)}")
@@ -503,7 +563,9 @@ def _json_line(line: str) -> dict[str, Any] | None:
     return entry if isinstance(entry, dict) and {"rank", "case", "status"} <= set(entry) else None
 
 
-def probe_rows(entries: Sequence[dict[str, Any]], ends: dict[int, str], world_size: int, device: str, backend: str, last_words: str = "") -> list[Row]:
+def probe_rows(
+    entries: Sequence[dict[str, Any]], ends: dict[int, str], world_size: int, device: str, backend: str, last_words: str = ""
+) -> list[Row]:
     """The probe's rows from what its ranks wrote (``entries``: one dict per line, a case ``started``
     then how it ended) and how ranks that did not exit on their own ended (``ends``): a case is ok
     when every rank finished it ok; else the first rank that did not, and why (its error, or that it
@@ -528,7 +590,9 @@ def probe_rows(entries: Sequence[dict[str, Any]], ends: dict[int, str], world_si
             status = "failed"
             first = min(r for r in range(world_size) if statuses.get(r) != "ok")
             why = by_rank.get(first, {}).get("reason") or (
-                f"it never finished there ({ends.get(first, 'no reason left')})" if statuses.get(first) == "started" else "it never got there"
+                f"it never finished there ({ends.get(first, 'no reason left')})"
+                if statuses.get(first) == "started"
+                else "it never got there"
             )
             reason = f"rank {first}: {why}" if world_size > 1 or first not in by_rank or statuses[first] == "started" else why
         wall = max((e.get("wall_s") or 0.0) for e in by_rank.values())
@@ -536,7 +600,9 @@ def probe_rows(entries: Sequence[dict[str, Any]], ends: dict[int, str], world_si
     if not rows:
         why = "; ".join(f"rank {r} {end}" for r, end in sorted(ends.items())) or "the probe wrote nothing"
         tail = one_line(last_words)
-        rows.append(Row("probe", "join", world_size, device, "failed", backend=backend, reason=f"{why}{': ' + tail if tail else ''}"))
+        rows.append(
+            Row("probe", "join", world_size, device, "failed", backend=backend, reason=f"{why}{': ' + tail if tail else ''}")
+        )
     elif ends:
         reason = "; ".join(f"rank {r} {end}" for r, end in sorted(ends.items()))
         rows.append(Row("probe", "probe ranks", world_size, device, "failed", backend=backend, reason=reason))
@@ -579,12 +645,19 @@ class Outcome:
     reason: str = ""
 
 
-def run_overrides(variant: Variant, world_size: int, device: str, results: Path, dist_timeout_s: float, tag: str = "") -> list[str]:
+def run_overrides(
+    variant: Variant, world_size: int, device: str, results: Path, dist_timeout_s: float, tag: str = ""
+) -> list[str]:
     run_id = f"{variant.name}-ws{world_size}-{device}{tag}"
     return [
-        *variant.overrides, *COMMON, f"world_size={world_size}", f"device={device}", f"dist_timeout_s={dist_timeout_s:g}",
-        f"results_dir={results}", f"run_id={run_id}",
-    ]  # fmt: skip
+        *variant.overrides,
+        *COMMON,
+        f"world_size={world_size}",
+        f"device={device}",
+        f"dist_timeout_s={dist_timeout_s:g}",
+        f"results_dir={results}",
+        f"run_id={run_id}",
+    ]
 
 
 def gpu_peaks(run_dir: Path) -> dict[int, float]:
@@ -635,24 +708,41 @@ def one_run(overrides: list[str], timeout_s: float) -> Outcome:
     run_dir = Path(str(summary.get("run_dir", "")))
     status = "ok" if summary.get("status") == "ok" else "failed"
     return Outcome(
-        status, wall, summary.get("epoch_time_s"), summary.get("final_train_loss"), gpu_peaks(run_dir), run_backend(run_dir, summary),
+        status,
+        wall,
+        summary.get("epoch_time_s"),
+        summary.get("final_train_loss"),
+        gpu_peaks(run_dir),
+        run_backend(run_dir, summary),
         "" if status == "ok" else one_line(str(summary.get("reason", "not ok"))),
     )
 
 
-def variant_row(part: str, variant: Variant, world_size: int, device: str, results: Path, args: argparse.Namespace, clock: Clock) -> Row:
+def variant_row(
+    part: str, variant: Variant, world_size: int, device: str, results: Path, args: argparse.Namespace, clock: Clock
+) -> Row:
     """``variant`` at ``world_size`` on ``device``, then its CPU twin (unless ``--no-twins``)."""
     label = f"{part} {variant.name} on {device}"
     if clock.left() <= 0:
-        return Row(part, variant.name, world_size, device, "skipped", reason=f"the check's budget of {args.budget_s:.0f} s ran out")
+        return Row(
+            part, variant.name, world_size, device, "skipped", reason=f"the check's budget of {args.budget_s:.0f} s ran out"
+        )
     clock.say(f"{label} ...")  # a run started gets its whole deadline: the check ends within budget + one deadline
     outcome = one_run(run_overrides(variant, world_size, device, results, args.dist_timeout_s), args.run_timeout_s)
     clock.say(f"{label}: {outcome.status} in {outcome.wall_s:.1f} s" + (f" ({outcome.reason})" if outcome.reason else ""))
     row = Row(
-        part, variant.name, world_size, device, outcome.status, wall_s=outcome.wall_s, epoch_time_s=outcome.epoch_time_s,
-        gpu_peak_mb=" ".join(f"{outcome.gpu_peaks[r]:.1f}" for r in sorted(outcome.gpu_peaks)), final_loss=outcome.final_loss,
-        backend=outcome.backend, reason=outcome.reason,
-    )  # fmt: skip
+        part,
+        variant.name,
+        world_size,
+        device,
+        outcome.status,
+        wall_s=outcome.wall_s,
+        epoch_time_s=outcome.epoch_time_s,
+        gpu_peak_mb=" ".join(f"{outcome.gpu_peaks[r]:.1f}" for r in sorted(outcome.gpu_peaks)),
+        final_loss=outcome.final_loss,
+        backend=outcome.backend,
+        reason=outcome.reason,
+    )
     if not variant.comparable:
         row.loss_check = "no twin (timed plan)"
     if args.no_twins or outcome.status != "ok" or not variant.comparable:
@@ -665,7 +755,9 @@ def variant_row(part: str, variant: Variant, world_size: int, device: str, resul
     row.loss_rel_diff, row.loss_check = loss_check(row.final_loss, row.cpu_final_loss)
     if twin.status != "ok":
         row.reason = f"cpu run {twin.status}: {twin.reason}"
-    clock.say(f"{label}: cpu twin {twin.status} in {twin.wall_s:.1f} s; final loss {_cell(row.final_loss)} vs {_cell(row.cpu_final_loss)} ({row.loss_check or 'n/a'})")
+    clock.say(
+        f"{label}: cpu twin {twin.status} in {twin.wall_s:.1f} s; final loss {_cell(row.final_loss)} vs {_cell(row.cpu_final_loss)} ({row.loss_check or 'n/a'})"
+    )
     return row
 
 
@@ -674,17 +766,22 @@ def variant_row(part: str, variant: Variant, world_size: int, device: str, resul
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m dygsched.launch.gpu_check", description="Check the communication module and every strategy on one GPU (a few minutes)."
+        prog="python -m dygsched.launch.gpu_check",
+        description="Check the communication module and every strategy on one GPU (a few minutes).",
     )
-    parser.add_argument("results", nargs="?", type=Path, default=DEFAULT_RESULTS, help="where the table and the runs go (default: %(default)s)")
+    parser.add_argument(
+        "results", nargs="?", type=Path, default=DEFAULT_RESULTS, help="where the table and the runs go (default: %(default)s)"
+    )
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: a rehearsal of the same code on CPU")
     parser.add_argument("--parts", default="probe,ws1,ws2", help="which parts, comma-separated (default: %(default)s)")
     parser.add_argument("--only", default="", help="only these variants, comma-separated (default: all)")
     parser.add_argument("--no-twins", action="store_true", help="skip the device=cpu run of each variant")
     parser.add_argument(
-        "--budget-s", type=float, default=390.0,
+        "--budget-s",
+        type=float,
+        default=390.0,
         help="start no run after this many seconds; the check ends within the budget and one run's deadline (default: %(default)s)",
-    )  # fmt: skip
+    )
     parser.add_argument("--run-timeout-s", type=float, default=75.0, help="deadline of one run (default: %(default)s)")
     parser.add_argument("--dist-timeout-s", type=float, default=30.0, help="the runs' collective timeout (default: %(default)s)")
     parser.add_argument("--probe-timeout-s", type=float, default=60.0, help="deadline of each probe (default: %(default)s)")
@@ -753,13 +850,18 @@ def main(argv: Sequence[str]) -> int:
         check(args, folder, clock, rows)
     except (Terminated, KeyboardInterrupt) as exc:
         write_table(rows, folder)
-        clock.say(f"check-gpu: stopped ({getattr(exc, 'signal_name', 'interrupted')}) after {len(rows)} rows; table in {folder / TABLE}.csv")
+        clock.say(
+            f"check-gpu: stopped ({getattr(exc, 'signal_name', 'interrupted')}) after {len(rows)} rows; table in {folder / TABLE}.csv"
+        )
         return int(getattr(exc, "exit_code", 130))
     write_table(rows, folder)
     print(markdown(rows), flush=True)
     bad = [row for row in rows if row.status != "ok"]
     for row in bad:  # last, where a terminal's tail shows them
-        print(f"not ok: {row.part} {row.name} at {row.world_size} rank(s) on {row.device} ({row.backend}): {row.status}: {row.reason}", flush=True)
+        print(
+            f"not ok: {row.part} {row.name} at {row.world_size} rank(s) on {row.device} ({row.backend}): {row.status}: {row.reason}",
+            flush=True,
+        )
     clock.say(f"check-gpu: {tally(rows)}; table in {folder / TABLE}.csv")
     return 1 if bad else 0
 

@@ -21,7 +21,9 @@ def read_problem_file(path: str | Path) -> tuple[list[float], list[list[float]] 
     except OSError as exc:
         raise ScheduleError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise ScheduleError(f"{path} is not a text file (byte {exc.start} is not UTF-8): give a JSON or CSV of group times") from None
+        raise ScheduleError(
+            f"{path} is not a text file (byte {exc.start} is not UTF-8): give a JSON or CSV of group times"
+        ) from None
     if path.suffix.lower() == ".csv":
         rows = list(csv.DictReader(text.splitlines()))
         if not rows or "time" not in rows[0]:
@@ -48,13 +50,20 @@ def read_problem_file(path: str | Path) -> tuple[list[float], list[list[float]] 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dygsched plan", description="Plan snapshot groups onto GPUs and report the predicted epoch time.")
+    parser = argparse.ArgumentParser(
+        prog="dygsched plan", description="Plan snapshot groups onto GPUs and report the predicted epoch time."
+    )
     parser.add_argument(
-        "times", nargs="?", default=None,
+        "times",
+        nargs="?",
+        default=None,
         help="JSON list, JSON {'group_times': [...], 'reuse': [[...]]} (a run's profile.json too), or CSV with a 'time' column",
     )
     parser.add_argument(
-        "--dataset", nargs="+", metavar="OVERRIDE", default=None,
+        "--dataset",
+        nargs="+",
+        metavar="OVERRIDE",
+        default=None,
         help="price a configured dataset's training groups instead, e.g. --dataset dataset=twitter_tennis window=4",
     )
     parser.add_argument("--profile", default=None, help="cost model JSON {a1, a2, a3} for --dataset (a run's cost_model.json)")

@@ -81,7 +81,9 @@ class Invocation:
 
         hydra_cfg = HydraConfig.get()
         overrides = list(hydra_cfg.overrides.task)
-        if hydra_cfg.mode == RunMode.MULTIRUN and os.environ.get("SLURM_PROCID", "0") == "0":  # one line per run, not per SLURM task
+        if (
+            hydra_cfg.mode == RunMode.MULTIRUN and os.environ.get("SLURM_PROCID", "0") == "0"
+        ):  # one line per run, not per SLURM task
             configure_logging(bool(cfg.progress))
             logging.getLogger(LOGGER).info(sweep_run_line(int(hydra_cfg.job.num), overrides, self.sweep))
         try:

@@ -1,10 +1,10 @@
 """``dygsched runs``: browse ``results/runs.parquet`` without writing pandas.
 
-    dygsched runs                              every run, newest last, the headline columns
-    dygsched runs sched=greedy model=tgcn      only the runs whose columns have those values
-    dygsched runs --compare RUN_A RUN_B        two runs side by side (ids or unique prefixes)
-    dygsched runs --columns run_id,epoch_time_s --results results/table_epoch_time
-    dygsched runs --plot loss sched=sven           a metric over the epochs of the selected runs, as a PNG
+dygsched runs                              every run, newest last, the headline columns
+dygsched runs sched=greedy model=tgcn      only the runs whose columns have those values
+dygsched runs --compare RUN_A RUN_B        two runs side by side (ids or unique prefixes)
+dygsched runs --columns run_id,epoch_time_s --results results/table_epoch_time
+dygsched runs --plot loss sched=sven           a metric over the epochs of the selected runs, as a PNG
 """
 
 from __future__ import annotations
@@ -21,16 +21,30 @@ from dygsched.errors import ConfigError, DataError
 from dygsched.metrics.runs_table import RUNS_TABLE, read_runs, runs_from_folders
 
 HEADLINE = (
-    "run_id", "status", "dataset", "model", "sched", "world_size", "epochs_completed", "epoch_time_s", "imbalance_ratio",
-    "final_train_loss", "eval.metric", "eval.value",
-)  # fmt: skip
+    "run_id",
+    "status",
+    "dataset",
+    "model",
+    "sched",
+    "world_size",
+    "epochs_completed",
+    "epoch_time_s",
+    "imbalance_ratio",
+    "final_train_loss",
+    "eval.metric",
+    "eval.value",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dygsched runs", description="List and compare the runs in a results folder.")
-    parser.add_argument("filters", nargs="*", metavar="KEY=VALUE", help="keep runs whose column KEY equals VALUE (e.g. sched=greedy)")
+    parser.add_argument(
+        "filters", nargs="*", metavar="KEY=VALUE", help="keep runs whose column KEY equals VALUE (e.g. sched=greedy)"
+    )
     parser.add_argument("--results", default="results", help="the results folder holding runs.parquet (default: results)")
-    parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="show two runs side by side, every column (ids or unique prefixes)")
+    parser.add_argument(
+        "--compare", nargs=2, metavar=("A", "B"), help="show two runs side by side, every column (ids or unique prefixes)"
+    )
     parser.add_argument("--columns", default=None, help="comma-separated columns to show (default: the headline figures)")
     parser.add_argument("--plot", metavar="METRIC", help="draw METRIC over the epochs of the selected runs into a PNG")
     parser.add_argument("--phase", default=None, help="with --plot: train, val or test (default: val, else train, else test)")

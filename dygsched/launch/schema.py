@@ -66,7 +66,9 @@ class RunSchema:
     window: int = 4  # snapshots per group (sliding windows)
     split: SplitSchema = field(default_factory=SplitSchema)
     eval_negatives: int = 1  # event streams: negatives per validation/test event (1: TGL's AP/AUC; e.g. 100 adds TGB's MRR)
-    tgb_negatives: str | None = None  # event streams: <folder>/<name> reads TGB's fixed negatives <name>_val_ns.pkl, <name>_test_ns.pkl
+    tgb_negatives: str | None = (
+        None  # event streams: <folder>/<name> reads TGB's fixed negatives <name>_val_ns.pkl, <name>_test_ns.pkl
+    )
     grad_sync: GradSyncSchema = field(default_factory=GradSyncSchema)
     metrics: MetricsSchema = field(default_factory=MetricsSchema)
     device: str = "auto"  # auto | cpu | cuda

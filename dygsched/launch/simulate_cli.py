@@ -15,7 +15,9 @@ DEFAULT_GPUS = "4,8,16,32,64,128,256,512,1024"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dygsched simulate", description="Simulate planning for 4..1,024 GPUs and report parallel efficiency.")
+    parser = argparse.ArgumentParser(
+        prog="dygsched simulate", description="Simulate planning for 4..1,024 GPUs and report parallel efficiency."
+    )
     parser.add_argument("--snapshots", type=int, default=10_000, help="snapshots to generate (default 10000)")
     parser.add_argument("--window", type=int, default=4, help="snapshots per group (sliding window, default 4)")
     parser.add_argument("--gpus", default=DEFAULT_GPUS, help=f"comma-separated GPU counts (default {DEFAULT_GPUS})")
@@ -48,7 +50,9 @@ def main(argv: list[str]) -> int:
         raise ScheduleError(f"cannot write {out}: {exc.strerror or exc}") from None
     print(f"{'solver':<14}{'gpus':>6}{'efficiency':>12}{'imbalance':>11}{'epoch_time':>12}{'solve_s':>9}")
     for r in rows:
-        print(f"{r['solver']:<14}{r['gpus']:>6}{r['efficiency']:>12.4f}{r['imbalance']:>11.3f}{r['epoch_time']:>12.4f}{r['solve_time_s']:>9.3f}")
+        print(
+            f"{r['solver']:<14}{r['gpus']:>6}{r['efficiency']:>12.4f}{r['imbalance']:>11.3f}{r['epoch_time']:>12.4f}{r['solve_time_s']:>9.3f}"
+        )
     png = out.with_suffix(".png")
     plot_scaling(rows, png)
     print(f"table written to {out}, plot to {png}")

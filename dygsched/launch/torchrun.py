@@ -138,11 +138,13 @@ class TorchrunLauncher(Launcher):
         """The torchrun command line every machine runs (static rendezvous: with its own node rank)."""
         host, port = endpoint.rsplit(":", 1)
         cmd = [
-            sys.executable, "-m", "torch.distributed.run",
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
             f"--nnodes={self.nnodes}",
             f"--nproc-per-node={world_size // self.nnodes}",
             f"--max-restarts={self.max_restarts}",
-        ]  # fmt: skip
+        ]
         if self.rdzv_backend == "static":
             cmd += [f"--node-rank={self.node_rank}", f"--master-addr={host}", f"--master-port={port}"]
         else:
@@ -162,7 +164,12 @@ class TorchrunLauncher(Launcher):
         from dygsched.launch.local import die_with_parent, free_port
 
         endpoint = self.rdzv_endpoint or f"127.0.0.1:{free_port()}"
-        cmd = self.command(world_size, folder.run_id, worker_overrides(overrides, folder, config.resume if isinstance(config.resume, str) else None), endpoint)
+        cmd = self.command(
+            world_size,
+            folder.run_id,
+            worker_overrides(overrides, folder, config.resume if isinstance(config.resume, str) else None),
+            endpoint,
+        )
         print(f"torchrun: {shlex.join(cmd)}", flush=True)
         if self.nnodes > 1:
             where = "with --node-rank=1, 2, ... on" if self.rdzv_backend == "static" else "on"

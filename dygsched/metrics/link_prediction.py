@@ -72,5 +72,7 @@ def link_prediction_metrics(scores: EvaluationScores, with_mrr: bool) -> dict[st
     out["inductive_share"] = float(new.mean())
     if with_mrr:
         out["mrr"] = mean_reciprocal_rank(scores.positive, scores.negative)
-        out["mrr_inductive"] = mean_reciprocal_rank(scores.positive[new], scores.negative[new]) if new.any() else Missing(NO_NEW_ENDPOINT)
+        out["mrr_inductive"] = (
+            mean_reciprocal_rank(scores.positive[new], scores.negative[new]) if new.any() else Missing(NO_NEW_ENDPOINT)
+        )
     return out

@@ -151,7 +151,9 @@ class RunFolder:
     def _fallback_prefix(self) -> str:
         import hashlib
 
-        where = hashlib.sha1(str(self.path.resolve()).encode()).hexdigest()[:10]  # another folder's run of the same id is not ours
+        where = hashlib.sha1(str(self.path.resolve()).encode()).hexdigest()[
+            :10
+        ]  # another folder's run of the same id is not ours
         return f"dygsched-{self.run_id}-{where}"
 
     def forget_old_failures(self) -> None:

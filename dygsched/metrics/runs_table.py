@@ -96,5 +96,3 @@ def runs_from_folders(results_dir: Path) -> pd.DataFrame:
         except (OSError, ValueError):
             continue
     return pd.DataFrame(rows).rename(columns=LEGACY_COLUMNS)
-
-

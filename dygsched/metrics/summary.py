@@ -14,7 +14,13 @@ import pandas as pd
 
 from dygsched.metrics.recorder import EPOCH_LEVEL
 
-BYTE_KINDS = ("allreduce", "hidden_state", "features", "host_to_device", "halo")  # always shown; a strategy's own `bytes_<kind>` joins them
+BYTE_KINDS = (
+    "allreduce",
+    "hidden_state",
+    "features",
+    "host_to_device",
+    "halo",
+)  # always shown; a strategy's own `bytes_<kind>` joins them
 # Per epoch and rank, each reset at the epoch's start: the GPU allocator's peak (GPU runs only), the
 # process's peak resident set, and the bytes autograd saved for the backward (where a strategy counts them).
 MEMORY_METRICS = ("gpu_peak_allocated_bytes", "peak_rss_bytes", "saved_for_backward_bytes")
@@ -69,14 +75,18 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
         "epoch_time_s": float(epoch_time["value"].median()) if not epoch_time.empty else None,
         "imbalance_ratio": float(steady_ratio.median()) if not steady_ratio.empty else None,
         "final_train_loss": float(train_loss["value"].iloc[-1]) if not train_loss.empty else None,
-        "eval": {"split": "test", "metric": str(test["metric"].iloc[0]), "value": float(test["value"].iloc[0])} if not test.empty else None,
+        "eval": {"split": "test", "metric": str(test["metric"].iloc[0]), "value": float(test["value"].iloc[0])}
+        if not test.empty
+        else None,
         "comm_bytes_per_epoch": comm,
         # memory, each measure under its own name, the largest over epochs and ranks (None: not measured)
         **{metric: largest(metric) for metric in MEMORY_METRICS},
         "switch_epoch": switch_epoch,
         "plan_solve_time_s": float(solve_time["value"].iloc[0]) if not solve_time.empty else None,
         # graph-convolution FLOPs of the forward passes, all ranks (REAL figure 11)
-        "conv_flops_per_epoch": float(_steady(flops, steady_from).groupby("epoch")["value"].sum().median()) if not flops.empty else None,
+        "conv_flops_per_epoch": float(_steady(flops, steady_from).groupby("epoch")["value"].sum().median())
+        if not flops.empty
+        else None,
         "reuse_preprocess_s": float(preprocess["value"].max()) if not preprocess.empty else None,
         # REAL 4.1.2's case the reuse engine ran layer 0 in, the last epoch's (1: project first, 2: aggregate first)
         "reuse_case": int(case["value"].iloc[-1]) if not case.empty else None,

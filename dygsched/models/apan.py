@@ -36,8 +36,14 @@ class APAN(MemoryModel):
         dropout: float = 0.1,
     ) -> None:
         super().__init__(
-            num_nodes, edge_dim, memory_dim, time_dim, dropout,
-            mailbox_size=mailbox_size, embedding_neighbours=0, mail_neighbours=neighbours,
+            num_nodes,
+            edge_dim,
+            memory_dim,
+            time_dim,
+            dropout,
+            mailbox_size=mailbox_size,
+            embedding_neighbours=0,
+            mail_neighbours=neighbours,
         )
         if self.memory_dim % heads:
             raise ValueError(f"memory_dim ({memory_dim}) must be a multiple of heads ({heads})")

@@ -145,7 +145,11 @@ class DGNN(nn.Module):
         return [layer.initial_state(num_nodes, device, dtype) for layer in self.layers]
 
     def unroll(
-        self, snapshots: Sequence[Snapshot], states: list[State] | None = None, hooks: LayerHooks = PLAIN, layer_major: bool = False
+        self,
+        snapshots: Sequence[Snapshot],
+        states: list[State] | None = None,
+        hooks: LayerHooks = PLAIN,
+        layer_major: bool = False,
     ) -> tuple[torch.Tensor, list[State]]:
         """Run ``snapshots`` in order through every layer: the top layer's output at the last one, and
         the states after it. ``states``: where to start (default ``initial_states``, i.e. a group's
@@ -178,7 +182,9 @@ class DGNN(nn.Module):
             h, states = x, new_states
         return h, states
 
-    def _unroll_layers(self, snapshots: Sequence[Snapshot], states: list[State], hooks: LayerHooks) -> tuple[torch.Tensor, list[State]]:
+    def _unroll_layers(
+        self, snapshots: Sequence[Snapshot], states: list[State], hooks: LayerHooks
+    ) -> tuple[torch.Tensor, list[State]]:
         xs: list[Any] = [snapshot.x for snapshot in snapshots]
         final = []
         top = len(self.layers) - 1

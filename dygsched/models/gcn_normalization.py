@@ -44,7 +44,9 @@ def normalized_edges(
     kept = _KEPT.get(key)
     if kept is not None and kept[0]() is edge_index and kept[1]() is edge_weight and kept[2] == versions:
         return kept[3]
-    normalized = gcn_norm(edge_index, edge_weight, num_nodes=num_nodes, improved=improved, add_self_loops=add_self_loops, dtype=dtype)
+    normalized = gcn_norm(
+        edge_index, edge_weight, num_nodes=num_nodes, improved=improved, add_self_loops=add_self_loops, dtype=dtype
+    )
     if flops.counting():
         flops.add_flops("normalize", 3 * normalized[0].size(1) + num_nodes)
     differentiable = edge_weight is not None and edge_weight.requires_grad

@@ -33,7 +33,9 @@ class LayerHooks:
 
     def spatial_layer(self, depth: int, layer: DGNNLayer, xs: Sequence[torch.Tensor], snapshots: Sequence[Snapshot]) -> list[Any]:
         """Layer ``depth``'s spatial part of every snapshot (no model's spatial part reads the state)."""
-        return [self.spatial(depth, t, layer, x, snapshot, None) for t, (x, snapshot) in enumerate(zip(xs, snapshots, strict=True))]
+        return [
+            self.spatial(depth, t, layer, x, snapshot, None) for t, (x, snapshot) in enumerate(zip(xs, snapshots, strict=True))
+        ]
 
     def temporal(self, depth: int, t: int, layer: DGNNLayer, spatial_out: Any, state: State) -> tuple[torch.Tensor, State]:
         return layer.temporal(spatial_out, state)

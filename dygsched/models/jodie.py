@@ -50,10 +50,10 @@ class JODIE(RecurrentMemoryModel):
     settings, and only validated.
     """
 
-    def __init__(
-        self, num_nodes: int, edge_dim: int, memory_dim: int = 100, time_dim: int = 100, dropout: float = 0.1
-    ) -> None:
-        super().__init__(num_nodes, edge_dim, memory_dim, time_dim, dropout, mailbox_size=1, embedding_neighbours=0, mail_neighbours=0)
+    def __init__(self, num_nodes: int, edge_dim: int, memory_dim: int = 100, time_dim: int = 100, dropout: float = 0.1) -> None:
+        super().__init__(
+            num_nodes, edge_dim, memory_dim, time_dim, dropout, mailbox_size=1, embedding_neighbours=0, mail_neighbours=0
+        )
         self.updater = nn.RNNCell(self.mail_dim + self.time_dim, self.memory_dim, nonlinearity="tanh")
         self.norm = nn.LayerNorm(self.memory_dim)
         self.time_projection = TimeProjection(self.memory_dim)

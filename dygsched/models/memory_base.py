@@ -244,9 +244,7 @@ class MemoryModel(nn.Module, ABC):
     def _check_mailbox(self, memory: torch.Tensor, mail: torch.Tensor) -> None:
         n = memory.shape[0]
         if mail.shape != (n, self.mailbox_size, self.mail_dim):
-            raise ValueError(
-                f"mail must be [n={n}, B={self.mailbox_size}, mail_dim={self.mail_dim}], got {tuple(mail.shape)}"
-            )
+            raise ValueError(f"mail must be [n={n}, B={self.mailbox_size}, mail_dim={self.mail_dim}], got {tuple(mail.shape)}")
 
 
 class RecurrentMemoryModel(MemoryModel):

@@ -63,7 +63,12 @@ class TGCNLayer(DGNNLayer):
     reuse = "gcn"
 
     def __init__(
-        self, in_channels: int, out_channels: int, improved: bool = False, add_self_loops: bool = True, project_first: bool | None = None
+        self,
+        in_channels: int,
+        out_channels: int,
+        improved: bool = False,
+        add_self_loops: bool = True,
+        project_first: bool | None = None,
     ) -> None:
         super().__init__(in_channels, out_channels)
         self.project_first = in_channels > 3 * out_channels if project_first is None else bool(project_first)
@@ -106,7 +111,12 @@ class TGCNLayer(DGNNLayer):
             flops.add_flops("transform", 2 * x.size(0) * self.in_channels * 3 * out)
             flops.add_flops("elementwise", x.size(0) * 3 * out)
         if self.project_first:
-            return gcn_aggregate(F.linear(x, weight), edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops) + bias
+            return (
+                gcn_aggregate(
+                    F.linear(x, weight), edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops
+                )
+                + bias
+            )
         aggregated = gcn_aggregate(x, edge_index, edge_weight, improved=conv.improved, add_self_loops=conv.add_self_loops)
         return F.linear(aggregated, weight, bias)
 

@@ -70,7 +70,9 @@ class TemporalAttention(nn.Module):
         memory_dim, edge_dim, out = neighbour_memory.shape[-1], edge_rows.shape[-1], self.w_k.out_features
         weight = torch.cat([self.w_k.weight, self.w_v.weight])  # [2 out, memory + edge + time]
         per_row = torch.cat([weight[:, :memory_dim], weight[:, memory_dim + edge_dim :]], dim=1)
-        kv = nn.functional.linear(torch.cat([neighbour_memory, time_code], dim=-1), per_row, torch.cat([self.w_k.bias, self.w_v.bias]))
+        kv = nn.functional.linear(
+            torch.cat([neighbour_memory, time_code], dim=-1), per_row, torch.cat([self.w_k.bias, self.w_v.bias])
+        )
         if edge_dim:
             kv = kv + gather_rows(nn.functional.linear(edge_rows, weight[:, memory_dim : memory_dim + edge_dim]), edge_index)
         return kv[..., :out], kv[..., out:]
@@ -118,4 +120,6 @@ class TGN(RecurrentMemoryModel):
         neighbour_mask: torch.Tensor,
         neighbour_edge_index: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        return self.attention(memory, query_time, neighbour_memory, neighbour_time, neighbour_edge, neighbour_mask, neighbour_edge_index)
+        return self.attention(
+            memory, query_time, neighbour_memory, neighbour_time, neighbour_edge, neighbour_mask, neighbour_edge_index
+        )

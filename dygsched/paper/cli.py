@@ -26,20 +26,37 @@ from dygsched.paper.target import PaperTarget
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dygsched paper", description="List the paper targets, or build the missing ones and render the report.")
+    parser = argparse.ArgumentParser(
+        prog="dygsched paper", description="List the paper targets, or build the missing ones and render the report."
+    )
     parser.add_argument("targets", nargs="*", help="targets to build (`all`: every one); none: list them")
     parser.add_argument("--results", default="results", help="the results root (default: results)")
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes, under <results>/smoke; the report says the numbers are not measurements")
-    parser.add_argument("--reuse", action="store_true", help="run nothing: render what the results root holds")
-    parser.add_argument("--rerun", action="store_true", help="build the named targets again, their sweeps too, even when their outputs are there")
     parser.add_argument(
-        "--set", nargs="+", default=[], metavar="KEY=VALUE", dest="overrides",
+        "--smoke", action="store_true", help="tiny sizes, under <results>/smoke; the report says the numbers are not measurements"
+    )
+    parser.add_argument("--reuse", action="store_true", help="run nothing: render what the results root holds")
+    parser.add_argument(
+        "--rerun", action="store_true", help="build the named targets again, their sweeps too, even when their outputs are there"
+    )
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
         help="a builder setting (e.g. ranks=2,4) or an override for every run of the sweep, replacing the sweep's own for that key (e.g. sched=psg,greedy)",
     )
     parser.add_argument(
-        "--progress", action=argparse.BooleanOptionalAction, default=True, help="a line as each target starts and ends (default: on)"
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="a line as each target starts and ends (default: on)",
     )
-    parser.add_argument("--in-process", action="store_true", help="build in this process, not one child process per target (to step into a builder)")
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="build in this process, not one child process per target (to step into a builder)",
+    )
     parser.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)  # the child process of one target
     return parser
 
@@ -51,9 +68,13 @@ def list_targets(results: Path) -> None:
     print(f"{'target':<26} {'paper':<12} {'full size':<15} {'in ' + str(results):<12} reproduces")
     for paper_target in registry.TARGETS:
         state = "built" if not paper_target.missing_outputs(results) else "missing"
-        print(f"{paper_target.name:<26} {titles[paper_target.paper]:<12} {paper_target.expected:<15} {state:<12} {paper_target.reproduces}")
+        print(
+            f"{paper_target.name:<26} {titles[paper_target.paper]:<12} {paper_target.expected:<15} {state:<12} {paper_target.reproduces}"
+        )
     total = sum(t.minutes for t in registry.TARGETS)
-    print(f"\n{len(registry.TARGETS)} targets, about {total / 60:.1f} h at full size on 2 CPU cores; `dygsched paper all --smoke` runs each at tiny sizes")
+    print(
+        f"\n{len(registry.TARGETS)} targets, about {total / 60:.1f} h at full size on 2 CPU cores; `dygsched paper all --smoke` runs each at tiny sizes"
+    )
 
 
 def _forget(paper_target: PaperTarget, root: Path) -> None:
@@ -100,8 +121,15 @@ def main(argv: list[str], render: Render) -> int:
         raise ConfigError(f"no results folder {root}: build the targets first (dygsched paper all)")
     folder = render(root, args.smoke)
     print(f"report: {folder / 'index.html'} (and README.md, runs.html)")
-    failed = [record.target for record in ran if not record.ok and any(t.name == record.target and t.missing_outputs(root) for t in chosen)]
+    failed = [
+        record.target
+        for record in ran
+        if not record.ok and any(t.name == record.target and t.missing_outputs(root) for t in chosen)
+    ]
     if failed:
-        print(f"dygsched: error: {len(failed)} target(s) failed: {', '.join(failed)} (logs under {root / 'provenance'})", file=sys.stderr)
+        print(
+            f"dygsched: error: {len(failed)} target(s) failed: {', '.join(failed)} (logs under {root / 'provenance'})",
+            file=sys.stderr,
+        )
         return 1
     return 0

@@ -38,11 +38,22 @@ EPOCH_TIME_CSV = "table_epoch_time/table_epoch_time.csv"
 def build_epoch_time(results: Path) -> None:
     """Epoch time and imbalance per strategy, model and dataset, with each one's speedup over PSG."""
     runs = completed_runs(results / "table_epoch_time")
-    columns = ["dataset", "model", "sched", "world_size", "epoch_time_s", "imbalance_ratio", "final_train_loss", "eval.metric", "eval.value"]
+    columns = [
+        "dataset",
+        "model",
+        "sched",
+        "world_size",
+        "epoch_time_s",
+        "imbalance_ratio",
+        "final_train_loss",
+        "eval.metric",
+        "eval.value",
+    ]
     table = runs[columns].copy()
     psg = table[table["sched"] == "psg"].set_index(["dataset", "model", "world_size"])["epoch_time_s"]
     table["speedup_vs_psg"] = [
-        psg.get((d, m, w), float("nan")) / t for d, m, w, t in zip(table["dataset"], table["model"], table["world_size"], table["epoch_time_s"])
+        psg.get((d, m, w), float("nan")) / t
+        for d, m, w, t in zip(table["dataset"], table["model"], table["world_size"], table["epoch_time_s"])
     ]
     present = set(table["sched"])
     table["sched"] = pd.Categorical(table["sched"], [s for s in SCHED_ORDER if s in present] + sorted(present - set(SCHED_ORDER)))
@@ -217,7 +228,9 @@ def _gap_label(gap: float) -> str:
     return f"{round(100 * float(gap), 6):g}%"
 
 
-def build_solve_time(results: Path, quick: bool = False, gpus: int = 8, time_limit: float = 30.0, max_snapshots: int | None = None) -> None:
+def build_solve_time(
+    results: Path, quick: bool = False, gpus: int = 8, time_limit: float = 30.0, max_snapshots: int | None = None
+) -> None:
     """Table 5's shape (DyGNeX-G and our greedy, solve time for 10 to 10,000 snapshots) and table 6's
     (DyGNeX-L, the reuse-agnostic ILP on CP-SAT, time to reach each optimality gap for 10 to 300
     snapshots; not converged within the time limit where it did not). ``quick``: fewer sizes and gaps,
@@ -225,7 +238,11 @@ def build_solve_time(results: Path, quick: bool = False, gpus: int = 8, time_lim
     from dygsched.planner import SolverStatus, solve
 
     limit = 5.0 if quick else time_limit
-    sizes_5 = [10, 50, 100, 300, 1000, 10000] if quick else [10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 300, 500, 1000, 3000, 7000, 10000]
+    sizes_5 = (
+        [10, 50, 100, 300, 1000, 10000]
+        if quick
+        else [10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 300, 500, 1000, 3000, 7000, 10000]
+    )
     sizes_6 = [10, 50, 100, 300] if quick else [10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 150, 300]
     gaps = [0.01, 0.02, 0.05, 0.10] if quick else [0.01, 0.02, 0.03, 0.05, 0.06, 0.08, 0.10]
     if max_snapshots is not None:
@@ -241,22 +258,49 @@ def build_solve_time(results: Path, quick: bool = False, gpus: int = 8, time_lim
             ("greedy", "greedy", {}),
         ):
             plan = solve(problem, solver, **options)
-            rows_5.append({"table": 5, "solver": label, "snapshots": snapshots, "gpus": gpus, "solve_time_s": plan.solve_time_s, "gap": plan.gap})
+            rows_5.append(
+                {
+                    "table": 5,
+                    "solver": label,
+                    "snapshots": snapshots,
+                    "gpus": gpus,
+                    "solve_time_s": plan.solve_time_s,
+                    "gap": plan.gap,
+                }
+            )
     greedy = pd.DataFrame(rows_5)
-    laid_out = greedy.assign(solver=greedy.solver.str.rstrip("*")).pivot_table(index="solver", columns="snapshots", values="solve_time_s", sort=False)
-    write_table(greedy, results / SOLVE_TIME_GREEDY_CSV, f"Table 5 shape: solve time (s), G = {gpus} (dygnex_g*: {targets} candidate targets per iteration)",
-                laid_out.to_string(float_format="{:.4f}".format))  # fmt: skip
+    laid_out = greedy.assign(solver=greedy.solver.str.rstrip("*")).pivot_table(
+        index="solver", columns="snapshots", values="solve_time_s", sort=False
+    )
+    write_table(
+        greedy,
+        results / SOLVE_TIME_GREEDY_CSV,
+        f"Table 5 shape: solve time (s), G = {gpus} (dygnex_g*: {targets} candidate targets per iteration)",
+        laid_out.to_string(float_format="{:.4f}".format),
+    )
     rows_6 = []
     for gap in gaps:
         for snapshots in sizes_6:
             plan = solve(_solve_time_problem(snapshots, gpus), "dygnex_l", time_limit=limit, gap=gap)
-            rows_6.append({
-                "table": 6, "solver": "dygnex_l", "snapshots": snapshots, "gpus": gpus, "gap_target": gap,
-                "converged": plan.solver_status is SolverStatus.OPTIMAL, "solve_time_s": plan.solve_time_s, "gap_to_bound": plan.gap,
-            })  # fmt: skip
+            rows_6.append(
+                {
+                    "table": 6,
+                    "solver": "dygnex_l",
+                    "snapshots": snapshots,
+                    "gpus": gpus,
+                    "gap_target": gap,
+                    "converged": plan.solver_status is SolverStatus.OPTIMAL,
+                    "solve_time_s": plan.solve_time_s,
+                    "gap_to_bound": plan.gap,
+                }
+            )
     ilp = pd.DataFrame(rows_6)
-    write_table(ilp, results / SOLVE_TIME_ILP_CSV, f"Table 6 shape: DyGNeX-L time (s) to reach the gap, limit {limit:g} s (>limit: not converged)",
-                _ilp_layout(ilp).to_string(float_format="{:.2f}".format, na_rep=f">{limit:g}"))  # fmt: skip
+    write_table(
+        ilp,
+        results / SOLVE_TIME_ILP_CSV,
+        f"Table 6 shape: DyGNeX-L time (s) to reach the gap, limit {limit:g} s (>limit: not converged)",
+        _ilp_layout(ilp).to_string(float_format="{:.2f}".format, na_rep=f">{limit:g}"),
+    )
 
 
 def _ilp_layout(ilp: pd.DataFrame) -> pd.DataFrame:
@@ -310,13 +354,22 @@ def headlines_solve_time(tables: Tables, published: pd.DataFrame) -> tuple[Headl
 
     table_5, table_6 = published[published.ref == "Table 5"], published[published.ref == "Table 6"]
     return (
-        Headline("DyGNeX-G solve time, 300 over 100 snapshots", published_value(table_5, "DYGNEX-G", "300") / published_value(table_5, "DYGNEX-G", "100"),
-                 _ratio(ours_g(300), ours_g(100))),
-        Headline("DyGNeX-L time to a 5% gap, 100 over 10 snapshots", published_value(table_6, "5%", "100") / published_value(table_6, "5%", "10"),
-                 _ratio(ours_l("5%", "100"), ours_l("5%", "10"))),
-        Headline("DyGNeX-L time at 100 snapshots, a 2% gap over a 10% gap", published_value(table_6, "2%", "100") / published_value(table_6, "10%", "100"),
-                 _ratio(ours_l("2%", "100"), ours_l("10%", "100"))),
-    )  # fmt: skip
+        Headline(
+            "DyGNeX-G solve time, 300 over 100 snapshots",
+            published_value(table_5, "DYGNEX-G", "300") / published_value(table_5, "DYGNEX-G", "100"),
+            _ratio(ours_g(300), ours_g(100)),
+        ),
+        Headline(
+            "DyGNeX-L time to a 5% gap, 100 over 10 snapshots",
+            published_value(table_6, "5%", "100") / published_value(table_6, "5%", "10"),
+            _ratio(ours_l("5%", "100"), ours_l("5%", "10")),
+        ),
+        Headline(
+            "DyGNeX-L time at 100 snapshots, a 2% gap over a 10% gap",
+            published_value(table_6, "2%", "100") / published_value(table_6, "10%", "100"),
+            _ratio(ours_l("2%", "100"), ours_l("10%", "100")),
+        ),
+    )
 
 
 SOLVE_TIME = PaperTarget(

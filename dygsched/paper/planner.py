@@ -32,7 +32,11 @@ from dygsched.planner.simulate import (
     with_gpus,
 )
 
-SECTION = Section("planner", "Planner", "The solvers against their bounds and against the published DyGNeX-G on every instance family; parallel efficiency from 4 to 1,024 simulated GPUs.")
+SECTION = Section(
+    "planner",
+    "Planner",
+    "The solvers against their bounds and against the published DyGNeX-G on every instance family; parallel efficiency from 4 to 1,024 simulated GPUs.",
+)
 
 
 # ---- bench-planner: the instance suite --------------------------------------------------------------
@@ -62,8 +66,13 @@ def synthetic_sizes(n: int, seed: int, cache: Path) -> tuple[np.ndarray, np.ndar
         return cached[key + "_nodes"], cached[key + "_edges"]
     from dygsched.data.synthetic import SyntheticSource  # imports torch; the planner itself does not
 
-    graph = SyntheticSource(num_nodes=300, num_snapshots=n + WINDOW - 1, growth=("stackoverflow", "arxiv")[seed % 2],
-                            change_rate=(0.05, 0.10, 0.15)[seed % 3], seed=seed).load()  # fmt: skip
+    graph = SyntheticSource(
+        num_nodes=300,
+        num_snapshots=n + WINDOW - 1,
+        growth=("stackoverflow", "arxiv")[seed % 2],
+        change_rate=(0.05, 0.10, 0.15)[seed % 3],
+        seed=seed,
+    ).load()
     nodes = np.array([s.num_active_nodes for s in graph.snapshots], dtype=float)
     edges = np.array([s.num_edges for s in graph.snapshots], dtype=float)
     cached[key + "_nodes"], cached[key + "_edges"] = nodes, edges
@@ -125,7 +134,9 @@ def instances(quick: bool, cache: Path) -> Iterator[Instance]:
     for family in ("regime", "bursty"):
         for n, g in families if not quick else families[1:2] + families[-1:]:
             for reuse in (False, True):
-                yield Instance(f"{family}-{n}-{g}", reuse, lambda family=family, n=n, g=g, reuse=reuse: _family_problem(family, n, g, reuse))
+                yield Instance(
+                    f"{family}-{n}-{g}", reuse, lambda family=family, n=n, g=g, reuse=reuse: _family_problem(family, n, g, reuse)
+                )
 
 
 def solver_runs(problem: ScheduleProblem, reuse: bool) -> list[tuple[str, str, dict]]:
@@ -145,7 +156,9 @@ def solver_runs(problem: ScheduleProblem, reuse: bool) -> list[tuple[str, str, d
 
 def target_ceiling(runs: list[tuple[str, str, dict]], plans: list) -> float:
     """The bound that shows every target on this instance: the largest plan / (1 + its target gap)."""
-    needed = [plan.predicted_epoch_time / (1 + TARGET_GAPS[label]) for (label, _, _), plan in zip(runs, plans) if label in TARGET_GAPS]
+    needed = [
+        plan.predicted_epoch_time / (1 + TARGET_GAPS[label]) for (label, _, _), plan in zip(runs, plans) if label in TARGET_GAPS
+    ]
     return max(needed, default=0.0) * (1 + CEILING_MARGIN)
 
 
@@ -166,7 +179,12 @@ HEADER = f"{'instance':<18}{'n':>6}{'G':>6}{'reuse':>6}  {'solver':<22}{'predict
 
 
 def benchmark_rows(
-    quick: bool, cache: Path, only: str | None = None, certify: float = 0.0, certify_configurations: float = 0.0, certify_max_groups: int = 1_000
+    quick: bool,
+    cache: Path,
+    only: str | None = None,
+    certify: float = 0.0,
+    certify_configurations: float = 0.0,
+    certify_max_groups: int = 1_000,
 ) -> list[dict]:
     """One row per (instance, solver): the plan's predicted epoch time, its bound, gap and solve time.
     With ``certify``/``certify_configurations`` (seconds), the instances the targets cover whose
@@ -185,12 +203,26 @@ def benchmark_rows(
         for label, algo, options in runs:
             plan = solve(problem, algo, **options)
             plans.append(plan)
-            row = dict(instance=name, n=n, G=g, reuse=reuse, solver=label, predicted=plan.predicted_epoch_time,
-                       bound=plan.lower_bound, gap=plan.gap, solve_time=plan.solve_time_s, status=plan.solver_status.value,
-                       certified=float("nan"), best_bound=plan.lower_bound)  # fmt: skip
+            row = dict(
+                instance=name,
+                n=n,
+                G=g,
+                reuse=reuse,
+                solver=label,
+                predicted=plan.predicted_epoch_time,
+                bound=plan.lower_bound,
+                gap=plan.gap,
+                solve_time=plan.solve_time_s,
+                status=plan.solver_status.value,
+                certified=float("nan"),
+                best_bound=plan.lower_bound,
+            )
             rows.append(row)
-            print(f"{name:<18}{n:>6}{g:>6}{str(reuse):>6}  {label:<22}{row['predicted']:>12.5g}{row['bound']:>12.5g}"
-                  f"{row['gap']:>8.2%}{row['solve_time']:>9.3f}", flush=True)  # fmt: skip
+            print(
+                f"{name:<18}{n:>6}{g:>6}{str(reuse):>6}  {label:<22}{row['predicted']:>12.5g}{row['bound']:>12.5g}"
+                f"{row['gap']:>8.2%}{row['solve_time']:>9.3f}",
+                flush=True,
+            )
         best = min(plans, key=lambda p: p.predicted_epoch_time)
         in_targets = not name.startswith("stress") and n / g >= DENSE_GROUPS_PER_GPU
         ceiling = target_ceiling(runs, plans)
@@ -203,8 +235,11 @@ def benchmark_rows(
                 r["certified"] = bound
                 r["best_bound"] = max(r["bound"], bound)
                 r["gap"] = r["predicted"] / r["best_bound"] - 1.0
-            print(f"{name:<18}{n:>6}{g:>6}{str(reuse):>6}  {'[certified bound]':<22}{'':>12}{bound:>12.5g}{'':>8}{spent:>9.3f}  "
-                  + ", ".join(f"{r['solver']} {r['gap']:.2%}" for r in mine), flush=True)  # fmt: skip
+            print(
+                f"{name:<18}{n:>6}{g:>6}{str(reuse):>6}  {'[certified bound]':<22}{'':>12}{bound:>12.5g}{'':>8}{spent:>9.3f}  "
+                + ", ".join(f"{r['solver']} {r['gap']:.2%}" for r in mine),
+                flush=True,
+            )
     if not rows:
         raise ConfigError(f"bench_planner: no instance named {only!r} in the {'quick ' if quick else ''}suite")
     return rows
@@ -225,8 +260,11 @@ def targets_met(rows: list[dict], certifying: bool) -> bool:
     dense = [r for r in greedy if r["n"] / r["G"] >= DENSE_GROUPS_PER_GPU]
     worst = max(dense, key=lambda r: r["gap"])
     print(f"gaps against {'the best valid bound computed' if certifying else 'the plan’s bound'}")
-    verdict("greedy within 2% of the bound (>= 8 groups per GPU)", all(r["gap"] <= TARGET_GAPS["greedy"] for r in dense),
-            f"worst {worst['gap']:.2%} on {worst['instance']} reuse={worst['reuse']}")  # fmt: skip
+    verdict(
+        "greedy within 2% of the bound (>= 8 groups per GPU)",
+        all(r["gap"] <= TARGET_GAPS["greedy"] for r in dense),
+        f"worst {worst['gap']:.2%} on {worst['instance']} reuse={worst['reuse']}",
+    )
     for r in dense:
         if r["gap"] > TARGET_GAPS["greedy"]:
             print(f"      over: {r['instance']} reuse={r['reuse']} gap={r['gap']:.2%}")
@@ -238,21 +276,33 @@ def targets_met(rows: list[dict], certifying: bool) -> bool:
                 losses.append((r["instance"], r["reuse"], other["solver"]))
     verdict("greedy never worse than dygnex_g / real_g_paper", not losses, f"{len(losses)} losses {losses[:3]}")
     big = [r for r in greedy if r["n"] == 10_000 and r["G"] == 1024]
-    verdict("greedy plans 10,000 groups on 1,024 GPUs in < 0.1 s (< 0.5 s with reuse)",
-            all(r["solve_time"] < (0.5 if r["reuse"] else 0.1) for r in big),
-            ", ".join(f"{r['instance']} reuse={r['reuse']}: {r['solve_time']:.3f}s" for r in big))  # fmt: skip
+    verdict(
+        "greedy plans 10,000 groups on 1,024 GPUs in < 0.1 s (< 0.5 s with reuse)",
+        all(r["solve_time"] < (0.5 if r["reuse"] else 0.1) for r in big),
+        ", ".join(f"{r['instance']} reuse={r['reuse']}: {r['solve_time']:.3f}s" for r in big),
+    )
     ilp = [r for r in suite if r["solver"] == "ilp" and r["n"] / r["G"] >= DENSE_GROUPS_PER_GPU]
-    verdict("ilp within 1% in < 5 s (n <= 300, G <= 8, >= 8 groups/GPU)",
-            all(r["gap"] <= TARGET_GAPS["ilp"] and r["solve_time"] < 5.0 for r in ilp),
-            ", ".join(f"{r['instance']}{'/R' if r['reuse'] else ''}: {r['gap']:.2%} {r['solve_time']:.2f}s" for r in ilp))  # fmt: skip
+    verdict(
+        "ilp within 1% in < 5 s (n <= 300, G <= 8, >= 8 groups/GPU)",
+        all(r["gap"] <= TARGET_GAPS["ilp"] and r["solve_time"] < 5.0 for r in ilp),
+        ", ".join(f"{r['instance']}{'/R' if r['reuse'] else ''}: {r['gap']:.2%} {r['solve_time']:.2f}s" for r in ilp),
+    )
     for r in (r for r in rows if r["instance"].startswith("stress") and r["solver"] == "greedy"):
         others = [o for o in rows if o["instance"] == r["instance"] and o["solver"].startswith("dygnex_g")]
-        print(f"stress (outside the suite) {r['instance']}: greedy gap {r['gap']:.2%}, " + ", ".join(f"{o['solver']} {o['gap']:.2%}" for o in others))
+        print(
+            f"stress (outside the suite) {r['instance']}: greedy gap {r['gap']:.2%}, "
+            + ", ".join(f"{o['solver']} {o['gap']:.2%}" for o in others)
+        )
     return ok
 
 
 def run_benchmark(
-    out: Path, quick: bool = False, only: str | None = None, certify: float = 0.0, certify_configurations: float = 0.0, certify_max_groups: int = 1_000
+    out: Path,
+    quick: bool = False,
+    only: str | None = None,
+    certify: float = 0.0,
+    certify_configurations: float = 0.0,
+    certify_max_groups: int = 1_000,
 ) -> bool:
     """Solve the suite (or the instances named ``only``), write the table to ``out`` and, for the
     whole suite, print the PASS/FAIL lines; whether every target was met (``True`` for one instance).
@@ -266,20 +316,32 @@ def run_benchmark(
     return targets_met(rows, certifying=certify > 0 or certify_configurations > 0)
 
 
-def _bench(out: Path, quick: bool, only: str | None, certify: float, certify_configurations: float, certify_max_groups: int) -> None:
+def _bench(
+    out: Path, quick: bool, only: str | None, certify: float, certify_configurations: float, certify_max_groups: int
+) -> None:
     if not run_benchmark(out, quick, only, certify, certify_configurations, certify_max_groups):
         raise BenchmarkTargetsMissed(f"{out} written; a planner target was not met (its FAIL line above)")
 
 
 def build_bench_planner(
-    results: Path, quick: bool = False, only: str | None = None, certify: float = 0.0, certify_configurations: float = 0.0, certify_max_groups: int = 1_000
+    results: Path,
+    quick: bool = False,
+    only: str | None = None,
+    certify: float = 0.0,
+    certify_configurations: float = 0.0,
+    certify_max_groups: int = 1_000,
 ) -> None:
     """The suite's gaps to each plan's own lower bound and its solve times (see ``run_benchmark``)."""
     _bench(results / BENCH_CSV, quick, only, certify, certify_configurations, certify_max_groups)
 
 
 def build_bench_planner_certified(
-    results: Path, quick: bool = False, only: str | None = None, certify: float = 300.0, certify_configurations: float = 240.0, certify_max_groups: int = 1_000
+    results: Path,
+    quick: bool = False,
+    only: str | None = None,
+    certify: float = 300.0,
+    certify_configurations: float = 240.0,
+    certify_max_groups: int = 1_000,
 ) -> None:
     """The suite again, the gaps against certified bounds where ``lower_bound`` does not show the targets."""
     _bench(results / CERTIFIED_CSV, quick, only, certify, certify_configurations, certify_max_groups)
@@ -395,7 +457,14 @@ def headlines_simulate(tables: Tables, published: pd.DataFrame) -> tuple[Headlin
     headlines = []
     for gpus, column in ((512, "parallel efficiency at 512 GPUs"), (1024, "parallel efficiency at 1024 GPUs (over)")):
         measured = 100 * float(ours[gpus]) if gpus in ours.index else None
-        headlines.append(Headline(f"greedy's parallel efficiency at {gpus} GPUs (%; DyGNeX-G's)", published_value(published, "DYGNEX-G", column), measured, ratio=False))
+        headlines.append(
+            Headline(
+                f"greedy's parallel efficiency at {gpus} GPUs (%; DyGNeX-G's)",
+                published_value(published, "DYGNEX-G", column),
+                measured,
+                ratio=False,
+            )
+        )
     return tuple(headlines)
 
 

@@ -13,7 +13,11 @@ from dygsched.errors import DygschedError
 from dygsched.paper.common import completed_runs, geometric_mean, percent, published_value, table_named, times, write_table
 from dygsched.paper.target import Headline, PaperShape, PaperTarget, Section, Settings, Sweep, Tables
 
-SECTION = Section("real", "REAL", "Cross-group scheduling with snapshot- and group-level reuse: the ablation, the reuse memory and the reuse speedups.")
+SECTION = Section(
+    "real",
+    "REAL",
+    "Cross-group scheduling with snapshot- and group-level reuse: the ablation, the reuse memory and the reuse speedups.",
+)
 
 
 # ---- figure 13: the ablation -------------------------------------------------------------------------
@@ -45,7 +49,9 @@ def build_ablation(results: Path) -> None:
     baseline = table[table["sched"] == "psg"].set_index(keys)
     index = pd.MultiIndex.from_frame(table[keys])
     table["speedup_vs_psg"] = baseline["epoch_time_s"].reindex(index).to_numpy() / table["epoch_time_s"].to_numpy()
-    table["flops_reduction_vs_psg"] = baseline["conv_flops_per_epoch"].reindex(index).to_numpy() / table["conv_flops_per_epoch"].to_numpy()
+    table["flops_reduction_vs_psg"] = (
+        baseline["conv_flops_per_epoch"].reindex(index).to_numpy() / table["conv_flops_per_epoch"].to_numpy()
+    )
     table = table.drop(columns="sched").sort_values([*keys, "step"]).reset_index(drop=True)
     write_table(table, results / ABLATION_CSV)
 
@@ -72,7 +78,10 @@ def shape_ablation(tables: Tables) -> PaperShape:
     and the paper's claim is that every step adds to the one before."""
     speedups = _step_speedups(tables)
     frame = pd.DataFrame(
-        {SPEEDUP_RANGE[0]: {step: values.min() for step, values in speedups.items()}, SPEEDUP_RANGE[1]: {step: values.max() for step, values in speedups.items()}}
+        {
+            SPEEDUP_RANGE[0]: {step: values.min() for step, values in speedups.items()},
+            SPEEDUP_RANGE[1]: {step: values.max() for step, values in speedups.items()},
+        }
     )
     order = [label for label in STEP_LABELS.values() if label in frame.index]
     return PaperShape(frame.loc[order], paper_ref="Figure 13 (text)", rank_within="columns", unit="x")
@@ -86,7 +95,13 @@ def headlines_ablation(tables: Tables, published: pd.DataFrame) -> tuple[Headlin
     headlines = []
     for step in STEP_LABELS.values():
         low, high = (published_value(cluster_a, step, column) for column in SPEEDUP_RANGE)
-        headlines.append(Headline(f"{step} over PSG, epoch time", math.sqrt(low * high), geometric_mean(speedups[step]) if step in speedups else None))
+        headlines.append(
+            Headline(
+                f"{step} over PSG, epoch time",
+                math.sqrt(low * high),
+                geometric_mean(speedups[step]) if step in speedups else None,
+            )
+        )
     return tuple(headlines)
 
 
@@ -118,7 +133,12 @@ REUSE_MEMORY_DATASETS = ("synthetic", "synthetic_arxiv", "twitter_tennis", "engl
 ARXIV_SIZED = "synthetic_arxiv"  # the dataset config that stands in for the paper's Arxiv
 DATASET_LABELS = {ARXIV_SIZED: "Arxiv"}  # our dataset configs -> the paper's dataset they stand in for
 # table 5's rows -> our columns, in bytes
-MEMORY_ROWS = {"Full Graph": "full_graph_bytes", "DiffMap": "diffmap_bytes", "Node Degree": "degree_bytes", "Total": "total_bytes"}
+MEMORY_ROWS = {
+    "Full Graph": "full_graph_bytes",
+    "DiffMap": "diffmap_bytes",
+    "Node Degree": "degree_bytes",
+    "Total": "total_bytes",
+}
 GB = 1e9
 
 
@@ -151,8 +171,10 @@ def shape_reuse_memory(tables: Tables) -> PaperShape:
     column. The saved share is a headline (a percentage does not rank among sizes)."""
     table = table_named(tables)
     table = table[table.dataset.isin(list(DATASET_LABELS))].set_index("dataset")
-    frame = pd.DataFrame({DATASET_LABELS[name]: {row: table.at[name, column] / GB for row, column in MEMORY_ROWS.items()} for name in table.index},
-                         index=list(MEMORY_ROWS))  # fmt: skip
+    frame = pd.DataFrame(
+        {DATASET_LABELS[name]: {row: table.at[name, column] / GB for row, column in MEMORY_ROWS.items()} for name in table.index},
+        index=list(MEMORY_ROWS),
+    )
     return PaperShape(frame, paper_ref="Table 5", paper_dataset="Arxiv", rank_within="columns", unit="GB")
 
 
@@ -163,11 +185,19 @@ def headlines_reuse_memory(tables: Tables, published: pd.DataFrame) -> tuple[Hea
     table = table_named(tables).set_index("dataset")
     saved = published[(published.ref == "Table 5") & (published.row == "Saved (%)")]
     return (
-        Headline("memory saved by diff maps + degrees, Arxiv-sized graph (%)", published_value(saved, "Saved (%)", "Arxiv"),
-                 100 * float(table.at[ARXIV_SIZED, "saved_fraction"]) if ARXIV_SIZED in table.index else None, ratio=False),
-        Headline("memory saved by diff maps + degrees, mean over datasets (%)", float(saved.value.mean()),
-                 100 * float(table.saved_fraction.mean()) if len(table) else None, ratio=False),
-    )  # fmt: skip
+        Headline(
+            "memory saved by diff maps + degrees, Arxiv-sized graph (%)",
+            published_value(saved, "Saved (%)", "Arxiv"),
+            100 * float(table.at[ARXIV_SIZED, "saved_fraction"]) if ARXIV_SIZED in table.index else None,
+            ratio=False,
+        ),
+        Headline(
+            "memory saved by diff maps + degrees, mean over datasets (%)",
+            float(saved.value.mean()),
+            100 * float(table.saved_fraction.mean()) if len(table) else None,
+            ratio=False,
+        ),
+    )
 
 
 REUSE_MEMORY = PaperTarget(
@@ -285,12 +315,17 @@ def headlines_bench_reuse(tables: Tables, published: pd.DataFrame) -> tuple[Head
     table = table_named(tables).set_index("run")
     base, other = table.index[0], table.index[-1]
     return (
-        Headline("epoch time, PSG over REAL (the paper: BLAD over REAL-L, one layer, average)",
-                 published_value(published, "REAL-L vs BLAD", "speedup one-layer avg"), float(table.epoch_time_s[base] / table.epoch_time_s[other])),
-        Headline("graph-convolution FLOPs, PSG over REAL (the paper: ESDG/BLAD over REAL-L, average)",
-                 published_value(published, "REAL-L vs ESDG/BLAD", "GraphConv FLOPs reduction avg"),
-                 float(table.conv_flops_per_epoch[base] / table.conv_flops_per_epoch[other])),
-    )  # fmt: skip
+        Headline(
+            "epoch time, PSG over REAL (the paper: BLAD over REAL-L, one layer, average)",
+            published_value(published, "REAL-L vs BLAD", "speedup one-layer avg"),
+            float(table.epoch_time_s[base] / table.epoch_time_s[other]),
+        ),
+        Headline(
+            "graph-convolution FLOPs, PSG over REAL (the paper: ESDG/BLAD over REAL-L, average)",
+            published_value(published, "REAL-L vs ESDG/BLAD", "GraphConv FLOPs reduction avg"),
+            float(table.conv_flops_per_epoch[base] / table.conv_flops_per_epoch[other]),
+        ),
+    )
 
 
 BENCH_REUSE = PaperTarget(
@@ -304,7 +339,15 @@ BENCH_REUSE = PaperTarget(
     build=build_bench_reuse,
     reading=read_bench_reuse,
     settings=Settings(
-        full={"scheds": ("psg", "real"), "dataset": "synthetic_arxiv", "snapshots": 12, "model": "tgcn", "layers": 1, "epochs": 5, "profile_epochs": 2},
+        full={
+            "scheds": ("psg", "real"),
+            "dataset": "synthetic_arxiv",
+            "snapshots": 12,
+            "model": "tgcn",
+            "layers": 1,
+            "epochs": 5,
+            "profile_epochs": 2,
+        },
         smoke={"dataset": "synthetic", "snapshots": 12, "epochs": 2, "profile_epochs": 1},
     ),
     headlines=headlines_bench_reuse,

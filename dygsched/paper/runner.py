@@ -28,7 +28,15 @@ from dygsched.paper.target import Overrides, PaperTarget
 
 def paper_command(paper_target: PaperTarget, results: Path, smoke: bool, extra: Overrides = ()) -> list[str]:
     """The command that rebuilds the target, as a reader would type it."""
-    return ["dygsched", "paper", paper_target.name, "--results", str(results), *(["--smoke"] if smoke else []), *(["--set", *extra] if extra else [])]
+    return [
+        "dygsched",
+        "paper",
+        paper_target.name,
+        "--results",
+        str(results),
+        *(["--smoke"] if smoke else []),
+        *(["--set", *extra] if extra else []),
+    ]
 
 
 @contextlib.contextmanager
@@ -53,7 +61,9 @@ def _output_to(log: Path) -> Iterator[None]:
             os.close(saved[1])
 
 
-def run_target(paper_target: PaperTarget, results: Path, smoke: bool, extra: Overrides = (), in_process: bool = False) -> Provenance:
+def run_target(
+    paper_target: PaperTarget, results: Path, smoke: bool, extra: Overrides = (), in_process: bool = False
+) -> Provenance:
     """Build one target, its output to the log; the provenance is written even when it fails."""
     root = results_root(results, smoke)
     folder = root / PROVENANCE_DIR
@@ -100,7 +110,12 @@ def run_target(paper_target: PaperTarget, results: Path, smoke: bool, extra: Ove
 
 
 def run_missing(
-    targets: tuple[PaperTarget, ...], results: Path, smoke: bool, extra: Overrides = (), progress: bool = True, in_process: bool = False
+    targets: tuple[PaperTarget, ...],
+    results: Path,
+    smoke: bool,
+    extra: Overrides = (),
+    progress: bool = True,
+    in_process: bool = False,
 ) -> list[Provenance]:
     """Run every target with an output missing, in order. With ``progress``, one line on stderr as
     each target starts (which of how many, its expected time) and one as it ends (how, how long),

@@ -47,7 +47,10 @@ def planned_runs(sweep: Sweep, smoke: bool, extra: Overrides = ()) -> list[Overr
 def command_lines(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -> list[str]:
     """Each multirun as the ``dygsched run -m`` line that would run it by hand."""
     folder = results / sweep.folder
-    return [shlex.join(["dygsched", "run", "-m", *run, f"results_dir={folder}", "progress=false"]) for run in planned_runs(sweep, smoke, extra)]
+    return [
+        shlex.join(["dygsched", "run", "-m", *run, f"results_dir={folder}", "progress=false"])
+        for run in planned_runs(sweep, smoke, extra)
+    ]
 
 
 def is_complete(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -> bool:
@@ -84,7 +87,12 @@ def run_sweep(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -
         log.info("sweep %s: an earlier, incomplete sweep moved aside to %s", folder, aside)
     folder.mkdir(parents=True)
     for number, (point, cfg) in enumerate(jobs, start=1):
-        log.info("sweep: run %d of %d: %s", number, len(jobs), " ".join(o for o in point if not o.startswith(("results_dir=", "progress="))))
+        log.info(
+            "sweep: run %d of %d: %s",
+            number,
+            len(jobs),
+            " ".join(o for o in point if not o.startswith(("results_dir=", "progress="))),
+        )
         run(cfg, overrides=point)
     (folder / RECORD).write_text(json.dumps({"runs": [list(run) for run in multiruns]}, indent=2))
     return folder

@@ -55,7 +55,9 @@ class Verdict:
             parts.append(f"order ρ = {self.order:+.2f} over {self.cells} cells")
         measured = [check for check in self.headlines if check.agrees is not None]
         if measured:
-            parts.append(f"{sum(bool(c.agrees and c.close) for c in measured)} of {len(measured)} headline ratios agree and are within 2x")
+            parts.append(
+                f"{sum(bool(c.agrees and c.close) for c in measured)} of {len(measured)} headline ratios agree and are within 2x"
+            )
         return "; ".join(parts) if parts else "nothing of ours to compare"
 
 
@@ -110,7 +112,9 @@ def judge(shape: PaperShape | None, published: pd.DataFrame, headlines: tuple[He
     rows), and its ``headlines``."""
     order, cells = (None, 0)
     if shape is not None:
-        order, cells = rank_correlation(shape.frame, published_frame(published, shape.paper_ref, shape.paper_dataset), shape.rank_within)
+        order, cells = rank_correlation(
+            shape.frame, published_frame(published, shape.paper_ref, shape.paper_dataset), shape.rank_within
+        )
     checks = tuple(check_headline(h) for h in headlines)
     measured = [c for c in checks if c.agrees is not None]
     if order is None and not measured:

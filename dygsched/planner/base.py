@@ -53,7 +53,9 @@ def register_solver(cls: S) -> S:
         raise ScheduleError(f"solver class {cls.__qualname__} has no name")
     known = _REGISTRY.get(cls.name)
     if known is not None and f"{known.__module__}.{known.__qualname__}" != f"{cls.__module__}.{cls.__qualname__}":
-        raise ScheduleError(f"two solvers are named {cls.name!r}: {known.__module__}.{known.__qualname__} and {cls.__module__}.{cls.__qualname__}")
+        raise ScheduleError(
+            f"two solvers are named {cls.name!r}: {known.__module__}.{known.__qualname__} and {cls.__module__}.{cls.__qualname__}"
+        )
     _REGISTRY[cls.name] = cls
     return cls
 

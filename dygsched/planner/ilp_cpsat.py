@@ -51,7 +51,9 @@ class CpSatBackend(IlpBackend):
             return False
         return True
 
-    def solve(self, model: IlpModel, warm: Iterations | None, time_limit: float, gap: float, seed: int, workers: int) -> BackendResult:
+    def solve(
+        self, model: IlpModel, warm: Iterations | None, time_limit: float, gap: float, seed: int, workers: int
+    ) -> BackendResult:
         import time
 
         from ortools.sat.python import cp_model
@@ -129,9 +131,17 @@ class CpSatBackend(IlpBackend):
 
     @staticmethod
     def _hint(
-        m: cp_model.CpModel, warm: Iterations, x: list[list[cp_model.IntVar]], y: dict[tuple[int, int], cp_model.IntVar],
-        load: list[cp_model.IntVar], u: list[cp_model.IntVar], t: list[int], pairs: list[tuple[int, int, int]],
-        n: int, gpus: int, bins: int,
+        m: cp_model.CpModel,
+        warm: Iterations,
+        x: list[list[cp_model.IntVar]],
+        y: dict[tuple[int, int], cp_model.IntVar],
+        load: list[cp_model.IntVar],
+        u: list[cp_model.IntVar],
+        t: list[int],
+        pairs: list[tuple[int, int, int]],
+        n: int,
+        gpus: int,
+        bins: int,
     ) -> None:
         saving = {(k1, k2): r for k1, k2, r in pairs}
 

@@ -31,9 +31,13 @@ class PulpBackend(IlpBackend):
     def _solver(self, time_limit: float, gap: float, workers: int, warm: bool) -> Any:  # a pulp solver (untyped)
         import pulp
 
-        return pulp.getSolver(self.engine, msg=False, timeLimit=float(time_limit), gapRel=float(gap), threads=int(workers), warmStart=warm)
+        return pulp.getSolver(
+            self.engine, msg=False, timeLimit=float(time_limit), gapRel=float(gap), threads=int(workers), warmStart=warm
+        )
 
-    def solve(self, model: IlpModel, warm: Iterations | None, time_limit: float, gap: float, seed: int, workers: int) -> BackendResult:
+    def solve(
+        self, model: IlpModel, warm: Iterations | None, time_limit: float, gap: float, seed: int, workers: int
+    ) -> BackendResult:
         import pulp
 
         p = model.problem

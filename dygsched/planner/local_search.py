@@ -61,8 +61,10 @@ class LocalSearch:
                                 continue
                             options: list[tuple[int | None, list[int], list[int]]]
                             options = [(None, content + [a], without_a)] if len(content) < cap else []
-                            options += [(b, content[:b_pos] + content[b_pos + 1 :] + [a], without_a + [b])
-                                        for b_pos, b in enumerate(content)]
+                            options += [
+                                (b, content[:b_pos] + content[b_pos + 1 :] + [a], without_a + [b])
+                                for b_pos, b in enumerate(content)
+                            ]
                             for _b, new_d, new_c in options:
                                 evaluations += 1
                                 lc = p.load(tuple(new_c))
@@ -93,7 +95,9 @@ class LocalSearch:
 
 
 STALE_KICKS_PER_GROUP = 3  # 3 n kicks in a row (at least 20) without a strict improvement end the search
-FULL_NEIGHBOURHOOD_WORK = 200_000  # above this (2 B^2 x iterations) only exchanges out of the 3 largest bins of each iteration are scored
+FULL_NEIGHBOURHOOD_WORK = (
+    200_000  # above this (2 B^2 x iterations) only exchanges out of the 3 largest bins of each iteration are scored
+)
 SCORE_FLOOR = 10_000  # each scoring round counts at least this much, so tiny plans end in time
 
 
@@ -164,8 +168,15 @@ class PairBinSearch:
         return s1[keep], s2[keep]
 
     def _score(
-        self, a: np.ndarray, b: np.ndarray, loads: np.ndarray, srt: np.ndarray, pos: np.ndarray, used: int,
-        s1: np.ndarray, s2: np.ndarray,
+        self,
+        a: np.ndarray,
+        b: np.ndarray,
+        loads: np.ndarray,
+        srt: np.ndarray,
+        pos: np.ndarray,
+        used: int,
+        s1: np.ndarray,
+        s2: np.ndarray,
     ) -> np.ndarray:
         nb, n, gpus, heads = self.nb, self.n, self.gpus, self.heads
         items = np.concatenate([a, b])
@@ -235,8 +246,12 @@ class PairBinSearch:
         a, b, cost = self.descend(a.copy(), b.copy(), budget, full)
         best = (cost, a, b)
         stale = 0
-        while (self.evaluations < budget and not self._out_of_time() and stale < max(20, STALE_KICKS_PER_GROUP * n)
-               and not best[0] <= self.target):
+        while (
+            self.evaluations < budget
+            and not self._out_of_time()
+            and stale < max(20, STALE_KICKS_PER_GROUP * n)
+            and not best[0] <= self.target
+        ):
             stale += 1
             slots = np.concatenate([best[1], best[2]])
             for _ in range(kick):
@@ -303,7 +318,9 @@ def _shaped_starts(
             small, big, mid = order[: 2 * q], order[n - s :], order[2 * q : n - s]
             padded = np.concatenate([np.full(2 * rest - middle, n, dtype=np.int64), mid])  # empty slots first
             a = np.concatenate([small[:q], big, padded[:rest]]).astype(np.int64)
-            b = np.concatenate([small[2 * q - 1 : q - 1 : -1] if q else small[:0], np.full(s, n), padded[::-1][:rest]]).astype(np.int64)
+            b = np.concatenate([small[2 * q - 1 : q - 1 : -1] if q else small[:0], np.full(s, n), padded[::-1][:rest]]).astype(
+                np.int64
+            )
             scored.append((search.cost(a, b), s, q, a, b))
     scored.sort(key=lambda e: (e[0], e[1], e[2]))
     return [(a, b) for _, _, _, a, b in scored[:keep]]

@@ -42,7 +42,9 @@ class PlannerConfig:
 
     def __post_init__(self) -> None:
         if isinstance(self.capacity, bool) or not isinstance(self.capacity, int) or self.capacity < 1:
-            raise ScheduleError(f"sched.planner.capacity (units per rank per iteration) must be a positive integer, got {self.capacity!r}")
+            raise ScheduleError(
+                f"sched.planner.capacity (units per rank per iteration) must be a positive integer, got {self.capacity!r}"
+            )
         if self.time_limit is not None and not (isinstance(self.time_limit, (int, float)) and self.time_limit > 0):
             raise ScheduleError(f"sched.planner.time_limit must be positive seconds (or null), got {self.time_limit!r}")
         if not isinstance(self.allreduce_cost, (int, float)) or not math.isfinite(self.allreduce_cost) or self.allreduce_cost < 0:

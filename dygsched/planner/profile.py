@@ -98,4 +98,6 @@ def build_profile(
     r2 = 1.0 - residual / spread if spread > 0 else 1.0
     reusable_seconds = {g: statistics.median(runs) for g, runs in (reusable or {}).items() if runs}
     pair_seconds = {key: statistics.median(runs) for key, runs in (pairs or {}).items() if runs}
-    return Profile(group_seconds, phase_seconds, CostModel(a1=float(a1), a2=float(a2), a3=float(a3)), r2, reusable_seconds, pair_seconds)
+    return Profile(
+        group_seconds, phase_seconds, CostModel(a1=float(a1), a2=float(a2), a3=float(a3)), r2, reusable_seconds, pair_seconds
+    )

@@ -88,7 +88,9 @@ def _with_diff_maps(nodes: np.ndarray, edges: np.ndarray, churn: float, rng: np.
 FAMILIES = ("trend", "regime", "bursty")
 
 
-def generate_family(family: str, num_snapshots: int, seed: int = 0, nodes0: float = 100_000, edges0: float = 1_000_000, churn: float = 0.08) -> SnapshotStats:
+def generate_family(
+    family: str, num_snapshots: int, seed: int = 0, nodes0: float = 100_000, edges0: float = 1_000_000, churn: float = 0.08
+) -> SnapshotStats:
     """Snapshot sizes of one of the planner benchmark's families:
 
     * ``trend``: DyGNeX appendix E's steady growth with fluctuations (``generate_snapshots``);

@@ -20,7 +20,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Render every paper target under a results root into one static report (dygsched paper builds what is missing).",
     )
     parser.add_argument("results", nargs="?", default="results", help="the results root (default: results)")
-    parser.add_argument("--smoke", action="store_true", help="say in the report that its numbers come from the smoke run's tiny sizes")
+    parser.add_argument(
+        "--smoke", action="store_true", help="say in the report that its numbers come from the smoke run's tiny sizes"
+    )
     return parser
 
 

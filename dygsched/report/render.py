@@ -30,10 +30,24 @@ from dygsched.paper.verdict import Verdict, judge
 REPORT_DIR = "report"
 MAX_ROWS = 40  # longer tables show their first rows and link the whole CSV
 RUN_COLUMNS = (
-    "run_id", "status", "dataset", "model", "sched", "world_size", "epochs", "epoch_time_s", "imbalance_ratio",
-    "final_train_loss", "eval.metric", "eval.value", "gpu_peak_allocated_bytes", "peak_rss_bytes", "saved_for_backward_bytes",
-    "peak_mem_bytes_gpu_or_rss", "conv_flops_per_epoch",
-)  # fmt: skip
+    "run_id",
+    "status",
+    "dataset",
+    "model",
+    "sched",
+    "world_size",
+    "epochs",
+    "epoch_time_s",
+    "imbalance_ratio",
+    "final_train_loss",
+    "eval.metric",
+    "eval.value",
+    "gpu_peak_allocated_bytes",
+    "peak_rss_bytes",
+    "saved_for_backward_bytes",
+    "peak_mem_bytes_gpu_or_rss",
+    "conv_flops_per_epoch",
+)
 
 
 @dataclass(frozen=True)
@@ -115,7 +129,9 @@ def _reading(paper_target: PaperTarget, frames: Tables) -> str:
         return f"(no reading: the table lacks what the reading needs: {exc!r})"
 
 
-def _compared(paper_target: PaperTarget, frames: Tables, published: pd.DataFrame) -> tuple[RenderedTable | None, str, Verdict | None, str]:
+def _compared(
+    paper_target: PaperTarget, frames: Tables, published: pd.DataFrame
+) -> tuple[RenderedTable | None, str, Verdict | None, str]:
     """Ours in the paper's layout, and the verdict; where either cannot be made, why."""
     if not paper_target.reproduces_paper:
         return None, "", None, "a project benchmark: no paper table to reproduce"

@@ -175,9 +175,15 @@ def covid_json(periods: int = 5, nodes: int = 4) -> dict:
 
 
 junk = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True), st.text(max_size=3),
-    st.lists(st.integers(-3, 9), max_size=3), st.lists(st.lists(st.integers(-3, 9), max_size=3), max_size=3), st.just({}),
-)  # fmt: skip
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True),
+    st.text(max_size=3),
+    st.lists(st.integers(-3, 9), max_size=3),
+    st.lists(st.lists(st.integers(-3, 9), max_size=3), max_size=3),
+    st.just({}),
+)
 
 
 def paths_of(data, prefix=()):
@@ -265,14 +271,20 @@ def saved_snapshots(draw):
         x = torch.tensor(draw(st.lists(st.floats(-3, 3), min_size=n * 2, max_size=n * 2))).reshape(n, 2)
         fields["x"] = draw(st.sampled_from([x, x, x, x[:, :1], x.long(), x.reshape(-1), None, torch.full_like(x, math.nan)]))
         count = draw(st.integers(0, 6)) if n else 0
-        ids = torch.tensor(draw(st.lists(st.integers(0, max(n - 1, 0)), min_size=2 * count, max_size=2 * count)), dtype=torch.long)
+        ids = torch.tensor(
+            draw(st.lists(st.integers(0, max(n - 1, 0)), min_size=2 * count, max_size=2 * count)), dtype=torch.long
+        )
         edges = ids.reshape(2, count)
         outside = edges.clone()
         if count:
             outside[draw(st.integers(0, 1)), draw(st.integers(0, count - 1))] = draw(st.sampled_from([-1, n]))
-        fields["edge_index"] = draw(st.sampled_from([edges, edges, edges, outside, ids, edges.float(), edges[:1], torch.empty(2, 0)]))
+        fields["edge_index"] = draw(
+            st.sampled_from([edges, edges, edges, outside, ids, edges.float(), edges[:1], torch.empty(2, 0)])
+        )
         weights = torch.tensor(draw(st.lists(st.one_of(st.floats(-1, 3), st.just(math.nan)), min_size=count, max_size=count)))
-        fields[draw(st.sampled_from(["edge_weight", "edge_attr"]))] = draw(st.sampled_from([None, weights, weights[:1], weights.reshape(-1, 1)]))
+        fields[draw(st.sampled_from(["edge_weight", "edge_attr"]))] = draw(
+            st.sampled_from([None, weights, weights[:1], weights.reshape(-1, 1)])
+        )
         y = torch.tensor(draw(st.lists(st.floats(-2, 2), min_size=n, max_size=n)))
         fields["y"] = draw(st.sampled_from([y, y, y.reshape(-1, 1), torch.cat([y, y]), y.long(), None]))
         snapshots.append(Data(**{k: v for k, v in fields.items() if v is not None}))

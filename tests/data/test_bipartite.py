@@ -27,7 +27,9 @@ def test_a_seed_gives_one_stream():
 
 
 def test_returning_users_raise_the_repeat_ratio():
-    ratios = [stream_statistics(BipartiteStreamSource(**SMALL, repeat_probability=p).load())["repeat_ratio"] for p in (0.0, 0.5, 0.9)]
+    ratios = [
+        stream_statistics(BipartiteStreamSource(**SMALL, repeat_probability=p).load())["repeat_ratio"] for p in (0.0, 0.5, 0.9)
+    ]
     assert ratios[0] < ratios[1] < ratios[2] and ratios[2] > 0.9
 
 
@@ -43,14 +45,21 @@ def test_features_point_at_their_item():
     features, dst = stream.edge_features.numpy(), stream.dst.numpy()
     a, b = np.bincount(dst).argsort()[-2:]  # the two busiest items
     centre_a, centre_b = features[dst == a].mean(axis=0), features[dst == b].mean(axis=0)
-    assert np.linalg.norm(features[dst == a] - centre_a, axis=1).mean() < np.linalg.norm(features[dst == a] - centre_b, axis=1).mean()
+    assert (
+        np.linalg.norm(features[dst == a] - centre_a, axis=1).mean()
+        < np.linalg.norm(features[dst == a] - centre_b, axis=1).mean()
+    )
 
 
 def test_the_wikipedia_preset_has_the_published_shape():
     stream = BipartiteStreamSource(preset="wikipedia").load()
     stats = stream_statistics(stream)
     sizes = PRESETS["wikipedia"]
-    assert (stats["events"], stats["sources"], stats["destinations"]) == (sizes["num_events"], sizes["num_users"], sizes["num_items"])
+    assert (stats["events"], stats["sources"], stats["destinations"]) == (
+        sizes["num_events"],
+        sizes["num_users"],
+        sizes["num_items"],
+    )
     assert stream.edge_dim == 172
     assert stats["repeat_ratio"] == pytest.approx(PUBLISHED_REPEAT_RATIO["wikipedia"], abs=0.03)
 

@@ -190,7 +190,11 @@ def test_diff_map_moves_and_counts_its_bytes() -> None:
         _snapshot(4, [(0, 1, 1.0), (2, 3, 1.0)], x, torch.float32), _snapshot(4, [(0, 1, 1.0), (3, 2, 2.0)], y, torch.float32)
     )
     moved = diff.to("cpu")
-    assert all(torch.equal(getattr(moved, k), getattr(diff, k)) for k in diff.__dataclass_fields__ if k not in ("num_nodes", "full_graph"))
+    assert all(
+        torch.equal(getattr(moved, k), getattr(diff, k))
+        for k in diff.__dataclass_fields__
+        if k not in ("num_nodes", "full_graph")
+    )
     assert moved.full_graph is None and not moved.is_full
     assert diff.nbytes() == (1 + 1) * (8 + 4 + 4) + 2 * (8 + 4 + 4) + (8 + 3 * 4)
     graph = TemporalGraph("tiny", (_snapshot(4, [(0, 1, 1.0)], x, torch.float32),), Task.REGRESSION)
@@ -203,7 +207,11 @@ def test_a_snapshot_whose_diff_is_larger_than_its_graph_is_kept_whole() -> None:
     x = torch.randn(6, 2)
     ring = [(i, (i + 1) % 6, 1.0) for i in range(6)]
     star = [(0, i, 1.0) for i in range(1, 6)]
-    snaps = (_snapshot(6, ring, x, torch.float32), _snapshot(6, star, x, torch.float32), _snapshot(6, star + [(2, 3, 1.0)], x, torch.float32))
+    snaps = (
+        _snapshot(6, ring, x, torch.float32),
+        _snapshot(6, star, x, torch.float32),
+        _snapshot(6, star + [(2, 3, 1.0)], x, torch.float32),
+    )
     graph = TemporalGraph("churn", snaps, Task.REGRESSION)
     kept = build_diff_maps(graph)
     assert [d.is_full for d in kept.diffs[1:]] == [True, False]  # one added edge stays a diff

@@ -70,7 +70,7 @@ def test_missing_file(tmp_path):
 
 def test_malformed_csv(tmp_path):
     path = tmp_path / "bad.csv"
-    path.write_bytes(b"src,dst,t\n0,1,2\n\"unterminated,3,4\n")
+    path.write_bytes(b'src,dst,t\n0,1,2\n"unterminated,3,4\n')
     with pytest.raises(DataError):
         EdgeListSource(path=str(path)).load()
 

@@ -96,7 +96,12 @@ def edgelist(path: Path) -> dict:
 
 
 def stream(path: Path, stream_format: str = "auto") -> dict:
-    return {"_target_": "dygsched.data.stream_formats.StreamFileSource", "path": str(path), "format": stream_format, "name": "stream"}
+    return {
+        "_target_": "dygsched.data.stream_formats.StreamFileSource",
+        "path": str(path),
+        "format": stream_format,
+        "name": "stream",
+    }
 
 
 def snapshots(path: Path) -> dict:
@@ -117,17 +122,37 @@ def twitter_tennis(path: Path) -> dict:
         (events, "jodie", "unknown column(s) src, dst, t", "it is JODIE's CSV, which dataset=stream reads"),
         (edgelist, "dyglib", "unknown column(s) src, dst, t", "it is DyGLib's ml_<name>.csv, which dataset=stream reads"),
         (events, "tgl", "unknown column(s) t", "it is TGL's edges.csv, which dataset=stream reads"),
-        (edgelist, "plain", "unknown column(s) src, dst, t", "it is a src dst t list without a header (SNAP's), which dataset=stream reads"),
+        (
+            edgelist,
+            "plain",
+            "unknown column(s) src, dst, t",
+            "it is a src dst t list without a header (SNAP's), which dataset=stream reads",
+        ),
         (events, "pyg", "cannot parse", "it is a PyG TemporalData saved with torch.save, which dataset=stream reads"),
         (events, "snapshots", "cannot parse", "it is snapshots saved with torch.save, which dataset=snapshots reads"),
         (snapshots, "jodie", "not a file written by torch.save", "it is JODIE's CSV, which dataset=stream reads"),
-        (snapshots, "edge list", "not a file written by torch.save", "which dataset=edgelist (snapshots) or dataset=events (an event stream) reads"),
+        (
+            snapshots,
+            "edge list",
+            "not a file written by torch.save",
+            "which dataset=edgelist (snapshots) or dataset=events (an event stream) reads",
+        ),
         (stream, "snapshots", "not a saved TemporalData", "it is snapshots saved with torch.save, which dataset=snapshots reads"),
         (stream, "england_covid", "not a stream format", "which dataset=england_covid reads"),
-        (lambda path: stream(path, "tgl"), "jodie", "TGL's edges.csv needs columns", "it is JODIE's CSV, which dataset.format=jodie (or auto) reads"),
+        (
+            lambda path: stream(path, "tgl"),
+            "jodie",
+            "TGL's edges.csv needs columns",
+            "it is JODIE's CSV, which dataset.format=jodie (or auto) reads",
+        ),
         (twitter_tennis, "england_covid", "misses snapshot key '0'", "which dataset=england_covid reads"),
         (lambda path: series(path, "chickenpox"), "pedalme", "misses key 'FX'", "which dataset=pedalme reads"),
-        (lambda path: series(path, "chickenpox"), "edge list", "is not valid JSON", "which dataset=edgelist (snapshots) or dataset=events (an event stream) reads"),
+        (
+            lambda path: series(path, "chickenpox"),
+            "edge list",
+            "is not valid JSON",
+            "which dataset=edgelist (snapshots) or dataset=events (an event stream) reads",
+        ),
     ],
     ids=lambda value: value if isinstance(value, str) and len(value) < 16 else None,
 )
@@ -160,7 +185,11 @@ def test_a_file_in_the_refusing_sources_own_format_gets_no_hint(tmp_path, source
     "dataset, kind, hint",
     [
         ("events", "jodie", "; it is JODIE's CSV, which dataset=stream reads"),
-        ("snapshots", "edge list", "; it is a src,dst,t edge list, which dataset=edgelist (snapshots) or dataset=events (an event stream) reads"),
+        (
+            "snapshots",
+            "edge list",
+            "; it is a src,dst,t edge list, which dataset=edgelist (snapshots) or dataset=events (an event stream) reads",
+        ),
     ],
     ids=["jodie to events", "edge list to snapshots"],
 )
@@ -168,9 +197,14 @@ def test_the_run_says_so_in_one_line(tmp_path, dataset, kind, hint):
     """Through the command line: one line on stderr, exit 1, no traceback, before any rank starts."""
     path = WRITERS[kind][0](tmp_path)
     done = run_dygsched(
-        "run", f"dataset={dataset}", f"dataset.path={path}", f"results_dir={tmp_path / 'results'}",
-        timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+        "run",
+        f"dataset={dataset}",
+        f"dataset.path={path}",
+        f"results_dir={tmp_path / 'results'}",
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert lines[0].startswith("dygsched: error: ") and lines[0].endswith(hint), lines[0]

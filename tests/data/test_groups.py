@@ -29,7 +29,9 @@ def test_too_few_groups_for_a_split():
 
 def snapshot(edges, n=3):
     edge_index = torch.tensor(edges, dtype=torch.long).reshape(-1, 2).T
-    return Snapshot(edge_index, torch.ones(edge_index.shape[1]), torch.zeros(n, 2), torch.zeros(n), torch.ones(n, dtype=torch.bool))
+    return Snapshot(
+        edge_index, torch.ones(edge_index.shape[1]), torch.zeros(n, 2), torch.zeros(n), torch.ones(n, dtype=torch.bool)
+    )
 
 
 def test_temporal_graph_rejects_ids_out_of_range():

@@ -61,9 +61,11 @@ def tgt_twitter_tennis(mode, nodes):
     data = shipped_json("twitter_tennis_rg17.json")
     library_mode = None if mode == "raw" else mode
     graph = library_graph(
-        tgt_datasets().TwitterTennisDatasetLoader, data, "twitter_tennis",
+        tgt_datasets().TwitterTennisDatasetLoader,
+        data,
+        "twitter_tennis",
         build=lambda cls: cls(N=nodes, feature_mode=library_mode, target_offset=2),
-    )  # fmt: skip
+    )
     return loader_outputs(data, graph)
 
 
@@ -178,16 +180,22 @@ def series_file(layout, steps=12, nodes=5):
         return {"edges": edges, "weights": weights, "X": values}
     stops = [100 + 2 * n for n in range(nodes)]
     return {
-        "directed": True, "multigraph": False, "graph": {},
+        "directed": True,
+        "multigraph": False,
+        "graph": {},
         "nodes": [
             {"bus_stop": stops[n], "id": n, "y": [v[n] for v in values], "X": {"y": [v[n] * 2 + 1 for v in values]}}
             for n in range(nodes)
         ],
         "links": [{"source": stops[a], "target": stops[b], "weight": w} for (a, b), w in zip(edges, weights)],
-    }  # fmt: skip
+    }
 
 
-SERIES = {"chickenpox": "ChickenpoxDatasetLoader", "pedalme": "PedalMeDatasetLoader", "montevideo_bus": "MontevideoBusDatasetLoader"}
+SERIES = {
+    "chickenpox": "ChickenpoxDatasetLoader",
+    "pedalme": "PedalMeDatasetLoader",
+    "montevideo_bus": "MontevideoBusDatasetLoader",
+}
 
 
 def tgt_series(layout, lags):
@@ -196,7 +204,9 @@ def tgt_series(layout, lags):
 
 
 SERIES_CASES = {
-    (layout, lags): library_case(f"{layout}-{lags}-lags", lambda a=layout, n=lags: tgt_series(a, n)) for layout in SERIES for lags in (1, 4)
+    (layout, lags): library_case(f"{layout}-{lags}-lags", lambda a=layout, n=lags: tgt_series(a, n))
+    for layout in SERIES
+    for lags in (1, 4)
 }
 
 

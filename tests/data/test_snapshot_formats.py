@@ -29,12 +29,14 @@ def arrays(seed: int = 0) -> list[dict[str, np.ndarray]]:
     snapshots = []
     for t in range(STEPS):
         count = 0 if t == 2 else 5 + t
-        snapshots.append({
-            "edge_index": rng.integers(0, NODES, size=(2, count)),
-            "edge_weight": rng.uniform(0.1, 2.0, size=count).astype(np.float32),
-            "x": rng.normal(size=(NODES, FEATURES)).astype(np.float32),
-            "y": rng.normal(size=NODES).astype(np.float32),
-        })  # fmt: skip
+        snapshots.append(
+            {
+                "edge_index": rng.integers(0, NODES, size=(2, count)),
+                "edge_weight": rng.uniform(0.1, 2.0, size=count).astype(np.float32),
+                "x": rng.normal(size=(NODES, FEATURES)).astype(np.float32),
+                "y": rng.normal(size=NODES).astype(np.float32),
+            }
+        )
     return snapshots
 
 
@@ -70,8 +72,15 @@ def test_the_weight_is_edge_weight_else_a_one_column_edge_attr_else_one(tmp_path
     torch.save(one_column, tmp_path / "attr.pt")
     assert_same(load(tmp_path / "attr.pt"), expected)
 
-    wide = [Data(edge_index=torch.from_numpy(s["edge_index"]), edge_attr=torch.ones(s["edge_index"].shape[1], 2),
-                 x=torch.from_numpy(s["x"]), y=torch.from_numpy(s["y"])) for s in expected]  # fmt: skip
+    wide = [
+        Data(
+            edge_index=torch.from_numpy(s["edge_index"]),
+            edge_attr=torch.ones(s["edge_index"].shape[1], 2),
+            x=torch.from_numpy(s["x"]),
+            y=torch.from_numpy(s["y"]),
+        )
+        for s in expected
+    ]
     torch.save(wide, tmp_path / "wide.pt")
     with caplog.at_level("INFO", logger="dygsched"):
         graph = load(tmp_path / "wide.pt")
@@ -138,7 +147,10 @@ def tgt_saved_signal(kind: str) -> dict:
     signal = getattr(importlib.import_module(SIGNALS), kind)(*signal_arguments(kind, arrays()))
     buffer = io.BytesIO()
     torch.save(signal, buffer)
-    return {"file": torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8), "iterated": [dict(d.to_dict()) for d in signal]}
+    return {
+        "file": torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8),
+        "iterated": [dict(d.to_dict()) for d in signal],
+    }
 
 
 def same_saved_signal(live: dict, recorded: dict, where: str) -> None:
@@ -147,10 +159,16 @@ def same_saved_signal(live: dict, recorded: dict, where: str) -> None:
     iterator gives the same snapshots."""
     assert_same_outputs(live["iterated"], recorded["iterated"], f"{where}['iterated']")
     a, b = (torch.load(io.BytesIO(bytes(saved["file"].numpy())), weights_only=False) for saved in (live, recorded))
-    assert type(a) is type(b), f"{where}: the recorded file holds a {type(b).__qualname__}, the library saves a {type(a).__qualname__}"
-    assert vars(a).keys() == vars(b).keys(), f"{where}: the recorded signal's attributes are {sorted(vars(b))}, not {sorted(vars(a))}"
+    assert type(a) is type(b), (
+        f"{where}: the recorded file holds a {type(b).__qualname__}, the library saves a {type(a).__qualname__}"
+    )
+    assert vars(a).keys() == vars(b).keys(), (
+        f"{where}: the recorded signal's attributes are {sorted(vars(b))}, not {sorted(vars(a))}"
+    )
     for key, value in vars(a).items():
-        assert same_value(value, vars(b)[key]), f"{where}: the recorded signal's {key} is not the library's: re-record the references"
+        assert same_value(value, vars(b)[key]), (
+            f"{where}: the recorded signal's {key} is not the library's: re-record the references"
+        )
 
 
 def same_value(a, b) -> bool:
@@ -195,9 +213,11 @@ def without_pgt(monkeypatch):
         module = types.ModuleType(module_name)
         cls = type(kind, (), {"__module__": module_name})
         module.__dict__[kind] = cls
-        names = {"DynamicGraphTemporalSignal": ("edge_indices", "edge_weights", "features", "targets"),
-                 "StaticGraphTemporalSignal": ("edge_index", "edge_weight", "features", "targets"),
-                 "DynamicGraphStaticSignal": ("edge_indices", "edge_weights", "feature", "targets")}[kind]  # fmt: skip
+        names = {
+            "DynamicGraphTemporalSignal": ("edge_indices", "edge_weights", "features", "targets"),
+            "StaticGraphTemporalSignal": ("edge_index", "edge_weight", "features", "targets"),
+            "DynamicGraphStaticSignal": ("edge_indices", "edge_weights", "feature", "targets"),
+        }[kind]
         signal = cls()
         signal.__dict__.update(zip(names, arguments), additional_feature_keys=[], snapshot_count=len(arguments[3]))
         with pytest.MonkeyPatch.context() as patch:  # the library's modules, for pickle to find the class by name
@@ -226,12 +246,19 @@ def edges(*pairs) -> torch.Tensor:
 
 
 def snapshot(edge_index=None, x=None, y=None, **extra) -> Data:
-    return Data(edge_index=edges((0, 1)) if edge_index is None else edge_index, x=torch.ones(3, 2) if x is None else x,
-                y=torch.zeros(3) if y is None else y, **extra)  # fmt: skip
+    return Data(
+        edge_index=edges((0, 1)) if edge_index is None else edge_index,
+        x=torch.ones(3, 2) if x is None else x,
+        y=torch.zeros(3) if y is None else y,
+        **extra,
+    )
 
 
 BAD = {
-    "a dict": ({"weights": torch.zeros(2), "epoch": 3}, "holds a dict with keys 'weights', 'epoch', not a list of torch_geometric Data"),
+    "a dict": (
+        {"weights": torch.zeros(2), "epoch": 3},
+        "holds a dict with keys 'weights', 'epoch', not a list of torch_geometric Data",
+    ),
     "a tensor": (torch.zeros(4, 2), "holds a Tensor of shape [4, 2]"),
     "strings": (["a", "b", "c"], "holds a list of 3 str"),
     "a mixture": ([snapshot(), torch.zeros(1)], "holds a list of 1 Data and 1 Tensor"),
@@ -239,8 +266,14 @@ BAD = {
     "one Data": (snapshot(), "holds a Data, not a list"),
     "events": (None, "holds a TemporalData (an event stream: dataset=stream reads it)"),
     "edge_index of one row": ([snapshot(edge_index=torch.tensor([0, 1, 2]))], "snapshot 0 has edge_index of shape [3]"),
-    "float edge_index": ([snapshot(), snapshot(edge_index=torch.tensor([[0.0], [1.0]]))], "snapshot 1 has edge_index of shape [2, 1] and type torch.float32"),
-    "an edge beyond num_nodes": ([snapshot(), snapshot(edge_index=edges((0, 3)))], "snapshot 1 has edges between nodes 0 .. 3, outside its 3 nodes"),
+    "float edge_index": (
+        [snapshot(), snapshot(edge_index=torch.tensor([[0.0], [1.0]]))],
+        "snapshot 1 has edge_index of shape [2, 1] and type torch.float32",
+    ),
+    "an edge beyond num_nodes": (
+        [snapshot(), snapshot(edge_index=edges((0, 3)))],
+        "snapshot 1 has edges between nodes 0 .. 3, outside its 3 nodes",
+    ),
     "a negative id": ([snapshot(edge_index=edges((-1, 0)))], "outside its 3 nodes"),
     "feature widths differ": ([snapshot(), snapshot(x=torch.ones(3, 5))], "snapshot 1 has 5 features per node, snapshot 0 has 2"),
     "no features": ([Data(edge_index=edges((0, 1)), y=torch.zeros(3), num_nodes=3)], "snapshot 0 has no x"),
@@ -333,14 +366,27 @@ def test_a_run_trains_on_a_saved_signal(tmp_path, without_pgt):
     rng = np.random.default_rng(0)
     steps = 8
     without_pgt(
-        "DynamicGraphTemporalSignal", tmp_path / "signal.pt",
-        [rng.integers(0, 20, size=(2, 40)) for _ in range(steps)], [rng.uniform(size=40) for _ in range(steps)],
-        [rng.normal(size=(20, 4)) for _ in range(steps)], [rng.normal(size=20) for _ in range(steps)],
-    )  # fmt: skip
+        "DynamicGraphTemporalSignal",
+        tmp_path / "signal.pt",
+        [rng.integers(0, 20, size=(2, 40)) for _ in range(steps)],
+        [rng.uniform(size=40) for _ in range(steps)],
+        [rng.normal(size=(20, 4)) for _ in range(steps)],
+        [rng.normal(size=20) for _ in range(steps)],
+    )
     overrides = [
-        "dataset=snapshots", f"dataset.path={tmp_path / 'signal.pt'}", "model=tgcn", "model.hidden_channels=8", "model.num_layers=1",
-        "sched=psg", "world_size=1", "epochs=1", "window=2", "progress=false", "checkpoint=false", f"results_dir={tmp_path / 'results'}",
-    ]  # fmt: skip
+        "dataset=snapshots",
+        f"dataset.path={tmp_path / 'signal.pt'}",
+        "model=tgcn",
+        "model.hidden_channels=8",
+        "model.num_layers=1",
+        "sched=psg",
+        "world_size=1",
+        "epochs=1",
+        "window=2",
+        "progress=false",
+        "checkpoint=false",
+        f"results_dir={tmp_path / 'results'}",
+    ]
     assert main(overrides) == 0
     (summary,) = (tmp_path / "results").glob("*/summary.json")
     result = json.loads(summary.read_text())

@@ -11,7 +11,12 @@ def test_set_operations_equal_numpys_on_keys_with_duplicates_and_empties(seed):
     rng = np.random.default_rng(seed)
     for size_a, size_b in ((0, 0), (0, 7), (7, 0), (1, 1), (50, 80), (300, 40)):
         a = rng.integers(0, 2**40 if seed % 2 else 60, size_a)  # wide keys, or few values with many repeats
-        b = np.concatenate([rng.choice(a, min(size_a, size_b // 2)) if size_a else np.zeros(0, np.int64), rng.integers(0, 60, size_b - min(size_a, size_b // 2))])
+        b = np.concatenate(
+            [
+                rng.choice(a, min(size_a, size_b // 2)) if size_a else np.zeros(0, np.int64),
+                rng.integers(0, 60, size_b - min(size_a, size_b // 2)),
+            ]
+        )
         for ours, theirs in (
             (sorted_unique(a), np.unique(a)),
             (sorted_difference(a, b), np.setdiff1d(a, b)),

@@ -39,7 +39,9 @@ def write_dyglib(folder: Path) -> Path:
 
 def write_tgl(folder: Path) -> Path:
     path = folder / "edges.csv"
-    lines = [",src,dst,time,int_roll,ext_roll"] + [f"{k},{u},{i + 2},{t},0,0" for k, (u, i, t) in enumerate(zip(USERS, ITEMS, TIMES))]
+    lines = [",src,dst,time,int_roll,ext_roll"] + [
+        f"{k},{u},{i + 2},{t},0,0" for k, (u, i, t) in enumerate(zip(USERS, ITEMS, TIMES))
+    ]
     path.write_text("\n".join(lines) + "\n")
     torch.save(torch.from_numpy(FEATURES), folder / "edge_features.pt")
     return path
@@ -49,7 +51,9 @@ def write_pyg(folder: Path) -> Path:
     from torch_geometric.data import TemporalData
 
     path = folder / "stream.pt"
-    data = TemporalData(src=torch.tensor(USERS), dst=torch.tensor(ITEMS) + 2, t=torch.tensor(TIMES).long(), msg=torch.from_numpy(FEATURES))
+    data = TemporalData(
+        src=torch.tensor(USERS), dst=torch.tensor(ITEMS) + 2, t=torch.tensor(TIMES).long(), msg=torch.from_numpy(FEATURES)
+    )
     torch.save(data, path)
     return path
 
@@ -94,7 +98,9 @@ def test_tgl_reads_its_folder_and_jodie_numbers_items_after_users(tmp_path):
 def test_the_weight_and_the_features_form_one_edge_matrix(tmp_path):
     stream = StreamFileSource(str(write_tgl(tmp_path))).load()
     assert torch.equal(stream.edge_matrix(), stream.edge_features)
-    weighted = type(stream)(stream.name, stream.src, stream.dst, stream.t, stream.num_nodes, torch.ones(4), None, stream.edge_features)
+    weighted = type(stream)(
+        stream.name, stream.src, stream.dst, stream.t, stream.num_nodes, torch.ones(4), None, stream.edge_features
+    )
     assert weighted.edge_dim == 3 and torch.equal(weighted.edge_matrix()[:, 0], torch.ones(4))
 
 
@@ -109,7 +115,11 @@ BAD = {
     "text id": ("s.txt", "src,dst,t\n1,2,3\nx,2,4\n", "source ids must be numbers, got 'x' (line 3)"),
     "missing time": ("s.txt", "src,dst,t\n1,2,3\n1,2,\n", "timestamps must be numbers, got nothing (a missing value) (line 3)"),
     "fractional id": ("s.txt", "1 2 3\n1.5 2 4\n", "must be whole numbers of 0 or more (line 2)"),
-    "jodie feature": ("j.csv", "user_id,item_id,timestamp,state_label,f\n0,1,2,0,0.5\n0,1,3,0,zz\n", "features must be numbers (line 3)"),
+    "jodie feature": (
+        "j.csv",
+        "user_id,item_id,timestamp,state_label,f\n0,1,2,0,0.5\n0,1,3,0,zz\n",
+        "features must be numbers (line 3)",
+    ),
     "empty": ("e.txt", "src,dst,t\n", "no events"),
 }
 

@@ -16,7 +16,9 @@ def test_deterministic_per_seed():
 
 
 def test_edges_change_at_the_requested_rate_and_grow():
-    graph = SyntheticSource(num_nodes=2000, avg_degree=8, num_snapshots=10, change_rate=0.1, growth="stackoverflow", seed=0).load()
+    graph = SyntheticSource(
+        num_nodes=2000, avg_degree=8, num_snapshots=10, change_rate=0.1, growth="stackoverflow", seed=0
+    ).load()
     n = graph.num_nodes
     keys = [set((s.edge_index[0] * n + s.edge_index[1]).tolist()) for s in graph.snapshots]
     for before, after in zip(keys, keys[1:]):

@@ -53,7 +53,9 @@ def test_negatives_are_matched_by_the_files_ids_and_times_even_when_uneven(tmp_p
         got = fixed.destinations[k][fixed.present[k]]
         assert ids[got.numpy()].tolist() == expected.tolist()
     keys = [(ids[int(data.src[k])], ids[int(data.dst[k])], int(data.t[k])) for k in range(first, stop)]
-    assert int(fixed.present.sum()) == sum(len(table[tuple(np.int64(v) for v in key)]) for key in keys)  # a repeated event shares its key
+    assert int(fixed.present.sum()) == sum(
+        len(table[tuple(np.int64(v) for v in key)]) for key in keys
+    )  # a repeated event shares its key
 
 
 def test_a_pickle_that_asks_for_code_is_refused_without_running_it(tmp_path):
@@ -75,11 +77,18 @@ def test_a_pickle_that_asks_for_code_is_refused_without_running_it(tmp_path):
     [
         (lambda p, d: p.write_bytes(b"\x80\x04not a pickle"), "is not a TGB negatives file"),
         (lambda p, d: p.write_bytes(pickle.dumps([1, 2, 3])), "holds a list, not a dictionary"),
-        (lambda p, d: write_tgb_file(p, d, 351, 420, lambda k: 4), "no negatives for event 350 .*another stream or another split"),
-        (lambda p, d: pickle.dump({k: np.array([NODES + 5]) for k in write_tgb_file(p, d, 350, 420, lambda k: 1)}, open(p, "wb")),
-         f"names node {NODES + 5}, which the stream does not have"),
+        (
+            lambda p, d: write_tgb_file(p, d, 351, 420, lambda k: 4),
+            "no negatives for event 350 .*another stream or another split",
+        ),
+        (
+            lambda p, d: pickle.dump(
+                {k: np.array([NODES + 5]) for k in write_tgb_file(p, d, 350, 420, lambda k: 1)}, open(p, "wb")
+            ),
+            f"names node {NODES + 5}, which the stream does not have",
+        ),
     ],
-)  # fmt: skip
+)
 def test_files_that_do_not_fit_are_one_line(tmp_path, make, message):
     data, path = stream(), tmp_path / "x_val_ns.pkl"
     make(path, data)
@@ -104,7 +113,9 @@ def test_a_run_scores_every_event_against_the_files_negatives(tmp_path):
     strategy.setup(RunContext(data, settings, 0, 1, torch.device("cpu"), Artifacts(None, True)))
     module = strategy.objective(TGN(NODES, 1, memory_dim=8, time_dim=4, neighbours=3, heads=2, dropout=0.0))
     optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
-    strategy.run_epoch(Epoch(0, module, optimizer, GradientSync(module, 1), torch.device("cpu"), 0, 1, lambda s: None, lambda *r: None))
+    strategy.run_epoch(
+        Epoch(0, module, optimizer, GradientSync(module, 1), torch.device("cpu"), 0, 1, lambda s: None, lambda *r: None)
+    )
     val, test = strategy.evaluate("val"), strategy.evaluate("test")
     assert 0 < val["mrr"] <= 1 and 0 < test["mrr"] <= 1 and isinstance(val["loss"], float)
     assert "fewer negatives" in test["loss"].reason
@@ -120,6 +131,7 @@ def test_the_files_of_tgbs_later_releases_are_found_by_the_same_prefix(tmp_path)
     for name in ("tgbl-wiki_val_ns_v2.pkl", "tgbl-wiki_test_ns_v2.pkl", "tgbl-uci_val_ns.pkl", "tgbl-uci_test_ns.pkl"):
         (tmp_path / name).write_bytes(b"")
     assert {phase: path.name for phase, path in negative_files(tmp_path / "tgbl-wiki").items()} == {
-        "val": "tgbl-wiki_val_ns_v2.pkl", "test": "tgbl-wiki_test_ns_v2.pkl",
-    }  # fmt: skip
+        "val": "tgbl-wiki_val_ns_v2.pkl",
+        "test": "tgbl-wiki_test_ns_v2.pkl",
+    }
     assert negative_files(tmp_path / "tgbl-uci")["val"].name == "tgbl-uci_val_ns.pkl"

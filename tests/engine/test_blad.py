@@ -75,7 +75,9 @@ def test_an_epoch_steps_like_single_process_training(tmp_path):
     for rank in range(2):
         result = torch.load(f"{out}-{rank}.pt", weights_only=False)
         for name, value in reference.state_dict().items():
-            torch.testing.assert_close(result["params"][name], value, **EXACT64, msg=lambda m, where=f"rank {rank} {name}": f"{where}: {m}")
+            torch.testing.assert_close(
+                result["params"][name], value, **EXACT64, msg=lambda m, where=f"rank {rank} {name}": f"{where}: {m}"
+            )
         stats = result["stats"]
         assert [s.units for s in stats] == [len(it[rank]) for it in plan.iterations] == ([2, 2] if rank == 0 else [2, 1])
         assert [s.loss_sum for s in stats] == pytest.approx(loss_sums[rank], rel=1e-9, abs=1e-9)
@@ -149,4 +151,6 @@ def test_blad_solver_pairs_with_capacity_two_and_degenerates_to_psg_with_one():
     from dygsched.planner import solve
 
     assert solve(ScheduleProblem((1.0,) * 5, 2, 2), "blad").iterations == blad_iterations(5, 2)
-    assert solve(ScheduleProblem((1.0,) * 5, 2, 1), "blad").iterations == solve(ScheduleProblem((1.0,) * 5, 2, 1), "psg").iterations
+    assert (
+        solve(ScheduleProblem((1.0,) * 5, 2, 1), "blad").iterations == solve(ScheduleProblem((1.0,) * 5, 2, 1), "psg").iterations
+    )

@@ -96,10 +96,20 @@ def test_unreadable_checkpoints_are_one_line_errors(tmp_path):
 
 def config(**changes):
     base = {
-        "dataset": {"name": "synthetic", "num_nodes": 120}, "model": {"name": "tgcn", "hidden_channels": 16},
-        "sched": {"name": "psg", "capacity": 1}, "launcher": {"name": "local"}, "world_size": 2, "epochs": 2, "seed": 0,
-        "results_dir": "results", "run_id": None, "resume": None, "progress": True, "dist_timeout_s": 300, "checkpoint": True,
-    }  # fmt: skip
+        "dataset": {"name": "synthetic", "num_nodes": 120},
+        "model": {"name": "tgcn", "hidden_channels": 16},
+        "sched": {"name": "psg", "capacity": 1},
+        "launcher": {"name": "local"},
+        "world_size": 2,
+        "epochs": 2,
+        "seed": 0,
+        "results_dir": "results",
+        "run_id": None,
+        "resume": None,
+        "progress": True,
+        "dist_timeout_s": 300,
+        "checkpoint": True,
+    }
     for key, value in changes.items():
         node = base
         *parents, leaf = key.split("__")
@@ -214,9 +224,14 @@ def timeline(tmp_path, profile_epochs, world_size=2):
     graph = SyntheticSource(num_nodes=40, num_snapshots=10, feature_dim=4).load()
     groups = sliding_groups(graph.num_snapshots, 3)
     return Timeline(
-        PlannerConfig(solver="greedy", capacity=2), TimelineConfig(profile_epochs=profile_epochs),
-        [(g.start, g.stop) for g in groups], [g.work(graph) for g in groups], world_size, 0, Artifacts(RunFolder(tmp_path, "run"), True),
-    )  # fmt: skip
+        PlannerConfig(solver="greedy", capacity=2),
+        TimelineConfig(profile_epochs=profile_epochs),
+        [(g.start, g.stop) for g in groups],
+        [g.work(graph) for g in groups],
+        world_size,
+        0,
+        Artifacts(RunFolder(tmp_path, "run"), True),
+    )
 
 
 def test_timeline_state_restores_the_plan_and_the_switch(tmp_path):

@@ -23,10 +23,22 @@ from dygsched.launch.compose import compose_config
 from tests.harness import run_ranks
 
 SMALL = [
-    "sched=distdy", "model=sage_temporal", "dataset=uniform", "dataset.num_nodes=240", "dataset.num_snapshots=6",
-    "dataset.feature_dim=16", "model.hidden_channels=8", "window=3", "sched.batch=48", "sched.batches_per_step=2",
-    "optim=sgd", "optim.lr=0.1", "epochs=2", "device=cpu", "progress=false",
-]  # fmt: skip
+    "sched=distdy",
+    "model=sage_temporal",
+    "dataset=uniform",
+    "dataset.num_nodes=240",
+    "dataset.num_snapshots=6",
+    "dataset.feature_dim=16",
+    "model.hidden_channels=8",
+    "window=3",
+    "sched.batch=48",
+    "sched.batches_per_step=2",
+    "optim=sgd",
+    "optim.lr=0.1",
+    "epochs=2",
+    "device=cpu",
+    "progress=false",
+]
 
 
 def config(results, *extra):
@@ -115,7 +127,9 @@ def test_a_model_or_capacity_distdy_cannot_train_is_one_line(tmp_path):
     with pytest.raises(ConfigError, match="use model=sage_temporal"):
         strategy.check_model(build_model(cfg["model"], data))
     cfg = config(tmp_path, "sched.capacity_factor=0.5")
-    with pytest.raises(ConfigError, match=r"the smallest feasible capacity is sched.capacity_factor=(\S+) \((\d+) bytes") as refused:
+    with pytest.raises(
+        ConfigError, match=r"the smallest feasible capacity is sched.capacity_factor=(\S+) \((\d+) bytes"
+    ) as refused:
         build_strategy(cfg["sched"]).check(data, run_settings(cfg), 2)
     smallest = float(refused.value.args[0].split("sched.capacity_factor=")[-1].split(" ")[0])
     build_strategy(config(tmp_path, f"sched.capacity_factor={smallest}")["sched"]).check(data, run_settings(cfg), 2)  # feasible

@@ -19,20 +19,43 @@ from dygsched.metrics.progress import StepBar
 from tests.conftest import TINY_SYNTHETIC
 
 SMALL_STREAM = [
-    "dataset=bipartite", "dataset.num_users=30", "dataset.num_items=10", "dataset.num_events=500",
-    "model=tgn", "model.memory_dim=8", "model.time_dim=4", "model.neighbours=3",
-]  # fmt: skip
+    "dataset=bipartite",
+    "dataset.num_users=30",
+    "dataset.num_items=10",
+    "dataset.num_events=500",
+    "model=tgn",
+    "model.memory_dim=8",
+    "model.time_dim=4",
+    "model.neighbours=3",
+]
 # Each family, with settings whose step count is not one per unit of work or not the same every epoch.
 RUNS = {
     "psg": [*TINY_SYNTHETIC, "sched=psg"],
     "blad": [*TINY_SYNTHETIC, "sched=blad"],
     # epoch 0 profiles on one plan, epoch 1 trains the solved one (two groups per iteration)
-    "greedy_after_profiling": [*TINY_SYNTHETIC, "sched=greedy", "sched.timeline.profile_epochs=1", "sched.executor.reuse_path=diff"],
+    "greedy_after_profiling": [
+        *TINY_SYNTHETIC,
+        "sched=greedy",
+        "sched.timeline.profile_epochs=1",
+        "sched.executor.reuse_path=diff",
+    ],
     "flare": [*TINY_SYNTHETIC, "sched=flare", "sched.chunks=4"],
-    "distdy": [*TINY_SYNTHETIC, "model=sage_temporal", "sched=distdy", "sched.fanouts=[3]", "sched.batch=32", "sched.batches_per_step=2"],
+    "distdy": [
+        *TINY_SYNTHETIC,
+        "model=sage_temporal",
+        "sched=distdy",
+        "sched.fanouts=[3]",
+        "sched.batch=32",
+        "sched.batches_per_step=2",
+    ],
     "distdy_online": [
-        *TINY_SYNTHETIC, "model=sage_temporal", "sched=distdy", "sched.fanouts=[3]", "sched.batch=32", "sched.loop=online",
-    ],  # fmt: skip
+        *TINY_SYNTHETIC,
+        "model=sage_temporal",
+        "sched=distdy",
+        "sched.fanouts=[3]",
+        "sched.batch=32",
+        "sched.loop=online",
+    ],
     "single": [*SMALL_STREAM, "sched=single", "sched.batch_size=70"],
     "sven": [*SMALL_STREAM, "sched=sven", "sched.batch_size=70", "sched.micro_batches=2", "sched.partition=interval"],
 }
@@ -55,7 +78,9 @@ class RecordingBar(StepBar):
 
 def run_in_process(overrides: list[str], results: Path) -> None:
     config = OmegaConf.to_container(
-        compose_config([*overrides, "epochs=2", "world_size=1", "device=cpu", "checkpoint=false", "progress=true", f"results_dir={results}"]),
+        compose_config(
+            [*overrides, "epochs=2", "world_size=1", "device=cpu", "checkpoint=false", "progress=true", f"results_dir={results}"]
+        ),
         resolve=True,
     )
     train_in_group(config, DistEnv(0, 1, 0), torch.device("cpu"), None, _RunPlace(None))  # type: ignore[arg-type]
@@ -87,7 +112,9 @@ def test_progress_false_makes_no_bar(tmp_path, monkeypatch):
     RecordingBar.made = []
     monkeypatch.setattr(worker, "StepBar", RecordingBar)
     config = OmegaConf.to_container(
-        compose_config([*TINY_SYNTHETIC, "epochs=1", "world_size=1", "device=cpu", "checkpoint=false", f"results_dir={tmp_path}"]),
+        compose_config(
+            [*TINY_SYNTHETIC, "epochs=1", "world_size=1", "device=cpu", "checkpoint=false", f"results_dir={tmp_path}"]
+        ),
         resolve=True,
     )
     assert config["progress"] is False  # type: ignore[index]

@@ -63,7 +63,9 @@ def test_one_group_gives_the_single_process_gradients(distributed, name, window,
     for rank in range(2):
         result = torch.load(distributed / f"grad-{name}-{window}-{rank}.pt", weights_only=False)
         for n, p in reference.named_parameters():
-            torch.testing.assert_close(result["grads"][n], p.grad, **EXACT64, msg=lambda m, where=f"rank {rank} {n}": f"{where}: {m}")
+            torch.testing.assert_close(
+                result["grads"][n], p.grad, **EXACT64, msg=lambda m, where=f"rank {rank} {n}": f"{where}: {m}"
+            )
         (stats,) = result["stats"]
         assert stats.bytes["hidden_state"] > 0 and stats.bytes["allreduce"] > 0
         # Only the last rank reports the group and its loss, so the worker's sums give the mean.

@@ -41,4 +41,6 @@ def test_distributed_step_is_the_mean_over_the_iterations_groups(tmp_path):
     for overlap in (False, True):
         distributed = torch.load(tmp_path / f"params-{overlap}.pt")
         for name, value in reference.state_dict().items():
-            torch.testing.assert_close(distributed[name], value, **EXACT64, msg=lambda m, where=f"{overlap} {name}": f"{where}: {m}")
+            torch.testing.assert_close(
+                distributed[name], value, **EXACT64, msg=lambda m, where=f"{overlap} {name}": f"{where}: {m}"
+            )

@@ -72,7 +72,11 @@ def test_decay_schedules_follow_the_formulas():
     assert decay_counts("paper", 16, 0, 0.1) == []  # K = W: Full-History
     assert decay_counts("paper", 16, 3, 1.0) == [16, 16, 16]
     assert decay_counts([5, 3, 3], 8, 3, 0.1) == [5, 3, 3]
-    for bad, message in (([3, 5, 1], "non-increasing"), ([3], "one count per decayed block"), ("steep", "unknown decay schedule")):
+    for bad, message in (
+        ([3, 5, 1], "non-increasing"),
+        ([3], "one count per decayed block"),
+        ("steep", "unknown decay schedule"),
+    ):
         with pytest.raises(ConfigError, match=message):
             decay_counts(bad, 8, 3, 0.1)
     with pytest.raises(ConfigError, match=r"lie in \[0, 1\]"):
@@ -127,7 +131,9 @@ def test_inheritance_takes_the_flowing_rows_first_and_saved_rows_after():
 def _rows(n: int):
     from dygsched.data.temporal_graph import Snapshot
 
-    return Snapshot(torch.zeros((2, 0), dtype=torch.long), torch.zeros(0), torch.zeros(n, 4), torch.zeros(n), torch.ones(n, dtype=torch.bool))
+    return Snapshot(
+        torch.zeros((2, 0), dtype=torch.long), torch.zeros(0), torch.zeros(n, 4), torch.zeros(n), torch.ones(n, dtype=torch.bool)
+    )
 
 
 def test_full_window_without_inheritance_is_the_plain_group_for_any_chunk_order():
@@ -195,7 +201,9 @@ def _ranks(rank: int, world_size: int, out: str) -> None:
     # any interleaving of the overlapped spatial passes gives the same window
     interleaved = {}
     for mode, name in ((m, n) for n in ("tgcn", "mpnn_lstm") for m in ("none", "rr", "mlp", "shuffled")):
-        flare = strategy(world_size, rank, full=2, inherit=False, random_split=False, overlap="rr" if mode == "shuffled" else mode)
+        flare = strategy(
+            world_size, rank, full=2, inherit=False, random_split=False, overlap="rr" if mode == "shuffled" else mode
+        )
         if mode == "shuffled":
             flare.overlap_schedule = Shuffled()
         if mode == "mlp":  # a fitted predictor, so the order is its own

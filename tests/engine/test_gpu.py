@@ -21,7 +21,10 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 def run(results_dir, overrides):
     result = subprocess.run(
-        [sys.executable, "-m", "dygsched", "run", *overrides, f"results_dir={results_dir}"], capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "dygsched", "run", *overrides, f"results_dir={results_dir}"],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr
     (summary_path,) = results_dir.glob("*/summary.json")
@@ -50,8 +53,16 @@ def test_the_gpu_peak_is_reset_and_recorded_per_epoch_and_rank(tmp_path):
 @pytest.mark.parametrize("model", ["tgcn", "gat_lstm"])
 def test_reuse_on_cuda_keeps_losses_and_moves_fewer_bytes(tmp_path, model):
     """Diff maps cross to the GPU, graphs are rebuilt there, three streams: same training as without."""
-    common = [*TINY_SYNTHETIC, "model.num_layers=2", f"model={model}", "device=cuda", "world_size=2", "sched=greedy",
-              "sched.timeline.profile_epochs=0", "epochs=2"]
+    common = [
+        *TINY_SYNTHETIC,
+        "model.num_layers=2",
+        f"model={model}",
+        "device=cuda",
+        "world_size=2",
+        "sched=greedy",
+        "sched.timeline.profile_epochs=0",
+        "epochs=2",
+    ]
     summaries = {}
     for name, extra in (("on", []), ("serial", ["sched.executor.streams=false"]), ("off", ["sched.executor.reuse=false"])):
         (tmp_path / name).mkdir()
@@ -66,19 +77,33 @@ def test_reuse_on_cuda_keeps_losses_and_moves_fewer_bytes(tmp_path, model):
 # Every strategy family on small data and a model it trains: (overrides, ranks). Every random draw of
 # these strategies is seeded on the host, so the CPU run of the same settings trains the same steps.
 SMALL_STREAM = [
-    "dataset=bipartite", "dataset.num_users=30", "dataset.num_items=10", "dataset.num_events=500",
-    "model=tgn", "model.memory_dim=8", "model.time_dim=4", "model.neighbours=3", "model.dropout=0.0", "progress=false",
-]  # fmt: skip
+    "dataset=bipartite",
+    "dataset.num_users=30",
+    "dataset.num_items=10",
+    "dataset.num_events=500",
+    "model=tgn",
+    "model.memory_dim=8",
+    "model.time_dim=4",
+    "model.neighbours=3",
+    "model.dropout=0.0",
+    "progress=false",
+]
 COST_MODEL_PLAN = ["sched.timeline.profile_epochs=0", "sched.executor.reuse_path=diff"]  # the same plan on either device
 FAMILIES = {
     "psg": ([*TINY_SYNTHETIC, "sched=psg"], 2),
     "greedy_reuse": ([*TINY_SYNTHETIC, "sched=greedy", *COST_MODEL_PLAN], 2),
     # the REAL policy: the ILP (10 s whatever the estimated epoch time, one CP-SAT worker: the same solution on either device)
     "real_reuse": (
-        [*TINY_SYNTHETIC, "sched=real", *COST_MODEL_PLAN, "sched.planner.time_limit=10", "+sched.planner.options.epoch_time=100",
-         "+sched.planner.options.workers=1"],
+        [
+            *TINY_SYNTHETIC,
+            "sched=real",
+            *COST_MODEL_PLAN,
+            "sched.planner.time_limit=10",
+            "+sched.planner.options.epoch_time=100",
+            "+sched.planner.options.workers=1",
+        ],
         2,
-    ),  # fmt: skip
+    ),
     "esdg": ([*TINY_SYNTHETIC, "sched=esdg"], 2),
     "blad": ([*TINY_SYNTHETIC, "sched=blad"], 2),
     "flare_overlap": ([*TINY_SYNTHETIC, "sched=flare", "sched.chunks=4", "sched.overlap=rr"], 2),

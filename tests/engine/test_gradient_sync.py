@@ -81,7 +81,12 @@ def test_gradients_are_summed_over_ranks_with_idle_ranks_and_any_bucketing(synce
                 for step, (grads, _, moved) in enumerate(results):
                     assert moved > 0
                     for name, value in expected[step].items():
-                        torch.testing.assert_close(grads[name], value, **EXACT64, msg=lambda m, where=f"{overlap} {bucket_bytes} {rank} {step} {name}": f"{where}: {m}")
+                        torch.testing.assert_close(
+                            grads[name],
+                            value,
+                            **EXACT64,
+                            msg=lambda m, where=f"{overlap} {bucket_bytes} {rank} {step} {name}": f"{where}: {m}",
+                        )
             # batch-norm statistics are averaged, so both ranks hold the same
             (a, b) = (torch.load(f"{out}-{r}.pt")[-1][1] for r in (0, 1))
             assert torch.equal(a, b)
@@ -98,7 +103,9 @@ def test_a_stale_step_applies_the_previous_steps_sum_and_the_first_step_nothing(
             for step in (1, 2):
                 grads, _, _ = results[step]
                 for name, value in expected[step - 1].items():
-                    torch.testing.assert_close(grads[name], value, **EXACT64, msg=lambda m, where=f"{bucket_bytes} {rank} {step} {name}": f"{where}: {m}")
+                    torch.testing.assert_close(
+                        grads[name], value, **EXACT64, msg=lambda m, where=f"{bucket_bytes} {rank} {step} {name}": f"{where}: {m}"
+                    )
 
 
 def test_one_rank_moves_nothing_and_fills_unused_gradients_with_zeros():

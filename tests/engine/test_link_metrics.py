@@ -30,7 +30,9 @@ def test_training_never_reads_or_writes_a_hidden_nodes_events():
         sampled = inputs.neighbours.nodes[inputs.neighbours.mask]
         assert not torch.isin(sampled, hidden).any()  # their training events make no neighbours either
     optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
-    strategy.run_epoch(Epoch(0, module, optimizer, GradientSync(module, 1), torch.device("cpu"), 0, 1, lambda s: None, lambda *r: None))
+    strategy.run_epoch(
+        Epoch(0, module, optimizer, GradientSync(module, 1), torch.device("cpu"), 0, 1, lambda s: None, lambda *r: None)
+    )
     assert float(strategy.memory.table.read(hidden).memory.abs().sum()) == 0.0  # no write reached a hidden node
     test = strategy.evaluate("test")
     assert {"ap", "auc", "ap_inductive", "auc_inductive", "mrr", "mrr_inductive"} <= set(test)

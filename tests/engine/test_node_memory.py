@@ -89,7 +89,9 @@ def _train(strategy, model_name: str, rank: int, world_size: int, settings: RunS
     losses, metrics = [], []
     for index in range(EPOCHS):
         seen = []
-        metrics.append(dict(strategy.run_epoch(Epoch(index, module, optimizer, sync, CPU, rank, world_size, seen.append, lambda *r: None))))
+        metrics.append(
+            dict(strategy.run_epoch(Epoch(index, module, optimizer, sync, CPU, rank, world_size, seen.append, lambda *r: None)))
+        )
         losses.append([s.loss_sum for s in seen])
     val, test = strategy.evaluate("val"), strategy.evaluate("test")
     owned = (strategy.memory.ownership.owner == rank).nonzero().flatten()
@@ -186,9 +188,18 @@ def trains_what_one_process_trains(world_size: int, results: dict, references: d
                 # other batch shapes, a tie may break by 1e-16 and move AP by a few 1e-4.
                 assert set(result[phase]) == set(want[phase]), where
                 # MRR counts a tie half, so one tie broken by 1e-16 moves its event's 1/rank: looser there.
-                for metric, tolerance in (("ap", 2e-3), ("auc", 2e-3), ("ap_inductive", 2e-3), ("auc_inductive", 2e-3), ("mrr", 1e-2), ("mrr_inductive", 1e-2)):
+                for metric, tolerance in (
+                    ("ap", 2e-3),
+                    ("auc", 2e-3),
+                    ("ap_inductive", 2e-3),
+                    ("auc_inductive", 2e-3),
+                    ("mrr", 1e-2),
+                    ("mrr_inductive", 1e-2),
+                ):
                     if metric in want[phase] and not isinstance(want[phase][metric], Missing):
-                        assert result[phase][metric] == pytest.approx(want[phase][metric], abs=tolerance), f"{where}: {phase} {metric}"
+                        assert result[phase][metric] == pytest.approx(want[phase][metric], abs=tolerance), (
+                            f"{where}: {phase} {metric}"
+                        )
         torch.testing.assert_close(full_table(per_rank), full_table([want]), rtol=1e-6, atol=1e-7, msg=where)
 
 
@@ -291,15 +302,23 @@ def test_the_one_process_count_is_what_the_ranks_moved(distributed):
     data = stream()
     train_events = data.split(SETTINGS.train_fraction, SETTINGS.val_fraction).phase("train")
     for (sched, model_name, variant, protocol), per_rank in results.items():
-        if variant == "pipelined" or protocol != "transductive":  # micro-batches deduplicate per slice; the volume formulas read every training event
+        if (
+            variant == "pipelined" or protocol != "transductive"
+        ):  # micro-batches deduplicate per slice; the volume formulas read every training event
             continue
         model = MODELS[model_name]().double()
         counted: dict[str, np.ndarray] = {}
         for epoch in range(EPOCHS):
             reads = epoch_reads(
-                data, train_events, GLOBAL_BATCH // world_size, world_size, SETTINGS.seed, epoch,
-                model.embedding_neighbours, model.mail_neighbours,
-            )  # fmt: skip
+                data,
+                train_events,
+                GLOBAL_BATCH // world_size,
+                world_size,
+                SETTINGS.seed,
+                epoch,
+                model.embedding_neighbours,
+                model.mail_neighbours,
+            )
             for kind, matrix in count_traffic(reads, per_rank[0]["owner"].numpy(), world_size, RowSizes.of(model))[sched].items():
                 counted[kind] = counted.get(kind, 0) + matrix
         for rank, result in enumerate(per_rank):
@@ -348,12 +367,27 @@ def test_a_two_rank_sven_run_from_the_command_line_writes_honest_tables(tmp_path
 
     data = stream()
     csv = tmp_path / "events.csv"
-    pd.DataFrame({"src": data.src.numpy(), "dst": data.dst.numpy(), "t": data.t.numpy(), "w": data.weight.numpy()}).to_csv(csv, index=False)
+    pd.DataFrame({"src": data.src.numpy(), "dst": data.dst.numpy(), "t": data.t.numpy(), "w": data.weight.numpy()}).to_csv(
+        csv, index=False
+    )
     overrides = [
-        "dataset=events", f"dataset.path={csv}", f"dataset.num_nodes={NODES}", "dataset.weight_col=w", "model=tgn",
-        "model.memory_dim=8", "model.time_dim=4", "model.neighbours=3", "sched=sven", "sched.batch_size=30",
-        "sched.micro_batches=2", "world_size=2", "epochs=2", "progress=false", "checkpoint=false", f"results_dir={tmp_path / 'results'}",
-    ]  # fmt: skip
+        "dataset=events",
+        f"dataset.path={csv}",
+        f"dataset.num_nodes={NODES}",
+        "dataset.weight_col=w",
+        "model=tgn",
+        "model.memory_dim=8",
+        "model.time_dim=4",
+        "model.neighbours=3",
+        "sched=sven",
+        "sched.batch_size=30",
+        "sched.micro_batches=2",
+        "world_size=2",
+        "epochs=2",
+        "progress=false",
+        "checkpoint=false",
+        f"results_dir={tmp_path / 'results'}",
+    ]
     assert main(overrides) == 0
     (folder,) = [p.parent for p in (tmp_path / "results").glob("*/summary.json")]
     summary = json.loads((folder / "summary.json").read_text())

@@ -37,8 +37,15 @@ def updates(vertices, keys, value_of_key, deliveries=((), ())):
     keys_t = torch.tensor(keys, dtype=torch.int64)
     to, dkeys = (torch.tensor(x, dtype=torch.int64) for x in deliveries)
     return StateUpdates(
-        torch.tensor(vertices, dtype=torch.int64), keys_t, keys_t[:, None].float().expand(n, 2) * value_of_key,
-        keys_t[:, None].float().expand(n, 5), keys_t.float(), to, dkeys, -dkeys[:, None].float().expand(-1, 5), dkeys.float(),
+        torch.tensor(vertices, dtype=torch.int64),
+        keys_t,
+        keys_t[:, None].float().expand(n, 2) * value_of_key,
+        keys_t[:, None].float().expand(n, 5),
+        keys_t.float(),
+        to,
+        dkeys,
+        -dkeys[:, None].float().expand(-1, 5),
+        dkeys.float(),
     )
 
 

@@ -32,8 +32,12 @@ from tests.models.snapshots import EXACT64, graph_in_float64
 # Overlapping groups share a rank in iterations 0 and 2 (type II); iteration 1 leaves rank 1 idle.
 ITERATIONS = (((0, 1), (2,)), ((3,), ()), ((4, 6), (5, 7)))
 MODELS = {
-    "tgcn": lambda: TGCN(4, 1, hidden_channels=8, num_layers=2),  # aggregates first: A X, then the changed rows projected (case 2)
-    "tgcn_projects_first": lambda: TGCN(4, 1, hidden_channels=8, num_layers=2, project_first=True),  # the projection once per chain (case 1)
+    "tgcn": lambda: TGCN(
+        4, 1, hidden_channels=8, num_layers=2
+    ),  # aggregates first: A X, then the changed rows projected (case 2)
+    "tgcn_projects_first": lambda: TGCN(
+        4, 1, hidden_channels=8, num_layers=2, project_first=True
+    ),  # the projection once per chain (case 1)
     "wdgcn": lambda: WDGCN(4, 1, hidden_channels=8, num_layers=1),
     "gat_lstm": lambda: GATLSTM(4, 1, hidden_channels=8, num_layers=2, heads=2),
     "evolvegcn_o": lambda: EvolveGCNO(4, 1, hidden_channels=8, num_layers=1),
@@ -101,7 +105,9 @@ def _rank(rank, out):
             executor = ReuseExecutor(reuse=True, reuse_path="adaptive")
             reused, _, flops = train_once(executor, MODELS[name], graph)
             results[f"order/{name}/{project_first}"] = {
-                "param_rel_err": max(float((reused[k] - v).abs().max() / v.abs().max().clamp(min=1e-6)) for k, v in plain.items()),
+                "param_rel_err": max(
+                    float((reused[k] - v).abs().max() / v.abs().max().clamp(min=1e-6)) for k, v in plain.items()
+                ),
                 "reuse_case": executor.epoch_metrics()["reuse_case"],
                 "flops_reuse": flops,
             }
@@ -178,7 +184,14 @@ def assert_same_training(on, off):
 
 @pytest.mark.slow  # two full runs (the distributed test above checks every model in the fast suite)
 def test_reuse_switch_keeps_losses_on_synthetic(tmp_path):
-    common = [*TINY_SYNTHETIC, "model.num_layers=2", "sched=greedy", "sched.timeline.profile_epochs=0", "epochs=2", "world_size=2"]
+    common = [
+        *TINY_SYNTHETIC,
+        "model.num_layers=2",
+        "sched=greedy",
+        "sched.timeline.profile_epochs=0",
+        "epochs=2",
+        "world_size=2",
+    ]
     on = run_cli(tmp_path, "on", *common)
     off = run_cli(tmp_path, "off", *common, "sched.executor.reuse=false")
     assert_same_training(on, off)
@@ -187,9 +200,16 @@ def test_reuse_switch_keeps_losses_on_synthetic(tmp_path):
 @pytest.mark.slow  # two GAT-LSTM runs on the real data, over a minute on 2 cores: `make test-slow`
 def test_reuse_switch_keeps_losses_on_twitter_tennis(tmp_path, shipped_data):
     common = [
-        "dataset=twitter_tennis", f"dataset.path={shipped_data / 'twitter_tennis_rg17.json'}", "model=gat_lstm",
-        "model.hidden_channels=16", "model.num_layers=1", "sched=greedy", "sched.timeline.profile_epochs=0", "epochs=2",
-        "world_size=2", "progress=false",
+        "dataset=twitter_tennis",
+        f"dataset.path={shipped_data / 'twitter_tennis_rg17.json'}",
+        "model=gat_lstm",
+        "model.hidden_channels=16",
+        "model.num_layers=1",
+        "sched=greedy",
+        "sched.timeline.profile_epochs=0",
+        "epochs=2",
+        "world_size=2",
+        "progress=false",
     ]
     on = run_cli(tmp_path, "on", *common)
     off = run_cli(tmp_path, "off", *common, "sched.executor.reuse=false")
@@ -212,8 +232,10 @@ def test_pinning_a_diff_map_pins_its_kept_full_graph_too(monkeypatch):
 def test_tgcn_projecting_first_reuses_its_projection_too(distributed_results):
     """With ``in > 3 out`` TGCN reuses its folded projection with the aggregation (REAL case 1): the
     counted saving is larger than where it aggregates first and reuses ``A X`` alone."""
-    ratio = {m: distributed_results[f"static/{m}/diff"]["flops_plain"] / distributed_results[f"static/{m}/diff"]["flops_reuse"]
-             for m in ("tgcn", "tgcn_projects_first")}  # fmt: skip
+    ratio = {
+        m: distributed_results[f"static/{m}/diff"]["flops_plain"] / distributed_results[f"static/{m}/diff"]["flops_reuse"]
+        for m in ("tgcn", "tgcn_projects_first")
+    }
     assert ratio["tgcn_projects_first"] > ratio["tgcn"]
 
 

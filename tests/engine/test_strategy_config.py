@@ -103,4 +103,3 @@ def test_the_yaml_restates_no_default_and_composes_to_the_dataclass_defaults(nam
     assert {k: v for k, v in composed.items() if k not in ("_target_", "name")} == config_type.defaults()
     strategy = build_strategy(composed)
     assert strategy.config == config_type() and strategy.name == name
-

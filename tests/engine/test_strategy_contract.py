@@ -54,9 +54,16 @@ SHRINK = {
 
 def config(name: str, results: Path, *extra: str) -> dict:
     overrides = [
-        *TINY_SYNTHETIC, f"hydra.searchpath=[file://{TEST_CONF}]", f"sched={name}", "optim=sgd", f"optim.lr={LR}",
-        "device=cpu", f"results_dir={results}", *SHRINK.get(name, []), *extra,
-    ]  # fmt: skip
+        *TINY_SYNTHETIC,
+        f"hydra.searchpath=[file://{TEST_CONF}]",
+        f"sched={name}",
+        "optim=sgd",
+        f"optim.lr={LR}",
+        "device=cpu",
+        f"results_dir={results}",
+        *SHRINK.get(name, []),
+        *extra,
+    ]
     return OmegaConf.to_container(compose_config(overrides), resolve=True)  # type: ignore[return-value]
 
 
@@ -121,7 +128,9 @@ def reference_parameters(name: str, folder: Path) -> dict[str, torch.Tensor]:
 
 def loss_rows(folder: Path) -> list[tuple]:
     metrics = pd.read_parquet(folder / "metrics.parquet")
-    rows = metrics[metrics.metric.isin(["loss", "mse", "accuracy"])].sort_values(["epoch", "iteration", "rank", "phase", "metric"])
+    rows = metrics[metrics.metric.isin(["loss", "mse", "accuracy"])].sort_values(
+        ["epoch", "iteration", "rank", "phase", "metric"]
+    )
     return list(rows[["epoch", "iteration", "rank", "phase", "metric", "value"]].itertuples(index=False, name=None))
 
 
@@ -140,7 +149,9 @@ def test_the_run_finishes_and_every_metric_is_measured_or_declared_missing(contr
         assert len(values) and (values > 0).all(), f"{metric} must be measured (> 0): {values.tolist()}"
     assert summary["conv_flops_per_epoch"] > 0 and summary["peak_rss_bytes"] > 0
     # a CPU run has no GPU allocator: no GPU figure at all, and no figure under the old shared name
-    assert summary["gpu_peak_allocated_bytes"] is None and not {"gpu_peak_allocated_bytes", "peak_mem_bytes"} & set(metrics.metric)
+    assert summary["gpu_peak_allocated_bytes"] is None and not {"gpu_peak_allocated_bytes", "peak_mem_bytes"} & set(
+        metrics.metric
+    )
     if name == "flare":  # it counts what autograd saves for the backward; its training memory adds parameters and states
         saved = epoch_level[epoch_level.metric == "saved_for_backward_bytes"].sort_values(["epoch", "rank"]).value.to_numpy()
         train = epoch_level[epoch_level.metric == "train_memory_bytes"].sort_values(["epoch", "rank"]).value.to_numpy()
@@ -219,7 +230,9 @@ def test_the_run_files_say_which_backend_carried_the_collectives(contract_runs, 
         summary = json.loads((folder / "summary.json").read_text())
         expected = BACKEND[int(summary["world_size"])]
         assert summary["status"] == "ok" and summary["dist_backend"] == expected
-        assert [rank["dist_backend"] for rank in json.loads((folder / "ranks.json").read_text())] == [expected] * summary["world_size"]
+        assert [rank["dist_backend"] for rank in json.loads((folder / "ranks.json").read_text())] == [expected] * summary[
+            "world_size"
+        ]
 
 
 STRATEGY_PACKAGES = ("snapshot_groups", "node_partition", "flare", "distdy", "node_memory")

@@ -224,7 +224,6 @@ def test_engine_never_synchronizes_the_whole_device():
 # ---- on a real CUDA device (make test-gpu, or pytest -m gpu tests/engine/test_timing.py) ----------
 
 
-
 def _queue_work(device: torch.device, size: int = 4096, repeats: int = 40) -> torch.Tensor:
     a = torch.randn(size, size, device=device)
     out = a
@@ -243,7 +242,9 @@ def test_real_cuda_region_measures_the_kernels_not_their_launch(monkeypatch):
     with timed(device) as region:
         _queue_work(device)
     launch_s = time.perf_counter() - launched
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: (_ for _ in ()).throw(AssertionError("device-wide synchronize")))
+    monkeypatch.setattr(
+        torch.cuda, "synchronize", lambda *a, **k: (_ for _ in ()).throw(AssertionError("device-wide synchronize"))
+    )
     measured = region.seconds  # waits for the end event only
     monkeypatch.undo()
     torch.cuda.synchronize()

@@ -22,7 +22,9 @@ class FailingTGCN(TGCN):
     ``in_training=False``, in evaluation): it raises ``error``, or with ``error="abort"`` the process
     calls ``abort()`` (SIGABRT, no Python handler runs), as NCCL's watchdog does after a failed collective."""
 
-    def __init__(self, *args, fail_rank: int = 1, fail_after: int = 4, error: str = "oom", in_training: bool = True, **kwargs) -> None:
+    def __init__(
+        self, *args, fail_rank: int = 1, fail_after: int = 4, error: str = "oom", in_training: bool = True, **kwargs
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.fail_rank, self.fail_after, self.error, self.in_training = fail_rank, fail_after, error, in_training
         self.calls = 0

@@ -14,7 +14,9 @@ from tests.conftest import ROOT
 def cli(tmp_path, *args, timeout=120):
     env = {**os.environ, "DYGSCHED_CACHE": str(tmp_path / "cache")}
     env.pop("DYGSCHED_DATA", None)
-    return subprocess.run([sys.executable, "-m", "dygsched", *args], capture_output=True, text=True, timeout=timeout, cwd=tmp_path, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "dygsched", *args], capture_output=True, text=True, timeout=timeout, cwd=tmp_path, env=env
+    )
 
 
 def test_the_list_names_every_dataset_and_where_it_is(tmp_path):
@@ -27,7 +29,10 @@ def test_the_list_names_every_dataset_and_where_it_is(tmp_path):
     assert f"cache: {tmp_path / 'cache'} (DYGSCHED_CACHE)" in done.stdout
 
 
-@pytest.mark.parametrize("args, message", [(["fetch", "nope"], "unknown dataset 'nope' (known: twitter_tennis"), (["fetch", "events"], "ships inside the package")])
+@pytest.mark.parametrize(
+    "args, message",
+    [(["fetch", "nope"], "unknown dataset 'nope' (known: twitter_tennis"), (["fetch", "events"], "ships inside the package")],
+)
 def test_fetching_what_cannot_be_fetched_is_one_line(tmp_path, args, message):
     done = cli(tmp_path, "datasets", *args)
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1 and message in done.stderr
@@ -68,9 +73,18 @@ def test_a_series_dataset_trains_from_a_users_copy(tmp_path):
     }
     (tmp_path / "mine.json").write_text(json.dumps(data))
     done = cli(
-        tmp_path, "run", "dataset=pedalme", f"dataset.path={tmp_path / 'mine.json'}", "epochs=1", "world_size=1", "window=3",
-        "model.hidden_channels=8", "progress=false", f"results_dir={tmp_path / 'results'}", timeout=300,
-    )  # fmt: skip
+        tmp_path,
+        "run",
+        "dataset=pedalme",
+        f"dataset.path={tmp_path / 'mine.json'}",
+        "epochs=1",
+        "world_size=1",
+        "window=3",
+        "model.hidden_channels=8",
+        "progress=false",
+        f"results_dir={tmp_path / 'results'}",
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "status                    ok" in done.stdout
 

@@ -29,10 +29,25 @@ def small_disk(tmp_path):
 
 def start_run(tmp_path: Path, results: Path) -> subprocess.Popen:
     """A long 2-rank run writing into ``results``, once its first checkpoint is there."""
-    command = [sys.executable, "-m", "dygsched", "run", *TINY_SYNTHETIC, "epochs=400", "run_id=victim",
-               f"results_dir={results}", "progress=false"]  # fmt: skip
-    proc = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "dygsched",
+        "run",
+        *TINY_SYNTHETIC,
+        "epochs=400",
+        "run_id=victim",
+        f"results_dir={results}",
+        "progress=false",
+    ]
+    proc = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 120
     while not (results / "victim" / "checkpoint.pt").exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()

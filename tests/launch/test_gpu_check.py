@@ -17,10 +17,24 @@ from dygsched.launch.gpu_check import COLUMNS, VARIANTS, Clock, Row, loss_check,
 
 def test_the_table_is_written_as_csv_and_markdown_with_missing_figures_empty(tmp_path):
     rows = [
-        Row("ws1", "psg", 1, "cuda", "ok", wall_s=3.5, epoch_time_s=0.25, gpu_peak_mb="12.5", final_loss=0.3064,
-            cpu_status="ok", cpu_final_loss=0.30641, loss_rel_diff=3e-5, loss_check="close", backend="cpu:gloo,cuda:nccl"),
+        Row(
+            "ws1",
+            "psg",
+            1,
+            "cuda",
+            "ok",
+            wall_s=3.5,
+            epoch_time_s=0.25,
+            gpu_peak_mb="12.5",
+            final_loss=0.3064,
+            cpu_status="ok",
+            cpu_final_loss=0.30641,
+            loss_rel_diff=3e-5,
+            loss_check="close",
+            backend="cpu:gloo,cuda:nccl",
+        ),
         Row("ws2", "sven", 2, "cuda", "failed", wall_s=1.0, reason="rank 1: RuntimeError: a | b"),
-    ]  # fmt: skip
+    ]
     csv_path, md_path = write_table(rows, tmp_path / "check")
     with open(csv_path, newline="") as handle:
         read = list(csv.DictReader(handle))
@@ -50,7 +64,11 @@ def test_without_a_cuda_device_it_says_so_in_one_line_and_exits_0(tmp_path, monk
 
 @pytest.mark.parametrize(
     ("argv", "words"),
-    [(["--only", "psg,nosuch"], "unknown variant nosuch"), (["--parts", "ws3"], "unknown part ws3"), (["--budget-s", "0"], "--budget-s must be")],
+    [
+        (["--only", "psg,nosuch"], "unknown variant nosuch"),
+        (["--parts", "ws3"], "unknown part ws3"),
+        (["--budget-s", "0"], "--budget-s must be"),
+    ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(argv, words, capsys):
     with pytest.raises(SystemExit) as exit_info:
@@ -88,22 +106,48 @@ def test_the_probe_of_every_collective_helper_passes_at_two_gloo_ranks_on_cpu(tm
     rows = gpu_check.probe(2, "gloo", "cpu", tmp_path, 120.0, Clock(600.0))
     assert [row for row in rows if row.status != "ok"] == []
     probed = {row.name.split(" ")[0] for row in rows}
-    assert {"all_reduce", "all_reduce_async", "all_to_all", "all_to_all_async", "send/recv", "exchange_counts",
-            "broadcast_object", "all_gather_object", "gather_object", "barrier"} <= probed  # fmt: skip
+    assert {
+        "all_reduce",
+        "all_reduce_async",
+        "all_to_all",
+        "all_to_all_async",
+        "send/recv",
+        "exchange_counts",
+        "broadcast_object",
+        "all_gather_object",
+        "gather_object",
+        "barrier",
+    } <= probed
 
 
 def test_the_probe_rows_say_which_rank_failed_a_case_and_how_it_ended():
     started = lambda rank, case: {"rank": rank, "case": case, "status": "started"}  # noqa: E731
     ok = lambda rank, case, **more: {"rank": rank, "case": case, "status": "ok", **more}  # noqa: E731
     entries = [
-        started(0, "join"), started(1, "join"), ok(0, "join", backend="gloo"), ok(1, "join", backend="gloo"),
-        {"rank": 0, "case": "scatter (any)", "status": "unprobed", "reason": "a helper of comm the probe does not know how to call"},
-        started(0, "a"), started(1, "a"), ok(0, "a", wall_s=0.5), ok(1, "a", wall_s=0.25),
-        started(0, "b"), started(1, "b"), ok(0, "b"), {"rank": 1, "case": "b", "status": "failed", "reason": "AssertionError: sum [1.0]"},
-        started(0, "c"), started(1, "c"), ok(0, "c"),
+        started(0, "join"),
+        started(1, "join"),
+        ok(0, "join", backend="gloo"),
+        ok(1, "join", backend="gloo"),
+        {
+            "rank": 0,
+            "case": "scatter (any)",
+            "status": "unprobed",
+            "reason": "a helper of comm the probe does not know how to call",
+        },
+        started(0, "a"),
+        started(1, "a"),
+        ok(0, "a", wall_s=0.5),
+        ok(1, "a", wall_s=0.25),
+        started(0, "b"),
+        started(1, "b"),
+        ok(0, "b"),
+        {"rank": 1, "case": "b", "status": "failed", "reason": "AssertionError: sum [1.0]"},
+        started(0, "c"),
+        started(1, "c"),
+        ok(0, "c"),
         started(0, "d"),
         ok(0, "e"),  # a case rank 1 never got to
-    ]  # fmt: skip
+    ]
     ends = {0: "killed after the probe's 60 s", 1: "died of SIGABRT"}  # rank 1 died in c; rank 0 then waited in d for it
     rows = {row.name: row for row in gpu_check.probe_rows(entries, ends, 2, "cuda", "gloo")}
     assert "join" not in rows and rows["a"].status == "ok" and rows["a"].wall_s == 0.5 and rows["a"].backend == "gloo"
@@ -119,6 +163,8 @@ def test_a_probe_that_wrote_nothing_is_one_failed_row_with_its_last_words():
     (row,) = gpu_check.probe_rows([], {}, 1, "cuda", "cpu:gloo,cuda:nccl", "ModuleNotFoundError: No module named 'torch'")
     assert (row.name, row.status) == ("join", "failed")
     assert row.reason == "the probe wrote nothing: ModuleNotFoundError: No module named 'torch'"
-    (row,) = gpu_check.probe_rows([{"rank": 0, "case": "join", "status": "started"}], {0: "died of SIGABRT"}, 1, "cuda", "nccl")[:1]
+    (row,) = gpu_check.probe_rows([{"rank": 0, "case": "join", "status": "started"}], {0: "died of SIGABRT"}, 1, "cuda", "nccl")[
+        :1
+    ]
     assert (row.name, row.status, row.reason) == ("join", "failed", "rank 0: it never finished there (died of SIGABRT)")
     assert gpu_check._json_line('{"rank": 0, "case": "a", "sta') is None  # a line cut short by the rank's death

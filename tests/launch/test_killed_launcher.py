@@ -72,7 +72,10 @@ class Killed(NamedTuple):
 
 
 def kill_the_launcher_when(
-    tmp_path: Path, overrides: list[str], ready: Callable[[Path, list[Process]], bool], dygsched: tuple[str, ...] = ("-m", "dygsched")
+    tmp_path: Path,
+    overrides: list[str],
+    ready: Callable[[Path, list[Process]], bool],
+    dygsched: tuple[str, ...] = ("-m", "dygsched"),
 ) -> Killed:
     """Start ``dygsched run`` with ``overrides``; once ``ready(run folder, its processes)``, SIGKILL
     the launcher and wait up to GONE_WITHIN_S seconds for the rest of its process group to end."""
@@ -81,13 +84,19 @@ def kill_the_launcher_when(
     with open(tmp_path / "stdout.txt", "w") as out, open(tmp_path / "stderr.txt", "w") as err:
         proc = subprocess.Popen(
             [sys.executable, *dygsched, "run", *RUN, *overrides],
-            cwd=tmp_path, env=env, stdout=out, stderr=err, start_new_session=True,
-        )  # fmt: skip
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
     group = proc.pid  # a new session: its id, and its process group's, is the launcher's pid
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not ready(folder, processes := process_group(group)):
-            assert proc.poll() is None, f"the run ended first ({proc.returncode}): {(tmp_path / 'stderr.txt').read_text()[-3000:]}"
+            assert proc.poll() is None, (
+                f"the run ended first ({proc.returncode}): {(tmp_path / 'stderr.txt').read_text()[-3000:]}"
+            )
             assert time.monotonic() < deadline, "the run never got there"
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)
@@ -111,7 +120,9 @@ def checkpoint_epoch(folder: Path) -> int | None:
 
 
 def assert_nothing_left(killed: Killed) -> None:
-    assert not killed.left, f"{len(killed.left)} process(es) alive {killed.gone_s:.1f} s after the launcher's death: {killed.left}"
+    assert not killed.left, (
+        f"{len(killed.left)} process(es) alive {killed.gone_s:.1f} s after the launcher's death: {killed.left}"
+    )
 
 
 def has_checkpoint(folder: Path, _processes: list[Process]) -> bool:
@@ -193,7 +204,9 @@ def test_killed_mid_epoch_with_spawned_ranks_nothing_is_left(tmp_path):
 def watcher(pid: int) -> subprocess.Popen:
     """A process that calls ``end_with(pid)``, says so, then sleeps."""
     code = f"import time\nfrom dygsched.launch.fork_server import end_with\nend_with({pid})\nprint('watching', flush=True)\ntime.sleep(60)"
-    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
 
 
 def test_a_rank_ends_as_soon_as_the_launcher_it_watches_does():

@@ -23,8 +23,14 @@ def test_torchrun_command_c10d_and_static():
     launcher.check(8)
     cmd = launcher.command(8, "run-1", ["model=wdgcn", "run_id=run-1"], "node0:29500")
     assert cmd[:3] == [sys.executable, "-m", "torch.distributed.run"]
-    assert {"--nnodes=2", "--nproc-per-node=4", "--max-restarts=0", "--rdzv-backend=c10d", "--rdzv-endpoint=node0:29500",
-            "--rdzv-id=run-1"} <= set(cmd)  # fmt: skip
+    assert {
+        "--nnodes=2",
+        "--nproc-per-node=4",
+        "--max-restarts=0",
+        "--rdzv-backend=c10d",
+        "--rdzv-endpoint=node0:29500",
+        "--rdzv-id=run-1",
+    } <= set(cmd)
     assert cmd[-5:] == ["-m", "dygsched", "run", "model=wdgcn", "run_id=run-1"]
     static = TorchrunLauncher(nnodes=2, node_rank=1, rdzv_backend="static", rdzv_endpoint="10.0.0.1:1234")
     cmd = static.command(4, "r", [], "10.0.0.1:1234")
@@ -92,8 +98,16 @@ def test_slurm_config_submits_one_rank_per_task():
     from omegaconf import OmegaConf
     from submitit.slurm.slurm import SlurmExecutor, _make_sbatch_string
 
-    cfg = hydra_config(["launcher=slurm", "world_size=8", "launcher.nodes=2", "launcher.tasks_per_node=4",
-                        "hydra.launcher.partition=gpu", "hydra.launcher.timeout_min=90"])  # fmt: skip
+    cfg = hydra_config(
+        [
+            "launcher=slurm",
+            "world_size=8",
+            "launcher.nodes=2",
+            "launcher.tasks_per_node=4",
+            "hydra.launcher.partition=gpu",
+            "hydra.launcher.timeout_min=90",
+        ]
+    )
     OmegaConf.resolve(cfg)
     SlurmLauncher(**{k: v for k, v in cfg.launcher.items() if k not in {"name", "_target_"}}).check(cfg.world_size)
     plugin = instantiate(cfg.hydra.launcher)  # the submitit plugin's own launcher, as `-m` builds it
@@ -107,8 +121,14 @@ def test_slurm_config_submits_one_rank_per_task():
     sbatch = {names.get(k, k): v for k, v in params.items() if k in SlurmExecutor._valid_parameters() or k in names}
     sbatch["mem"] = f"{sbatch['mem']}GB"
     script = _make_sbatch_string(command="python -u -m submitit.core._submit", folder="/tmp/submitit", **sbatch)
-    for line in ("#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=4", "#SBATCH --gpus-per-node=4", "#SBATCH --partition=gpu",
-                 "#SBATCH --time=90", "export SLURM_KILL_BAD_EXIT=1"):  # fmt: skip
+    for line in (
+        "#SBATCH --nodes=2",
+        "#SBATCH --ntasks-per-node=4",
+        "#SBATCH --gpus-per-node=4",
+        "#SBATCH --partition=gpu",
+        "#SBATCH --time=90",
+        "export SLURM_KILL_BAD_EXIT=1",
+    ):
         assert line in script
 
 

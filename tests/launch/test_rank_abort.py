@@ -135,9 +135,19 @@ def rank_command(tmp_path, *args: str) -> subprocess.CompletedProcess:
 @pytest.mark.slow  # torchrun and its ranks start: about 40 s on 2 cores
 def test_launcher_torchrun_records_a_rank_aborted_in_its_phase(tmp_path):
     done = rank_command(
-        tmp_path, sys.executable, "-m", "dygsched", "run", *TINY_SYNTHETIC, *ABORTING, *IN_TRAINING, "epochs=3",
-        "run_id=abort", "results_dir=results", "launcher=torchrun",
-    )  # fmt: skip
+        tmp_path,
+        sys.executable,
+        "-m",
+        "dygsched",
+        "run",
+        *TINY_SYNTHETIC,
+        *ABORTING,
+        *IN_TRAINING,
+        "epochs=3",
+        "run_id=abort",
+        "results_dir=results",
+        "launcher=torchrun",
+    )
     line = f"rank 1 {ABORT_LINE.format(phase='training, epoch 2 of 3')}"
     assert done.returncode == 1 and line in done.stderr.strip().splitlines()[-1], done.stderr[-3000:]
     summary = json.loads((tmp_path / "results" / "abort" / "summary.json").read_text())
@@ -150,10 +160,23 @@ def test_under_bare_torchrun_a_surviving_rank_records_the_abort(tmp_path, aborte
     """No dygsched parent watches a hand-typed torchrun (nor SLURM's tasks): rank 0 marks the run with
     the abort; when rank 0 is the one aborted, the lowest rank alive marks it."""
     done = rank_command(
-        tmp_path, sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", f"--master-port={free_port()}",
-        "-m", "dygsched", "run", *TINY_SYNTHETIC, *ABORTING, *IN_TRAINING, f"+model.fail_rank={aborted}", "epochs=3",
-        "run_id=abort", "results_dir=results",
-    )  # fmt: skip
+        tmp_path,
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node=2",
+        f"--master-port={free_port()}",
+        "-m",
+        "dygsched",
+        "run",
+        *TINY_SYNTHETIC,
+        *ABORTING,
+        *IN_TRAINING,
+        f"+model.fail_rank={aborted}",
+        "epochs=3",
+        "run_id=abort",
+        "results_dir=results",
+    )
     assert done.returncode != 0 and f"exitcode  : -{int(signal.SIGABRT)}" in done.stderr, done.stderr[-3000:]
     folder = tmp_path / "results" / "abort"
     summary = json.loads((folder / "summary.json").read_text())

@@ -91,8 +91,17 @@ def test_a_killed_rank_stops_the_run_and_resume_finishes_it(tmp_path, reference)
     """SIGKILL rank 1 mid-run: the run stops at once (exit 1, one line, no orphans), is marked failed
     with its completed epochs kept, and ``resume=<folder>`` ends with the uninterrupted losses."""
     results = tmp_path / "results"
-    proc = dygsched(tmp_path, "run", *RECOVERY, f"epochs={EPOCHS}", f"results_dir={results}", "run_id=killed",
-                    "dist_timeout_s=30", stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    proc = dygsched(
+        tmp_path,
+        "run",
+        *RECOVERY,
+        f"epochs={EPOCHS}",
+        f"results_dir={results}",
+        "run_id=killed",
+        "dist_timeout_s=30",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     folder = results / "killed"
     deadline = time.monotonic() + 240
     while not (folder / "checkpoint.pt").exists():  # at least one epoch done
@@ -175,8 +184,18 @@ def test_two_torchrun_nodes_train_the_same_losses(tmp_path, reference):
     results = tmp_path / "results"
     endpoint = f"127.0.0.1:{free_port()}"
     epochs = 5
-    first = dygsched(tmp_path, "run", *RECOVERY, f"epochs={epochs}", f"results_dir={results}", "launcher=torchrun",
-                     "launcher.nnodes=2", f"launcher.rdzv_endpoint={endpoint}", stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    first = dygsched(
+        tmp_path,
+        "run",
+        *RECOVERY,
+        f"epochs={epochs}",
+        f"results_dir={results}",
+        "launcher=torchrun",
+        "launcher.nnodes=2",
+        f"launcher.rdzv_endpoint={endpoint}",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     command = None
     for line in first.stdout:
         if line.startswith("torchrun: ") and "torch.distributed.run" in line:
@@ -184,8 +203,14 @@ def test_two_torchrun_nodes_train_the_same_losses(tmp_path, reference):
             break
     assert command is not None, first.communicate()
     assert "--nnodes=2" in command and "--nproc-per-node=1" in command and f"--rdzv-endpoint={endpoint}" in command
-    second = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    second = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     _, err_first = first.communicate(timeout=300)
     _, err_second = second.communicate(timeout=300)
     assert first.returncode == 0 and second.returncode == 0, err_first[-2000:] + err_second[-2000:]
@@ -212,9 +237,15 @@ def start_victim(tmp_path: Path, command: list[str], env: dict | None = None) ->
     folder = tmp_path / "results" / "victim"
     # Ctrl-C as a terminal sends it: a shell starts a background job with SIGINT ignored, and the run
     # would inherit that from a test suite started so
-    proc = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    proc = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 240
     while not (folder / "checkpoint.pt").exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
@@ -298,9 +329,15 @@ def test_sigterm_under_bare_torchrun_records_the_run_and_it_resumes(tmp_path):
     assert summary["epochs_completed"] >= 1 and (folder / "metrics.parquet").exists()
     assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]
     resumed = run_dygsched(
-        "run", *TINY_SYNTHETIC, f"epochs={summary['epochs_completed'] + 1}", "results_dir=results", f"resume={folder}",
-        "progress=false", cwd=tmp_path, timeout=240,
-    )  # fmt: skip
+        "run",
+        *TINY_SYNTHETIC,
+        f"epochs={summary['epochs_completed'] + 1}",
+        "results_dir=results",
+        f"resume={folder}",
+        "progress=false",
+        cwd=tmp_path,
+        timeout=240,
+    )
     assert resumed.returncode == 0, resumed.stderr
 
 
@@ -331,8 +368,15 @@ def test_slurm_tasks_are_the_ranks(tmp_path, reference):
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     executor = submitit.LocalExecutor(folder=tmp_path / "submitit")
     executor.update_parameters(tasks_per_node=2, timeout_min=10)
-    overrides = [*RECOVERY, "epochs=3", "launcher=slurm", "world_size=2", "launcher.gpus_per_node=0",
-                 f"results_dir={tmp_path / 'results'}", "run_id=slurm"]  # fmt: skip
+    overrides = [
+        *RECOVERY,
+        "epochs=3",
+        "launcher=slurm",
+        "world_size=2",
+        "launcher.gpus_per_node=0",
+        f"results_dir={tmp_path / 'results'}",
+        "run_id=slurm",
+    ]
     results = executor.submit(_slurm_task, overrides).results()
     assert results[0]["status"] == "ok" and results[0]["world_size"] == 2 and results[1] == {}  # rank 0 reports
     ours, expected = losses(tmp_path / "results" / "slurm"), [row for row in reference if row[0] < 3]
@@ -346,7 +390,9 @@ def start_and_signal_the_launcher(tmp_path: Path, sig: int) -> tuple[subprocess.
     return signal_and_wait(proc, command, ranks, proc.pid, sig, timeout=60)
 
 
-@pytest.mark.parametrize("sig, code, reason", [(signal.SIGTERM, 143, "terminated by SIGTERM"), (signal.SIGINT, 130, "interrupted")])
+@pytest.mark.parametrize(
+    "sig, code, reason", [(signal.SIGTERM, 143, "terminated by SIGTERM"), (signal.SIGINT, 130, "interrupted")]
+)
 def test_a_signal_to_the_launcher_stops_the_workers_and_records_the_run(tmp_path, sig, code, reason):
     """What `timeout`, SLURM preemption and Kubernetes send (SIGTERM), or Ctrl-C to the launcher alone:
     the workers stop, the completed epochs and a failed summary are written, the runs row appended,
@@ -362,7 +408,13 @@ def test_a_signal_to_the_launcher_stops_the_workers_and_records_the_run(tmp_path
     assert (folder / "metrics.parquet").exists() and not list(folder.glob("*.tmp*"))
     assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]
     resumed = run_dygsched(
-        "run", *TINY_SYNTHETIC, f"epochs={summary['epochs_completed'] + 1}", "results_dir=results", f"resume={folder}",
-        "progress=false", cwd=tmp_path, timeout=240,
-    )  # fmt: skip
+        "run",
+        *TINY_SYNTHETIC,
+        f"epochs={summary['epochs_completed'] + 1}",
+        "results_dir=results",
+        f"resume={folder}",
+        "progress=false",
+        cwd=tmp_path,
+        timeout=240,
+    )
     assert resumed.returncode == 0, resumed.stderr

@@ -14,8 +14,21 @@ from tests.cli_process import run_dygsched
 from tests.conftest import ROOT, TINY_SYNTHETIC
 
 SUMMARY_KEYS = {
-    "run_id", "dataset", "model", "sched", "world_size", "epochs", "status", "epoch_time_s", "imbalance_ratio",
-    "final_train_loss", "eval", "comm_bytes_per_epoch", "gpu_peak_allocated_bytes", "peak_rss_bytes", "saved_for_backward_bytes",
+    "run_id",
+    "dataset",
+    "model",
+    "sched",
+    "world_size",
+    "epochs",
+    "status",
+    "epoch_time_s",
+    "imbalance_ratio",
+    "final_train_loss",
+    "eval",
+    "comm_bytes_per_epoch",
+    "gpu_peak_allocated_bytes",
+    "peak_rss_bytes",
+    "saved_for_backward_bytes",
 }
 
 
@@ -57,8 +70,15 @@ def test_synthetic_two_ranks(tmp_path):
 
 def test_twitter_tennis_two_ranks(tmp_path, shipped_data):
     result = dygsched(
-        tmp_path, "run", "dataset=twitter_tennis", f"dataset.path={shipped_data / 'twitter_tennis_rg17.json'}",
-        "model.hidden_channels=16", "model.num_layers=1", "world_size=2", "epochs=3", "progress=false",
+        tmp_path,
+        "run",
+        "dataset=twitter_tennis",
+        f"dataset.path={shipped_data / 'twitter_tennis_rg17.json'}",
+        "model.hidden_channels=16",
+        "model.num_layers=1",
+        "world_size=2",
+        "epochs=3",
+        "progress=false",
     )
     assert result.returncode == 0, result.stderr
     _, losses = check_run_folder(only_run_folder(tmp_path), epochs=3, world_size=2)
@@ -82,7 +102,10 @@ def test_twitter_tennis_two_ranks(tmp_path, shipped_data):
         ([*TINY_SYNTHETIC, "dataset.growth=linear"], "unknown growth trend"),
         (["dataset=stream", "model=tgn", "sched=single", "world_size=1"], "dataset 'stream' needs dataset.path=..."),
         (["dataset=snapshots"], "dataset 'snapshots' needs dataset.path=..."),
-        (["dataset=wikipedia_like", "dataset.preset=lastfm", "model=tgn", "sched=single", "world_size=1"], "unknown preset 'lastfm'"),
+        (
+            ["dataset=wikipedia_like", "dataset.preset=lastfm", "model=tgn", "sched=single", "world_size=1"],
+            "unknown preset 'lastfm'",
+        ),
         ([*TINY_SYNTHETIC, "run_id=../escape_probe"], "run_id must be a plain name"),
         ([*TINY_SYNTHETIC, "optim.lr=fast"], "optim.lr must be a number, got 'fast'"),
         ([*TINY_SYNTHETIC, "optim.lr=null"], "optim.lr must be a number, got None"),
@@ -168,7 +191,9 @@ def test_an_existing_run_id_is_refused_unless_resumed_or_moved_aside(tmp_path):
     lines = again.stderr.strip().splitlines()
     assert again.returncode == 1 and len(lines) == 1 and "already names a run" in lines[0] and "overwrite=true" in lines[0]
     assert (tmp_path / "results" / "mine" / "summary.json").read_text() == before  # untouched
-    replaced = dygsched(tmp_path, "run", *TINY_SYNTHETIC, "epochs=1", "world_size=1", "run_id=mine", "overwrite=true", "progress=false")
+    replaced = dygsched(
+        tmp_path, "run", *TINY_SYNTHETIC, "epochs=1", "world_size=1", "run_id=mine", "overwrite=true", "progress=false"
+    )
     assert replaced.returncode == 0, replaced.stderr
     aside = list((tmp_path / "results").glob("mine.replaced-*"))
     assert len(aside) == 1 and (aside[0] / "summary.json").read_text() == before
@@ -182,7 +207,10 @@ def test_a_results_dir_that_cannot_be_a_folder_is_refused_before_any_worker(tmp_
         results.write_text("not a folder")
     done = subprocess.run(
         [sys.executable, "-m", "dygsched", "run", *TINY_SYNTHETIC, f"results_dir={results}"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
     )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and len(lines) == 1 and f"results_dir {results} cannot be used" in lines[0]
@@ -220,7 +248,9 @@ def test_no_run_id_names_a_folder_outside_results_dir(name):
     assert (results / name).resolve().parent == results.resolve() and (results / name).name == name
 
 
-@pytest.mark.parametrize("override", ["optim.lr=fast", "world_size=1.5", "run_id=../x", "epochs=0", "model=nosuch", "+modle=tgcn"])
+@pytest.mark.parametrize(
+    "override", ["optim.lr=fast", "world_size=1.5", "run_id=../x", "epochs=0", "model=nosuch", "+modle=tgcn"]
+)
 def test_a_rejected_input_is_answered_before_torch_is_imported(override):
     """What the settings alone refuse is refused at once: the answer does not wait for torch."""
     probe = (
@@ -268,12 +298,20 @@ def test_a_rank_builds_the_strategy_once_and_trains_it(tmp_path, monkeypatch):
     from dygsched.launch.compose import compose_config
     from dygsched.launch.local import free_port
 
-    for name, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}.items():
+    for name, value in {
+        "RANK": "0",
+        "WORLD_SIZE": "1",
+        "LOCAL_RANK": "0",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_port()),
+    }.items():
         monkeypatch.setenv(name, value)
     built = _count_constructions(monkeypatch)
     previous = signal.getsignal(signal.SIGTERM)  # a rank answers SIGTERM by stopping; pytest keeps its own
     try:
-        summary = run(compose_config([*TINY_SYNTHETIC, "world_size=1", "epochs=1", "device=cpu", f"results_dir={tmp_path / 'results'}"]))
+        summary = run(
+            compose_config([*TINY_SYNTHETIC, "world_size=1", "epochs=1", "device=cpu", f"results_dir={tmp_path / 'results'}"])
+        )
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert summary["status"] == "ok" and summary["epochs_completed"] == 1

@@ -9,9 +9,23 @@ from tests.cli_process import run_dygsched
 
 @pytest.fixture
 def results(tmp_path):
-    for run_id, sched, model, time in (("r1-psg", "psg", "tgcn", 2.0), ("r2-greedy", "greedy", "tgcn", 1.5), ("r3-greedy", "greedy", "wdgcn", 1.0)):
-        append_run(tmp_path, {"run_id": run_id, "status": "ok", "sched": sched, "model": model, "world_size": 2,
-                              "epoch_time_s": time, "eval": {"metric": "mse", "value": time / 2}})  # fmt: skip
+    for run_id, sched, model, time in (
+        ("r1-psg", "psg", "tgcn", 2.0),
+        ("r2-greedy", "greedy", "tgcn", 1.5),
+        ("r3-greedy", "greedy", "wdgcn", 1.0),
+    ):
+        append_run(
+            tmp_path,
+            {
+                "run_id": run_id,
+                "status": "ok",
+                "sched": sched,
+                "model": model,
+                "world_size": 2,
+                "epoch_time_s": time,
+                "eval": {"metric": "mse", "value": time / 2},
+            },
+        )
     return tmp_path
 
 
@@ -34,7 +48,11 @@ def test_compare_two_runs_by_prefix(results, capsys):
 
 @pytest.mark.parametrize(
     "args, message",
-    [(["sched"], "a filter is KEY=VALUE"), (["colour=red"], "unknown column 'colour'"), (["--compare", "r", "r1"], "matches 3 runs")],
+    [
+        (["sched"], "a filter is KEY=VALUE"),
+        (["colour=red"], "unknown column 'colour'"),
+        (["--compare", "r", "r1"], "matches 3 runs"),
+    ],
 )
 def test_bad_requests_are_one_line(results, capsys, args, message):
     assert main(["runs", "--results", str(results), *args]) == 1

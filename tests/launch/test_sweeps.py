@@ -45,13 +45,25 @@ def test_each_run_of_a_sweep_says_which_of_how_many_it_is(tmp_path):
     and no bar characters when the output is not a terminal (one line per epoch)."""
     tiny = [o for o in TINY_SYNTHETIC if not o.startswith("progress=")]
     done = run_dygsched(
-        "run", "-m", *tiny, "epochs=2", "world_size=1", "checkpoint=false", "progress=true,false",
-        f"results_dir={tmp_path / 'results'}", cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600,
-    )  # fmt: skip
+        "run",
+        "-m",
+        *tiny,
+        "epochs=2",
+        "world_size=1",
+        "checkpoint=false",
+        "progress=true,false",
+        f"results_dir={tmp_path / 'results'}",
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert [line for line in lines if line.startswith("sweep:")] == ["sweep: run 1 of 2: progress=True"]  # as Hydra spells it
-    assert [line.split()[:2] for line in lines if line.startswith("epoch ")] == [["epoch", "1/2"], ["epoch", "2/2"]]  # the first run's only
+    assert [line.split()[:2] for line in lines if line.startswith("epoch ")] == [
+        ["epoch", "1/2"],
+        ["epoch", "2/2"],
+    ]  # the first run's only
     assert "\r" not in done.stdout + done.stderr and "step/s" not in done.stderr
     assert len(pd.read_parquet(tmp_path / "results" / "runs.parquet")) == 2
 

@@ -44,13 +44,20 @@ def random_snapshot(
 
 
 def changing_group(
-    num_nodes: int = 12, num_features: int = 4, seed: int = 0, classes: int = 0, length: int = 3, dtype: torch.dtype = torch.float32
+    num_nodes: int = 12,
+    num_features: int = 4,
+    seed: int = 0,
+    classes: int = 0,
+    length: int = 3,
+    dtype: torch.dtype = torch.float32,
 ) -> list[Snapshot]:
     """``length`` snapshots whose node sets change: different nodes masked and isolated each time."""
     generator = torch.Generator().manual_seed(seed)
     patterns = [((0,), (1,)), ((2, 3), ()), ((), (0, 5))]
     return [
-        random_snapshot(num_nodes, num_features, 3 * num_nodes, generator, *patterns[t % len(patterns)], classes=classes, dtype=dtype)
+        random_snapshot(
+            num_nodes, num_features, 3 * num_nodes, generator, *patterns[t % len(patterns)], classes=classes, dtype=dtype
+        )
         for t in range(length)
     ]
 

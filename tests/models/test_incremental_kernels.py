@@ -39,8 +39,10 @@ def chain_inputs(snapshots: list[Snapshot], whole: list[bool] | None = None) -> 
     first = snapshots[0]
     diffs = [diff_snapshots(a, b) for a, b in itertools.pairwise(snapshots)]
     if whole is not None:
-        diffs = [d.as_full(coalesce(s.edge_index, s.edge_weight, s.num_nodes)) if w else d
-                 for d, s, w in zip(diffs, snapshots[1:], whole, strict=True)]
+        diffs = [
+            d.as_full(coalesce(s.edge_index, s.edge_weight, s.num_nodes)) if w else d
+            for d, s, w in zip(diffs, snapshots[1:], whole, strict=True)
+        ]
     return first.x, coalesce(first.edge_index, first.edge_weight, first.num_nodes), diffs
 
 
@@ -158,7 +160,9 @@ def test_selective_projection_counts_the_rows_a_known_diff_rewrites() -> None:
     features, width = 3, 5
     x = torch.randn(4, features, dtype=torch.float64)
     edges = [torch.tensor([[0, 2], [1, 3]]), torch.tensor([[0, 2, 0], [1, 3, 3]])]
-    snapshots = [Snapshot(e, torch.ones(e.size(1), dtype=torch.float64), x, torch.zeros(4), torch.ones(4, dtype=torch.bool)) for e in edges]
+    snapshots = [
+        Snapshot(e, torch.ones(e.size(1), dtype=torch.float64), x, torch.zeros(4), torch.ones(4, dtype=torch.bool)) for e in edges
+    ]
     projection = nn.Linear(features, width).double()
     x0, first, diffs = chain_inputs(snapshots)
     with flops.count_conv_flops() as counter:

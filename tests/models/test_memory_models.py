@@ -47,13 +47,16 @@ def state_rows(model: MemoryModel, n: int, seed: int = 1) -> dict[str, torch.Ten
     g = torch.Generator().manual_seed(seed)
     memory_time = torch.rand(n, generator=g) * 50
     query_time = memory_time + torch.rand(n, generator=g) * 20
-    return in_dtype_of(model, {
-        "memory": torch.randn(n, model.memory_dim, generator=g),
-        "memory_time": memory_time,
-        "mail": torch.randn(n, model.mailbox_size, model.mail_dim, generator=g),
-        "mail_time": memory_time[:, None] - torch.rand(n, model.mailbox_size, generator=g) * 10,
-        "query_time": query_time,
-    })
+    return in_dtype_of(
+        model,
+        {
+            "memory": torch.randn(n, model.memory_dim, generator=g),
+            "memory_time": memory_time,
+            "mail": torch.randn(n, model.mailbox_size, model.mail_dim, generator=g),
+            "mail_time": memory_time[:, None] - torch.rand(n, model.mailbox_size, generator=g) * 10,
+            "query_time": query_time,
+        },
+    )
 
 
 def root_rows(model: MemoryModel, n: int, seed: int = 2) -> dict[str, torch.Tensor]:
@@ -66,15 +69,18 @@ def root_rows(model: MemoryModel, n: int, seed: int = 2) -> dict[str, torch.Tens
     if k:
         mask[0] = False
         mask[1] = True
-    return in_dtype_of(model, {
-        "memory": torch.randn(n, model.memory_dim, generator=g),
-        "memory_time": memory_time,
-        "query_time": query_time,
-        "neighbour_memory": torch.randn(n, k, model.memory_dim, generator=g) * mask[..., None],
-        "neighbour_time": (query_time[:, None] - torch.rand(n, k, generator=g) * 30) * mask,
-        "neighbour_edge": torch.randn(n, k, model.edge_dim, generator=g) * mask[..., None],
-        "neighbour_mask": mask,
-    })
+    return in_dtype_of(
+        model,
+        {
+            "memory": torch.randn(n, model.memory_dim, generator=g),
+            "memory_time": memory_time,
+            "query_time": query_time,
+            "neighbour_memory": torch.randn(n, k, model.memory_dim, generator=g) * mask[..., None],
+            "neighbour_time": (query_time[:, None] - torch.rand(n, k, generator=g) * 30) * mask,
+            "neighbour_edge": torch.randn(n, k, model.edge_dim, generator=g) * mask[..., None],
+            "neighbour_mask": mask,
+        },
+    )
 
 
 def phi(encoder: TimeEncoding, dt: torch.Tensor) -> torch.Tensor:
@@ -99,7 +105,9 @@ def test_shapes_and_attributes(name: str, edge_dim: int) -> None:
     assert isinstance(model, MemoryModel)
     assert model.mail_dim == 2 * model.memory_dim + edge_dim and model.embedding_dim == model.memory_dim
     assert (model.mailbox_size, model.embedding_neighbours, model.mail_neighbours) == {
-        "tgn": (1, 4, 0), "jodie": (1, 0, 0), "apan": (3, 0, 2)
+        "tgn": (1, 4, 0),
+        "jodie": (1, 0, 0),
+        "apan": (3, 0, 2),
     }[name]
     n = 7
     s = model.update_memory(**state_rows(model, n))
@@ -268,7 +276,9 @@ def test_tgn_roots_without_neighbours_get_finite_embeddings_and_gradients() -> N
     roots["memory"].requires_grad_(True)
     z = model.embed(**roots)
     att = model.attention
-    expected = layer_norm(torch.relu(att.w_out(torch.cat([torch.zeros(4, model.memory_dim, dtype=z.dtype), roots["memory"]], 1))), att.norm)
+    expected = layer_norm(
+        torch.relu(att.w_out(torch.cat([torch.zeros(4, model.memory_dim, dtype=z.dtype), roots["memory"]], 1))), att.norm
+    )
     torch.testing.assert_close(z, expected, **EXACT)
     z.sum().backward()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
@@ -335,7 +345,9 @@ def test_config_instantiates_its_model(name: str, edge_dim: int) -> None:
     assert (model.num_nodes, model.edge_dim, model.memory_dim, model.time_dim) == (10, edge_dim, 100, 100)
     assert model.mail_dim == 200 + edge_dim and model.dropout_p == 0.1
     assert (model.mailbox_size, model.embedding_neighbours, model.mail_neighbours) == {
-        "tgn": (1, 10, 0), "jodie": (1, 0, 0), "apan": (10, 0, 10)
+        "tgn": (1, 10, 0),
+        "jodie": (1, 0, 0),
+        "apan": (10, 0, 10),
     }[name]
     state = state_rows(model, 3)
     assert model.update_memory(**state).shape == (3, 100)
@@ -350,7 +362,9 @@ def test_per_vertex_state_read_at_several_times_is_the_expanded_update(name):
     rows = torch.tensor([0, 0, 3, 5, 3, 1, 0, 2])
     query_time = state["memory_time"][rows] + torch.rand(rows.numel(), dtype=torch.float64) * 20
     grouped = model.update_memory(**{**state, "query_time": query_time}, rows=rows)
-    expanded = model.update_memory(**{key: value[rows] for key, value in state.items() if key != "query_time"}, query_time=query_time)
+    expanded = model.update_memory(
+        **{key: value[rows] for key, value in state.items() if key != "query_time"}, query_time=query_time
+    )
     torch.testing.assert_close(grouped, expanded, atol=1e-12, rtol=0)
     weights = torch.randn_like(grouped)
     params = [p for p in model.parameters() if p.requires_grad]

@@ -41,7 +41,9 @@ def assert_recorded_on(snapshots: list[Snapshot], theirs: dict, case: str) -> No
     """The case's snapshots are those tgt ran on (else the inputs changed since recording)."""
     for t, (ours, recorded) in enumerate(zip(inputs_of(snapshots), theirs["inputs"], strict=True)):
         for key, value in ours.items():
-            assert torch.equal(value, recorded[key]), f"{case}: snapshot {t}'s {key} is not the one recorded: re-record the references"
+            assert torch.equal(value, recorded[key]), (
+                f"{case}: snapshot {t}'s {key} is not the one recorded: re-record the references"
+            )
 
 
 def weights_of(module: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -116,7 +118,9 @@ def tgt_tgcn(in_channels: int) -> dict:
     return {"inputs": inputs_of(snapshots), "weights": weights, "states": states, "grads": grads}
 
 
-TGCN_CASES = {in_channels: library_case(f"tgcn-{in_channels}-features", lambda c=in_channels: tgt_tgcn(c)) for in_channels in (4, 32)}
+TGCN_CASES = {
+    in_channels: library_case(f"tgcn-{in_channels}-features", lambda c=in_channels: tgt_tgcn(c)) for in_channels in (4, 32)
+}
 
 
 @pytest.mark.parametrize("source", SOURCES)

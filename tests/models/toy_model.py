@@ -32,7 +32,9 @@ class MeanGRULayer(DGNNLayer):
     ) -> torch.Tensor:
         source, target = edge_index
         total = torch.zeros_like(x).index_add_(0, target, x[source])
-        count = torch.zeros(x.shape[0], dtype=x.dtype, device=x.device).index_add_(0, target, torch.ones_like(target, dtype=x.dtype))
+        count = torch.zeros(x.shape[0], dtype=x.dtype, device=x.device).index_add_(
+            0, target, torch.ones_like(target, dtype=x.dtype)
+        )
         return self.lin(total / count.clamp(min=1).unsqueeze(1))
 
     def temporal(self, spatial_out: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:

@@ -36,11 +36,20 @@ def test_every_builder_takes_exactly_its_settings(paper_target):
 
 # ---- storage ----------------------------------------------------------------------------------------------
 def _storage_table(sparse: float, dense: float, best: float, few_changes: float) -> pd.DataFrame:
-    settings = (distdy.storage.density_setting("sparse"), distdy.storage.density_setting("dense"), distdy.storage.feature_change_setting(0.1), "sparse change")
-    return pd.DataFrame({
-        "setting": settings, "saved_both": [sparse, dense, 0.05, best],
-        "saved_features_only": [0.5, 0.4, few_changes, 0.8], "saved_edges_only": [0.02, 0.1, 0.03, 0.05],
-    })  # fmt: skip
+    settings = (
+        distdy.storage.density_setting("sparse"),
+        distdy.storage.density_setting("dense"),
+        distdy.storage.feature_change_setting(0.1),
+        "sparse change",
+    )
+    return pd.DataFrame(
+        {
+            "setting": settings,
+            "saved_both": [sparse, dense, 0.05, best],
+            "saved_features_only": [0.5, 0.4, few_changes, 0.8],
+            "saved_edges_only": [0.02, 0.1, 0.03, 0.05],
+        }
+    )
 
 
 def test_storage_reading_gives_each_span_of_savings():
@@ -61,9 +70,12 @@ def test_storage_headlines_are_the_papers_savings_in_percent():
     assert _verdict(distdy.storage.STORAGE, tables) == "reproduced"
     assert _verdict(distdy.storage.STORAGE, {"distdy/storage.csv": _storage_table(0.1, 0.08, 0.2, 0.1)}) == "not"
     missing = _storage_table(0.471, 0.366, 0.922, 0.614).iloc[[0]]
-    assert _by_label(distdy.storage.headlines_storage({"s.csv": missing}, rows_of("table-distdy-storage")))[
-        "storage saved (%), dense graph (features and edges)"
-    ].ours is None
+    assert (
+        _by_label(distdy.storage.headlines_storage({"s.csv": missing}, rows_of("table-distdy-storage")))[
+            "storage saved (%), dense graph (features and edges)"
+        ].ours
+        is None
+    )
 
 
 # ---- partition ----------------------------------------------------------------------------------------------
@@ -74,12 +86,22 @@ def _partition_table(seconds) -> pd.DataFrame:
         for stores in (4, 8):
             for name in ("distdy", "distdy+messages", "metis", "hash", "greedy", "metis_layer"):
                 total = seconds(data, name)
-                rows.append({
-                    "data": data, "stores": stores, "partitioner": name, "partition_s": total / 4, "store_s": 3 * total / 4,
-                    "cut_weight_share": 0.3 if name.startswith("distdy") else {"metis": 0.4, "hash": 0.6}.get(name, 0.5),
-                    "balance_bytes": 1.0, "balance_targets": 1.1, "median_passes": 12.0 if name.startswith("distdy") else float("nan"),
-                    "partition_vs_metis": 0.5, "partition_vs_metis_layer": 0.25, "out_of_memory": name == "greedy",
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "data": data,
+                        "stores": stores,
+                        "partitioner": name,
+                        "partition_s": total / 4,
+                        "store_s": 3 * total / 4,
+                        "cut_weight_share": 0.3 if name.startswith("distdy") else {"metis": 0.4, "hash": 0.6}.get(name, 0.5),
+                        "balance_bytes": 1.0,
+                        "balance_targets": 1.1,
+                        "median_passes": 12.0 if name.startswith("distdy") else float("nan"),
+                        "partition_vs_metis": 0.5,
+                        "partition_vs_metis_layer": 0.25,
+                        "out_of_memory": name == "greedy",
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -115,25 +137,45 @@ def test_partition_shape_is_table_3_and_equal_numbers_reproduce():
 
 # ---- traffic ------------------------------------------------------------------------------------------------
 def test_traffic_reading_says_when_distdy_is_not_the_lowest():
-    table = pd.DataFrame({
-        "stores": [2, 2, 4, 4, 4], "source": ["measured", "measured", "counted", "counted", "counted"],
-        "partitioner": ["distdy", "metis", "distdy", "metis", "hash"], "vs_distdy": [1.0, 1.2, 1.0, 0.9, 1.5],
-    })  # fmt: skip
-    text = distdy.traffic.read_traffic({"distdy/traffic/traffic.csv": table, "distdy/traffic/traffic_per_rank.csv": pd.DataFrame()})
-    assert text == "2 stores (measured): others fetch 1.20x DistDy's bytes; 4 stores (counted): others fetch 0.90x to 1.50x DistDy's bytes (DistDy not the lowest)"
+    table = pd.DataFrame(
+        {
+            "stores": [2, 2, 4, 4, 4],
+            "source": ["measured", "measured", "counted", "counted", "counted"],
+            "partitioner": ["distdy", "metis", "distdy", "metis", "hash"],
+            "vs_distdy": [1.0, 1.2, 1.0, 0.9, 1.5],
+        }
+    )
+    text = distdy.traffic.read_traffic(
+        {"distdy/traffic/traffic.csv": table, "distdy/traffic/traffic_per_rank.csv": pd.DataFrame()}
+    )
+    assert (
+        text
+        == "2 stores (measured): others fetch 1.20x DistDy's bytes; 4 stores (counted): others fetch 0.90x to 1.50x DistDy's bytes (DistDy not the lowest)"
+    )
 
 
 # ---- time ---------------------------------------------------------------------------------------------------
 def _time_tables(over_metis: dict[int, float], on_cards: float) -> dict[str, pd.DataFrame]:
-    measured = pd.DataFrame([
-        row for window, speedup in over_metis.items()
-        for row in ({"window": window, "partitioner": "distdy", "epoch_time_s": 1.0, "test": 0.5, "speedup_vs_metis": speedup},
-                    {"window": window, "partitioner": "metis", "epoch_time_s": speedup, "test": 0.5, "speedup_vs_metis": 1.0})
-    ])  # fmt: skip
-    simulated = pd.DataFrame({
-        "device": ["cpu", "cpu", "v100", "v100"], "stores": [4, 4, 4, 4], "gbps": [1.0, 10.0, 1.0, 10.0],
-        "partitioner": ["distdy"] * 4, "speedup_vs_metis": [3.0, 1.1, on_cards - 0.1, on_cards], "speedup_vs_hash": [1.0, 1.0, 0.9, 1.0],
-    })  # fmt: skip
+    measured = pd.DataFrame(
+        [
+            row
+            for window, speedup in over_metis.items()
+            for row in (
+                {"window": window, "partitioner": "distdy", "epoch_time_s": 1.0, "test": 0.5, "speedup_vs_metis": speedup},
+                {"window": window, "partitioner": "metis", "epoch_time_s": speedup, "test": 0.5, "speedup_vs_metis": 1.0},
+            )
+        ]
+    )
+    simulated = pd.DataFrame(
+        {
+            "device": ["cpu", "cpu", "v100", "v100"],
+            "stores": [4, 4, 4, 4],
+            "gbps": [1.0, 10.0, 1.0, 10.0],
+            "partitioner": ["distdy"] * 4,
+            "speedup_vs_metis": [3.0, 1.1, on_cards - 0.1, on_cards],
+            "speedup_vs_hash": [1.0, 1.0, 0.9, 1.0],
+        }
+    )
     return {"distdy/time/time_measured.csv": measured, "distdy/time/time_simulated.csv": simulated}
 
 
@@ -151,9 +193,11 @@ def test_time_headlines_use_the_cards_simulated_and_each_window_measured():
     tables = _time_tables({4: 1.23, 8: 1.25}, 1.39)
     headlines = distdy.epoch_time.headlines_time(tables, published)
     assert [h.label for h in headlines] == [
-        "DistDy over the baselines, the largest speedup (simulated)", "DistDy over METIS, window 4 (measured)",
-        "DistDy over METIS, window 8 (measured)", "DistDy over METIS, window 12 (measured)",
-    ]  # fmt: skip
+        "DistDy over the baselines, the largest speedup (simulated)",
+        "DistDy over METIS, window 4 (measured)",
+        "DistDy over METIS, window 8 (measured)",
+        "DistDy over METIS, window 12 (measured)",
+    ]
     assert [h.paper for h in headlines] == [1.39, 1.23, 1.25, 1.11]
     assert [h.ours for h in headlines] == [pytest.approx(1.39), 1.23, 1.25, None]  # cpu's 3.0 is not the paper's cards
     assert _verdict(distdy.epoch_time.TIME, tables) == "reproduced"
@@ -163,25 +207,38 @@ def test_time_headlines_use_the_cards_simulated_and_each_window_measured():
 # ---- params -------------------------------------------------------------------------------------------------
 def _params_table(budget_speedups: list[float], eta_speedups: list[float]) -> pd.DataFrame:
     budgets, etas = [1, 5, 20, 100, 300], [1.0, 4.0, 6.0, 12.0]
-    rows = [{"swept": "budget", "value": m, "budget": m, "eta": 6.0, "speedup_vs_metis": s} for m, s in zip(budgets, budget_speedups)]
+    rows = [
+        {"swept": "budget", "value": m, "budget": m, "eta": 6.0, "speedup_vs_metis": s} for m, s in zip(budgets, budget_speedups)
+    ]
     rows += [{"swept": "eta", "value": e, "budget": 300, "eta": e, "speedup_vs_metis": s} for e, s in zip(etas, eta_speedups)]
     return pd.DataFrame(rows)
 
 
 def test_params_reading_finds_the_best_setting_and_figure_11_has_no_printed_number():
     table = _params_table([0.9, 1.0, 1.1, 1.2, 1.2], [1.0, 1.1, 1.25, 1.05])
-    assert distdy.params.read_params({"distdy/params.csv": table}) == "simulated speedup over METIS 0.90x to 1.25x; best at budget 300, eta 6"
+    assert (
+        distdy.params.read_params({"distdy/params.csv": table})
+        == "simulated speedup over METIS 0.90x to 1.25x; best at budget 300, eta 6"
+    )
     assert rows_of("fig-distdy-params").empty and distdy.params.PARAMS.headlines is None
 
 
 # ---- capacity -----------------------------------------------------------------------------------------------
 def test_capacity_reading_names_the_baselines_out_of_memory():
-    table = pd.DataFrame({
-        "stores": [4, 4], "speedup_vs_metis": [1.1, 1.3], "balance_bytes": [1.0, 1.04],
-        "metis_out_of_memory": [False, False], "hash_out_of_memory": [True, False],
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "stores": [4, 4],
+            "speedup_vs_metis": [1.1, 1.3],
+            "balance_bytes": [1.0, 1.04],
+            "metis_out_of_memory": [False, False],
+            "hash_out_of_memory": [True, False],
+        }
+    )
     text = distdy.capacity.read_capacity({"distdy/capacity.csv": table})
-    assert text == "K=4: from the tightest feasible D^k to twice it, speedup over METIS 1.10x to 1.30x, largest store over mean 1.00 to 1.04 in bytes; out of memory at some capacity: hash"
+    assert (
+        text
+        == "K=4: from the tightest feasible D^k to twice it, speedup over METIS 1.10x to 1.30x, largest store over mean 1.00 to 1.04 in bytes; out of memory at some capacity: hash"
+    )
 
 
 # ---- end to end ---------------------------------------------------------------------------------------------
@@ -192,4 +249,7 @@ def test_storage_builds_at_smoke_size_and_reads(tmp_path):
     table = pd.read_csv(tmp_path / distdy.storage.STORAGE_CSV)
     assert table.setting.iloc[0] == distdy.storage.density_setting("sparse") and (table.nodes.iloc[:11] == 500).all()
     assert distdy.storage.read_storage({distdy.storage.STORAGE_CSV: table}).startswith("additive storage saves")
-    assert all(h.ours is not None for h in distdy.storage.headlines_storage({distdy.storage.STORAGE_CSV: table}, rows_of("table-distdy-storage")))
+    assert all(
+        h.ours is not None
+        for h in distdy.storage.headlines_storage({distdy.storage.STORAGE_CSV: table}, rows_of("table-distdy-storage"))
+    )

@@ -22,10 +22,16 @@ def verdict_of(target, tables):
 
 # ---- table-epoch-time --------------------------------------------------------------------------------
 def test_epoch_time_names_the_fastest_and_checks_greedy_against_dygnex():
-    table = pd.DataFrame({
-        "dataset": ["d"] * 3, "model": ["tgcn"] * 3, "sched": ["psg", "greedy", "dygnex_g"],
-        "epoch_time_s": [2.0, 1.0, 1.5], "imbalance_ratio": [1.3, 1.05, 1.1], "speedup_vs_psg": [1.0, 2.0, 4 / 3],
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "dataset": ["d"] * 3,
+            "model": ["tgcn"] * 3,
+            "sched": ["psg", "greedy", "dygnex_g"],
+            "epoch_time_s": [2.0, 1.0, 1.5],
+            "imbalance_ratio": [1.3, 1.05, 1.1],
+            "speedup_vs_psg": [1.0, 2.0, 4 / 3],
+        }
+    )
     text = dygnex.read_epoch_time({"t.csv": table})
     assert "greedy fastest (2.00x PSG)" in text and "imbalance 1.05 to 1.3" in text
     assert "greedy ≤ DyGNeX-G holds on every row" in text
@@ -35,14 +41,22 @@ def test_epoch_time_names_the_fastest_and_checks_greedy_against_dygnex():
 
 def epoch_times(seconds: dict[str, float]) -> dict[str, pd.DataFrame]:
     """Our epoch-time table with the same seconds per strategy for TGCN and WD-GCN."""
-    rows = [{"dataset": "d", "model": model, "sched": sched, "epoch_time_s": value} for model in ("tgcn", "wdgcn") for sched, value in seconds.items()]
+    rows = [
+        {"dataset": "d", "model": model, "sched": sched, "epoch_time_s": value}
+        for model in ("tgcn", "wdgcn")
+        for sched, value in seconds.items()
+    ]
     return {dygnex.EPOCH_TIME_CSV: pd.DataFrame(rows)}
 
 
 def test_epoch_time_with_the_papers_order_and_ratios_reproduces():
     published = rows_of("table-epoch-time")
-    speedup = {b: speedup_of_reductions(published, f"DYGNEX-L vs {dygnex.STRATEGY_LABELS[b]}", "epoch time reduction min", "epoch time reduction max")
-               for b in ("psg", "esdg", "blad", "dygnex_g")}  # fmt: skip
+    speedup = {
+        b: speedup_of_reductions(
+            published, f"DYGNEX-L vs {dygnex.STRATEGY_LABELS[b]}", "epoch time reduction min", "epoch time reduction max"
+        )
+        for b in ("psg", "esdg", "blad", "dygnex_g")
+    }
     tables = epoch_times({"dygnex_l": 1.0, **speedup})  # each baseline exactly the paper's ratio slower than DyGNeX-L
     shape = dygnex.shape_epoch_time(tables)
     assert list(shape.frame.index) == ["PSG", "ESDG", "BLAD", "DYGNEX-G", "DYGNEX-L"]
@@ -62,10 +76,18 @@ def test_epoch_time_with_dygnex_l_slowest_is_not_reproduced():
 
 # ---- fig-convergence ---------------------------------------------------------------------------------
 def test_convergence_gives_each_strategys_final_test_metric_and_the_spread():
-    rows = [("psg", 0, "train", "loss", 1.2), ("psg", 0, "test", "accuracy", 0.5), ("psg", 1, "test", "accuracy", 0.62),
-            ("greedy", 0, "test", "accuracy", 0.55), ("greedy", 1, "test", "accuracy", 0.60)]  # fmt: skip
+    rows = [
+        ("psg", 0, "train", "loss", 1.2),
+        ("psg", 0, "test", "accuracy", 0.5),
+        ("psg", 1, "test", "accuracy", 0.62),
+        ("greedy", 0, "test", "accuracy", 0.55),
+        ("greedy", 1, "test", "accuracy", 0.60),
+    ]
     table = pd.DataFrame(rows, columns=["sched", "epoch", "phase", "metric", "value"]).assign(dataset="d", model="tgcn")
-    assert dygnex.read_convergence({dygnex.CONVERGENCE_CSV: table}) == "final test accuracy: greedy 0.600, psg 0.620 (spread 0.020 over 2 strategies)"
+    assert (
+        dygnex.read_convergence({dygnex.CONVERGENCE_CSV: table})
+        == "final test accuracy: greedy 0.600, psg 0.620 (spread 0.020 over 2 strategies)"
+    )
 
 
 def test_convergence_states_a_bound_only_so_it_has_no_shape_or_headline():
@@ -77,16 +99,49 @@ def test_convergence_states_a_bound_only_so_it_has_no_shape_or_headline():
 def solve_tables(published: pd.DataFrame, reverse: bool = False) -> dict[str, pd.DataFrame]:
     """Our two solve-time tables holding the paper's seconds (or, reversed, falling as the snapshots grow)."""
     table_5, table_6 = published[published.ref == "Table 5"], published[published.ref == "Table 6"]
-    greedy = pd.DataFrame([
-        {"table": 5, "solver": solver, "snapshots": snapshots, "gpus": 8, "solve_time_s": published_value(table_5, "DYGNEX-G", str(snapshots)), "gap": gap}
-        for snapshots in (100, 300) for solver, gap in (("dygnex_g", 0.02), ("greedy", 0.01))
-    ])  # fmt: skip
+    greedy = pd.DataFrame(
+        [
+            {
+                "table": 5,
+                "solver": solver,
+                "snapshots": snapshots,
+                "gpus": 8,
+                "solve_time_s": published_value(table_5, "DYGNEX-G", str(snapshots)),
+                "gap": gap,
+            }
+            for snapshots in (100, 300)
+            for solver, gap in (("dygnex_g", 0.02), ("greedy", 0.01))
+        ]
+    )
     sizes = (10, 50, 100)
-    ilp = pd.DataFrame([
-        {"table": 6, "solver": "dygnex_l", "snapshots": snapshots, "gpus": 8, "gap_target": gap, "converged": True,
-         "solve_time_s": published_value(table_6, f"{round(gap * 100)}%", str(sizes[-1 - i] if reverse else snapshots)), "gap_to_bound": gap / 2}
-        for gap in (0.02, 0.05, 0.10) for i, snapshots in enumerate(sizes)
-    ] + [{"table": 6, "solver": "dygnex_l", "snapshots": 100, "gpus": 8, "gap_target": 0.01, "converged": False, "solve_time_s": 5.0, "gap_to_bound": 0.02}])  # fmt: skip
+    ilp = pd.DataFrame(
+        [
+            {
+                "table": 6,
+                "solver": "dygnex_l",
+                "snapshots": snapshots,
+                "gpus": 8,
+                "gap_target": gap,
+                "converged": True,
+                "solve_time_s": published_value(table_6, f"{round(gap * 100)}%", str(sizes[-1 - i] if reverse else snapshots)),
+                "gap_to_bound": gap / 2,
+            }
+            for gap in (0.02, 0.05, 0.10)
+            for i, snapshots in enumerate(sizes)
+        ]
+        + [
+            {
+                "table": 6,
+                "solver": "dygnex_l",
+                "snapshots": 100,
+                "gpus": 8,
+                "gap_target": 0.01,
+                "converged": False,
+                "solve_time_s": 5.0,
+                "gap_to_bound": 0.02,
+            }
+        ]
+    )
     return {dygnex.SOLVE_TIME_GREEDY_CSV: greedy, dygnex.SOLVE_TIME_ILP_CSV: ilp}
 
 

@@ -27,7 +27,11 @@ def long_from_paper(cells: pd.DataFrame, value: str, variants: dict[str, str]) -
     """Ours as a long (model, variant, ``value``) table holding the paper's numbers: ``variants``
     maps our variant names to the paper's column labels."""
     return pd.DataFrame(
-        [{"model": OUR_MODELS[label], "variant": ours, value: cells.loc[label, column]} for label in cells.index for ours, column in variants.items()]
+        [
+            {"model": OUR_MODELS[label], "variant": ours, value: cells.loc[label, column]}
+            for label in cells.index
+            for ours, column in variants.items()
+        ]
     )
 
 
@@ -39,11 +43,21 @@ def verdict_word(target, tables) -> str:  # noqa: ANN001 - a PaperTarget
 
 # ---- the targets as declared --------------------------------------------------------------------------
 def test_the_variants_sweep_is_one_object_shared_by_tables_6_5_7_and_12():
-    assert flare.accuracy.ACCURACY.sweep is flare.memory.MEMORY.sweep is flare.breakdown.BREAKDOWN.sweep is flare.common.VARIANTS_SWEEP
+    assert (
+        flare.accuracy.ACCURACY.sweep
+        is flare.memory.MEMORY.sweep
+        is flare.breakdown.BREAKDOWN.sweep
+        is flare.common.VARIANTS_SWEEP
+    )
     assert {t.name for t in flare.TARGETS} == {
-        "table-flare-accuracy", "table-flare-memory", "table-flare-convergence", "table-flare-time", "table-flare-breakdown",
-        "fig-flare-heatmap", "fig-flare-scaling",
-    }  # fmt: skip
+        "table-flare-accuracy",
+        "table-flare-memory",
+        "table-flare-convergence",
+        "table-flare-time",
+        "table-flare-breakdown",
+        "fig-flare-heatmap",
+        "fig-flare-scaling",
+    }
     assert all(t.paper == flare.SECTION.key and t.outputs[0].startswith(t.sweep.folder + "/") for t in flare.TARGETS)
     assert flare.convergence.CONVERGENCE.settings.at(smoke=True) == {"tolerance": 0.05}
 
@@ -71,22 +85,33 @@ def test_importing_the_module_leaves_torch_unimported():
 # ---- table 6 ------------------------------------------------------------------------------------------
 def accuracy_table(cells: pd.DataFrame) -> pd.DataFrame:
     """flare_accuracy.csv as the builder writes it: a model column and one column per variant."""
-    return pd.DataFrame({
-        "model": [OUR_MODELS[label] for label in cells.index],
-        "FlareDTDG": cells["Ours"].to_numpy(), "Full-History": cells["Full-History"].to_numpy(), "Recent-Only": cells["Recent-Only"].to_numpy(),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "model": [OUR_MODELS[label] for label in cells.index],
+            "FlareDTDG": cells["Ours"].to_numpy(),
+            "Full-History": cells["Full-History"].to_numpy(),
+            "Recent-Only": cells["Recent-Only"].to_numpy(),
+        }
+    )
 
 
 def test_accuracy_reading_compares_with_full_history():
     table = pd.DataFrame({"model": ["tgcn"], "FlareDTDG": [0.25], "Full-History": [0.2]})
-    assert flare.accuracy.read_accuracy({"a.csv": table}) == "test MSE, tgcn: FlareDTDG 0.2500, Full-History 0.2000 (FlareDTDG +25.0% against Full-History)"
+    assert (
+        flare.accuracy.read_accuracy({"a.csv": table})
+        == "test MSE, tgcn: FlareDTDG 0.2500, Full-History 0.2000 (FlareDTDG +25.0% against Full-History)"
+    )
 
 
 def test_accuracy_as_table_6_reproduces_the_papers_numbers_and_not_their_reverse():
     cells = paper_cells("table-flare-accuracy", "Table 6")
     tables = {flare.common.ACCURACY_CSV: accuracy_table(cells)}
     shape = flare.accuracy.shape_accuracy(tables)
-    assert list(shape.frame.index) == ["T-GCN", "MPNN-LSTM", "EvolveGCN"] and list(shape.frame.columns) == ["Full-History", "Recent-Only", "Ours"]
+    assert list(shape.frame.index) == ["T-GCN", "MPNN-LSTM", "EvolveGCN"] and list(shape.frame.columns) == [
+        "Full-History",
+        "Recent-Only",
+        "Ours",
+    ]
     assert shape.frame.loc["T-GCN", "Ours"] == pytest.approx(0.0876) and shape.rank_within == "rows"
     recent, full = flare.accuracy.headlines_accuracy(tables, rows_of("table-flare-accuracy"))
     assert recent.label == "FlareDTDG's test MSE over Recent-Only's" and recent.paper < 0.5 and recent.ours < 0.5
@@ -98,11 +123,16 @@ def test_accuracy_as_table_6_reproduces_the_papers_numbers_and_not_their_reverse
 
 # ---- tables 5 and 7 -----------------------------------------------------------------------------------
 def test_memory_reading_names_each_measure_and_says_when_the_papers_is_not_measured():
-    table = pd.DataFrame({
-        "model": ["tgcn"] * 2, "variant": ["Full-History", "FlareDTDG"], "gpu_peak_allocated_mb": [NAN] * 2,
-        "gpu_peak_allocated_vs_full_history": [NAN] * 2, "peak_rss_mb": [3000.0, 2000.0],
-        "train_memory_vs_full_history": [1.0, 0.3],
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "model": ["tgcn"] * 2,
+            "variant": ["Full-History", "FlareDTDG"],
+            "gpu_peak_allocated_mb": [NAN] * 2,
+            "gpu_peak_allocated_vs_full_history": [NAN] * 2,
+            "peak_rss_mb": [3000.0, 2000.0],
+            "train_memory_vs_full_history": [1.0, 0.3],
+        }
+    )
     text = flare.memory.read_memory({"m.csv": table})
     assert text.startswith("no GPU in these runs, so no figure of the paper's measure") and "FlareDTDG 0.30x" in text
     assert "peak resident set 2000 to 3000 MB" in text
@@ -114,7 +144,9 @@ def test_memory_reading_names_each_measure_and_says_when_the_papers_is_not_measu
 
 def test_memory_as_table_7_takes_the_gpu_peak_and_says_when_it_falls_back_to_training_memory():
     cells = paper_cells("table-flare-memory", "Table 7")
-    table = long_from_paper(cells, "gpu_peak_allocated_mb", {"Full-History": "Full-History", "FlareDTDG": "Ours"}).assign(train_memory_mb=1.0)
+    table = long_from_paper(cells, "gpu_peak_allocated_mb", {"Full-History": "Full-History", "FlareDTDG": "Ours"}).assign(
+        train_memory_mb=1.0
+    )
     tables = {flare.common.MEMORY_CSV: table}
     shape = flare.memory.shape_memory(tables)
     assert shape.paper_ref == "Table 7" and shape.unit == "MB, GPU allocator peak"
@@ -130,11 +162,17 @@ def test_memory_as_table_7_takes_the_gpu_peak_and_says_when_it_falls_back_to_tra
 
 # ---- table 8 ------------------------------------------------------------------------------------------
 def test_convergence_reading_gives_time_and_epochs_and_says_what_was_not_reached():
-    table = pd.DataFrame({
-        "model": ["tgcn"] * 3, "variant": ["Full-History", "FlareDTDG", "Recent-Only"], "target_val_mse": [0.21] * 3,
-        "time_to_target_s": [50.0, 20.0, NAN], "epochs_to_target": [5.0, 4.0, NAN],
-        "vs_full_history": [1.0, 0.4, NAN], "reached": ["reached in 5 of 10 epochs", "reached in 4 of 10 epochs", "not reached in 10 epochs"],
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "model": ["tgcn"] * 3,
+            "variant": ["Full-History", "FlareDTDG", "Recent-Only"],
+            "target_val_mse": [0.21] * 3,
+            "time_to_target_s": [50.0, 20.0, NAN],
+            "epochs_to_target": [5.0, 4.0, NAN],
+            "vs_full_history": [1.0, 0.4, NAN],
+            "reached": ["reached in 5 of 10 epochs", "reached in 4 of 10 epochs", "not reached in 10 epochs"],
+        }
+    )
     assert flare.convergence.read_convergence({"c.csv": table}) == (
         "time to the common target, tgcn (target val MSE 0.2100): Full-History 50.0 s in 5 epochs, "
         "FlareDTDG 20.0 s in 4 epochs, 0.40x Full-History's, Recent-Only not reached in 10 epochs"
@@ -155,23 +193,37 @@ def test_convergence_as_table_8_with_shrinking_left_unmeasured():
 
 
 # ---- tables 9-11 --------------------------------------------------------------------------------------
-def time_table(halo_without: float, halo_with: float, epoch_without_shrinking: float, memory_without_shrinking: float) -> pd.DataFrame:
-    return pd.DataFrame({
-        "model": ["tgcn"] * 3, "variant": ["FlareDTDG", "overlap mlp", "w/o shrinking"],
-        "epoch_time_s": [1.0, 0.95, epoch_without_shrinking], "halo_s": [halo_without, halo_with, halo_without],
-        "gpu_peak_allocated_mb": [NAN] * 3, "train_memory_mb": [100.0, 100.0, memory_without_shrinking],
-        "vs_flare": [1.0, 0.95, epoch_without_shrinking],
-    })  # fmt: skip
+def time_table(
+    halo_without: float, halo_with: float, epoch_without_shrinking: float, memory_without_shrinking: float
+) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "model": ["tgcn"] * 3,
+            "variant": ["FlareDTDG", "overlap mlp", "w/o shrinking"],
+            "epoch_time_s": [1.0, 0.95, epoch_without_shrinking],
+            "halo_s": [halo_without, halo_with, halo_without],
+            "gpu_peak_allocated_mb": [NAN] * 3,
+            "train_memory_mb": [100.0, 100.0, memory_without_shrinking],
+            "vs_flare": [1.0, 0.95, epoch_without_shrinking],
+        }
+    )
 
 
 def test_time_reading_and_table_11_with_the_three_stated_ratios():
     table = time_table(halo_without=0.093, halo_with=0.074, epoch_without_shrinking=1.15, memory_without_shrinking=106.0)
     tables = {flare.common.TIME_CSV: table}
-    assert flare.epoch_time.read_time(tables) == "epoch time against FlareDTDG's, tgcn: FlareDTDG 1.00x, overlap mlp 0.95x, w/o shrinking 1.15x"
+    assert (
+        flare.epoch_time.read_time(tables)
+        == "epoch time against FlareDTDG's, tgcn: FlareDTDG 1.00x, overlap mlp 0.95x, w/o shrinking 1.15x"
+    )
     shape = flare.epoch_time.shape_time(tables)
     assert shape.paper_ref == "Table 11" and list(shape.frame.columns) == ["w/o Async", "w/ Async (Ours)"]
     overlap, shrink_time, shrink_memory = flare.epoch_time.headlines_time(tables, rows_of("table-flare-time"))
-    assert overlap.ours == pytest.approx(0.093 / 0.074) and shrink_time.ours == pytest.approx(1.15) and shrink_memory.ours == pytest.approx(1.06)
+    assert (
+        overlap.ours == pytest.approx(0.093 / 0.074)
+        and shrink_time.ours == pytest.approx(1.15)
+        and shrink_memory.ours == pytest.approx(1.06)
+    )
     assert shrink_time.paper == pytest.approx(1.15, abs=0.05)  # table 9's w/o over w/ shrinking, over its nine rows
     assert verdict_word(flare.epoch_time.TIME, tables) == "reproduced"
     reversed_ = time_table(halo_without=0.07, halo_with=0.09, epoch_without_shrinking=0.8, memory_without_shrinking=90.0)
@@ -184,9 +236,14 @@ def test_breakdown_as_table_12_ranks_each_models_phases():
     shares = {ours: cells.loc["MPNN-LSTM", label] for ours, label in flare.breakdown.BREAKDOWN_LABELS.items()}
     table = pd.DataFrame([{"model": "mpnn_lstm", "epoch_time_s": 2.0, **shares}])
     tables = {flare.common.BREAKDOWN_CSV: table}
-    assert flare.breakdown.read_breakdown(tables) == "the largest shares of an epoch, mpnn_lstm: backward 46%, forward 27%, remap 18%"
+    assert (
+        flare.breakdown.read_breakdown(tables)
+        == "the largest shares of an epoch, mpnn_lstm: backward 46%, forward 27%, remap 18%"
+    )
     shape = flare.breakdown.shape_breakdown(tables)
-    assert list(shape.frame.index) == ["MPNN-LSTM"] and list(shape.frame.columns) == list(flare.breakdown.BREAKDOWN_LABELS.values())
+    assert list(shape.frame.index) == ["MPNN-LSTM"] and list(shape.frame.columns) == list(
+        flare.breakdown.BREAKDOWN_LABELS.values()
+    )
     remap, compute = flare.breakdown.headlines_breakdown(tables, rows_of("table-flare-breakdown"))
     assert remap.paper == pytest.approx(math.sqrt(11.68 * 17.51)) and compute.ours == pytest.approx(27.06 + 46.00)
     assert verdict_word(flare.breakdown.BREAKDOWN, tables) == "reproduced"
@@ -197,29 +254,46 @@ def test_breakdown_as_table_12_ranks_each_models_phases():
 # ---- figure 8 -----------------------------------------------------------------------------------------
 def heatmap_table(best_k: int, best_alpha: float) -> pd.DataFrame:
     grid = [(k, a) for k in (2, 4) for a in (0.0, 0.3)]
-    return pd.DataFrame({
-        "K": [k for k, _ in grid], "alpha": [a for _, a in grid], "epoch_time_s": 1.0, "train_memory_mb": [10.0, 20.0, 30.0, 40.0],
-        "test_mse": [0.1 if (k, a) == (best_k, best_alpha) else 0.2 for k, a in grid],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "K": [k for k, _ in grid],
+            "alpha": [a for _, a in grid],
+            "epoch_time_s": 1.0,
+            "train_memory_mb": [10.0, 20.0, 30.0, 40.0],
+            "test_mse": [0.1 if (k, a) == (best_k, best_alpha) else 0.2 for k, a in grid],
+        }
+    )
 
 
 def test_heatmap_reading_and_the_best_settings_against_figure_8s_text():
     tables = {flare.common.HEATMAP_CSV: heatmap_table(best_k=4, best_alpha=0.3)}
-    assert flare.heatmap.read_heatmap(tables) == "lowest test MSE 0.1000 at K = 4, alpha = 0.3; over 4 settings MSE spans 0.1000 to 0.2000, training memory 10 to 40 MB"
+    assert (
+        flare.heatmap.read_heatmap(tables)
+        == "lowest test MSE 0.1000 at K = 4, alpha = 0.3; over 4 settings MSE spans 0.1000 to 0.2000, training memory 10 to 40 MB"
+    )
     k, alpha = flare.heatmap.headlines_heatmap(tables, rows_of("fig-flare-heatmap"))
     assert (k.paper, k.ours, alpha.paper, alpha.ours) == (pytest.approx(math.sqrt(15)), 4.0, 0.3, 0.3)
     assert verdict_word(flare.heatmap.HEATMAP, tables) == "reproduced"
-    assert verdict_word(flare.heatmap.HEATMAP, {flare.common.HEATMAP_CSV: heatmap_table(best_k=2, best_alpha=0.0)}) == "partly"  # K close, alpha 0 not
+    assert (
+        verdict_word(flare.heatmap.HEATMAP, {flare.common.HEATMAP_CSV: heatmap_table(best_k=2, best_alpha=0.0)}) == "partly"
+    )  # K close, alpha 0 not
     one_setting = heatmap_table(best_k=2, best_alpha=0.0).head(1)
     assert verdict_word(flare.heatmap.HEATMAP, {flare.common.HEATMAP_CSV: one_setting}) == "not measured"
 
 
 # ---- figure 7 -----------------------------------------------------------------------------------------
 def scaling_table(speedup: float, memory_ratio: float) -> pd.DataFrame:
-    return pd.DataFrame({
-        "model": ["tgcn"] * 2, "variant": ["FlareDTDG"] * 2, "world_size": [1, 2], "epoch_time_s": [1.0, 1 / speedup],
-        "gpu_peak_allocated_mb": [NAN] * 2, "train_memory_mb": [100.0, 100.0 * memory_ratio], "speedup_vs_1_rank": [1.0, speedup],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "model": ["tgcn"] * 2,
+            "variant": ["FlareDTDG"] * 2,
+            "world_size": [1, 2],
+            "epoch_time_s": [1.0, 1 / speedup],
+            "gpu_peak_allocated_mb": [NAN] * 2,
+            "train_memory_mb": [100.0, 100.0 * memory_ratio],
+            "speedup_vs_1_rank": [1.0, speedup],
+        }
+    )
 
 
 def test_scaling_reading_and_figure_7_per_doubling_of_the_ranks():

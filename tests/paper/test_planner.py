@@ -18,7 +18,16 @@ from dygsched.paper.verdict import judge
 
 
 def _bench_row(instance: str, n: int, g: int, reuse: bool, solver: str, gap: float, solve_time: float = 0.05) -> dict:
-    return {"instance": instance, "n": n, "G": g, "reuse": reuse, "solver": solver, "predicted": 1 + gap, "gap": gap, "solve_time": solve_time}
+    return {
+        "instance": instance,
+        "n": n,
+        "G": g,
+        "reuse": reuse,
+        "solver": solver,
+        "predicted": 1 + gap,
+        "gap": gap,
+        "solve_time": solve_time,
+    }
 
 
 def test_planner_reading_counts_the_rows_where_greedy_loses():
@@ -34,13 +43,15 @@ def test_planner_reading_counts_the_rows_where_greedy_loses():
 def _suite(greedy_gap: float) -> pd.DataFrame:
     """Greedy's dense, no-reuse gap as given; the rows the headline leaves out (reuse, sparse,
     stress, other solvers) far from it."""
-    return pd.DataFrame([
-        _bench_row("trend-100-4", 100, 4, False, "greedy", greedy_gap),
-        _bench_row("trend-100-4", 100, 4, False, "psg", 0.50),
-        _bench_row("trend-100-4", 100, 4, True, "greedy", 0.40),  # against a loose bound with reuse
-        _bench_row("trend-300-64", 300, 64, False, "greedy", 0.30),  # under 8 groups per GPU
-        _bench_row("stress-100-4", 100, 4, False, "greedy", 0.90),
-    ])  # fmt: skip
+    return pd.DataFrame(
+        [
+            _bench_row("trend-100-4", 100, 4, False, "greedy", greedy_gap),
+            _bench_row("trend-100-4", 100, 4, False, "psg", 0.50),
+            _bench_row("trend-100-4", 100, 4, True, "greedy", 0.40),  # against a loose bound with reuse
+            _bench_row("trend-300-64", 300, 64, False, "greedy", 0.30),  # under 8 groups per GPU
+            _bench_row("stress-100-4", 100, 4, False, "greedy", 0.90),
+        ]
+    )
 
 
 def test_planner_headline_sets_greedys_worst_gap_beside_dygnex_ls_stated_ceiling():
@@ -91,7 +102,10 @@ def test_the_pass_fail_lines_fail_on_a_dense_gap_over_2_percent_or_a_loss_to_dyg
     over = [_bench_row("trend-100-4", 100, 4, False, "greedy", 0.03)]
     assert not _summary(over)
     assert "FAIL  greedy within 2%" in capsys.readouterr().out
-    loses = [_bench_row("trend-100-4", 100, 4, False, "greedy", 0.015), _bench_row("trend-100-4", 100, 4, False, "dygnex_g", 0.01)]
+    loses = [
+        _bench_row("trend-100-4", 100, 4, False, "greedy", 0.015),
+        _bench_row("trend-100-4", 100, 4, False, "dygnex_g", 0.01),
+    ]
     assert not _summary(loses)
     assert "FAIL  greedy never worse" in capsys.readouterr().out
 

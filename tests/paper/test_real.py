@@ -22,22 +22,32 @@ def verdict_of(target, tables):
 # ---- table-ablation ----------------------------------------------------------------------------------
 def ablation_table(speedups: dict[str, tuple[float, float]]) -> dict[str, pd.DataFrame]:
     """Our ablation table for two models: each step's speedup over PSG on the first and the second."""
-    rows = [{"dataset": "d", "model": "tgcn", "world_size": 2, "step": "PSG", "speedup_vs_psg": 1.0},
-            {"dataset": "d", "model": "wdgcn", "world_size": 2, "step": "PSG", "speedup_vs_psg": 1.0}]  # fmt: skip
+    rows = [
+        {"dataset": "d", "model": "tgcn", "world_size": 2, "step": "PSG", "speedup_vs_psg": 1.0},
+        {"dataset": "d", "model": "wdgcn", "world_size": 2, "step": "PSG", "speedup_vs_psg": 1.0},
+    ]
     for step, (first, second) in speedups.items():
-        rows += [{"dataset": "d", "model": "tgcn", "world_size": 2, "step": step, "speedup_vs_psg": first},
-                 {"dataset": "d", "model": "wdgcn", "world_size": 2, "step": step, "speedup_vs_psg": second}]  # fmt: skip
+        rows += [
+            {"dataset": "d", "model": "tgcn", "world_size": 2, "step": step, "speedup_vs_psg": first},
+            {"dataset": "d", "model": "wdgcn", "world_size": 2, "step": step, "speedup_vs_psg": second},
+        ]
     return {real.ABLATION_CSV: pd.DataFrame(rows)}
 
 
 def test_ablation_reading_gives_each_models_steps():
     tables = ablation_table({"+ type I": (1.1, 1.2), "+ REAL-L": (1.5, 2.0)})
-    assert real.read_ablation(tables) == "speedup over PSG, tgcn: + type I 1.10x, + REAL-L 1.50x; wdgcn: + type I 1.20x, + REAL-L 2.00x"
+    assert (
+        real.read_ablation(tables)
+        == "speedup over PSG, tgcn: + type I 1.10x, + REAL-L 1.50x; wdgcn: + type I 1.20x, + REAL-L 2.00x"
+    )
 
 
 def test_ablation_with_the_papers_ranges_reproduces():
     published = rows_of("table-ablation")
-    ranges = {ours: tuple(published_value(published, paper, column) for column in real.SPEEDUP_RANGE) for ours, paper in real.STEP_LABELS.items()}
+    ranges = {
+        ours: tuple(published_value(published, paper, column) for column in real.SPEEDUP_RANGE)
+        for ours, paper in real.STEP_LABELS.items()
+    }
     tables = ablation_table(ranges)  # one model at each step's lowest speedup, the other at its highest
     shape = real.shape_ablation(tables)
     assert list(shape.frame.index) == ["+type I reuse", "+type II reuse", "+REAL-G", "+REAL-L"]
@@ -60,26 +70,41 @@ def test_ablation_where_each_step_slows_the_last_is_not_reproduced_and_unrun_ste
 def memory_table(full: float, diffmap: float, degree: float, dataset: str = real.ARXIV_SIZED) -> dict[str, pd.DataFrame]:
     """One dataset's row of our memory table, the sizes in GB."""
     total = diffmap + degree
-    row = {"dataset": dataset, "full_graph_bytes": full * 1e9, "diffmap_bytes": diffmap * 1e9, "degree_bytes": degree * 1e9,
-           "total_bytes": total * 1e9, "saved_fraction": 1 - total / full, "build_seconds": 0.25}  # fmt: skip
+    row = {
+        "dataset": dataset,
+        "full_graph_bytes": full * 1e9,
+        "diffmap_bytes": diffmap * 1e9,
+        "degree_bytes": degree * 1e9,
+        "total_bytes": total * 1e9,
+        "saved_fraction": 1 - total / full,
+        "build_seconds": 0.25,
+    }
     return {real.REUSE_MEMORY_CSV: pd.DataFrame([row])}
 
 
 def test_reuse_memory_reading_gives_each_datasets_saving_and_the_slowest_build():
     tables = memory_table(2.0, 0.4, 0.1, dataset="synthetic")
-    assert real.read_reuse_memory(tables) == "diff maps + degrees save synthetic 75.0% of the full graphs' bytes; built in at most 0.25 s"
+    assert (
+        real.read_reuse_memory(tables)
+        == "diff maps + degrees save synthetic 75.0% of the full graphs' bytes; built in at most 0.25 s"
+    )
 
 
 def test_reuse_memory_with_arxivs_sizes_reproduces_table_5():
     published = rows_of("table-reuse-memory")
-    arxiv = {row: published_value(published[published.dataset == "Arxiv"], row, "Arxiv") for row in ("Full Graph", "DiffMap", "Node Degree")}
+    arxiv = {
+        row: published_value(published[published.dataset == "Arxiv"], row, "Arxiv")
+        for row in ("Full Graph", "DiffMap", "Node Degree")
+    }
     tables = memory_table(arxiv["Full Graph"], arxiv["DiffMap"], arxiv["Node Degree"])
     shape = real.shape_reuse_memory(tables)
     assert list(shape.frame.index) == ["Full Graph", "DiffMap", "Node Degree", "Total"] and list(shape.frame.columns) == ["Arxiv"]
     assert math.isclose(shape.frame.at["Total", "Arxiv"], 0.54)
     headlines = real.headlines_reuse_memory(tables, published)
     assert [h.ratio for h in headlines] == [False, False]
-    assert math.isclose(headlines[0].ours, 80.0) and math.isclose(headlines[1].paper, (80.0 + 76.1 + 88.9 + 80.3 + 78.1 + 86.8) / 6)
+    assert math.isclose(headlines[0].ours, 80.0) and math.isclose(
+        headlines[1].paper, (80.0 + 76.1 + 88.9 + 80.3 + 78.1 + 86.8) / 6
+    )
     verdict = verdict_of(real.REUSE_MEMORY, tables)
     assert verdict.word == "reproduced" and verdict.order == 1
 
@@ -94,7 +119,9 @@ def test_reuse_memory_that_grows_the_graph_is_not_reproduced_and_other_datasets_
 
 # ---- bench-reuse -------------------------------------------------------------------------------------
 def bench_table(speedup: float, flops_reduction: float) -> dict[str, pd.DataFrame]:
-    frame = pd.DataFrame({"run": ["psg", "real"], "epoch_time_s": [2.0, 2.0 / speedup], "conv_flops_per_epoch": [1e9, 1e9 / flops_reduction]})
+    frame = pd.DataFrame(
+        {"run": ["psg", "real"], "epoch_time_s": [2.0, 2.0 / speedup], "conv_flops_per_epoch": [1e9, 1e9 / flops_reduction]}
+    )
     return {real.bench_reuse_csv("tgcn", 1): frame}
 
 
@@ -118,5 +145,7 @@ def test_reuse_memory_builds_at_smoke_size(tmp_path):
     build_target(real.REUSE_MEMORY, tmp_path, smoke=True)
     table = pd.read_csv(tmp_path / real.REUSE_MEMORY_CSV)
     assert list(table.dataset) == ["synthetic", "twitter_tennis"]
-    assert (table.total_bytes == table.diffmap_bytes + table.degree_bytes).all() and (table.total_bytes < table.full_graph_bytes).all()
+    assert (table.total_bytes == table.diffmap_bytes + table.degree_bytes).all() and (
+        table.total_bytes < table.full_graph_bytes
+    ).all()
     assert "synthetic" in real.read_reuse_memory({real.REUSE_MEMORY_CSV: table})

@@ -28,15 +28,25 @@ def writes_then_fails(results: Path, rows: int) -> None:
 
 def toy(name: str, build: Callable[..., None]) -> PaperTarget:
     return PaperTarget(
-        name=name, paper="engine", title=name, reproduces="(no paper table)", outputs=("t/t.csv",), repeats="once",
-        minutes=12.4, build=build, reading=lambda tables: "", settings=Settings(full={"rows": 3}, smoke={"rows": 1}),
-    )  # fmt: skip
+        name=name,
+        paper="engine",
+        title=name,
+        reproduces="(no paper table)",
+        outputs=("t/t.csv",),
+        repeats="once",
+        minutes=12.4,
+        build=build,
+        reading=lambda tables: "",
+        settings=Settings(full={"rows": 3}, smoke={"rows": 1}),
+    )
 
 
 def test_progress_says_which_of_how_many_and_skips_what_is_there(tmp_path, capsys):
     ran = run_missing((toy("bench-a", writes_table), toy("bench-b", writes_table)), tmp_path, smoke=False, in_process=True)
     lines = capsys.readouterr().err.splitlines()
-    assert lines[0] == "target 1 of 2: bench-a (about 12 min) ..." and re.fullmatch(r"target 1 of 2: bench-a: ok in \d+ s", lines[1])
+    assert lines[0] == "target 1 of 2: bench-a (about 12 min) ..." and re.fullmatch(
+        r"target 1 of 2: bench-a: ok in \d+ s", lines[1]
+    )
     assert lines[2] == "target 2 of 2: bench-b: present, not rerun"  # they write the same file
     assert lines[3] == "targets: 1 run (1 built, 0 failed), 1 present" and [r.ok for r in ran] == [True]
     run_missing((toy("bench-a", writes_table),), tmp_path, smoke=True, in_process=True, progress=False)

@@ -33,16 +33,25 @@ def comm_table(depcomm: dict[int, tuple[float, float]], depcache: dict[int, tupl
     for strategy, ratios in (("depcomm", depcomm), ("depcache", depcache)):
         for ranks, pair in ratios.items():
             for batch, ratio in zip((150, 600), pair):
-                rows.append({"dataset": "events", "batch_per_rank": batch, "ranks": ranks, "strategy": strategy, "vs_sven": ratio})
+                rows.append(
+                    {"dataset": "events", "batch_per_rank": batch, "ranks": ranks, "strategy": strategy, "vs_sven": ratio}
+                )
                 rows.append({"dataset": "events", "batch_per_rank": batch, "ranks": ranks, "strategy": "sven", "vs_sven": 1.0})
     return pd.DataFrame(rows)
 
 
 def test_comm_reading_gives_each_baseline_at_the_fewest_and_most_ranks():
-    comm = pd.DataFrame({
-        "ranks": [2, 2, 2, 8, 8, 8], "strategy": ["sven", "depcomm", "depcache"] * 2, "vs_sven": [1, 20, 0.5, 1, 25, 3.0],
-    })  # fmt: skip
-    assert sven.comm.read_comm({"c.csv": comm}) == "bytes per epoch against Sven's: at 2 ranks depcache 0.50x, depcomm 20.00x; at 8 ranks depcache 3.00x, depcomm 25.00x"
+    comm = pd.DataFrame(
+        {
+            "ranks": [2, 2, 2, 8, 8, 8],
+            "strategy": ["sven", "depcomm", "depcache"] * 2,
+            "vs_sven": [1, 20, 0.5, 1, 25, 3.0],
+        }
+    )
+    assert (
+        sven.comm.read_comm({"c.csv": comm})
+        == "bytes per epoch against Sven's: at 2 ranks depcache 0.50x, depcomm 20.00x; at 8 ranks depcache 3.00x, depcomm 25.00x"
+    )
 
 
 def test_comm_headlines_equal_the_papers_when_ours_are_its_numbers_and_not_when_reversed():
@@ -77,11 +86,21 @@ def balance_table(range_cost: float, interval_cost: float, range_rows: float, in
     baselines' at the given multiples in the first setting and equal to it in the second."""
     rows = []
     for batch, scale in ((400, 1.0), (800, 0.0)):
-        for partition, cost, dispatch in (("range", range_cost, range_rows), ("interval", interval_cost, interval_rows), ("reflexbicut", 1.0, 1.0)):
-            rows.append({
-                "dataset": "reddit_like", "batch_per_rank": batch, "ranks": 8, "partition": partition,
-                "max_balance_cost": 10 * (1 + scale * (cost - 1)), "dispatch_rows_per_step": 100 * (1 + scale * (dispatch - 1)),
-            })  # fmt: skip
+        for partition, cost, dispatch in (
+            ("range", range_cost, range_rows),
+            ("interval", interval_cost, interval_rows),
+            ("reflexbicut", 1.0, 1.0),
+        ):
+            rows.append(
+                {
+                    "dataset": "reddit_like",
+                    "batch_per_rank": batch,
+                    "ranks": 8,
+                    "partition": partition,
+                    "max_balance_cost": 10 * (1 + scale * (cost - 1)),
+                    "dispatch_rows_per_step": 100 * (1 + scale * (dispatch - 1)),
+                }
+            )
     table = pd.DataFrame(rows)
     for baseline in ("range", "interval"):
         base = table[table.partition == baseline].set_index("batch_per_rank").max_balance_cost
@@ -104,7 +123,12 @@ def test_balance_headlines_are_the_largest_reductions_as_ratios():
         return 1 / (1 - published_value(published, f"Re-FlexBiCut vs {label}", column) / 100)
 
     batch, trainers = "max balance cost reduction (batch size)", "max comm cost reduction (trainers)"
-    table = balance_table(multiple("range-based", batch), multiple("interval-based", batch), multiple("range-based", trainers), multiple("interval-based", trainers))
+    table = balance_table(
+        multiple("range-based", batch),
+        multiple("interval-based", batch),
+        multiple("range-based", trainers),
+        multiple("interval-based", trainers),
+    )
     headlines = sven.balance.headlines_balance({sven.balance.BALANCE_CSV: table}, published)
     assert headlines[0].label == "range-based partition over Re-FlexBiCut, maximum balance cost (largest)"
     assert headlines[0].paper == pytest.approx(1 / (1 - 0.592), rel=1e-3)
@@ -119,12 +143,24 @@ def accuracy_runs(ap: dict[str, dict[str, float]]) -> pd.DataFrame:
     rows = []
     for model, label in sven.common.MODEL_LABELS.items():
         for sched, ranks, staleness, value in (
-            ("single", 1, 0, ap["TGL"][label]), ("sven", 2, 0, ap["Sven"][label] - 1), ("sven", 2, 1, ap["Sven"][label]),
-        ):  # fmt: skip
-            rows.append({
-                "model": model, "sched": sched, "ranks": ranks, "global_batch": 600, "staleness": staleness, "epochs": 5,
-                "seed": 0, "test_ap": value / 100, "test_auc": value / 100, "val_ap": value / 100,
-            })  # fmt: skip
+            ("single", 1, 0, ap["TGL"][label]),
+            ("sven", 2, 0, ap["Sven"][label] - 1),
+            ("sven", 2, 1, ap["Sven"][label]),
+        ):
+            rows.append(
+                {
+                    "model": model,
+                    "sched": sched,
+                    "ranks": ranks,
+                    "global_batch": 600,
+                    "staleness": staleness,
+                    "epochs": 5,
+                    "seed": 0,
+                    "test_ap": value / 100,
+                    "test_auc": value / 100,
+                    "val_ap": value / 100,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -136,7 +172,9 @@ def papers_accuracy() -> dict[str, dict[str, float]]:
 def test_accuracy_reading_names_each_setting():
     table = sven.accuracy.accuracy_table(accuracy_runs(papers_accuracy()))
     text = sven.accuracy.read_accuracy({sven.accuracy.ACCURACY_CSV: table})
-    assert text.startswith("test AP (mean over 1 seed(s)), apan: one process 0.802, sven on 2 ranks, staleness 0 0.799, sven on 2 ranks, staleness 1 0.809")
+    assert text.startswith(
+        "test AP (mean over 1 seed(s)), apan: one process 0.802, sven on 2 ranks, staleness 0 0.799, sven on 2 ranks, staleness 1 0.809"
+    )
     assert "; tgn: one process 0.884" in text
 
 
@@ -162,33 +200,61 @@ def breakdown_runs(shares: dict[str, tuple[float, float, float]], speedups: dict
     for step in sven.breakdown.BREAKDOWN_ORDER:
         seconds = 100.0 if step in ("depcache", "depcomm") else seconds / speedups[step]
         exchange, allreduce, compute = shares.get(step, (10.0, 10.0, 80.0))
-        rows.append({"model": "tgn", "step": step, "ranks": 2, "epoch_time_s": seconds, "compute_s": compute, "exchange_s": exchange, "allreduce_s": allreduce, "wait_s": 0.0})
+        rows.append(
+            {
+                "model": "tgn",
+                "step": step,
+                "ranks": 2,
+                "epoch_time_s": seconds,
+                "compute_s": compute,
+                "exchange_s": exchange,
+                "allreduce_s": allreduce,
+                "wait_s": 0.0,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def papers_breakdown() -> tuple[dict[str, tuple[float, float, float]], dict[str, float]]:
     published = rows_of("table-sven-breakdown")
     shares = {
-        step: tuple(published_value(published, f"{label} TGN", column) for column in ("A2A/AG Comm. (%)", "AR Comm. (%)", "Comp. (%)"))
+        step: tuple(
+            published_value(published, f"{label} TGN", column) for column in ("A2A/AG Comm. (%)", "AR Comm. (%)", "Comp. (%)")
+        )
         for step, label in sven.common.STRATEGY_LABELS.items()
     }
-    step = {row: published_value(published, row, "TGN") for row in ("+redundancy-free", "+Re-FlexBiCut", "+micro-batch pipelining")}
+    step = {
+        row: published_value(published, row, "TGN") for row in ("+redundancy-free", "+Re-FlexBiCut", "+micro-batch pipelining")
+    }
     prefetch = 1 / (1 - published_value(published, "+prefetching", "TGN") / 100)
-    overall = math.sqrt(published_value(published, "Sven vs naive", "overall speedup min (over)") * published_value(published, "Sven vs naive", "overall speedup max"))
+    overall = math.sqrt(
+        published_value(published, "Sven vs naive", "overall speedup min (over)")
+        * published_value(published, "Sven vs naive", "overall speedup max")
+    )
     before_async = step["+redundancy-free"] * step["+Re-FlexBiCut"] * prefetch * step["+micro-batch pipelining"]
     speedups = {
-        "+redundancy-free": step["+redundancy-free"], "+re-flexbicut": step["+Re-FlexBiCut"],
-        "+micro-batch": prefetch * step["+micro-batch pipelining"], "+async all-reduce": overall / before_async,
-    }  # fmt: skip
+        "+redundancy-free": step["+redundancy-free"],
+        "+re-flexbicut": step["+Re-FlexBiCut"],
+        "+micro-batch": prefetch * step["+micro-batch pipelining"],
+        "+async all-reduce": overall / before_async,
+    }
     return shares, speedups
 
 
 def test_breakdown_reading_gives_each_step_and_the_full_svens_speedup():
-    table = sven.breakdown.breakdown_table(pd.DataFrame([
-        {"model": "tgn", "step": "+async all-reduce", "epoch_time_s": 25.0}, {"model": "tgn", "step": "depcomm", "epoch_time_s": 100.0},
-    ]))  # fmt: skip
+    table = sven.breakdown.breakdown_table(
+        pd.DataFrame(
+            [
+                {"model": "tgn", "step": "+async all-reduce", "epoch_time_s": 25.0},
+                {"model": "tgn", "step": "depcomm", "epoch_time_s": 100.0},
+            ]
+        )
+    )
     assert list(table.step) == ["depcomm", "+async all-reduce"] and table.speedup_vs_previous.iloc[1] == 4.0
-    assert sven.breakdown.read_breakdown({sven.breakdown.BREAKDOWN_CSV: table}) == "epoch time depcomm 100.00 s, +async all-reduce 25.00 s: the full Sven 4.00x DepComm's speed"
+    assert (
+        sven.breakdown.read_breakdown({sven.breakdown.BREAKDOWN_CSV: table})
+        == "epoch time depcomm 100.00 s, +async all-reduce 25.00 s: the full Sven 4.00x DepComm's speed"
+    )
 
 
 def test_breakdown_shape_is_table_2s_shares_and_its_headlines_figure_15s_steps():
@@ -201,9 +267,11 @@ def test_breakdown_shape_is_table_2s_shares_and_its_headlines_figure_15s_steps()
     assert shape.frame.loc["DepComm TGN"].sum() == pytest.approx(100.0)
     headlines = sven.breakdown.headlines_breakdown(tables, rows_of("table-sven-breakdown"))
     assert [h.label for h in headlines] == [
-        "+redundancy-free: epoch time before over after", "+Re-FlexBiCut: epoch time before over after",
-        "+prefetching and micro-batch pipelining: epoch time before over after", "DepComm over the full Sven, epoch time",
-    ]  # fmt: skip
+        "+redundancy-free: epoch time before over after",
+        "+Re-FlexBiCut: epoch time before over after",
+        "+prefetching and micro-batch pipelining: epoch time before over after",
+        "DepComm over the full Sven, epoch time",
+    ]
     assert [h.quotient for h in headlines] == pytest.approx([1.0] * 4)
     assert verdict_of(sven.breakdown.BREAKDOWN, table) == "reproduced"
     upside_down = {step: tuple(100 - share for share in parts) for step, parts in shares.items()}  # each row's order reversed
@@ -227,8 +295,15 @@ def test_sweeps_run_what_the_make_recipes_ran():
         ("dataset=events", "model=jodie", "sched=sven", "sched.batch_size=300", "sched.staleness=1"),
     ]
     steps = planned_runs(sven.breakdown.BREAKDOWN_SWEEP, smoke=False)
-    assert len(steps) == 6 and all(run[:3] == ("dataset=events", "checkpoint=false", "model=tgn") and run[-3:] == ("world_size=2", "epochs=5", "optim.lr=0.001") for run in steps)
-    assert [run[3:-2] for run in planned_runs(sven.breakdown.BREAKDOWN_SWEEP, smoke=True)] == [("sched=depcomm",), ("sched=sven", "sched.micro_batches=2", "sched.staleness=1")]
+    assert len(steps) == 6 and all(
+        run[:3] == ("dataset=events", "checkpoint=false", "model=tgn")
+        and run[-3:] == ("world_size=2", "epochs=5", "optim.lr=0.001")
+        for run in steps
+    )
+    assert [run[3:-2] for run in planned_runs(sven.breakdown.BREAKDOWN_SWEEP, smoke=True)] == [
+        ("sched=depcomm",),
+        ("sched=sven", "sched.micro_batches=2", "sched.staleness=1"),
+    ]
 
 
 def test_every_sweep_point_composes_and_each_breakdown_run_is_its_step():

@@ -10,7 +10,9 @@ from dygsched.paper.sweep import RECORD, command_lines, is_complete, planned_run
 from dygsched.paper.target import Sweep
 
 TINY = ("world_size=1", "dataset.num_nodes=60", "dataset.num_snapshots=10", "epochs=1", "checkpoint=false")
-SWEEP = Sweep(folder="tiny", runs=(("sched=psg", *TINY, "seed=0,1"), ("sched=single", *TINY)), smoke=(("sched=psg", *TINY),), rounds=2)
+SWEEP = Sweep(
+    folder="tiny", runs=(("sched=psg", *TINY, "seed=0,1"), ("sched=single", *TINY)), smoke=(("sched=psg", *TINY),), rounds=2
+)
 
 
 def test_planned_runs_repeat_rounds_and_append_extra_overrides():
@@ -58,6 +60,10 @@ def test_a_users_override_replaces_the_sweeps_own_for_its_key_or_is_added():
 
     run = ("+experiment=epoch_time", "sched=psg,esdg", "model=tgcn", "+smoke=snapshots")
     assert with_overrides(run, ("sched=psg,greedy", "dataset=twitter_tennis")) == (
-        "+experiment=epoch_time", "sched=psg,greedy", "model=tgcn", "+smoke=snapshots", "dataset=twitter_tennis",
-    )  # fmt: skip
+        "+experiment=epoch_time",
+        "sched=psg,greedy",
+        "model=tgcn",
+        "+smoke=snapshots",
+        "dataset=twitter_tennis",
+    )
     assert with_overrides(run, ("+smoke=flare",)) == ("+experiment=epoch_time", "sched=psg,esdg", "model=tgcn", "+smoke=flare")

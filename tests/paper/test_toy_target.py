@@ -48,10 +48,19 @@ def headlines_toy(tables: Tables, rows: pd.DataFrame) -> tuple[Headline, ...]:
 
 
 TOY = PaperTarget(
-    name="table-toy", paper="dygnex", title="A toy table", reproduces="Toy table 1", outputs=("toy/toy.csv",),
-    repeats="one measurement", minutes=0.1, build=build_toy, reading=read_toy,
-    settings=Settings(full={"epochs": 10}, smoke={"epochs": 1}), shape=shape_toy, headlines=headlines_toy,
-)  # fmt: skip
+    name="table-toy",
+    paper="dygnex",
+    title="A toy table",
+    reproduces="Toy table 1",
+    outputs=("toy/toy.csv",),
+    repeats="one measurement",
+    minutes=0.1,
+    build=build_toy,
+    reading=read_toy,
+    settings=Settings(full={"epochs": 10}, smoke={"epochs": 1}),
+    shape=shape_toy,
+    headlines=headlines_toy,
+)
 
 
 @pytest.fixture
@@ -76,7 +85,7 @@ def test_the_toy_target_builds_records_and_renders_with_a_verdict(toy_registered
     assert record["command"] == f"dygsched paper table-toy --results {results} --smoke" and record["exit_code"] == 0
     assert record["recipe"] == [f"tests.paper.test_toy_target.build_toy({str(root)!r}, epochs=1)"]
     readme = (root / "report" / "README.md").read_text()
-    assert "| [table-toy](#table-toy) |" in readme and "| reproduced |" in readme and "<a id=\"table-toy\"></a>" in readme
+    assert "| [table-toy](#table-toy) |" in readme and "| reproduced |" in readme and '<a id="table-toy"></a>' in readme
     assert "PSG over Greedy, epoch time: paper 2, ours 1.82, ours / paper 0.91" in readme
     assert "greedy 1.82x faster than PSG" in readme
     index = (root / "report" / "index.html").read_text()

@@ -6,13 +6,15 @@ import pytest
 from dygsched.paper.target import Headline, PaperShape
 from dygsched.paper.verdict import check_headline, judge, published_frame, rank_correlation
 
-PUBLISHED = pd.DataFrame({
-    "ref": ["Table 1"] * 6 + ["Table 1"] * 2,
-    "dataset": ["A"] * 6 + ["B"] * 2,
-    "row": ["psg", "greedy", "ilp"] * 2 + ["psg", "greedy"],
-    "column": ["tgcn"] * 3 + ["wdgcn"] * 3 + ["tgcn"] * 2,
-    "value": [3.0, 2.0, 1.0, 6.0, 5.0, 4.0, 100.0, 1.0],
-})  # fmt: skip
+PUBLISHED = pd.DataFrame(
+    {
+        "ref": ["Table 1"] * 6 + ["Table 1"] * 2,
+        "dataset": ["A"] * 6 + ["B"] * 2,
+        "row": ["psg", "greedy", "ilp"] * 2 + ["psg", "greedy"],
+        "column": ["tgcn"] * 3 + ["wdgcn"] * 3 + ["tgcn"] * 2,
+        "value": [3.0, 2.0, 1.0, 6.0, 5.0, 4.0, 100.0, 1.0],
+    }
+)
 
 
 def shape(frame: pd.DataFrame, within: str = "columns") -> PaperShape:

@@ -24,7 +24,11 @@ def tied_problem(n: int, gpus: int, seed: int) -> ScheduleProblem:
     return ScheduleProblem(tuple(float(rng.randint(1, 4)) for _ in range(n)), gpus, 2, 0.01)
 
 
-CASES = [(f"{family}-{n}-{g}", family_problem(family, n, g, seed=n + g)) for family in FAMILIES for n, g in ((27, 4), (60, 5), (100, 8))]
+CASES = [
+    (f"{family}-{n}-{g}", family_problem(family, n, g, seed=n + g))
+    for family in FAMILIES
+    for n, g in ((27, 4), (60, 5), (100, 8))
+]
 CASES += [(f"tied-{n}-{g}", tied_problem(n, g, seed=n)) for n, g in ((10, 3), (33, 5), (64, 8), (50, 30))]
 
 

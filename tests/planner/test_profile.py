@@ -18,7 +18,12 @@ def test_nonnegative_fit_recovers_a_linear_model_and_never_goes_negative():
 
 def test_profile_takes_the_median_per_unit_and_fits_the_cost_model():
     rank0, rank1 = {}, {}
-    runs = ((0, [9.0, 1.0, 1.1, 1.2], rank0), (1, [2.0, 2.1, 2.0, 1.9], rank1), (2, [3.0, 3.0, 3.2, 2.9], rank1), (3, [4.0], rank0))
+    runs = (
+        (0, [9.0, 1.0, 1.1, 1.2], rank0),
+        (1, [2.0, 2.1, 2.0, 1.9], rank1),
+        (2, [3.0, 3.0, 3.2, 2.9], rank1),
+        (3, [4.0], rank0),
+    )
     for unit, seconds, samples in runs:
         samples[unit] = [{"spatial": v / 2, "temporal": v / 4, "backward": v / 4} for v in seconds]
     profile = build_profile(merge([rank0, rank1]), {0: (10, 100), 1: (20, 200), 2: (30, 300), 3: (40, 400)})

@@ -45,7 +45,10 @@ def test_plan_cli_bad_input(tmp_path, content, args, message):
 
 def test_simulate_cli_writes_csv_and_png(tmp_path, capsys):
     out = tmp_path / "sim.csv"
-    assert simulate_cli.main(["--snapshots", "300", "--gpus", "4,16", "--solvers", "psg,greedy", "--reuse", "on", "--out", str(out)]) == 0
+    assert (
+        simulate_cli.main(["--snapshots", "300", "--gpus", "4,16", "--solvers", "psg,greedy", "--reuse", "on", "--out", str(out)])
+        == 0
+    )
     lines = out.read_text().splitlines()
     assert lines[0].startswith("solver,gpus") and len(lines) == 5
     assert out.with_suffix(".png").stat().st_size > 1000

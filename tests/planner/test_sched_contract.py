@@ -120,7 +120,9 @@ def test_cpsat_matches_brute_force_with_reuse():
     import itertools
 
     times = (3.0, 1.0, 4.0, 1.5, 5.0, 2.5)
-    problem = ScheduleProblem.from_pairs(times, 2, [(0, 1, 0.8), (1, 2, 0.9), (2, 3, 1.2), (4, 5, 2.0), (0, 4, 2.5)], allreduce_cost=0.5)
+    problem = ScheduleProblem.from_pairs(
+        times, 2, [(0, 1, 0.8), (1, 2, 0.9), (2, 3, 1.2), (4, 5, 2.0), (0, 4, 2.5)], allreduce_cost=0.5
+    )
     best = float("inf")
     slots = [(i, j) for i in range(3) for j in range(2)]
     for assign in itertools.product(range(len(slots)), repeat=len(times)):

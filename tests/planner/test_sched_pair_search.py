@@ -18,7 +18,11 @@ def _random_problem(rng, reuse):
     times = [1 + 0.05 * k + rng.uniform(0, 0.5) for k in range(n)]
     if rng.random() < 0.3:
         times[rng.randrange(n)] = 0.0  # zero-time groups still count as work for the all-reduce
-    pairs = [(k, k + d, rng.uniform(0, 0.4) * min(times[k], times[k + d])) for k in range(n) for d in (1, 2) if k + d < n] if reuse else []
+    pairs = (
+        [(k, k + d, rng.uniform(0, 0.4) * min(times[k], times[k + d])) for k in range(n) for d in (1, 2) if k + d < n]
+        if reuse
+        else []
+    )
     return ScheduleProblem.from_pairs(times, g, pairs, allreduce_cost=rng.choice([0.0, 0.05]))
 
 

@@ -21,23 +21,52 @@ def results(tmp_path):
     root = tmp_path / "results"
     epoch = root / "table_epoch_time"
     epoch.mkdir(parents=True)
-    pd.DataFrame({
-        "dataset": ["synthetic"] * 3, "model": ["tgcn"] * 3, "sched": ["psg", "greedy", "dygnex_l"], "world_size": [2, 2, 2],
-        "epoch_time_s": [2.0, 1.5, 1.8], "imbalance_ratio": [1.2, np.nan, 1.1], "final_train_loss": [0.3, 0.31, 0.3],
-        "eval.metric": ["mse"] * 3, "eval.value": [0.2, 0.21, 0.2],
-    }).to_csv(epoch / "table_epoch_time.csv", index=False)  # fmt: skip
+    pd.DataFrame(
+        {
+            "dataset": ["synthetic"] * 3,
+            "model": ["tgcn"] * 3,
+            "sched": ["psg", "greedy", "dygnex_l"],
+            "world_size": [2, 2, 2],
+            "epoch_time_s": [2.0, 1.5, 1.8],
+            "imbalance_ratio": [1.2, np.nan, 1.1],
+            "final_train_loss": [0.3, 0.31, 0.3],
+            "eval.metric": ["mse"] * 3,
+            "eval.value": [0.2, 0.21, 0.2],
+        }
+    ).to_csv(epoch / "table_epoch_time.csv", index=False)
     append_run(epoch, {"run_id": "run-a", "status": "ok", "sched": "psg", "epoch_time_s": 2.0})
     (root / PROVENANCE_DIR).mkdir()
-    (root / PROVENANCE_DIR / "table-epoch-time.json").write_text(json.dumps({
-        "target": "table-epoch-time", "command": "dygsched paper table-epoch-time --results results", "recipe": ["dygsched run -m ..."],
-        "commit": "abc123", "date": "2026-11-25T10:00:00+00:00", "machine": "test CPU, 2 cores", "wall_s": 61.0,
-        "exit_code": 0, "smoke": False,
-    }))  # fmt: skip
+    (root / PROVENANCE_DIR / "table-epoch-time.json").write_text(
+        json.dumps(
+            {
+                "target": "table-epoch-time",
+                "command": "dygsched paper table-epoch-time --results results",
+                "recipe": ["dygsched run -m ..."],
+                "commit": "abc123",
+                "date": "2026-11-25T10:00:00+00:00",
+                "machine": "test CPU, 2 cores",
+                "wall_s": 61.0,
+                "exit_code": 0,
+                "smoke": False,
+            }
+        )
+    )
     pd.DataFrame({"n": [100], "G": [4], "solver": ["greedy"], "gap": [0.01]}).to_csv(root / "bench_planner.csv", index=False)
-    (root / PROVENANCE_DIR / "simulate.json").write_text(json.dumps({
-        "target": "simulate", "command": "dygsched paper simulate", "recipe": [], "commit": "abc123", "date": "2026-11-25T10:00:00+00:00",
-        "machine": "test CPU", "wall_s": 1.0, "exit_code": 2, "smoke": False,
-    }))  # fmt: skip
+    (root / PROVENANCE_DIR / "simulate.json").write_text(
+        json.dumps(
+            {
+                "target": "simulate",
+                "command": "dygsched paper simulate",
+                "recipe": [],
+                "commit": "abc123",
+                "date": "2026-11-25T10:00:00+00:00",
+                "machine": "test CPU",
+                "wall_s": 1.0,
+                "exit_code": 2,
+                "smoke": False,
+            }
+        )
+    )
     return root
 
 
@@ -105,7 +134,9 @@ def test_figures_are_copied_beside_the_report(results):
     figure.add_subplot().plot([0, 1], [1, 0])
     (results / "fig_convergence").mkdir()
     figure.savefig(results / "fig_convergence" / "convergence.png")
-    pd.DataFrame({"sched": ["psg"], "epoch": [1], "loss": [0.5]}).to_csv(results / "fig_convergence" / "convergence.csv", index=False)
+    pd.DataFrame({"sched": ["psg"], "epoch": [1], "loss": [0.5]}).to_csv(
+        results / "fig_convergence" / "convergence.csv", index=False
+    )
     folder = render(results)
     report = parse_report(folder / "index.html")
     assert "figures/fig-convergence-convergence.png" in report.images
@@ -137,6 +168,9 @@ def test_an_older_runs_one_memory_figure_shows_under_a_name_that_says_it_is_eith
 
 
 def test_the_expected_time_in_words():
-    assert [paper_target.expected for paper_target in TARGETS if paper_target.name in ("table-epoch-time", "table-solve-time")] == [
-        "about 10 min", "under a minute",
-    ]  # fmt: skip
+    assert [
+        paper_target.expected for paper_target in TARGETS if paper_target.name in ("table-epoch-time", "table-solve-time")
+    ] == [
+        "about 10 min",
+        "under a minute",
+    ]

@@ -96,6 +96,12 @@ VERTEX_PARTITIONERS = names("vertex")
 
 __all__ = [
     "checked_partition",
-    "KINDS", "NODE_PARTITIONERS", "ONLINE_PARTITIONERS", "PARTITIONERS", "VERTEX_PARTITIONERS", "Partitioner", "names",
+    "KINDS",
+    "NODE_PARTITIONERS",
+    "ONLINE_PARTITIONERS",
+    "PARTITIONERS",
+    "VERTEX_PARTITIONERS",
+    "Partitioner",
+    "names",
     "partitioner",
-]  # fmt: skip
+]

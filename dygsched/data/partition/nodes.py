@@ -161,7 +161,9 @@ def metis_parts(
     return _part_graph(num_nodes, rows, cols, parts, seed, np.maximum(summed, 1))
 
 
-def _part_graph(num_nodes: int, rows: np.ndarray, cols: np.ndarray, parts: int, seed: int, edge_weights: np.ndarray | None = None) -> np.ndarray:
+def _part_graph(
+    num_nodes: int, rows: np.ndarray, cols: np.ndarray, parts: int, seed: int, edge_weights: np.ndarray | None = None
+) -> np.ndarray:
     """pymetis k-way of the symmetric graph whose adjacency is ``(rows, cols)`` sorted by row, vertex
     weight = degree + 1, seeded: a part per node."""
     import pymetis
@@ -209,13 +211,17 @@ def partition_nodes(
     return NodePartition(part, chunk, parts, chunks, method, cut, balance)
 
 
-def hash_nodes(union: UnionGraph, parts: int, chunks: int, seed: int = 0, cache_dir: Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+def hash_nodes(
+    union: UnionGraph, parts: int, chunks: int, seed: int = 0, cache_dir: Path | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Node ``v`` to part ``v mod P``, chunk ``(v div P) mod C``."""
     ids = np.arange(union.num_nodes, dtype=np.int64)
     return ids % parts, (ids // parts) % chunks
 
 
-def range_nodes(union: UnionGraph, parts: int, chunks: int, seed: int = 0, cache_dir: Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+def range_nodes(
+    union: UnionGraph, parts: int, chunks: int, seed: int = 0, cache_dir: Path | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Contiguous id ranges: ``P`` parts of (nearly) equal size, each cut into ``C`` ranges."""
     part = _contiguous(union.num_nodes, parts)
     chunk = np.zeros(union.num_nodes, dtype=np.int64)
@@ -225,7 +231,9 @@ def range_nodes(union: UnionGraph, parts: int, chunks: int, seed: int = 0, cache
     return part, chunk
 
 
-def metis_nodes(union: UnionGraph, parts: int, chunks: int, seed: int = 0, cache_dir: Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+def metis_nodes(
+    union: UnionGraph, parts: int, chunks: int, seed: int = 0, cache_dir: Path | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """METIS k-way into parts, then each part's induced subgraph into chunks; read from, or written
     to, ``cache_dir`` under a hash of the union graph and the settings."""
     key = hashlib.sha256(f"{CACHE_VERSION}|{union.digest()}|{parts}|{chunks}|{seed}".encode()).hexdigest()[:32]

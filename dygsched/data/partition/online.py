@@ -371,9 +371,13 @@ class OnlinePartitioner:
         store = np.full(graph.num_nodes, -1, dtype=np.int64)
         previous = self.previous if self.previous is not None else np.full(graph.num_nodes, -1, dtype=np.int64)
         failed = _base_partition(
-            graph.nodes.astype(np.int64), previous.astype(np.int64), graph.additive_bytes.astype(np.float64),
-            float(graph.full_bytes), free, store,
-        )  # fmt: skip
+            graph.nodes.astype(np.int64),
+            previous.astype(np.int64),
+            graph.additive_bytes.astype(np.float64),
+            float(graph.full_bytes),
+            free,
+            store,
+        )
         if failed >= 0:
             raise CapacityError(
                 f"no store can hold node {failed} ({graph.full_bytes} bytes): the most free space is {free.max():.0f} bytes; "
@@ -401,7 +405,9 @@ class OnlinePartitioner:
         room = self.capacity - self._held_before() - a
         return _Terms(price, load, room, rewards, work, previous.astype(np.int64))
 
-    def _refine(self, tau: int, graph: SnapshotGraph, store: np.ndarray, loop=_refine_passes) -> tuple[np.ndarray, int, np.ndarray]:
+    def _refine(
+        self, tau: int, graph: SnapshotGraph, store: np.ndarray, loop=_refine_passes
+    ) -> tuple[np.ndarray, int, np.ndarray]:
         """Algorithm 2 (``loop``: ``_refine_passes``, or its plain Python in the tests) on the base partition:
         the refined partition, the passes it made and how often each node moved."""
         terms = self._terms(tau, graph, store)
@@ -409,10 +415,24 @@ class OnlinePartitioner:
         moves = np.zeros(graph.num_nodes, dtype=np.int64)
         ties = 1e-9 * (np.abs(links).max(initial=0.0) + float((terms.price * terms.load).max()) + 1.0)
         passes = loop(
-            graph.nodes.astype(np.int64), indptr, neighbours, weights, store, terms.previous,
-            graph.additive_bytes.astype(np.float64), float(graph.full_bytes), terms.work, terms.reward, terms.price,
-            terms.room.copy(), terms.load.copy(), links, moves, self.budget, ties,
-        )  # fmt: skip
+            graph.nodes.astype(np.int64),
+            indptr,
+            neighbours,
+            weights,
+            store,
+            terms.previous,
+            graph.additive_bytes.astype(np.float64),
+            float(graph.full_bytes),
+            terms.work,
+            terms.reward,
+            terms.price,
+            terms.room.copy(),
+            terms.load.copy(),
+            links,
+            moves,
+            self.budget,
+            ties,
+        )
         return store, int(passes), moves
 
     def payoffs(self, tau: int, graph: SnapshotGraph, store: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -436,10 +456,12 @@ class OnlinePartitioner:
 
     def state_dict(self) -> dict:
         return {
-            "initial_price": self.initial_price, "prices": {t: p.tolist() for t, p in self.prices.items()},
-            "rewards": None if self.rewards is None else self.rewards.tolist(), "history": [a.tolist() for a in self.history],
+            "initial_price": self.initial_price,
+            "prices": {t: p.tolist() for t, p in self.prices.items()},
+            "rewards": None if self.rewards is None else self.rewards.tolist(),
+            "history": [a.tolist() for a in self.history],
             "previous": None if self.previous is None else self.previous.tolist(),
-        }  # fmt: skip
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.initial_price = state["initial_price"]
@@ -494,7 +516,10 @@ def _place_new_nodes(store: np.ndarray, graph: SnapshotGraph, new: np.ndarray, s
 
 
 def _placed(
-    graphs: Sequence[SnapshotGraph], stores: int, place: Callable[[int, SnapshotGraph, np.ndarray | None], np.ndarray], spread: float = 0.0
+    graphs: Sequence[SnapshotGraph],
+    stores: int,
+    place: Callable[[int, SnapshotGraph, np.ndarray | None], np.ndarray],
+    spread: float = 0.0,
 ) -> list[SnapshotPartition]:
     """Every snapshot's partition by a baseline whose ``place(tau, graph, previous)`` gives snapshot
     ``tau``'s stores, in order, each with its storage and time (plus ``spread``: a share of the time
@@ -510,14 +535,24 @@ def _placed(
 
 
 def hash_partitions(
-    graphs: Sequence[SnapshotGraph], stores: int, capacity: np.ndarray | None = None, window: int = 1, seed: int = 0, **options: float
+    graphs: Sequence[SnapshotGraph],
+    stores: int,
+    capacity: np.ndarray | None = None,
+    window: int = 1,
+    seed: int = 0,
+    **options: float,
 ) -> list[SnapshotPartition]:
     """The ``hash`` baseline: node ``v`` on store ``v mod K``."""
     return _placed(graphs, stores, lambda tau, graph, previous: _present(np.arange(graph.num_nodes) % stores, graph))
 
 
 def metis_partitions(
-    graphs: Sequence[SnapshotGraph], stores: int, capacity: np.ndarray | None = None, window: int = 1, seed: int = 0, **options: float
+    graphs: Sequence[SnapshotGraph],
+    stores: int,
+    capacity: np.ndarray | None = None,
+    window: int = 1,
+    seed: int = 0,
+    **options: float,
 ) -> list[SnapshotPartition]:
     """The ``metis`` baseline: METIS on the union of every snapshot (edges weighted by how many snapshots
     hold them), once; its time is spread over the snapshots."""
@@ -533,7 +568,12 @@ def metis_partitions(
 
 
 def metis_layer_partitions(
-    graphs: Sequence[SnapshotGraph], stores: int, capacity: np.ndarray | None = None, window: int = 1, seed: int = 0, **options: float
+    graphs: Sequence[SnapshotGraph],
+    stores: int,
+    capacity: np.ndarray | None = None,
+    window: int = 1,
+    seed: int = 0,
+    **options: float,
 ) -> list[SnapshotPartition]:
     """The ``metis_layer`` baseline: METIS on each snapshot, its labels matched to the previous
     snapshot's by the Hungarian method."""
@@ -547,7 +587,12 @@ def metis_layer_partitions(
 
 
 def greedy_partitions(
-    graphs: Sequence[SnapshotGraph], stores: int, capacity: np.ndarray | None = None, window: int = 1, seed: int = 0, **options: float
+    graphs: Sequence[SnapshotGraph],
+    stores: int,
+    capacity: np.ndarray | None = None,
+    window: int = 1,
+    seed: int = 0,
+    **options: float,
 ) -> list[SnapshotPartition]:
     """The ``greedy`` baseline: METIS on the first snapshot, then nodes stay and a new node joins the
     store holding most of its neighbours."""

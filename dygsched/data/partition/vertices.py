@@ -185,10 +185,7 @@ def partition_vertices(method: str, demand, capacity_slack: float = 0.1, seed: i
         best = min(largest, key=largest.__getitem__)
         best_volume = largest[best]
         if best_volume < volume:
-            note = (
-                f"Re-FlexBiCut's largest receive volume {volume:g} is above {best}'s {best_volume:g}: "
-                f"{best} is used"
-            )
+            note = f"Re-FlexBiCut's largest receive volume {volume:g} is above {best}'s {best_volume:g}: {best} is used"
             owner, used = baselines[best], best
     return VertexPartition(
         owner=owner,

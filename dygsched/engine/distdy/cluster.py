@@ -75,7 +75,7 @@ def step_counts(
 ) -> StepCounts:
     """The counts of one mini-batch on snapshots ``window`` (oldest first): in snapshot ``t`` the rank
     holding a target samples its neighbourhood (``key(t)``) and reads every node of it from the store
-    holding it; the embeddings go to the rank holding the target in the newest snapshot."""  # fmt: skip
+    holding it; the embeddings go to the rank holding the target in the newest snapshot."""
     fetch = np.zeros((stores, stores), dtype=np.int64)
     embedding = np.zeros((stores, stores), dtype=np.int64)
     messages, rows = np.zeros(stores, dtype=np.int64), np.zeros(stores, dtype=np.int64)
@@ -107,7 +107,7 @@ def epoch_counts(
 ) -> list[StepCounts]:
     """``step_counts`` of every mini-batch of epoch ``epoch`` (``sched.loop=epochs``: every window in order),
     with the strategy's targets and sampler keys. ``neighbours``: the snapshots' ``InNeighbours``, when
-    the caller counts several placements of one graph (built here otherwise)."""  # fmt: skip
+    the caller counts several placements of one graph (built here otherwise)."""
     if neighbours is None:
         neighbours = [InNeighbours.of(s.edge_index.numpy(), graph.num_nodes) for s in graph.snapshots]
     out = []
@@ -189,7 +189,9 @@ GPUS = {"1080ti": GPU(tflops=11.3, memory_gbps=484.0), "v100": GPU(tflops=15.7, 
 DEVICE_PROFILES = ("cpu", *GPUS)
 MEMORY_SHARE = 0.3  # of the bandwidth a scattered row gather and scatter-add reaches
 FLOP_SHARE = 0.25  # of the peak rate small dense products reach
-KERNELS_PER_LAYER = 24  # launches of one sampled SAGE layer, forward and backward (gathers, scatter, two products, bias, activation)
+KERNELS_PER_LAYER = (
+    24  # launches of one sampled SAGE layer, forward and backward (gathers, scatter, two products, bias, activation)
+)
 KERNELS_TEMPORAL = 40  # the temporal model, the loss, their backward and the optimiser's step
 
 
@@ -210,8 +212,9 @@ def gpu_cost(gpu: GPU, widths: Sequence[int], window: int, temporal_width: int) 
     return ComputeCost(per_message, per_row, per_target, per_step)
 
 
-def compute_cost(profile: str, model: torch.nn.Module, neighbours: Sequence[InNeighbours], x: torch.Tensor,
-                 fanouts: Sequence[int], window: int) -> ComputeCost:  # fmt: skip
+def compute_cost(
+    profile: str, model: torch.nn.Module, neighbours: Sequence[InNeighbours], x: torch.Tensor, fanouts: Sequence[int], window: int
+) -> ComputeCost:
     """The ``ComputeCost`` of ``profile``: ``cpu`` calibrated here, or a card of ``GPUS``."""
     sampled = cast("SampledModel", model)  # DistDy's model, a SAGETemporal
     if profile == "cpu":

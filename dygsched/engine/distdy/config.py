@@ -21,8 +21,12 @@ class DistDyConfig(StrategyConfig):
     eta: float = 6.0  # the price multiplier is 2 eta
     budget: int = 300  # M: refinement passes at most
     clip_rewards: bool = False  # keep the additive-storage rewards at 0 or above (the theory's assumption)
-    message_weight: float = 0.0  # ours, off: the balance term also prices each node's sampled messages as a target (1: as much as bytes)
-    fetch_weight: float = 0.0  # ours, off: ... and each node's strength sum_u W_uv, what the others fetch of it (1: as much as bytes)
+    message_weight: float = (
+        0.0  # ours, off: the balance term also prices each node's sampled messages as a target (1: as much as bytes)
+    )
+    fetch_weight: float = (
+        0.0  # ours, off: ... and each node's strength sum_u W_uv, what the others fetch of it (1: as much as bytes)
+    )
     fanouts: tuple[int, ...] = (5, 10)  # GraphSAGE neighbours per hop, one per model layer
     batch: int = 1024  # target nodes per mini-batch (all ranks together)
     batches_per_step: int = 1  # mini-batches per snapshot step

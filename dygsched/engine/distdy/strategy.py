@@ -123,7 +123,13 @@ class DistDyStrategy(Strategy):
 
     def _partitioner_options(self) -> dict[str, Any]:
         c = self.config
-        return {"eta": c.eta, "budget": c.budget, "clip_rewards": c.clip_rewards, "message_weight": c.message_weight, "fetch_weight": c.fetch_weight}
+        return {
+            "eta": c.eta,
+            "budget": c.budget,
+            "clip_rewards": c.clip_rewards,
+            "message_weight": c.message_weight,
+            "fetch_weight": c.fetch_weight,
+        }
 
     def _check_capacity(self, data: TemporalGraph, settings: RunSettings, world_size: int) -> None:
         """Algorithms 1-3 over the whole stream (they are causal and do not depend on training): a capacity
@@ -172,8 +178,12 @@ class DistDyStrategy(Strategy):
         )
         self.num_segments = self._segments(graph.num_features)
         if self.config.segments is None and self.rank == 0:
-            log.info("dygsched: sched.segments=%d (the paper's %d, at most the %d feature columns)",
-                     self.num_segments, PAPER_SEGMENTS, graph.num_features)  # fmt: skip
+            log.info(
+                "dygsched: sched.segments=%d (the paper's %d, at most the %d feature columns)",
+                self.num_segments,
+                PAPER_SEGMENTS,
+                graph.num_features,
+            )
         self.snapshots = self._snapshot_graphs(graph, self.train_nodes)
         self.neighbours = [InNeighbours.of(s.edge_index.numpy(), graph.num_nodes) for s in graph.snapshots]
         self.capacity = self._capacity(self.snapshots, self.window, run.world_size)
@@ -197,7 +207,9 @@ class DistDyStrategy(Strategy):
                     placement = self.online.partition(t, self.snapshots[t])
                 else:  # a baseline sees every snapshot at once (METIS on the aggregate graph needs them)
                     if self._baseline is None:
-                        self._baseline = baseline_partitions(self.config.partition, self.snapshots, self.world_size, self.settings.seed)
+                        self._baseline = baseline_partitions(
+                            self.config.partition, self.snapshots, self.world_size, self.settings.seed
+                        )
                     placement = self._baseline[t]
             self.placements.append(broadcast_from_rank0(placement))
             seconds += time.perf_counter() - start
@@ -266,7 +278,9 @@ class DistDyStrategy(Strategy):
         if self.rank == 0 and clock["partition"] > 0:
             metrics["partition_s"] = clock["partition"]
         if self.rank == 0:  # a baseline ignores D^k: the snapshots at which a store would exceed it (out of memory)
-            metrics["over_capacity_snapshots"] = float(len(over_capacity(self.placements[: steps[-1] + 1], self.capacity, self.window)))
+            metrics["over_capacity_snapshots"] = float(
+                len(over_capacity(self.placements[: steps[-1] + 1], self.capacity, self.window))
+            )
         return metrics
 
     def _full_bytes(self, t: int) -> int:
@@ -278,7 +292,9 @@ class DistDyStrategy(Strategy):
 
     # ---- one mini-batch ------------------------------------------------------------------------------
     def targets(self, epoch: int, tau: int, b: int, nodes: np.ndarray) -> np.ndarray:
-        return step_targets(self.graph.snapshots[tau].node_mask.numpy(), nodes, self.config.batch, self.settings.seed, epoch, tau, b)
+        return step_targets(
+            self.graph.snapshots[tau].node_mask.numpy(), nodes, self.config.batch, self.settings.seed, epoch, tau, b
+        )
 
     def batch_loss(
         self,

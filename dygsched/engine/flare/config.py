@@ -42,7 +42,9 @@ class FlareConfig(StrategyConfig):
             if value not in choices:
                 raise ConfigError(f"unknown sched.{key} '{value}' (choose from {', '.join(choices)})")
         if isinstance(self.schedule, str) and self.schedule not in SCHEDULES:
-            raise ConfigError(f"unknown sched.schedule '{self.schedule}' (choose from {', '.join(SCHEDULES)}, or a list of counts)")
+            raise ConfigError(
+                f"unknown sched.schedule '{self.schedule}' (choose from {', '.join(SCHEDULES)}, or a list of counts)"
+            )
         if self.chunks < 1:
             raise ConfigError(f"sched.chunks (chunks per rank) must be a positive integer, got {self.chunks}")
         if self.full < 1:

@@ -87,7 +87,11 @@ def model_norm(model: nn.Module) -> GCNNorm:
     from torch_geometric.nn import GCNConv
 
     settings = {(m.add_self_loops, m.improved) for m in model.modules() if isinstance(m, GCNConv)}
-    settings |= {(m.add_self_loops, m.improved) for m in model.modules() if hasattr(m, "add_self_loops") and hasattr(m, "improved") and not isinstance(m, GCNConv)}
+    settings |= {
+        (m.add_self_loops, m.improved)
+        for m in model.modules()
+        if hasattr(m, "add_self_loops") and hasattr(m, "improved") and not isinstance(m, GCNConv)
+    }
     if len(settings) > 1:
         raise ConfigError("node partitions need one GCN normalisation for the whole model (add_self_loops, improved)")
     add_self_loops, improved = settings.pop() if settings else (True, False)
@@ -120,9 +124,18 @@ class FlareStrategy(Strategy):
         build_split(data, settings)
         decay_counts(self.config.schedule, self.config.chunks, settings.window - self.full, self.alpha)
         if world_size * self.config.chunks > data.num_nodes:
-            raise ConfigError(f"{world_size} ranks x {self.config.chunks} chunks are more chunks than the graph's {data.num_nodes} nodes")
+            raise ConfigError(
+                f"{world_size} ranks x {self.config.chunks} chunks are more chunks than the graph's {data.num_nodes} nodes"
+            )
         # a graph the partitioner cannot cut (a part left without nodes) fails here, not on rank 0 later
-        partition_nodes(data, range(build_split(data, settings).train[-1].stop), world_size, self.config.chunks, self.config.partition, settings.seed)
+        partition_nodes(
+            data,
+            range(build_split(data, settings).train[-1].stop),
+            world_size,
+            self.config.chunks,
+            self.config.partition,
+            settings.seed,
+        )
 
     def check_model(self, model: nn.Module) -> None:
         layers = getattr(model, "layers", [])
@@ -146,7 +159,15 @@ class FlareStrategy(Strategy):
         train_stop = self.split.train[-1].stop
         start = time.perf_counter()
         partition = (
-            partition_nodes(self.graph, range(train_stop), self.world_size, self.config.chunks, self.config.partition, run.settings.seed, run.artifacts.cache_dir)
+            partition_nodes(
+                self.graph,
+                range(train_stop),
+                self.world_size,
+                self.config.chunks,
+                self.config.partition,
+                run.settings.seed,
+                run.artifacts.cache_dir,
+            )
             if run.is_main
             else None
         )
@@ -239,7 +260,9 @@ class FlareStrategy(Strategy):
             self._partition_reported = True
         return metrics
 
-    def blocks(self, group: SnapshotGroup, full_only: bool = False) -> tuple[list[Snapshot], list[PartitionedSnapshot | None], list[int]]:
+    def blocks(
+        self, group: SnapshotGroup, full_only: bool = False
+    ) -> tuple[list[Snapshot], list[PartitionedSnapshot | None], list[int]]:
         """The window's blocks, oldest first: the model's snapshots, the partitioned snapshot of each
         full block (``None`` for a decayed one), and the snapshot indices. Empty blocks are left out."""
         snapshots: list[Snapshot] = []
@@ -261,7 +284,13 @@ class FlareStrategy(Strategy):
         return snapshots, partitioned, ids
 
     def _step(
-        self, group: SnapshotGroup, saved: dict[int, Any] | None, accounting: HaloAccounting, epoch: Epoch, stats: IterationStats, clock: Breakdown
+        self,
+        group: SnapshotGroup,
+        saved: dict[int, Any] | None,
+        accounting: HaloAccounting,
+        epoch: Epoch,
+        stats: IterationStats,
+        clock: Breakdown,
     ) -> int:
         """One window: forward, loss and backward; returns the bytes its forward saved for the backward."""
         with SavedTensors() as kept:
@@ -274,7 +303,11 @@ class FlareStrategy(Strategy):
         return kept.bytes
 
     def window_loss(
-        self, group: SnapshotGroup, saved: dict[int, Any] | None, accounting: HaloAccounting | None = None, clock: Breakdown | None = None
+        self,
+        group: SnapshotGroup,
+        saved: dict[int, Any] | None,
+        accounting: HaloAccounting | None = None,
+        clock: Breakdown | None = None,
     ) -> torch.Tensor:
         """This rank's share of the window's loss (the ranks' shares add up to it)."""
         clock = clock or Breakdown()
@@ -283,21 +316,32 @@ class FlareStrategy(Strategy):
         with clock.phase("load"):
             snapshots = [s.to(self.device) for s in snapshots]
         with clock.phase("forward"):
-            hooks = InheritedStates(self.model, ids, saved, PartitionHooks(partitioned, accounting, schedule=self.overlap_schedule))
+            hooks = InheritedStates(
+                self.model, ids, saved, PartitionHooks(partitioned, accounting, schedule=self.overlap_schedule)
+            )
             h, _ = self.model.unroll(snapshots, hooks=hooks, layer_major=self.overlap_schedule is not None)
             if self.config.loss_on == "last":
                 last = partitioned[-1]
                 assert last is not None, "the last block of a window is always full"
                 return self._partial_loss(h, snapshots[-1], last.active_nodes)
-            counts = comm.all_reduce(torch.tensor([float(s.node_mask.sum()) for s in snapshots], dtype=torch.float64))  # host: gloo
-            terms = [self._partial_loss(out, s, float(c)) for out, s, c in zip(hooks.outputs, snapshots, counts.tolist()) if c > 0]
+            counts = comm.all_reduce(
+                torch.tensor([float(s.node_mask.sum()) for s in snapshots], dtype=torch.float64)
+            )  # host: gloo
+            terms = [
+                self._partial_loss(out, s, float(c)) for out, s, c in zip(hooks.outputs, snapshots, counts.tolist()) if c > 0
+            ]
             return torch.stack(terms).mean() if terms else h.sum() * 0.0
 
     # ---- auto-tuning (section 3.5) ------------------------------------------------------------------
     def neighbours(self) -> list[tuple[int, float]]:
         """The current (K, alpha) and its neighbours K +- 1, alpha +- 0.1 inside [1, W] x [0, 1]."""
         options = [(self.full, self.alpha)]
-        for full, alpha in ((self.full - 1, self.alpha), (self.full + 1, self.alpha), (self.full, self.alpha - 0.1), (self.full, self.alpha + 0.1)):
+        for full, alpha in (
+            (self.full - 1, self.alpha),
+            (self.full + 1, self.alpha),
+            (self.full, self.alpha - 0.1),
+            (self.full, self.alpha + 0.1),
+        ):
             alpha = round(alpha, 10)
             if 1 <= full <= self.window and 0.0 <= alpha <= 1.0:
                 options.append((full, alpha))

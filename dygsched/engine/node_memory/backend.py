@@ -84,7 +84,9 @@ class NodeMemory(ABC):
         return prepared
 
     @abstractmethod
-    def memory_of(self, series: Series, stats: IterationStats, upcoming: Series | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def memory_of(
+        self, series: Series, stats: IterationStats, upcoming: Series | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``s'`` (differentiable in the model's memory updater) and the stored ``tau`` of every series
         vertex; ``upcoming`` is the series the next micro-batch will ask for (a backend may start
         fetching it: the state does not change within a batch)."""
@@ -98,7 +100,9 @@ class NodeMemory(ABC):
         return {}
 
     # ---- for the backends -------------------------------------------------------------------------
-    def memory_at(self, keys: torch.Tensor, times: torch.Tensor, read: Callable[[torch.Tensor], NodeState]) -> tuple[torch.Tensor, torch.Tensor]:
+    def memory_at(
+        self, keys: torch.Tensor, times: torch.Tensor, read: Callable[[torch.Tensor], NodeState]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``s'`` and ``tau`` of every series row: row ``i`` is the state ``read(keys[i])`` at ``times[i]``.
 
         The updater runs once per distinct (key, time) pair and its rows are expanded back: a batch's

@@ -25,7 +25,10 @@ class DepCacheMemory(LocalMemory):
             transport, peers = self.transport, self.world_size - 1
             endpoint_index, endpoint_rows = mine.endpoint_rows()
             delivery_index, delivery_rows = mine.delivery_rows()
-            sent = [[0 if q == self.rank else int(x.shape[0]) for q in range(self.world_size)] for x in (endpoint_index, delivery_index)]
+            sent = [
+                [0 if q == self.rank else int(x.shape[0]) for q in range(self.world_size)]
+                for x in (endpoint_index, delivery_index)
+            ]
             got = transport.counts_together(sent)  # both kinds' counts in one exchange, read once
             parts.append(
                 StateUpdates.from_rows(

@@ -22,7 +22,9 @@ from dygsched.engine.strategy import IterationStats
 class DepCommMemory(ShardedMemory):
     """Owners compute the memory of their vertices' occurrences and send it back, differentiably."""
 
-    def memory_of(self, series: Series, stats: IterationStats, upcoming: Series | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def memory_of(
+        self, series: Series, stats: IterationStats, upcoming: Series | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         transport = self.transport
         order, send_counts = self.route(series.vertices)
         recv_counts = transport.counts(send_counts)

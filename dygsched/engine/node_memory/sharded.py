@@ -40,7 +40,9 @@ class ShardedMemory(NodeMemory):
 
     def check(self, name: str, data: DynamicData, settings: RunSettings, world_size: int) -> None:
         if world_size > data.num_nodes:
-            raise ConfigError(f"sched={name} gives each of its {world_size} ranks a share of the vertices, but the stream has only {data.num_nodes}")
+            raise ConfigError(
+                f"sched={name} gives each of its {world_size} ranks a share of the vertices, but the stream has only {data.num_nodes}"
+            )
 
     def build_ownership(self) -> Ownership:
         from dygsched.data.partition.vertices import partition_vertices
@@ -54,8 +56,9 @@ class ShardedMemory(NodeMemory):
                     log.warning(
                         "dygsched: sched=%s: the pre-sampling pass found no training events for rank(s) %s; "
                         "Re-FlexBiCut gives them only vertices no rank reads",
-                        self.run.name, ", ".join(map(str, idle.tolist())),
-                    )  # fmt: skip
+                        self.run.name,
+                        ", ".join(map(str, idle.tolist())),
+                    )
             result = partition_vertices(self.partition, demand, capacity_slack=self.capacity_slack, seed=self.run.settings.seed)
             chosen = (result.owner, {"partition": result.method, "partition_used": result.used, "partition_note": result.note})
         owner, self.partition_note = broadcast_from_rank0(chosen)
@@ -66,9 +69,15 @@ class ShardedMemory(NodeMemory):
         (the first epoch's negatives), counted from the same reads the steps make."""
         run = self.run
         reads = epoch_reads(
-            run.stream, run.train_events, run.batch_size, self.world_size, run.settings.seed, 0,
-            int(self.model.embedding_neighbours), sampler=run.neighbours,
-        )  # fmt: skip
+            run.stream,
+            run.train_events,
+            run.batch_size,
+            self.world_size,
+            run.settings.seed,
+            0,
+            int(self.model.embedding_neighbours),
+            sampler=run.neighbours,
+        )
         return demand_matrix(reads, self.world_size, run.stream.num_nodes)
 
     def route(self, vertices: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
@@ -86,7 +95,9 @@ class ShardedMemory(NodeMemory):
         mine = updates.deduplicated()
         kinds = (mine.endpoint_rows(), mine.delivery_rows())
         routes = self.route_together([index[:, 0] for index, _ in kinds])
-        received_counts = self.transport.counts_together([send_counts for _, send_counts in routes])  # the step's counts, read once
+        received_counts = self.transport.counts_together(
+            [send_counts for _, send_counts in routes]
+        )  # the step's counts, read once
         sent = []
         for (index, rows), (order, send_counts), recv_counts in zip(kinds, routes, received_counts, strict=True):
             sent.append(self.transport.exchange(index[order], send_counts, recv_counts, "aggregate_index", stats))

@@ -26,7 +26,9 @@ class LocalMemory(NodeMemory):
     def build_ownership(self) -> Ownership:
         return Ownership.everywhere(self.run.stream.num_nodes, self.rank, self.world_size)
 
-    def memory_of(self, series: Series, stats: IterationStats, upcoming: Series | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def memory_of(
+        self, series: Series, stats: IterationStats, upcoming: Series | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         rows = self.ownership.row[series.vertices].to(self.device)
         return self.memory_at(rows, series.times.to(self.device), self.table.read)
 

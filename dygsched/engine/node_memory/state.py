@@ -78,7 +78,9 @@ class NodeStateTable:
 
     @property
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.memory, self.memory_time, self.mail, self.mail_time, self.next_slot))
+        return sum(
+            t.numel() * t.element_size() for t in (self.memory, self.memory_time, self.mail, self.mail_time, self.next_slot)
+        )
 
     def read(self, rows: torch.Tensor) -> NodeState:
         return NodeState(self.memory[rows], self.memory_time[rows], self.mail[rows], self.mail_time[rows])

@@ -93,10 +93,16 @@ class NodeMemoryStrategy(Strategy):
         if settings.tgb_negatives:
             if settings.eval_negatives != 1:
                 raise ConfigError("give eval_negatives (uniform negatives) or tgb_negatives (TGB's fixed ones), not both")
-            read_phase_negatives(settings.tgb_negatives, data, {"val": split.val, "test": split.test})  # one line if it does not fit
-        training_events = int(new_node_split(data, split, settings.new_node_fraction).train_events.numel())  # refuses an impossible share
+            read_phase_negatives(
+                settings.tgb_negatives, data, {"val": split.val, "test": split.test}
+            )  # one line if it does not fit
+        training_events = int(
+            new_node_split(data, split, settings.new_node_fraction).train_events.numel()
+        )  # refuses an impossible share
         if self.batch_size * world_size > training_events:
-            raise ConfigError(f"a global batch of {self.batch_size} x {world_size} ranks is more than the {training_events} training events")
+            raise ConfigError(
+                f"a global batch of {self.batch_size} x {world_size} ranks is more than the {training_events} training events"
+            )
 
     def check_model(self, model: nn.Module) -> None:
         from dygsched.models.memory_base import MemoryModel
@@ -132,10 +138,20 @@ class NodeMemoryStrategy(Strategy):
         self.model = model
         self.memory.attach(
             MemoryRun(
-                self.name, self.stream, self.settings, self.split.phase("train"), self.batch_size, self.rank, self.world_size,
-                self.device, model, self.neighbours, self.times.dtype, self.transport,
+                self.name,
+                self.stream,
+                self.settings,
+                self.split.phase("train"),
+                self.batch_size,
+                self.rank,
+                self.world_size,
+                self.device,
+                model,
+                self.neighbours,
+                self.times.dtype,
+                self.transport,
             )
-        )  # fmt: skip
+        )
         return model
 
     # ---- batches ----------------------------------------------------------------------------------
@@ -184,7 +200,9 @@ class NodeMemoryStrategy(Strategy):
         src, dst, t = self.stream.src[events], self.stream.dst[events], self.times[events]
         negatives = self.negatives.destinations(batch, self._epoch)
         read = batch_series(self.sampler(batch.phase), src, dst, negatives, t, int(self.model.embedding_neighbours))
-        return BatchInputs(src, dst, t, read.roots, read.root_times, read.neighbours, self.memory.prepare(Series(read.vertices, read.times)))
+        return BatchInputs(
+            src, dst, t, read.roots, read.root_times, read.neighbours, self.memory.prepare(Series(read.vertices, read.times))
+        )
 
     def _step(
         self, batch: RankBatch, inputs: BatchInputs, stats: IterationStats, upcoming: Series | None = None
@@ -194,7 +212,13 @@ class NodeMemoryStrategy(Strategy):
         micro-batch of the same batch, if any)."""
         model, n = self.model, batch.events
         src, dst, t, roots, root_times, sampled, series = (
-            inputs.src, inputs.dst, inputs.times, inputs.roots, inputs.root_times, inputs.neighbours, inputs.series
+            inputs.src,
+            inputs.dst,
+            inputs.times,
+            inputs.roots,
+            inputs.root_times,
+            inputs.neighbours,
+            inputs.series,
         )
         k, mask = sampled.mask.shape[1], sampled.mask
         self._series_vertices += int(series.vertices.numel())
@@ -210,8 +234,13 @@ class NodeMemoryStrategy(Strategy):
         events, event_index = torch.unique(sampled.events[embedded].clamp(min=0), return_inverse=True)
         at = embedded.to(dev)
         z = model.embed(
-            gather_rows(memory[:root_count], at), tau[:root_count][embedded], root_times[embedded].to(dev), gather_rows(neighbour_memory, at),
-            sampled.times[embedded].to(dev, self.times.dtype), self.edge[events].to(dev), mask[embedded].to(dev),
+            gather_rows(memory[:root_count], at),
+            tau[:root_count][embedded],
+            root_times[embedded].to(dev),
+            gather_rows(neighbour_memory, at),
+            sampled.times[embedded].to(dev, self.times.dtype),
+            self.edge[events].to(dev),
+            mask[embedded].to(dev),
             neighbour_edge_index=event_index.to(dev),
         )
         z = gather_rows(z, expand)
@@ -267,8 +296,15 @@ class NodeMemoryStrategy(Strategy):
             delivered_mail = endpoint_memory.new_zeros(0, model.mail_dim)
             delivered_time = t.new_zeros(0)
         return StateUpdates(
-            endpoints, keys, endpoint_memory, torch.cat([mail_src, mail_dst]), endpoint_times.to(dev),
-            delivered_to, delivery_keys, delivered_mail, delivered_time.to(dev),
+            endpoints,
+            keys,
+            endpoint_memory,
+            torch.cat([mail_src, mail_dst]),
+            endpoint_times.to(dev),
+            delivered_to,
+            delivery_keys,
+            delivered_mail,
+            delivered_time.to(dev),
         )
 
     # ---- an epoch ---------------------------------------------------------------------------------
@@ -343,7 +379,9 @@ class NodeMemoryStrategy(Strategy):
                 loss += float(loss_sum)
                 positives.append(positive.cpu())
                 if phase in self.negatives.fixed:  # places an event has no negative for: left out of every metric
-                    negative = negative.masked_fill(~self.negatives.fixed[phase].present[batch.start : batch.stop].to(negative.device), float("nan"))
+                    negative = negative.masked_fill(
+                        ~self.negatives.fixed[phase].present[batch.start : batch.stop].to(negative.device), float("nan")
+                    )
                 negatives.append(negative.cpu())
                 inductive.append(self.new_nodes.inductive(inputs.src, inputs.dst))
         self._position = phase

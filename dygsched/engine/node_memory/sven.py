@@ -81,7 +81,9 @@ class SvenMemory(ShardedMemory):
                     tensor.record_stream(consumer)
                 yield item
 
-    def _on_side_stream(self, batches: Iterator[Any], side: torch.cuda.Stream) -> tuple[Any, list[torch.Tensor], torch.cuda.Event] | None:
+    def _on_side_stream(
+        self, batches: Iterator[Any], side: torch.cuda.Stream
+    ) -> tuple[Any, list[torch.Tensor], torch.cuda.Event] | None:
         """The next prepared batch with its series' device inputs copied on ``side`` (helper thread):
         the batch, the copied tensors, and the event that marks the copies done."""
         item = next(batches, None)
@@ -100,14 +102,18 @@ class SvenMemory(ShardedMemory):
             for part, inputs in parts:
                 series, organised = inputs.series, inputs.series.organised
                 assert organised is not None  # prepare() organised it
-                series = replace(series, times=to_device(series.times), organised=replace(organised, restore=to_device(organised.restore)))
+                series = replace(
+                    series, times=to_device(series.times), organised=replace(organised, restore=to_device(organised.restore))
+                )
                 staged.append((part, replace(inputs, series=series)))
             ready = torch.cuda.Event()
             ready.record(side)
         return (batch, staged), copied, ready
 
     # ---- dispatch ---------------------------------------------------------------------------------
-    def memory_of(self, series: Series, stats: IterationStats, upcoming: Series | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def memory_of(
+        self, series: Series, stats: IterationStats, upcoming: Series | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         rows = self._pending.pop(id(series.vertices), None) or self._fetch(series, stats)
         if upcoming is not None:  # its rows travel while this slice computes
             self._pending[id(upcoming.vertices)] = self._fetch(upcoming, stats)
@@ -126,7 +132,9 @@ class SvenMemory(ShardedMemory):
         order, send_counts = self.route(organised.unique)
         recv_counts = self.transport.counts(send_counts)
         asked = self.transport.exchange(organised.unique[order], send_counts, recv_counts, "dispatch_index", stats)
-        answer = self.transport.exchange_later(self.table.pack(self.ownership.row[asked].to(self.device)), recv_counts, send_counts, "dispatch", stats)
+        answer = self.transport.exchange_later(
+            self.table.pack(self.ownership.row[asked].to(self.device)), recv_counts, send_counts, "dispatch", stats
+        )
         position = order.to(self.device)
 
         def arrived() -> torch.Tensor:

@@ -68,14 +68,18 @@ class Transport:
             yield
         self._exchanges.add("exchange", region)
 
-    def exchange(self, rows: torch.Tensor, send_counts, recv_counts, kind: str | None, stats: IterationStats | None) -> torch.Tensor:
+    def exchange(
+        self, rows: torch.Tensor, send_counts, recv_counts, kind: str | None, stats: IterationStats | None
+    ) -> torch.Tensor:
         """``exchange_rows`` with the bytes recorded under ``kind`` (None: not counted)."""
         if kind is not None:
             self.record(kind, rows, send_counts, recv_counts, stats)
         with self.exchanging():
             return exchange_rows(rows, send_counts, recv_counts)
 
-    def exchange_later(self, rows: torch.Tensor, send_counts, recv_counts, kind: str, stats: IterationStats | None) -> Callable[[], torch.Tensor]:
+    def exchange_later(
+        self, rows: torch.Tensor, send_counts, recv_counts, kind: str, stats: IterationStats | None
+    ) -> Callable[[], torch.Tensor]:
         """Start sending ``rows`` (no gradient) and return the wait for what arrives; counted like ``exchange``."""
         self.record(kind, rows, send_counts, recv_counts, stats)
         if self.world_size == 1:

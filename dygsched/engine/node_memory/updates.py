@@ -41,8 +41,15 @@ class StateUpdates:
 
     def select(self, endpoints: torch.Tensor, deliveries: torch.Tensor) -> StateUpdates:
         return StateUpdates(
-            self.vertices[endpoints], self.keys[endpoints], self.memory[endpoints], self.mail[endpoints], self.time[endpoints],
-            self.delivered_to[deliveries], self.delivered_keys[deliveries], self.delivered_mail[deliveries], self.delivered_time[deliveries],
+            self.vertices[endpoints],
+            self.keys[endpoints],
+            self.memory[endpoints],
+            self.mail[endpoints],
+            self.time[endpoints],
+            self.delivered_to[deliveries],
+            self.delivered_keys[deliveries],
+            self.delivered_mail[deliveries],
+            self.delivered_time[deliveries],
         )
 
     def deduplicated(self) -> StateUpdates:
@@ -58,14 +65,23 @@ class StateUpdates:
         return torch.stack([self.vertices, self.keys], 1), torch.cat([self.memory, self.time[:, None], self.mail], 1)
 
     def delivery_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.stack([self.delivered_to, self.delivered_keys], 1), torch.cat([self.delivered_mail, self.delivered_time[:, None]], 1)
+        return torch.stack([self.delivered_to, self.delivered_keys], 1), torch.cat(
+            [self.delivered_mail, self.delivered_time[:, None]], 1
+        )
 
     @classmethod
     def from_rows(cls, endpoint_index, endpoint_rows, delivery_index, delivery_rows, memory_dim: int) -> StateUpdates:
         d = memory_dim
         return cls(
-            endpoint_index[:, 0], endpoint_index[:, 1], endpoint_rows[:, :d], endpoint_rows[:, d + 1 :], endpoint_rows[:, d],
-            delivery_index[:, 0], delivery_index[:, 1], delivery_rows[:, :-1], delivery_rows[:, -1],
+            endpoint_index[:, 0],
+            endpoint_index[:, 1],
+            endpoint_rows[:, :d],
+            endpoint_rows[:, d + 1 :],
+            endpoint_rows[:, d],
+            delivery_index[:, 0],
+            delivery_index[:, 1],
+            delivery_rows[:, :-1],
+            delivery_rows[:, -1],
         )
 
     def apply(self, table: NodeStateTable, row_of: torch.Tensor) -> None:

@@ -133,7 +133,9 @@ def dispatch_pairs(reads: Iterator[RankReads], owner: np.ndarray, world_size: in
     return pairs
 
 
-def count_traffic(reads: Iterator[RankReads], owner: np.ndarray, world_size: int, sizes: RowSizes) -> dict[str, dict[str, np.ndarray]]:
+def count_traffic(
+    reads: Iterator[RankReads], owner: np.ndarray, world_size: int, sizes: RowSizes
+) -> dict[str, dict[str, np.ndarray]]:
     """Bytes per strategy and kind, ``[from, to]`` (the diagonal, a rank's own rows, stays 0)."""
     owner = np.asarray(owner)
     out = {name: {} for name in STRATEGIES}

@@ -7,6 +7,13 @@ from dygsched.engine.node_partition.hooks import PartitionHooks
 from dygsched.engine.node_partition.layout import GCNNorm, PartitionedSnapshot, RankLayout, gcn_degrees
 
 __all__ = [
-    "GCNNorm", "HaloAccounting", "PartitionHooks", "PartitionedOps", "PartitionedSnapshot", "RankLayout", "exchange_halo",
-    "gcn_degrees", "sum_over_ranks",
+    "GCNNorm",
+    "HaloAccounting",
+    "PartitionHooks",
+    "PartitionedOps",
+    "PartitionedSnapshot",
+    "RankLayout",
+    "exchange_halo",
+    "gcn_degrees",
+    "sum_over_ranks",
 ]

@@ -68,7 +68,9 @@ def all_to_all_later(send: torch.Tensor, send_counts: Sequence[int], recv_counts
 
 class _HaloExchange(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int, accounting: HaloAccounting | None) -> torch.Tensor:
+    def forward(
+        ctx: Any, x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int, accounting: HaloAccounting | None
+    ) -> torch.Tensor:
         ctx.snapshot, ctx.layer, ctx.accounting, ctx.rows, ctx.device = snapshot, layer, accounting, x.shape[0], x.device
         exchanging = Region(x.device)
         send = x.index_select(0, snapshot.send_index.to(x.device))
@@ -117,7 +119,11 @@ class _HaloPost(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx: Any, x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int, accounting: HaloAccounting | None,
+        ctx: Any,
+        x: torch.Tensor,
+        snapshot: PartitionedSnapshot,
+        layer: int,
+        accounting: HaloAccounting | None,
         box: list[comm.Pending],
     ) -> torch.Tensor:
         ctx.snapshot, ctx.layer, ctx.accounting, ctx.rows, ctx.device = snapshot, layer, accounting, x.shape[0], x.device
@@ -136,7 +142,9 @@ class _HaloPost(torch.autograd.Function):
         return _HaloExchange.backward(ctx, grad_halo)[0], None, None, None, None
 
 
-def post_halo(x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int = 0, accounting: HaloAccounting | None = None) -> PendingHalo:
+def post_halo(
+    x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int = 0, accounting: HaloAccounting | None = None
+) -> PendingHalo:
     """Start ``exchange_halo`` without waiting for it (every rank must post its exchanges in the same order)."""
     if not comm.active():
         return PendingHalo(x, x.new_zeros((0, *x.shape[1:])), None, accounting)
@@ -145,7 +153,9 @@ def post_halo(x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int = 0, ac
     return PendingHalo(x, received, box[0], accounting)
 
 
-def exchange_halo(x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int = 0, accounting: HaloAccounting | None = None) -> torch.Tensor:
+def exchange_halo(
+    x: torch.Tensor, snapshot: PartitionedSnapshot, layer: int = 0, accounting: HaloAccounting | None = None
+) -> torch.Tensor:
     """``x``'s owned rows followed by this rank's halo rows (``owned + halo`` rows in all)."""
     if not comm.active():
         return x

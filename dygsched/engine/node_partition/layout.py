@@ -162,7 +162,9 @@ class RankLayout:
         recv = np.bincount(part[halo_ids], minlength=self.world_size).tolist() if halo_ids.size else [0] * self.world_size
         # What each peer's halo needs from this rank: owned sources of edges into the peer's nodes.
         from_mine = (part[src] == self.rank) & (part[dst] != self.rank)
-        pairs = np.unique(np.stack([part[dst[from_mine]], src[from_mine]]), axis=1) if from_mine.any() else np.zeros((2, 0), np.int64)
+        pairs = (
+            np.unique(np.stack([part[dst[from_mine]], src[from_mine]]), axis=1) if from_mine.any() else np.zeros((2, 0), np.int64)
+        )
         crossing = part[src] != part[dst]
         all_halo = int(sorted_unique(part[dst[crossing]] * snapshot.num_nodes + src[crossing]).size) if crossing.any() else 0
         send_counts = np.bincount(pairs[0], minlength=self.world_size).tolist() if pairs.size else [0] * self.world_size

@@ -89,7 +89,9 @@ class TaskLog:
     seconds. Timed regions are read when ``seconds`` is (the log is gathered at the next epoch's start)."""
 
     features: list[list[float]] = field(default_factory=list)
-    timings: list[tuple[tuple[Timing, ...], Timing, bool]] = field(default_factory=list)  # (waits, timed, timed is the whole task)
+    timings: list[tuple[tuple[Timing, ...], Timing, bool]] = field(
+        default_factory=list
+    )  # (waits, timed, timed is the whole task)
 
     def add(self, features: list[float], comm_s: Timing, compute_s: Timing) -> None:
         self.features.append(features)

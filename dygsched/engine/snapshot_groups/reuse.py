@@ -188,10 +188,17 @@ class ReuseExecutor(SequentialExecutor):
             self.prepare(run.objective.model, run.graph, run.device)
         if self.reuse:  # this rank's chains for the whole epoch, so transfers can run an iteration ahead
             rank, groups = run.rank, run.train_groups
-            self.queue = [c for it in run.iterations for c in plan_chains([groups[k] for k in it[rank]], it[rank], self.reuse_group)]
+            self.queue = [
+                c for it in run.iterations for c in plan_chains([groups[k] for k in it[rank]], it[rank], self.reuse_group)
+            ]
             self.ahead = None
             if self.order_costs is not None:  # every rank's chains, so every rank picks the same order
-                chains = [c for it in run.iterations for mine in it for c in plan_chains([groups[k] for k in mine], mine, self.reuse_group)]
+                chains = [
+                    c
+                    for it in run.iterations
+                    for mine in it
+                    for c in plan_chains([groups[k] for k in mine], mine, self.reuse_group)
+                ]
                 assert self.cache is not None  # prepared just above
                 self.project_first = choose_projection_first([self.cache.steps(c) for c in chains], self.order_costs)
         yield
@@ -209,7 +216,9 @@ class ReuseExecutor(SequentialExecutor):
         curve, self.order_costs, self.project_first = None, None, None
         if self.reuse_path == "adaptive":
             widths = layer.projection_widths()
-            fitted = (fit_conv_cost_curve(device), fit_order_costs(device, *widths) if widths else None) if comm.rank() == 0 else None
+            fitted = (
+                (fit_conv_cost_curve(device), fit_order_costs(device, *widths) if widths else None) if comm.rank() == 0 else None
+            )
             curve, self.order_costs = comm.broadcast_object(fitted)
         self.cache = HostCache(graph, device, kind, self.reuse_path, curve)
         self.streams = Streams.create(device, self.use_streams)

@@ -45,7 +45,9 @@ class SnapshotGroupStrategy(Strategy):
 
     data_kind = TemporalGraph
 
-    def __init__(self, name: str, planner: PlannerConfig, executor: GroupExecutor, timeline: TimelineConfig | None = None) -> None:
+    def __init__(
+        self, name: str, planner: PlannerConfig, executor: GroupExecutor, timeline: TimelineConfig | None = None
+    ) -> None:
         if not isinstance(planner, PlannerConfig) or not isinstance(executor, GroupExecutor):
             raise ConfigError(f"sched={name}: planner must be a PlannerConfig and executor a GroupExecutor")
         self.name = name
@@ -68,7 +70,9 @@ class SnapshotGroupStrategy(Strategy):
         except ScheduleError as exc:
             raise ConfigError(f"sched={self.name}: {exc}") from None
         if world_size > len(split.train):
-            raise ConfigError(f"world_size={world_size} is larger than the {len(split.train)} training groups: some ranks would never train")
+            raise ConfigError(
+                f"world_size={world_size} is larger than the {len(split.train)} training groups: some ranks would never train"
+            )
 
     def setup(self, run: RunContext) -> None:
         assert isinstance(run.data, TemporalGraph)
@@ -97,7 +101,15 @@ class SnapshotGroupStrategy(Strategy):
         plan = self.timeline.plan_for(epoch.index, self.plan)
         profiler = self.timeline.profiler_for(epoch.index)
         run = EpochRun(
-            self._objective, self.graph, self.split.train, plan.iterations, self.rank, self.world_size, self.device, epoch, profiler
+            self._objective,
+            self.graph,
+            self.split.train,
+            plan.iterations,
+            self.rank,
+            self.world_size,
+            self.device,
+            epoch,
+            profiler,
         )
         comm_seconds = []
         epoch.expect_steps(len(plan.iterations), "iteration")

@@ -152,7 +152,9 @@ class Timeline:
         """
         plan = cast("Plan[int]", Plan.from_dict(dict(state["plan"])))  # state() wrote a plan of group indexes
         if plan.num_gpus != self.world_size:
-            raise ConfigError(f"cannot resume: the checkpoint's plan is for {plan.num_gpus} ranks, this run has {self.world_size}")
+            raise ConfigError(
+                f"cannot resume: the checkpoint's plan is for {plan.num_gpus} ranks, this run has {self.world_size}"
+            )
         if bool(state["switched"]) != (0 < self.profile_epochs <= int(state["epoch"]) + 1):
             raise ConfigError("cannot resume: the checkpoint was written with another sched.timeline.profile_epochs")
         return plan
@@ -168,7 +170,10 @@ class Timeline:
         if self.rank == 0:
             sizes = dict(enumerate(self.sizes))
             profile = build_profile(
-                merge([g["samples"] for g in gathered]), sizes, merge([g["reusable"] for g in gathered]), merge([g["pairs"] for g in gathered])
+                merge([g["samples"] for g in gathered]),
+                sizes,
+                merge([g["reusable"] for g in gathered]),
+                merge([g["pairs"] for g in gathered]),
             )
             if profile.pair_seconds:  # what merging really saved, rather than the first layer's forward alone
                 measured_reusable = reusable_from_pairs(profile.group_seconds, profile.pair_seconds, self.spans)

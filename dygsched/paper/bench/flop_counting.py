@@ -28,26 +28,38 @@ def build_flop_counting(
             for count in (True, False):
                 run_id = f"{'on' if count else 'off'}-{pair}"
                 overrides = [
-                    f"dataset={dataset}", f"model={model}", f"epochs={epochs}", f"world_size={world_size}",
-                    f"metrics.count_flops={str(count).lower()}", f"results_dir={scratch}", f"run_id={run_id}", "progress=false",
-                    "checkpoint=false", *extra,
-                ]  # fmt: skip
+                    f"dataset={dataset}",
+                    f"model={model}",
+                    f"epochs={epochs}",
+                    f"world_size={world_size}",
+                    f"metrics.count_flops={str(count).lower()}",
+                    f"results_dir={scratch}",
+                    f"run_id={run_id}",
+                    "progress=false",
+                    "checkpoint=false",
+                    *extra,
+                ]
                 run_or_fail(overrides, f"bench-flop-counting: the run with count_flops={str(count).lower()}")
                 epoch_times[count].append(
                     float(json.loads((Path(scratch) / run_id / "summary.json").read_text())["epoch_time_s"])
                 )
     on, off = statistics.median(epoch_times[True]), statistics.median(epoch_times[False])
     overhead = 100 * (on / off - 1)
-    table = pd.DataFrame({
-        "count_flops": [True, False], "median_epoch_s": [on, off], "runs": [len(epoch_times[True]), len(epoch_times[False])],
-        "overhead_pct": [overhead, float("nan")],  # the baseline has no overhead to report
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "count_flops": [True, False],
+            "median_epoch_s": [on, off],
+            "runs": [len(epoch_times[True]), len(epoch_times[False])],
+            "overhead_pct": [overhead, float("nan")],  # the baseline has no overhead to report
+        }
+    )
     write_table(
-        table, results / FLOP_COUNTING_CSV,
+        table,
+        results / FLOP_COUNTING_CSV,
         f"epoch time with counting    {on:.4f} s  (runs: {', '.join(f'{t:.4f}' for t in epoch_times[True])})",
         f"epoch time without counting {off:.4f} s  (runs: {', '.join(f'{t:.4f}' for t in epoch_times[False])})",
         f"counting costs {overhead:+.1f}% of the epoch time",
-    )  # fmt: skip
+    )
 
 
 def read_flop_counting(tables: Tables) -> str:

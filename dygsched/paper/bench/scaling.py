@@ -59,12 +59,23 @@ def _scaling_run(
     run_id = f"scaling-{sched}-{nodes}n-{snapshots}t"
     model = SCALING_MODEL.get(sched, "tgcn")
     overrides = [
-        "dataset=synthetic", "dataset.growth=none", f"dataset.num_nodes={nodes}", f"dataset.num_snapshots={snapshots}",
-        f"dataset.avg_degree={avg_degree}", f"model={model}", f"sched={sched}", *SCALING_OVERRIDES.get(sched, ()),
-        f"epochs={epochs}", f"seed={seed}", "checkpoint=false", f"results_dir={results / SCALING_DIR}", f"run_id={run_id}",
+        "dataset=synthetic",
+        "dataset.growth=none",
+        f"dataset.num_nodes={nodes}",
+        f"dataset.num_snapshots={snapshots}",
+        f"dataset.avg_degree={avg_degree}",
+        f"model={model}",
+        f"sched={sched}",
+        *SCALING_OVERRIDES.get(sched, ()),
+        f"epochs={epochs}",
+        f"seed={seed}",
+        "checkpoint=false",
+        f"results_dir={results / SCALING_DIR}",
+        f"run_id={run_id}",
         "overwrite=true",  # a rebuild replaces the earlier run (moved aside)
-        "progress=false", *extra,
-    ]  # fmt: skip
+        "progress=false",
+        *extra,
+    ]
     row: dict[str, Any] = {
         "sched": sched,
         "model": model,
@@ -94,13 +105,17 @@ def scaling_exponents(table: pd.DataFrame, base_nodes: int, base_snapshots: int)
     for axis in ("nodes", "snapshots"):
         for sched, group in axis_rows(table, axis, base_nodes, base_snapshots).groupby("sched", sort=False):
             top = group.dropna(subset=["epoch_time_s"]).tail(2)
-            rows.append({
-                "sched": sched, "axis": axis, "points": int(group["epoch_time_s"].notna().sum()),
-                "time_exponent": growth_exponent(group, axis, "epoch_time_s"),
-                "memory_exponent": growth_exponent(group, axis, "peak_rss_mb"),
-                "time_exponent_top": growth_exponent(top, axis, "epoch_time_s"),
-                "memory_exponent_top": growth_exponent(top, axis, "peak_rss_mb"),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "sched": sched,
+                    "axis": axis,
+                    "points": int(group["epoch_time_s"].notna().sum()),
+                    "time_exponent": growth_exponent(group, axis, "epoch_time_s"),
+                    "memory_exponent": growth_exponent(group, axis, "peak_rss_mb"),
+                    "time_exponent_top": growth_exponent(top, axis, "epoch_time_s"),
+                    "memory_exponent_top": growth_exponent(top, axis, "peak_rss_mb"),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -139,9 +154,18 @@ def _plot_scaling(table: pd.DataFrame, base_nodes: int, base_snapshots: int, avg
 
 
 def build_scaling(
-    results: Path, scheds: tuple[str, ...], nodes: tuple[int, ...], snapshots: tuple[int, ...], base_nodes: int, base_snapshots: int,
-    avg_degree: float, epochs: int, seed: int, extra: tuple[str, ...] = (), timeout_s: float | None = None,
-) -> None:  # fmt: skip
+    results: Path,
+    scheds: tuple[str, ...],
+    nodes: tuple[int, ...],
+    snapshots: tuple[int, ...],
+    base_nodes: int,
+    base_snapshots: int,
+    avg_degree: float,
+    epochs: int,
+    seed: int,
+    extra: tuple[str, ...] = (),
+    timeout_s: float | None = None,
+) -> None:
     """Each strategy on 2 ranks (the local launcher) on the synthetic graph at ``avg_degree`` with
     ``growth=none`` (every snapshot has all its nodes and ``avg_degree x nodes`` edges, so the sizes
     are exact), along two axes: ``nodes`` at ``base_snapshots`` snapshots and ``snapshots`` at
@@ -216,5 +240,5 @@ SCALING = PaperTarget(
             "seed": 0,
         },
         smoke={"scheds": ("psg", "greedy"), "nodes": (300, 600), "snapshots": (10, 20), "base_nodes": 300, "base_snapshots": 10},
-    ),  # fmt: skip
+    ),
 )

@@ -17,15 +17,27 @@ STREAM_ACCURACY_DIR = "stream_accuracy"
 STREAM_ACCURACY_CSV = f"{STREAM_ACCURACY_DIR}/stream_accuracy.csv"
 STREAM_ACCURACY_RUNS_CSV = f"{STREAM_ACCURACY_DIR}/stream_accuracy_runs.csv"  # each run's selected numbers, beside the table
 ACCURACY_METRICS = {  # (measure, setting) -> the test metric's name in metrics.parquet
-    ("ap", "transductive"): "ap", ("auc", "transductive"): "auc", ("ap", "inductive"): "ap_inductive", ("auc", "inductive"): "auc_inductive",
-}  # fmt: skip
+    ("ap", "transductive"): "ap",
+    ("auc", "transductive"): "auc",
+    ("ap", "inductive"): "ap_inductive",
+    ("auc", "inductive"): "auc_inductive",
+}
 
 
 def _accuracy_runs(dataset: str, epochs: int, seeds: str, *sizes: str) -> tuple[str, ...]:
     """Every model and seed on one dataset, one process each, with DyGLib's inductive split (10% of
     the later nodes hidden from training) and one uniform negative per event (TGL's rule)."""
-    return (f"dataset={dataset}", "model=tgn,jodie,apan", "sched=single", "world_size=1", f"epochs={epochs}", f"seed={seeds}",
-            "split.new_nodes=0.1", "checkpoint=false", *sizes)  # fmt: skip
+    return (
+        f"dataset={dataset}",
+        "model=tgn,jodie,apan",
+        "sched=single",
+        "world_size=1",
+        f"epochs={epochs}",
+        f"seed={seeds}",
+        "split.new_nodes=0.1",
+        "checkpoint=false",
+        *sizes,
+    )
 
 
 STREAM_ACCURACY_SWEEP = Sweep(
@@ -47,8 +59,10 @@ def selected_epoch(metrics: pd.DataFrame) -> dict[str, float]:
     train_time = epochs[(epochs["phase"] == "train") & (epochs["metric"] == "epoch_time_s")]["value"].median()
     return {
         **{f"{measure}_{setting}": float(test.get(column, np.nan)) for (measure, setting), column in ACCURACY_METRICS.items()},
-        "epoch": best, "epoch_time_s": float(train_time), "inductive_share": float(test.get("inductive_share", np.nan)),
-    }  # fmt: skip
+        "epoch": best,
+        "epoch_time_s": float(train_time),
+        "inductive_share": float(test.get("inductive_share", np.nan)),
+    }
 
 
 def accuracy_table(runs: pd.DataFrame, epochs_of: dict[str, int]) -> pd.DataFrame:

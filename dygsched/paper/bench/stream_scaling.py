@@ -20,9 +20,16 @@ REDDIT_SHAPE = ("dataset=bipartite", "dataset.edge_dim=172", "dataset.repeat_pro
 def _stream_size(events: int, users: int, items: int, epochs: int) -> tuple[str, ...]:
     """Every model at one stream size, in one process each (TGL's loop)."""
     return (
-        *REDDIT_SHAPE, f"dataset.num_users={users}", f"dataset.num_items={items}", f"dataset.num_events={events}",
-        "model=tgn,jodie,apan", "sched=single", "world_size=1", f"epochs={epochs}", "seed=0",
-    )  # fmt: skip
+        *REDDIT_SHAPE,
+        f"dataset.num_users={users}",
+        f"dataset.num_items={items}",
+        f"dataset.num_events={events}",
+        "model=tgn,jodie,apan",
+        "sched=single",
+        "world_size=1",
+        f"epochs={epochs}",
+        "seed=0",
+    )
 
 
 # smallest first, the models alternated at each size: a larger size starts after all finished the smaller
@@ -73,13 +80,19 @@ def build_stream_scaling(results: Path) -> None:
     table and a log-log plot with the fitted growth exponent per model (1.0 is linear)."""
     folder = results / STREAM_SCALING_DIR
     runs = completed_runs(folder)
-    table = pd.DataFrame({
-        "model": runs["model"],
-        "events": [int(_run_config(folder, run_id).dataset.num_events) for run_id in runs["run_id"]],
-        "epoch_time_s": runs["epoch_time_s"].astype(float),
-        "peak_rss_mb": pd.to_numeric(runs["peak_rss_bytes"], errors="coerce") / 2**20,
-        "test_ap": pd.to_numeric(runs["eval.value"], errors="coerce") if "eval.value" in runs else float("nan"),
-    }).sort_values("events", kind="stable").reset_index(drop=True)  # fmt: skip
+    table = (
+        pd.DataFrame(
+            {
+                "model": runs["model"],
+                "events": [int(_run_config(folder, run_id).dataset.num_events) for run_id in runs["run_id"]],
+                "epoch_time_s": runs["epoch_time_s"].astype(float),
+                "peak_rss_mb": pd.to_numeric(runs["peak_rss_bytes"], errors="coerce") / 2**20,
+                "test_ap": pd.to_numeric(runs["eval.value"], errors="coerce") if "eval.value" in runs else float("nan"),
+            }
+        )
+        .sort_values("events", kind="stable")
+        .reset_index(drop=True)
+    )
     growth = [
         f"{model}: epoch time grows as events^{growth_exponent(rows, 'events', 'epoch_time_s'):.2f}, "
         f"peak memory as events^{growth_exponent(rows, 'events', 'peak_rss_mb'):.2f}"

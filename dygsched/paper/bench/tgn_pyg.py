@@ -44,21 +44,36 @@ def build_tgn_pyg(
     pyg_times, pyg_losses = pyg_tgn_epochs(stream, train, epochs, batch, memory_dim, neighbours, heads, lr, seed)
     with tempfile.TemporaryDirectory() as scratch:
         overrides = [
-            f"dataset={dataset}", "model=tgn", f"model.memory_dim={memory_dim}", f"model.time_dim={memory_dim}",
-            f"model.neighbours={neighbours}", f"model.heads={heads}", "sched=single", f"sched.batch_size={batch}",
-            "world_size=1", f"epochs={epochs}", f"optim.lr={lr}", f"seed={seed}", "progress=false",
-            "checkpoint=false", "metrics.count_flops=false", f"results_dir={scratch}", "run_id=bench",
-        ]  # fmt: skip
+            f"dataset={dataset}",
+            "model=tgn",
+            f"model.memory_dim={memory_dim}",
+            f"model.time_dim={memory_dim}",
+            f"model.neighbours={neighbours}",
+            f"model.heads={heads}",
+            "sched=single",
+            f"sched.batch_size={batch}",
+            "world_size=1",
+            f"epochs={epochs}",
+            f"optim.lr={lr}",
+            f"seed={seed}",
+            "progress=false",
+            "checkpoint=false",
+            "metrics.count_flops=false",
+            f"results_dir={scratch}",
+            "run_id=bench",
+        ]
         run_or_fail(overrides, "bench-tgn-pyg: the dygsched run")
         ours_times, ours_losses = training_curve(pd.read_parquet(Path(scratch) / "bench" / "metrics.parquet"))
     pyg, ours = statistics.median(pyg_times), statistics.median(ours_times)
     print(f"{dataset}: {train[1] - train[0]} training events, batch {batch}, TGN d={memory_dim}, {neighbours} neighbours")
     print(f"  PyG modules   epoch times {rounded(pyg_times, 2)} s, median {pyg:.2f} s; train loss {rounded(pyg_losses, 3)}")
     print(f"  dygsched      epoch times {rounded(ours_times, 2)} s, median {ours:.2f} s; train loss {rounded(ours_losses, 3)}")
-    table = pd.DataFrame([
-        {"implementation": "pyg_modules", "epoch_s": pyg, "final_train_loss": pyg_losses[-1]},
-        {"implementation": "dygsched", "epoch_s": ours, "final_train_loss": ours_losses[-1]},
-    ]).assign(dataset=dataset, batch=batch, epochs=epochs, ratio=ours / pyg)  # fmt: skip
+    table = pd.DataFrame(
+        [
+            {"implementation": "pyg_modules", "epoch_s": pyg, "final_train_loss": pyg_losses[-1]},
+            {"implementation": "dygsched", "epoch_s": ours, "final_train_loss": ours_losses[-1]},
+        ]
+    ).assign(dataset=dataset, batch=batch, epochs=epochs, ratio=ours / pyg)
     write_table(table, results / TGN_PYG_CSV, f"ratio dygsched / PyG: {ours / pyg:.2f}x (below 1x: dygsched faster)")
 
 

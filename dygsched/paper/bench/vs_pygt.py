@@ -59,19 +59,37 @@ def _dygsched_snapshot_epochs(
     """``dygsched run sched=psg world_size=1`` with the plain loop's width, layers, windows and seed."""
     with tempfile.TemporaryDirectory() as scratch:
         overrides = [
-            *VS_PYGT_DATASETS[dataset], f"model={model_name}", f"model.hidden_channels={width}",
+            *VS_PYGT_DATASETS[dataset],
+            f"model={model_name}",
+            f"model.hidden_channels={width}",
             f"model.num_layers={1 if model_name == 'mpnn_lstm' else layers}",
-            "sched=psg", "world_size=1", f"window={window}", f"epochs={epochs}", f"seed={seed}",
-            "progress=false", "checkpoint=false", "metrics.count_flops=false", f"results_dir={scratch}", "run_id=bench", *extra,
-        ]  # fmt: skip
+            "sched=psg",
+            "world_size=1",
+            f"window={window}",
+            f"epochs={epochs}",
+            f"seed={seed}",
+            "progress=false",
+            "checkpoint=false",
+            "metrics.count_flops=false",
+            f"results_dir={scratch}",
+            "run_id=bench",
+            *extra,
+        ]
         run_or_fail(overrides, f"bench-vs-pygt: the dygsched run of {model_name} on {dataset}")
         return training_curve(pd.read_parquet(Path(scratch) / "bench" / "metrics.parquet"), groups)
 
 
 def build_vs_pygt(
-    results: Path, datasets: tuple[str, ...], models: tuple[str, ...], epochs: int, hidden: int, layers: int, window: int, seed: int,
+    results: Path,
+    datasets: tuple[str, ...],
+    models: tuple[str, ...],
+    epochs: int,
+    hidden: int,
+    layers: int,
+    window: int,
+    seed: int,
     extra: tuple[str, ...] = (),
-) -> None:  # fmt: skip
+) -> None:
     """Per dataset and model, the median training time per group of the plain PyTorch Geometric
     Temporal loop (what tgt's examples do: the same snapshots, groups, optimizer and learning rate)
     and of dygsched on one rank, their ratio and both final losses (they must go down alike).
@@ -106,10 +124,18 @@ def build_vs_pygt(
             plain, ours = statistics.median(plain_times) * 1e3, statistics.median(ours_times) * 1e3
             losses = f"{rounded(plain_losses, 4)} | {rounded(ours_losses, 4)}"
             print(f"{name:<16}{model_name:<11}{plain:>15.2f}{ours:>19.2f}{ours / plain:>7.2f}x   {losses}", flush=True)
-            rows.append({
-                "dataset": name, "model": model_name, "plain_ms_per_group": plain, "dygsched_ms_per_group": ours,
-                "ratio": ours / plain, "plain_final_loss": plain_losses[-1], "dygsched_final_loss": ours_losses[-1], "epochs": epochs,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "dataset": name,
+                    "model": model_name,
+                    "plain_ms_per_group": plain,
+                    "dygsched_ms_per_group": ours,
+                    "ratio": ours / plain,
+                    "plain_final_loss": plain_losses[-1],
+                    "dygsched_final_loss": ours_losses[-1],
+                    "epochs": epochs,
+                }
+            )
     write_table(pd.DataFrame(rows), results / VS_PYGT_CSV)
 
 

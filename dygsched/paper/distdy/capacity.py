@@ -16,7 +16,9 @@ CAPACITY_CSV = "distdy/capacity.csv"
 CAPACITY_PNG = "distdy/capacity.png"
 
 
-def build_capacity(results: Path, *, stores: tuple[int, ...], gbps: float, points: int, device_profile: str, overrides: tuple[str, ...]) -> None:
+def build_capacity(
+    results: Path, *, stores: tuple[int, ...], gbps: float, points: int, device_profile: str, overrides: tuple[str, ...]
+) -> None:
     """DistDy's speedup and balance as ``D^k`` goes from the tightest feasible value to twice it; a
     baseline that would exceed ``D^k`` at some snapshot is out of memory there."""
     from dygsched.data.partition.online import over_capacity, smallest_feasible_factor
@@ -34,18 +36,27 @@ def build_capacity(results: Path, *, stores: tuple[int, ...], gbps: float, point
         for factor in tightest * np.linspace(1.0, 2.0, points):
             parts, seconds, bound = stream.place(count, "distdy", factor=float(factor))
             epoch = simulator.epoch(stream.counts(parts, count), gbps)["epoch_s"]
-            row = {"stores": count, "factor": float(factor), "of_tightest": float(factor / tightest),
-                   "capacity_mb": float(bound[0]) / 2**20, "partition_s": seconds, "epoch_s": epoch,
-                   **stream.balance(parts, count)}  # fmt: skip
+            row = {
+                "stores": count,
+                "factor": float(factor),
+                "of_tightest": float(factor / tightest),
+                "capacity_mb": float(bound[0]) / 2**20,
+                "partition_s": seconds,
+                "epoch_s": epoch,
+                **stream.balance(parts, count),
+            }
             for method, (theirs, their_epoch) in baselines.items():
                 oom = bool(over_capacity(theirs, bound, cfg["window"]))
                 row[f"speedup_vs_{method}"] = np.nan if oom else their_epoch / epoch  # out of memory: no epoch to compare
                 row[f"{method}_out_of_memory"] = oom
             rows.append(row)
     table = pd.DataFrame(rows)
-    write_table(table, results / CAPACITY_CSV,
-                f"simulated ({device_profile}, {gbps:g} Gbps); factor: D^k over the balanced window storage; "
-                "a baseline out of memory at that D^k has no speedup (NaN)")  # fmt: skip
+    write_table(
+        table,
+        results / CAPACITY_CSV,
+        f"simulated ({device_profile}, {gbps:g} Gbps); factor: D^k over the balanced window storage; "
+        "a baseline out of memory at that D^k has no speedup (NaN)",
+    )
     _capacity_figure(table, results / CAPACITY_PNG)
 
 

@@ -9,7 +9,9 @@ import pandas as pd
 from dygsched.paper.common import completed_runs
 from dygsched.paper.target import Section
 
-SECTION = Section("distdy", "DistDy", "Online partitioning of a growing graph, additive storage, sampled training over graph stores.")
+SECTION = Section(
+    "distdy", "DistDy", "Online partitioning of a growing graph, additive storage, sampled training over graph stores."
+)
 EXPERIMENT = "+experiment=distdy"
 SMOKE_SIZES = "+smoke=distdy"  # conf/smoke/distdy.yaml: 600 nodes, 6 snapshots, one epoch
 ALL_PARTITIONERS = "distdy,metis,hash,greedy,metis_layer"
@@ -28,8 +30,12 @@ def baseline_partitioners() -> tuple[str, ...]:
 
 def variants() -> tuple[tuple[str, dict[str, float]], ...]:
     """DistDy as the paper writes it, then with our balance extensions (docs/distdy.md), then the baselines."""
-    return (("distdy", {}), ("distdy+messages", {"message_weight": 4.0}), ("distdy+fetch", {"fetch_weight": 16.0}),
-            *((name, {}) for name in baseline_partitioners()))  # fmt: skip
+    return (
+        ("distdy", {}),
+        ("distdy+messages", {"message_weight": 4.0}),
+        ("distdy+fetch", {"fetch_weight": 16.0}),
+        *((name, {}) for name in baseline_partitioners()),
+    )
 
 
 def config(*overrides: str, experiment: bool = True) -> dict:

@@ -34,17 +34,32 @@ CALIBRATED_PROFILE = "cpu"  # the device profile calibrated on this machine; the
 
 
 def build_time(
-    results: Path, *, stores: tuple[int, ...], gbps: tuple[float, ...], device_profiles: tuple[str, ...], overrides: tuple[str, ...]
+    results: Path,
+    *,
+    stores: tuple[int, ...],
+    gbps: tuple[float, ...],
+    device_profiles: tuple[str, ...],
+    overrides: tuple[str, ...],
 ) -> None:
     """Epoch time per window and partitioner, measured on the sweep's 2 ranks; then simulated for K
     stores at each bandwidth with each device profile's compute costs."""
     rows = []
     for run, cfg in sweep_runs(results / TIME_SWEEP.folder):
-        rows.append({"window": cfg["window"], "partitioner": cfg["sched"]["partition"], "epoch_time_s": run.get("epoch_time_s"),
-                     "test": run.get("eval.value")})  # fmt: skip
+        rows.append(
+            {
+                "window": cfg["window"],
+                "partitioner": cfg["sched"]["partition"],
+                "epoch_time_s": run.get("epoch_time_s"),
+                "test": run.get("eval.value"),
+            }
+        )
     measured = pd.DataFrame(rows).sort_values(["window", "partitioner"])
     measured["speedup_vs_metis"] = ratio_to(measured, ["window"], "epoch_time_s", "partitioner", "metis") / measured.epoch_time_s
-    write_table(measured, results / TIME_MEASURED_CSV, "2 gloo ranks on one machine: feature fetches cross shared memory, so partitions differ little here")
+    write_table(
+        measured,
+        results / TIME_MEASURED_CSV,
+        "2 gloo ranks on one machine: feature fetches cross shared memory, so partitions differ little here",
+    )
     stream = Stream(config(*overrides))
     simulators = [Simulator(stream, profile) for profile in device_profiles]
     for simulator in simulators:
@@ -60,15 +75,29 @@ def build_time(
             for bandwidth in gbps:
                 for method in counts:
                     phases = simulator.epoch(counts[method], bandwidth)
-                    rows.append({"device": simulator.profile, "stores": count, "gbps": bandwidth, "partitioner": method, **phases, **work[method]})
+                    rows.append(
+                        {
+                            "device": simulator.profile,
+                            "stores": count,
+                            "gbps": bandwidth,
+                            "partitioner": method,
+                            **phases,
+                            **work[method],
+                        }
+                    )
     simulated = pd.DataFrame(rows)
     simulated["fetch_share"] = simulated.fetch_s / simulated.epoch_s
     for baseline in baseline_partitioners():
-        simulated[f"speedup_vs_{baseline}"] = ratio_to(simulated, ["device", "stores", "gbps"], "epoch_s", "partitioner", baseline) / simulated.epoch_s
-    write_table(simulated, results / TIME_SIMULATED_CSV,
-                "device: cpu = compute calibrated on this machine; 1080ti / v100 = compute priced from the paper's cards (docs/distdy.md)",
-                "balance_*: the largest rank over the mean, the worst mini-batch, as sampled (targets, encoder messages)",
-                "targets: with a GPU profile DistDy >= 1.0x every baseline at 1, 10 and 50 Gbps, >= 1.15x METIS at 1 Gbps")  # fmt: skip
+        simulated[f"speedup_vs_{baseline}"] = (
+            ratio_to(simulated, ["device", "stores", "gbps"], "epoch_s", "partitioner", baseline) / simulated.epoch_s
+        )
+    write_table(
+        simulated,
+        results / TIME_SIMULATED_CSV,
+        "device: cpu = compute calibrated on this machine; 1080ti / v100 = compute priced from the paper's cards (docs/distdy.md)",
+        "balance_*: the largest rank over the mean, the worst mini-batch, as sampled (targets, encoder messages)",
+        "targets: with a GPU profile DistDy >= 1.0x every baseline at 1, 10 and 50 Gbps, >= 1.15x METIS at 1 Gbps",
+    )
 
 
 def _counted_balance(counts: list) -> dict[str, float]:
@@ -107,12 +136,22 @@ def headlines_time(tables: Tables, published: pd.DataFrame) -> tuple[Headline, .
     on_cards = distdy[distdy.device != CALIBRATED_PROFILE]
     speedups = (on_cards if len(on_cards) else distdy)[[c for c in simulated.columns if c.startswith("speedup_vs_")]]
     best = float(speedups.max().max()) if speedups.size else None
-    headlines = [Headline("DistDy over the baselines, the largest speedup (simulated)", published_value(ex500k, "DistDy vs baselines", "speedup (up to)"), best)]
+    headlines = [
+        Headline(
+            "DistDy over the baselines, the largest speedup (simulated)",
+            published_value(ex500k, "DistDy vs baselines", "speedup (up to)"),
+            best,
+        )
+    ]
     for window in (4, 8, 12):
         match = measured[(measured.partitioner == "distdy") & (measured.window == window)].speedup_vs_metis
-        headlines.append(Headline(f"DistDy over METIS, window {window} (measured)",
-                                  published_value(ex500k, "DistDy vs Metis", f"speedup (up to), window {window}"),
-                                  float(match.iloc[0]) if len(match) else None))  # fmt: skip
+        headlines.append(
+            Headline(
+                f"DistDy over METIS, window {window} (measured)",
+                published_value(ex500k, "DistDy vs Metis", f"speedup (up to), window {window}"),
+                float(match.iloc[0]) if len(match) else None,
+            )
+        )
     return tuple(headlines)
 
 

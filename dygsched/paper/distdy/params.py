@@ -16,7 +16,14 @@ PARAMS_CSV = "distdy/params.csv"
 
 
 def build_params(
-    results: Path, *, stores: int, gbps: float, budgets: tuple[int, ...], etas: tuple[float, ...], device_profile: str, overrides: tuple[str, ...]
+    results: Path,
+    *,
+    stores: int,
+    gbps: float,
+    budgets: tuple[int, ...],
+    etas: tuple[float, ...],
+    device_profile: str,
+    overrides: tuple[str, ...],
 ) -> None:
     """DistDy's simulated speedup over METIS as the refinement budget M and eta vary (one at a time)."""
     cfg = config(*overrides)
@@ -29,10 +36,24 @@ def build_params(
     for swept, value, budget, eta in grid:
         parts, seconds, _ = stream.place(stores, "distdy", budget=budget, eta=eta)
         epoch = simulator.epoch(stream.counts(parts, stores), gbps)["epoch_s"]
-        rows.append({"swept": swept, "value": value, "budget": budget, "eta": eta, "partition_s": seconds,
-                     "median_passes": float(np.median([p.passes for p in parts])),
-                     "cut_edges": float(np.mean([p.cut_edges for p in parts])), "epoch_s": epoch, "speedup_vs_metis": metis / epoch})  # fmt: skip
-    write_table(pd.DataFrame(rows), results / PARAMS_CSV, f"simulated ({device_profile}): K={stores}, {gbps:g} Gbps, METIS {metis:.3g} s per epoch")
+        rows.append(
+            {
+                "swept": swept,
+                "value": value,
+                "budget": budget,
+                "eta": eta,
+                "partition_s": seconds,
+                "median_passes": float(np.median([p.passes for p in parts])),
+                "cut_edges": float(np.mean([p.cut_edges for p in parts])),
+                "epoch_s": epoch,
+                "speedup_vs_metis": metis / epoch,
+            }
+        )
+    write_table(
+        pd.DataFrame(rows),
+        results / PARAMS_CSV,
+        f"simulated ({device_profile}): K={stores}, {gbps:g} Gbps, METIS {metis:.3g} s per epoch",
+    )
 
 
 def read_params(tables: Tables) -> str:
@@ -53,7 +74,14 @@ PARAMS = PaperTarget(
     build=build_params,
     reading=read_params,
     settings=Settings(
-        full={"stores": 8, "gbps": 1.0, "budgets": (1, 5, 20, 100, 300), "etas": (1.0, 2.0, 4.0, 6.0, 8.0, 12.0), "device_profile": "v100", "overrides": ()},
+        full={
+            "stores": 8,
+            "gbps": 1.0,
+            "budgets": (1, 5, 20, 100, 300),
+            "etas": (1.0, 2.0, 4.0, 6.0, 8.0, 12.0),
+            "device_profile": "v100",
+            "overrides": (),
+        },
         smoke={"budgets": (1, 5), "etas": (1.0, 4.0), "overrides": (SMOKE_SIZES,)},
     ),
 )  # figure 11 prints no number: "with a larger budget, the speedup ... first increases and then remains the same"; "with a larger eta, ... a similar speedup"

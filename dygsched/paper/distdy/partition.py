@@ -18,42 +18,65 @@ from dygsched.paper.target import Headline, PaperShape, PaperTarget, Settings, T
 PARTITION_CSV = "distdy/partition.csv"
 
 
-def build_partition(results: Path, *, nodes: int, snapshots: int, stores: tuple[int, ...], window: int, overrides: tuple[str, ...]) -> None:
+def build_partition(
+    results: Path, *, nodes: int, snapshots: int, stores: tuple[int, ...], window: int, overrides: tuple[str, ...]
+) -> None:
     """Time to partition and to store every snapshot, the cut and the balance, per partitioner, on a
     uniform graph and on a hot-node one."""
     from dygsched.data.partition.online import over_capacity
 
     rows = []
     for data, hot in HOT_FRACTIONS.items():
-        cfg = config(f"dataset.num_nodes={nodes}", f"dataset.num_snapshots={snapshots}", f"dataset.hot_fraction={hot}",
-                      f"window={window}", *overrides)  # fmt: skip
+        cfg = config(
+            f"dataset.num_nodes={nodes}",
+            f"dataset.num_snapshots={snapshots}",
+            f"dataset.hot_fraction={hot}",
+            f"window={window}",
+            *overrides,
+        )
         stream = Stream(cfg)
         for count in stores:
             for name, changes in variants():
                 method = name.split("+")[0]
                 parts, seconds, capacity = stream.place(count, method, **changes)
                 late = over_capacity(parts, capacity, cfg["window"])
-                rows.append({
-                    "data": data, "stores": count, "partitioner": name, "partition_s": seconds,
-                    "store_s": _store_all(stream.graph, parts, count, cfg["window"], stream.segments),
-                    "cut_edges": float(np.mean([p.cut_edges for p in parts])),
-                    "cut_weight_share": float(np.mean([1 - p.utility / max(g.weights.sum(), 1e-12) for p, g in zip(parts, stream.snapshot_graphs)])),
-                    **stream.balance(parts, count),
-                    "median_passes": float(np.median([p.passes for p in parts])) if method == "distdy" else np.nan,
-                    "most_moves": float(max(p.most_moves for p in parts)) if method == "distdy" else np.nan,
-                    "out_of_memory": bool(late), "over_capacity_snapshots": len(late),
-                })  # fmt: skip
-            print(f"{data}: {stream.graph.num_nodes} nodes, {stream.graph.num_snapshots} snapshots, K={count}, w={cfg['window']}", file=sys.stderr)
+                rows.append(
+                    {
+                        "data": data,
+                        "stores": count,
+                        "partitioner": name,
+                        "partition_s": seconds,
+                        "store_s": _store_all(stream.graph, parts, count, cfg["window"], stream.segments),
+                        "cut_edges": float(np.mean([p.cut_edges for p in parts])),
+                        "cut_weight_share": float(
+                            np.mean([1 - p.utility / max(g.weights.sum(), 1e-12) for p, g in zip(parts, stream.snapshot_graphs)])
+                        ),
+                        **stream.balance(parts, count),
+                        "median_passes": float(np.median([p.passes for p in parts])) if method == "distdy" else np.nan,
+                        "most_moves": float(max(p.most_moves for p in parts)) if method == "distdy" else np.nan,
+                        "out_of_memory": bool(late),
+                        "over_capacity_snapshots": len(late),
+                    }
+                )
+            print(
+                f"{data}: {stream.graph.num_nodes} nodes, {stream.graph.num_snapshots} snapshots, K={count}, w={cfg['window']}",
+                file=sys.stderr,
+            )
     table = pd.DataFrame(rows)
     for baseline in ("metis", "metis_layer"):
-        table[f"partition_vs_{baseline}"] = table.partition_s / ratio_to(table, ["data", "stores"], "partition_s", "partitioner", baseline)
-    write_table(table, results / PARTITION_CSV,
-                "partition_s: the partitioner alone (DistDy: Algorithms 1-3 over every snapshot; numba's one-off compile excluded); "
-                "store_s: adding every snapshot to the K additive stores",
-                "balance_*: the largest store over the mean at the worst step (window bytes, nodes, training targets, expected sampled messages)",
-                "cut_weight_share: the share of the expected feature-fetch weight W_uv on edges between stores",
-                "out_of_memory: a store would exceed D^k (the baselines ignore it; DistDy never does)",
-                "targets: DistDy balance_bytes <= 1.10 and balance_targets <= 1.20; median passes <= 50; partition_s below metis and metis_layer")  # fmt: skip
+        table[f"partition_vs_{baseline}"] = table.partition_s / ratio_to(
+            table, ["data", "stores"], "partition_s", "partitioner", baseline
+        )
+    write_table(
+        table,
+        results / PARTITION_CSV,
+        "partition_s: the partitioner alone (DistDy: Algorithms 1-3 over every snapshot; numba's one-off compile excluded); "
+        "store_s: adding every snapshot to the K additive stores",
+        "balance_*: the largest store over the mean at the worst step (window bytes, nodes, training targets, expected sampled messages)",
+        "cut_weight_share: the share of the expected feature-fetch weight W_uv on edges between stores",
+        "out_of_memory: a store would exceed D^k (the baselines ignore it; DistDy never does)",
+        "targets: DistDy balance_bytes <= 1.10 and balance_targets <= 1.20; median passes <= 50; partition_s below metis and metis_layer",
+    )
 
 
 def _store_all(graph: Any, parts: list, stores: int, window: int, segments: int) -> float:
@@ -98,7 +121,9 @@ def _partition_and_store(tables: Tables) -> pd.DataFrame:
     )
     frame = table.pivot_table(index="data", columns="partitioner", values="seconds", aggfunc="median")
     frame = frame.rename(index=DATA_LABELS, columns=PARTITIONER_LABELS)
-    return frame.loc[[d for d in DATA_LABELS.values() if d in frame.index], [p for p in PARTITIONER_LABELS.values() if p in frame.columns]]
+    return frame.loc[
+        [d for d in DATA_LABELS.values() if d in frame.index], [p for p in PARTITIONER_LABELS.values() if p in frame.columns]
+    ]
 
 
 def shape_partition(tables: Tables) -> PaperShape:

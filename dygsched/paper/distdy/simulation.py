@@ -81,9 +81,17 @@ class Stream:
 
         cfg, sched = self.cfg, self.cfg["sched"]
         return epoch_counts(
-            self.graph, placements, stores, self.train, cfg["window"], sched["batch"], sched["batches_per_step"],
-            sched["fanouts"], cfg["seed"], neighbours=self.neighbours,
-        )  # fmt: skip
+            self.graph,
+            placements,
+            stores,
+            self.train,
+            cfg["window"],
+            sched["batch"],
+            sched["batches_per_step"],
+            sched["fanouts"],
+            cfg["seed"],
+            neighbours=self.neighbours,
+        )
 
 
 class Simulator:
@@ -100,7 +108,9 @@ class Simulator:
         torch.manual_seed(cfg["seed"])
         model = build_model(cfg["model"], graph)
         self.profile = profile
-        self.cost = compute_cost(profile, model, stream.neighbours[:1], graph.snapshots[0].x, cfg["sched"]["fanouts"], cfg["window"])
+        self.cost = compute_cost(
+            profile, model, stream.neighbours[:1], graph.snapshots[0].x, cfg["sched"]["fanouts"], cfg["window"]
+        )
         self.row_bytes = stream.row_bytes
         self.embedding_bytes = model.hidden_channels * 4
         self.parameter_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
@@ -108,4 +118,6 @@ class Simulator:
     def epoch(self, counts: list, gbps: float) -> dict[str, float]:
         from dygsched.engine.distdy.cluster import Network, simulate_epoch
 
-        return simulate_epoch(counts, self.cost, Network(gbps, latency_s=50e-6), self.row_bytes, self.embedding_bytes, self.parameter_bytes)
+        return simulate_epoch(
+            counts, self.cost, Network(gbps, latency_s=50e-6), self.row_bytes, self.embedding_bytes, self.parameter_bytes
+        )

@@ -33,8 +33,16 @@ def build_traffic(results: Path, *, stores: tuple[int, ...], overrides: tuple[st
         for metric, way in (("feature_fetch_in_bytes", "in"), ("feature_fetch_out_bytes", "out")):
             per_rank = epochs[epochs.metric == metric].groupby("rank")["value"].mean()
             for rank, value in per_rank.items():
-                rows.append({"stores": int(run["world_size"]), "source": "measured", "partitioner": cfg["sched"]["partition"],
-                             "rank": int(rank), "way": way, "mb": value / 2**20})  # fmt: skip
+                rows.append(
+                    {
+                        "stores": int(run["world_size"]),
+                        "source": "measured",
+                        "partitioner": cfg["sched"]["partition"],
+                        "rank": int(rank),
+                        "way": way,
+                        "mb": value / 2**20,
+                    }
+                )
     stream = Stream(config(*overrides))
     for count in stores:
         for method in PARTITIONERS:
@@ -49,8 +57,11 @@ def build_traffic(results: Path, *, stores: tuple[int, ...], overrides: tuple[st
     wide = wide.reset_index()
     wide["vs_distdy"] = wide.in_sum_mb / ratio_to(wide, ["stores", "source"], "in_sum_mb", "partitioner", "distdy")
     write_table(table, results / TRAFFIC_PER_RANK_CSV)
-    write_table(wide, results / TRAFFIC_CSV,
-                "per epoch: *_sum over ranks, *_max the busiest rank; target: DistDy's bytes below every baseline's (hot-node graph)")  # fmt: skip
+    write_table(
+        wide,
+        results / TRAFFIC_CSV,
+        "per epoch: *_sum over ranks, *_max the busiest rank; target: DistDy's bytes below every baseline's (hot-node graph)",
+    )
 
 
 def read_traffic(tables: Tables) -> str:
@@ -59,8 +70,10 @@ def read_traffic(tables: Tables) -> str:
     for (stores, source), group in table.groupby(["stores", "source"]):
         others = group[group.partitioner != "distdy"]
         lowest = bool((others.vs_distdy >= 1).all())  # vs_distdy: bytes fetched over DistDy's
-        parts.append(f"{int(stores)} stores ({source}): others fetch {span(others.vs_distdy, times)} DistDy's bytes"
-                     + ("" if lowest else " (DistDy not the lowest)"))  # fmt: skip
+        parts.append(
+            f"{int(stores)} stores ({source}): others fetch {span(others.vs_distdy, times)} DistDy's bytes"
+            + ("" if lowest else " (DistDy not the lowest)")
+        )
     return "; ".join(parts)
 
 

@@ -58,7 +58,11 @@ def headlines_accuracy(tables: Tables, published: pd.DataFrame) -> tuple[Headlin
     paper's over every model and dataset of table 6, ours over our models."""
     long = _accuracy_long(tables)
     return tuple(
-        headline(f"FlareDTDG's test MSE over {baseline}'s", paper_ratio(published, "Table 6", "Ours", baseline), ratio_over_models(long, "test_mse", "FlareDTDG", baseline))
+        headline(
+            f"FlareDTDG's test MSE over {baseline}'s",
+            paper_ratio(published, "Table 6", "Ours", baseline),
+            ratio_over_models(long, "test_mse", "FlareDTDG", baseline),
+        )
         for baseline in ("Recent-Only", "Full-History")
     )
 

@@ -21,7 +21,15 @@ from dygsched.paper.flare.common import (
 from dygsched.paper.target import Headline, PaperShape, PaperTarget, Tables
 
 PHASES = ("shuffle_s", "remap_s", "load_s", "forward_s", "backward_s", "halo_s")
-BREAKDOWN_LABELS = {"chunking_%": "Chunking", "shuffle_%": "Shuffle", "remap_%": "Remap", "forward_%": "Fwd.", "backward_%": "Bwd.", "halo_%": "Comm.", "load_%": "Load"}
+BREAKDOWN_LABELS = {
+    "chunking_%": "Chunking",
+    "shuffle_%": "Shuffle",
+    "remap_%": "Remap",
+    "forward_%": "Fwd.",
+    "backward_%": "Bwd.",
+    "halo_%": "Comm.",
+    "load_%": "Load",
+}
 
 
 def build_breakdown(results: Path) -> None:
@@ -33,9 +41,17 @@ def build_breakdown(results: Path) -> None:
             continue
         seconds = {phase: epoch_value(metrics, phase, "mean") for phase in PHASES}
         chunking = metrics[metrics.metric == "partition_s"]["value"]
-        seconds["chunking_s"] = float(chunking.iloc[0]) / max(summary["epochs_completed"], 1) if not chunking.empty else float("nan")
+        seconds["chunking_s"] = (
+            float(chunking.iloc[0]) / max(summary["epochs_completed"], 1) if not chunking.empty else float("nan")
+        )
         total = summary["epoch_time_s"]
-        rows.append({"model": summary["model"], "epoch_time_s": total, **{k.removesuffix("_s") + "_%": 100 * v / total for k, v in seconds.items()}})
+        rows.append(
+            {
+                "model": summary["model"],
+                "epoch_time_s": total,
+                **{k.removesuffix("_s") + "_%": 100 * v / total for k, v in seconds.items()},
+            }
+        )
     write_table(pd.DataFrame(rows), results / BREAKDOWN_CSV, "chunking here: the one partition spread over the run's epochs")
 
 
@@ -54,7 +70,9 @@ def shape_breakdown(tables: Tables) -> PaperShape:
     an epoch; each row ranks its phases."""
     table = table_named(tables)
     table = table[table.model.isin(MODEL_LABELS)].groupby("model", sort=False).median(numeric_only=True)
-    frame = table.reindex(index=[m for m in MODEL_LABELS if m in table.index], columns=[c for c in BREAKDOWN_LABELS if c in table.columns])
+    frame = table.reindex(
+        index=[m for m in MODEL_LABELS if m in table.index], columns=[c for c in BREAKDOWN_LABELS if c in table.columns]
+    )
     frame = frame.rename(index=MODEL_LABELS, columns=BREAKDOWN_LABELS)
     frame.index.name = ""
     return PaperShape(frame, paper_ref="Table 12", paper_dataset=PAPER_DATASET, rank_within="rows", unit="% of an epoch")
@@ -64,11 +82,18 @@ def headlines_breakdown(tables: Tables, published: pd.DataFrame) -> tuple[Headli
     """Section 4.4's shares (plain values): the remap's (11.68%-17.51%, the geometric mean of the
     ends) and the forward and backward's together (over 70% on average); ours over the models we ran."""
     table = table_named(tables)
-    remap = math.sqrt(published_value(published, "Remap", "share of runtime min") * published_value(published, "Remap", "share of runtime max"))
+    remap = math.sqrt(
+        published_value(published, "Remap", "share of runtime min") * published_value(published, "Remap", "share of runtime max")
+    )
     compute = published_value(published, "Fwd.+Bwd.", "share of runtime avg (over)")
     return (
         Headline("remap's share of an epoch (%)", remap, geometric_mean(table["remap_%"]), ratio=False),
-        Headline("forward and backward's share of an epoch (%)", compute, geometric_mean(table["forward_%"] + table["backward_%"]), ratio=False),
+        Headline(
+            "forward and backward's share of an epoch (%)",
+            compute,
+            geometric_mean(table["forward_%"] + table["backward_%"]),
+            ratio=False,
+        ),
     )
 
 

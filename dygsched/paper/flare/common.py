@@ -13,7 +13,9 @@ from dygsched.errors import DygschedError
 from dygsched.paper.common import geometric_mean
 from dygsched.paper.target import Headline, Section, Sweep
 
-SECTION = Section("flaredtdg", "FlareDTDG", "Node-partitioned training on hybrid batches with temporal decay, shrinking and overlap.")
+SECTION = Section(
+    "flaredtdg", "FlareDTDG", "Node-partitioned training on hybrid batches with temporal decay, shrinking and overlap."
+)
 SMOKE = "+smoke=flare"  # conf/smoke/flare.yaml: 2,000 nodes, 14 snapshots, 4 chunks per rank, 2 epochs
 # our sched names -> the names our tables print
 VARIANTS = {
@@ -39,7 +41,9 @@ VARIANTS_SWEEP = Sweep(  # tables 5/7, 6 and 12 read the same runs
 )
 CONVERGENCE_SWEEP = Sweep(
     folder="flare/convergence",
-    runs=(("+experiment=flare", "+flare_variant=full_history,recent_only,flare", "model=tgcn,mpnn_lstm,evolvegcn_o", "epochs=10"),),
+    runs=(
+        ("+experiment=flare", "+flare_variant=full_history,recent_only,flare", "model=tgcn,mpnn_lstm,evolvegcn_o", "epochs=10"),
+    ),
     smoke=(("+experiment=flare", "+flare_variant=full_history,recent_only,flare", "model=tgcn", "epochs=3", SMOKE),),
 )
 TIME_SWEEP = Sweep(
@@ -111,20 +115,22 @@ def variant_table(folder: Path) -> pd.DataFrame:
     """One row per completed run: its model, variant, ranks, test MSE, epoch time, memory and halo."""
     rows = []
     for summary, metrics in completed_run_folders(folder):
-        rows.append({
-            "model": summary["model"],
-            "variant": VARIANTS.get(summary["sched"], summary["sched"]),
-            "world_size": summary["world_size"],
-            "test_mse": summary_test_mse(summary),
-            "epoch_time_s": summary.get("epoch_time_s"),
-            "device": summary["device"],
-            "gpu_peak_allocated_mb": epoch_value(metrics, "gpu_peak_allocated_bytes") / MB,
-            "peak_rss_mb": epoch_value(metrics, "peak_rss_bytes") / MB,
-            "saved_for_backward_mb": epoch_value(metrics, "saved_for_backward_bytes") / MB,
-            "train_memory_mb": epoch_value(metrics, "train_memory_bytes") / MB,
-            "halo_s": epoch_value(metrics, "halo_s", "mean"),
-            "halo_mb": epoch_value(metrics, "bytes_halo", "sum") / MB,
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": summary["model"],
+                "variant": VARIANTS.get(summary["sched"], summary["sched"]),
+                "world_size": summary["world_size"],
+                "test_mse": summary_test_mse(summary),
+                "epoch_time_s": summary.get("epoch_time_s"),
+                "device": summary["device"],
+                "gpu_peak_allocated_mb": epoch_value(metrics, "gpu_peak_allocated_bytes") / MB,
+                "peak_rss_mb": epoch_value(metrics, "peak_rss_bytes") / MB,
+                "saved_for_backward_mb": epoch_value(metrics, "saved_for_backward_bytes") / MB,
+                "train_memory_mb": epoch_value(metrics, "train_memory_bytes") / MB,
+                "halo_s": epoch_value(metrics, "halo_s", "mean"),
+                "halo_mb": epoch_value(metrics, "bytes_halo", "sum") / MB,
+            }
+        )
     return pd.DataFrame(rows)
 
 

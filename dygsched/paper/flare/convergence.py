@@ -31,10 +31,15 @@ def build_convergence(results: Path, tolerance: float) -> None:
     rows = []
     for summary, metrics in completed_run_folders(results / CONVERGENCE_SWEEP.folder):
         curve = epoch_curve(metrics)
-        rows.append({
-            "model": summary["model"], "variant": VARIANTS.get(summary["sched"], summary["sched"]), "curve": curve,
-            "best_val_mse": float(curve.val_mse.min()), "epoch_time_s": summary.get("epoch_time_s"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": summary["model"],
+                "variant": VARIANTS.get(summary["sched"], summary["sched"]),
+                "curve": curve,
+                "best_val_mse": float(curve.val_mse.min()),
+                "epoch_time_s": summary.get("epoch_time_s"),
+            }
+        )
     table = pd.DataFrame(rows)
     full = table[table.variant == "Full-History"].groupby("model")["best_val_mse"].min()
     table["tolerance"] = tolerance
@@ -42,9 +47,23 @@ def build_convergence(results: Path, tolerance: float) -> None:
     reached = [time_to_target(curve, target) for curve, target in zip(table.curve, table.target_val_mse, strict=True)]
     table["time_to_target_s"] = [r.seconds for r in reached]
     table["epochs_to_target"] = [r.epochs for r in reached]
-    table["reached"] = [r.note if not pd.isna(t) else "no Full-History run sets the target" for r, t in zip(reached, table.target_val_mse, strict=True)]
+    table["reached"] = [
+        r.note if not pd.isna(t) else "no Full-History run sets the target"
+        for r, t in zip(reached, table.target_val_mse, strict=True)
+    ]
     table["vs_full_history"] = relative(table, "time_to_target_s", "Full-History")
-    columns = ["model", "variant", "tolerance", "target_val_mse", "time_to_target_s", "epochs_to_target", "epoch_time_s", "vs_full_history", "best_val_mse", "reached"]
+    columns = [
+        "model",
+        "variant",
+        "tolerance",
+        "target_val_mse",
+        "time_to_target_s",
+        "epochs_to_target",
+        "epoch_time_s",
+        "vs_full_history",
+        "best_val_mse",
+        "reached",
+    ]
     note = f"the target: the validation MSE first at or below Full-History's best + {100 * tolerance:g}% (the paper does not state its criterion)"
     write_table(table[columns].sort_values(["model", "variant"]), results / CONVERGENCE_CSV, note)
 
@@ -58,7 +77,11 @@ def read_convergence(tables: Tables) -> str:
             if pd.isna(row.time_to_target_s):
                 cells.append(f"{row.variant} {row.reached}")
             else:
-                ratio = f", {times(row.vs_full_history)} Full-History's" if pd.notna(row.vs_full_history) and row.variant != "Full-History" else ""
+                ratio = (
+                    f", {times(row.vs_full_history)} Full-History's"
+                    if pd.notna(row.vs_full_history) and row.variant != "Full-History"
+                    else ""
+                )
                 cells.append(f"{row.variant} {row.time_to_target_s:.1f} s in {int(row.epochs_to_target)} epochs{ratio}")
         target = group.target_val_mse.iloc[0]
         parts.append(f"{model} ({f'target val MSE {target:.4f}' if pd.notna(target) else 'no target'}): " + ", ".join(cells))
@@ -77,10 +100,18 @@ def headlines_convergence(tables: Tables, published: pd.DataFrame) -> tuple[Head
     FlareDTDG's; and its 5.3%-25.3% from shrinking, which this sweep does not run (table-flare-time
     measures shrinking per epoch)."""
     table = table_named(tables)
-    full = speedup_of_reductions(published, "Ours vs Full-History", "convergence time reduction min", "convergence time reduction max")
-    shrinking = speedup_of_reductions(published, "w/ vs w/o Shrinking", "convergence time reduction min", "convergence time reduction max")
+    full = speedup_of_reductions(
+        published, "Ours vs Full-History", "convergence time reduction min", "convergence time reduction max"
+    )
+    shrinking = speedup_of_reductions(
+        published, "w/ vs w/o Shrinking", "convergence time reduction min", "convergence time reduction max"
+    )
     return (
-        Headline("Full-History's time to converge over FlareDTDG's", full, ratio_over_models(table, "time_to_target_s", "Full-History", "FlareDTDG")),
+        Headline(
+            "Full-History's time to converge over FlareDTDG's",
+            full,
+            ratio_over_models(table, "time_to_target_s", "Full-History", "FlareDTDG"),
+        ),
         Headline("time to converge without shrinking over with it", shrinking, None),
     )
 

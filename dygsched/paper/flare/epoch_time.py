@@ -34,7 +34,11 @@ def build_time(results: Path) -> None:
         table["vs_full_history"] = relative(table, "epoch_time_s", "Full-History")
     table["vs_flare"] = relative(table, "epoch_time_s", "FlareDTDG")
     table["halo_s_vs_flare"] = relative(table, "halo_s", "FlareDTDG")
-    write_table(table.sort_values(["model", "variant"]), results / TIME_CSV, "the paper's tables 9-10 are convergence time and memory, 11 communication time; here epoch time beside them")
+    write_table(
+        table.sort_values(["model", "variant"]),
+        results / TIME_CSV,
+        "the paper's tables 9-10 are convergence time and memory, 11 communication time; here epoch time beside them",
+    )
 
 
 def read_time(tables: Tables) -> str:
@@ -57,16 +61,28 @@ def headlines_time(tables: Tables, published: pd.DataFrame) -> tuple[Headline, .
     (the measure ``memory_measure`` picks); the paper's ranges are read from its published rows."""
     table = table_named(tables)
     measure, _ = memory_measure(table)
-    overlap = speedup_of_reductions(published, "w/ vs w/o Async", "communication time reduction min", "communication time reduction max")
-    shrink_memory = speedup_of_reductions(published, "w/ vs w/o Shrinking", "peak GPU memory reduction min", "peak GPU memory reduction max")
+    overlap = speedup_of_reductions(
+        published, "w/ vs w/o Async", "communication time reduction min", "communication time reduction max"
+    )
+    shrink_memory = speedup_of_reductions(
+        published, "w/ vs w/o Shrinking", "peak GPU memory reduction min", "peak GPU memory reduction max"
+    )
     return (
-        Headline("communication not overlapped, without async over with it", overlap, ratio_over_models(table, "halo_s", "FlareDTDG", "overlap mlp")),
+        Headline(
+            "communication not overlapped, without async over with it",
+            overlap,
+            ratio_over_models(table, "halo_s", "FlareDTDG", "overlap mlp"),
+        ),
         headline(
             "time without shrinking over with it (paper: to converge; ours: per epoch)",
             paper_ratio(published, "Table 9", "w/o Shrinking", "w/ Shrinking (Ours)"),
             ratio_over_models(table, "epoch_time_s", "w/o shrinking", "FlareDTDG"),
         ),
-        Headline("memory per rank without shrinking over with it", shrink_memory, ratio_over_models(table, measure, "w/o shrinking", "FlareDTDG")),
+        Headline(
+            "memory per rank without shrinking over with it",
+            shrink_memory,
+            ratio_over_models(table, measure, "w/o shrinking", "FlareDTDG"),
+        ),
     )
 
 

@@ -34,10 +34,15 @@ def build_heatmap(results: Path) -> None:
     rows = []
     for summary, metrics in completed_run_folders(folder):
         sched = OmegaConf.load(folder / summary["run_id"] / "config.yaml").sched
-        rows.append({
-            "K": int(sched.full), "alpha": float(sched.alpha), "test_mse": summary_test_mse(summary), "epoch_time_s": summary["epoch_time_s"],
-            "train_memory_mb": epoch_value(metrics, "train_memory_bytes") / MB,
-        })  # fmt: skip
+        rows.append(
+            {
+                "K": int(sched.full),
+                "alpha": float(sched.alpha),
+                "test_mse": summary_test_mse(summary),
+                "epoch_time_s": summary["epoch_time_s"],
+                "train_memory_mb": epoch_value(metrics, "train_memory_bytes") / MB,
+            }
+        )
     table = pd.DataFrame(rows).sort_values(["K", "alpha"])
     figure, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for axis, column in zip(axes, ("test_mse", "train_memory_mb", "epoch_time_s"), strict=True):
@@ -75,7 +80,10 @@ def headlines_heatmap(tables: Tables, published: pd.DataFrame) -> tuple[Headline
         return float(best[setting]) if best is not None and table[setting].nunique() > 1 else None
 
     youtube = published[published.dataset == "soc-youtube"]
-    k = math.sqrt(published_value(youtube, "best accuracy", "K (approx.) min") * published_value(youtube, "best accuracy", "K (approx.) max"))
+    k = math.sqrt(
+        published_value(youtube, "best accuracy", "K (approx.) min")
+        * published_value(youtube, "best accuracy", "K (approx.) max")
+    )
     alpha = published_value(youtube, "best accuracy", "alpha (approx.)")
     return (
         Headline("K of the lowest test MSE", k, best_of("K"), ratio=False),

@@ -45,11 +45,14 @@ def read_memory(tables: Tables) -> str:
     """Each measure against Full-History's same measure; the paper's tables 5/7 are the GPU allocator's peak."""
     table = table_named(tables)
     if table["gpu_peak_allocated_mb"].notna().any():
-        text = "GPU allocator peak per rank (the paper's measure) against Full-History's, " + by_variant(table, "gpu_peak_allocated_vs_full_history", times)
+        text = "GPU allocator peak per rank (the paper's measure) against Full-History's, " + by_variant(
+            table, "gpu_peak_allocated_vs_full_history", times
+        )
     else:
         text = "no GPU in these runs, so no figure of the paper's measure (the GPU allocator's peak)"
     return (
-        text + "; bytes saved for the backward plus parameters and states against Full-History's, "
+        text
+        + "; bytes saved for the backward plus parameters and states against Full-History's, "
         + by_variant(table, "train_memory_vs_full_history", times)
         + f"; the process's peak resident set {span(table.peak_rss_mb, lambda v: f'{v:.0f}')} MB"
     )
@@ -71,7 +74,13 @@ def headlines_memory(tables: Tables, published: pd.DataFrame) -> tuple[Headline,
     table = table_named(tables)
     measure, _ = memory_measure(table)
     paper = speedup_of_reductions(published, "Ours vs Full-History", "GPU memory reduction min", "GPU memory reduction max")
-    return (Headline("Full-History's memory per rank over FlareDTDG's", paper, ratio_over_models(table, measure, "Full-History", "FlareDTDG")),)
+    return (
+        Headline(
+            "Full-History's memory per rank over FlareDTDG's",
+            paper,
+            ratio_over_models(table, measure, "Full-History", "FlareDTDG"),
+        ),
+    )
 
 
 MEMORY = PaperTarget(

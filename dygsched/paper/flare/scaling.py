@@ -16,7 +16,9 @@ FIGURE7_GPUS = 4  # the paper's text states figure 7's speedup and memory from 1
 
 def build_scaling(results: Path) -> None:
     """Epoch time and memory per rank count, with the speedup over one rank."""
-    table = variant_table(results / SCALING_SWEEP.folder)[["model", "variant", "world_size", "epoch_time_s", "gpu_peak_allocated_mb", "train_memory_mb", "halo_mb"]]
+    table = variant_table(results / SCALING_SWEEP.folder)[
+        ["model", "variant", "world_size", "epoch_time_s", "gpu_peak_allocated_mb", "train_memory_mb", "halo_mb"]
+    ]
     table = table.sort_values(["model", "world_size"]).reset_index(drop=True)
     one = table[table.world_size == 1].set_index("model")["epoch_time_s"]
     table["speedup_vs_1_rank"] = table["model"].map(one) / table["epoch_time_s"]
@@ -47,7 +49,10 @@ def headlines_scaling(tables: Tables, published: pd.DataFrame) -> tuple[Headline
     table = table_named(tables).sort_values("world_size")
     speedup = per_doubling(published_value(published, "FlareDTDG 1 to 4 GPUs", "speedup (approx.)"), 1, FIGURE7_GPUS)
     memory = per_doubling(
-        published_value(published, "FlareDTDG per-GPU memory", "4 GPUs") / published_value(published, "FlareDTDG per-GPU memory", "1 GPU"), 1, FIGURE7_GPUS
+        published_value(published, "FlareDTDG per-GPU memory", "4 GPUs")
+        / published_value(published, "FlareDTDG per-GPU memory", "1 GPU"),
+        1,
+        FIGURE7_GPUS,
     )
     measure, _ = memory_measure(table)
     one, most = table.iloc[0], table.iloc[-1]

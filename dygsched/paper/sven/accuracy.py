@@ -14,14 +14,52 @@ from dygsched.paper.target import Headline, PaperShape, PaperTarget, Sweep, Tabl
 ACCURACY_SWEEP = Sweep(
     folder=f"{SVEN_DIR}/accuracy",
     runs=(
-        ("dataset=events", "model=tgn,jodie,apan", "sched=single", "sched.batch_size=600", "world_size=1", "seed=0", "checkpoint=false", *SWEEP_ARGS),
-        ("dataset=events", "model=tgn,jodie,apan", "sched=sven", "sched.batch_size=300", "sched.staleness=0,1", "world_size=2", "seed=0", "checkpoint=false", *SWEEP_ARGS),
+        (
+            "dataset=events",
+            "model=tgn,jodie,apan",
+            "sched=single",
+            "sched.batch_size=600",
+            "world_size=1",
+            "seed=0",
+            "checkpoint=false",
+            *SWEEP_ARGS,
+        ),
+        (
+            "dataset=events",
+            "model=tgn,jodie,apan",
+            "sched=sven",
+            "sched.batch_size=300",
+            "sched.staleness=0,1",
+            "world_size=2",
+            "seed=0",
+            "checkpoint=false",
+            *SWEEP_ARGS,
+        ),
     ),
     smoke=(
-        ("dataset=events", "model=jodie", "sched=single", "sched.batch_size=600", "world_size=1", "seed=0", "checkpoint=false", SMOKE_EVENTS),
-        ("dataset=events", "model=jodie", "sched=sven", "sched.batch_size=300", "sched.staleness=1", "world_size=2", "seed=0", "checkpoint=false", SMOKE_EVENTS),
+        (
+            "dataset=events",
+            "model=jodie",
+            "sched=single",
+            "sched.batch_size=600",
+            "world_size=1",
+            "seed=0",
+            "checkpoint=false",
+            SMOKE_EVENTS,
+        ),
+        (
+            "dataset=events",
+            "model=jodie",
+            "sched=sven",
+            "sched.batch_size=300",
+            "sched.staleness=1",
+            "world_size=2",
+            "seed=0",
+            "checkpoint=false",
+            SMOKE_EVENTS,
+        ),
     ),
-)  # fmt: skip
+)
 ACCURACY_CSV = f"{ACCURACY_SWEEP.folder}/sven_accuracy.csv"
 ACCURACY_ROWS = {"single": "TGL", "sven": "Sven"}  # sched=single runs TGL's one-process loop
 
@@ -31,12 +69,20 @@ def build_accuracy(results: Path) -> None:
     rows = []
     for summary, metrics, cfg in finished_runs(results / ACCURACY_SWEEP.folder):
         sched = cfg["sched"]
-        rows.append({
-            "model": cfg["model"]["name"], "sched": sched["name"], "ranks": summary["world_size"],
-            "global_batch": sched["batch_size"] * summary["world_size"], "staleness": sched.get("staleness", 0),
-            "test_ap": final(metrics, "test", "ap"), "test_auc": final(metrics, "test", "auc"),
-            "val_ap": final(metrics, "val", "ap"), "epochs": summary["epochs_completed"], "seed": cfg["seed"],
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": cfg["model"]["name"],
+                "sched": sched["name"],
+                "ranks": summary["world_size"],
+                "global_batch": sched["batch_size"] * summary["world_size"],
+                "staleness": sched.get("staleness", 0),
+                "test_ap": final(metrics, "test", "ap"),
+                "test_auc": final(metrics, "test", "auc"),
+                "val_ap": final(metrics, "val", "ap"),
+                "epochs": summary["epochs_completed"],
+                "seed": cfg["seed"],
+            }
+        )
     write_table(
         accuracy_table(pd.DataFrame(rows)),
         results / ACCURACY_CSV,
@@ -48,17 +94,27 @@ def build_accuracy(results: Path) -> None:
 def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per model and setting from one row per run: the mean over seeds and their spread."""
     keys = ["model", "sched", "ranks", "global_batch", "staleness", "epochs"]
-    return runs.groupby(keys, as_index=False).agg(
-        seeds=("seed", "nunique"), test_ap=("test_ap", "mean"), test_ap_std=("test_ap", "std"),
-        test_auc=("test_auc", "mean"), val_ap=("val_ap", "mean"),
-    ).sort_values(["model", "ranks", "staleness"]).reset_index(drop=True)  # fmt: skip
+    return (
+        runs.groupby(keys, as_index=False)
+        .agg(
+            seeds=("seed", "nunique"),
+            test_ap=("test_ap", "mean"),
+            test_ap_std=("test_ap", "std"),
+            test_auc=("test_auc", "mean"),
+            val_ap=("val_ap", "mean"),
+        )
+        .sort_values(["model", "ranks", "staleness"])
+        .reset_index(drop=True)
+    )
 
 
 def read_accuracy(tables: Tables) -> str:
     table = table_named(tables)
 
     def setting(row: Any) -> str:
-        return "one process" if row.sched == "single" else f"{row.sched} on {int(row.ranks)} ranks, staleness {int(row.staleness)}"
+        return (
+            "one process" if row.sched == "single" else f"{row.sched} on {int(row.ranks)} ranks, staleness {int(row.staleness)}"
+        )
 
     parts = [
         f"{model}: " + ", ".join(f"{setting(row)} {row.test_ap:.3f}" for row in group.itertuples())

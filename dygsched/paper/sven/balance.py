@@ -21,7 +21,13 @@ BALANCE_BASELINES = {"range": "range-based", "interval": "interval-based"}  # ou
 
 
 def build_balance(
-    results: Path, datasets: tuple[str, ...], model: str, batches: tuple[int, ...], ranks: tuple[int, ...], epochs: int, capacity_slack: float
+    results: Path,
+    datasets: tuple[str, ...],
+    model: str,
+    batches: tuple[int, ...],
+    ranks: tuple[int, ...],
+    epochs: int,
+    capacity_slack: float,
 ) -> None:
     """Section 5.4's balance cost: per training step, the trainer-pair matrix C of Sven's dispatch
     all-to-all and its residual against the slowest link (Equation 2), under each partition, over
@@ -41,13 +47,18 @@ def build_balance(
         for batch in batches:
             for count in ranks:
                 if batch * count > train[1] - train[0]:
-                    print(f"skipped: batch {batch} x {count} ranks is more than the {train[1] - train[0]} training events of {dataset}")
+                    print(
+                        f"skipped: batch {batch} x {count} ranks is more than the {train[1] - train[0]} training events of {dataset}"
+                    )
                     continue
                 # each step's distinct vertices once (what the demand and the dispatch count), not every occurrence per partition
                 reads = [
-                    [dataclasses.replace(read, series=torch.unique(read.series)) for read in epoch_reads(stream, train, batch, count, cfg["seed"], epoch, k, sampler=sampler)]
+                    [
+                        dataclasses.replace(read, series=torch.unique(read.series))
+                        for read in epoch_reads(stream, train, batch, count, cfg["seed"], epoch, k, sampler=sampler)
+                    ]
                     for epoch in range(epochs)
-                ]  # fmt: skip
+                ]
                 demand = demand_matrix(iter(reads[0]), count, stream.num_nodes)
                 found = {}
                 for method in BALANCE_PARTITIONS:
@@ -58,17 +69,36 @@ def build_balance(
                     costs = link_balance(pairs)
                     found[method] = costs
                     for step, value in enumerate(costs["balance_cost"]):
-                        per_step.append({"dataset": dataset, "batch_per_rank": batch, "ranks": count, "partition": method, "step": step,
-                                         "balance_cost": value, "slowest_link": costs["slowest_link"][step]})  # fmt: skip
+                        per_step.append(
+                            {
+                                "dataset": dataset,
+                                "batch_per_rank": batch,
+                                "ranks": count,
+                                "partition": method,
+                                "step": step,
+                                "balance_cost": value,
+                                "slowest_link": costs["slowest_link"][step],
+                            }
+                        )
                     cost = costs["balance_cost"]
-                    rows.append({
-                        "dataset": dataset, "batch_per_rank": batch, "ranks": count, "partition": method, "used": partition.used,
-                        "steps": int(cost.size), "max_balance_cost": float(cost.max()),
-                        "upper_quartile_balance_cost": float(np.percentile(cost, 75)), "median_balance_cost": float(np.median(cost)),
-                        "max_slowest_link": float(costs["slowest_link"].max()), "mean_residual": float(costs["mean_residual"].mean()),
-                        "dispatch_rows_per_step": float(pairs.sum(axis=(1, 2)).mean()),
-                        "largest_receive_rows": partition.largest_receive_volume, "partition_s": seconds,
-                    })  # fmt: skip
+                    rows.append(
+                        {
+                            "dataset": dataset,
+                            "batch_per_rank": batch,
+                            "ranks": count,
+                            "partition": method,
+                            "used": partition.used,
+                            "steps": int(cost.size),
+                            "max_balance_cost": float(cost.max()),
+                            "upper_quartile_balance_cost": float(np.percentile(cost, 75)),
+                            "median_balance_cost": float(np.median(cost)),
+                            "max_slowest_link": float(costs["slowest_link"].max()),
+                            "mean_residual": float(costs["mean_residual"].mean()),
+                            "dispatch_rows_per_step": float(pairs.sum(axis=(1, 2)).mean()),
+                            "largest_receive_rows": partition.largest_receive_volume,
+                            "partition_s": seconds,
+                        }
+                    )
                 for row in rows[-len(BALANCE_PARTITIONS) :]:
                     for baseline in BALANCE_BASELINES:
                         row[f"vs_{baseline}_pct"] = 100 * (row["max_balance_cost"] / found[baseline]["balance_cost"].max() - 1)
@@ -168,9 +198,13 @@ BALANCE = PaperTarget(
     reading=read_balance,
     settings=Settings(
         full={
-            "datasets": ("reddit_like",), "model": "apan", "batches": (400, 800, 1200, 1600, 2000, 2400), "ranks": (8,),
-            "epochs": 10, "capacity_slack": 0.1,
-        },  # fmt: skip
+            "datasets": ("reddit_like",),
+            "model": "apan",
+            "batches": (400, 800, 1200, 1600, 2000, 2400),
+            "ranks": (8,),
+            "epochs": 10,
+            "capacity_slack": 0.1,
+        },
         smoke={"datasets": ("events",), "model": "apan", "batches": (600,), "ranks": (4,), "epochs": 1},
     ),
     headlines=headlines_balance,

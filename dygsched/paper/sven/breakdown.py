@@ -63,12 +63,21 @@ def build_breakdown(results: Path) -> None:
     rows = []
     for summary, metrics, cfg in finished_runs(results / BREAKDOWN_SWEEP.folder):
         comm, exchange = epoch_share(metrics, "comm_s"), epoch_share(metrics, "exchange_s")
-        rows.append({
-            "model": cfg["model"]["name"], "step": breakdown_step(cfg["sched"]), "ranks": summary["world_size"],
-            "epoch_time_s": epoch_time(metrics), "compute_s": epoch_share(metrics, "busy_s"), "exchange_s": exchange,
-            "allreduce_s": comm - exchange, "wait_s": epoch_share(metrics, "wait_s"),
-            "comm_bytes_per_epoch": sum(v for v in summary.get("comm_bytes_per_epoch", {}).values() if isinstance(v, (int, float))),
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": cfg["model"]["name"],
+                "step": breakdown_step(cfg["sched"]),
+                "ranks": summary["world_size"],
+                "epoch_time_s": epoch_time(metrics),
+                "compute_s": epoch_share(metrics, "busy_s"),
+                "exchange_s": exchange,
+                "allreduce_s": comm - exchange,
+                "wait_s": epoch_share(metrics, "wait_s"),
+                "comm_bytes_per_epoch": sum(
+                    v for v in summary.get("comm_bytes_per_epoch", {}).values() if isinstance(v, (int, float))
+                ),
+            }
+        )
     write_table(
         breakdown_table(pd.DataFrame(rows)),
         results / BREAKDOWN_CSV,
@@ -152,7 +161,8 @@ def headlines_breakdown(tables: Tables, published: pd.DataFrame) -> tuple[Headli
         paper = math.prod(_paper_step_speedup(figure, paper_rows, model) for model in ran) ** (1 / len(ran))
         headlines.append(Headline(f"{label}: epoch time before over after", paper, ours_over(before, step)))
     overall = math.sqrt(
-        published_value(figure, "Sven vs naive", "overall speedup min (over)") * published_value(figure, "Sven vs naive", "overall speedup max")
+        published_value(figure, "Sven vs naive", "overall speedup min (over)")
+        * published_value(figure, "Sven vs naive", "overall speedup max")
     )
     headlines.append(Headline("DepComm over the full Sven, epoch time", overall, ours_over("depcomm", BREAKDOWN_ORDER[-1])))
     return tuple(headlines)

@@ -34,7 +34,11 @@ def build_comm(results: Path, datasets: tuple[str, ...], model: str, batches: tu
             for count in ranks:
                 if batch * count > train[1] - train[0]:
                     continue
-                reads = list(epoch_reads(stream, train, batch, count, cfg["seed"], 0, built.embedding_neighbours, built.mail_neighbours, sampler))
+                reads = list(
+                    epoch_reads(
+                        stream, train, batch, count, cfg["seed"], 0, built.embedding_neighbours, built.mail_neighbours, sampler
+                    )
+                )
                 counted = count_traffic(iter(reads), interval_partition(stream.num_nodes, count), count, sizes)
                 n1 = sum(r.series.numel() for r in reads)
                 u1 = sum(int(np.unique(r.series.numpy()).size) for r in reads)
@@ -46,13 +50,23 @@ def build_comm(results: Path, datasets: tuple[str, ...], model: str, batches: tu
                     "depcomm": (n1 * built.memory_dim + u2 * d_state) * share,
                     "sven": (u1 + u2) * d_state * share,
                 }
-                totals = {name: 2 * sum(int(m.sum()) for m in kinds.values()) for name, kinds in counted.items()}  # sent + received
+                totals = {
+                    name: 2 * sum(int(m.sum()) for m in kinds.values()) for name, kinds in counted.items()
+                }  # sent + received
                 for name, total in totals.items():
-                    rows.append({
-                        "dataset": dataset, "batch_per_rank": batch, "ranks": count, "strategy": name,
-                        "bytes_per_epoch": total, "closed_form_bytes": 4 * closed[name],
-                        "eta1": 1 - u1 / n1, "eta2": 1 - u2 / n2, "vs_sven": total / totals["sven"],
-                    })  # fmt: skip
+                    rows.append(
+                        {
+                            "dataset": dataset,
+                            "batch_per_rank": batch,
+                            "ranks": count,
+                            "strategy": name,
+                            "bytes_per_epoch": total,
+                            "closed_form_bytes": 4 * closed[name],
+                            "eta1": 1 - u1 / n1,
+                            "eta2": 1 - u2 / n2,
+                            "vs_sven": total / totals["sven"],
+                        }
+                    )
     if not rows:
         raise DygschedError(f"table-sven-comm: no batch x rank count fits the training events of {', '.join(datasets)}")
     write_table(
@@ -101,7 +115,13 @@ def headlines_comm(tables: Tables, published: pd.DataFrame) -> tuple[Headline, .
         per_ranks = [geometric_mean(group.vs_sven) for _, group in rows.groupby("ranks")]
         per_ranks = [value for value in per_ranks if value is not None]
         paper = published_value(published, f"Sven vs {label}", "comm efficiency (trainers) avg")
-        headlines.append(Headline(f"{label} over Sven, bytes per epoch, average over trainer counts (figure 12c)", paper, float(np.mean(per_ranks)) if per_ranks else None))
+        headlines.append(
+            Headline(
+                f"{label} over Sven, bytes per epoch, average over trainer counts (figure 12c)",
+                paper,
+                float(np.mean(per_ranks)) if per_ranks else None,
+            )
+        )
     return tuple(headlines)
 
 

@@ -17,10 +17,7 @@ def blad_iterations(num_groups: int, num_gpus: int, per_gpu: int = 2) -> Iterati
     hold fewer groups or none.
     """
     return tuple(
-        tuple(
-            tuple(k for k in range(base + per_gpu * r, base + per_gpu * (r + 1)) if k < num_groups)
-            for r in range(num_gpus)
-        )
+        tuple(tuple(k for k in range(base + per_gpu * r, base + per_gpu * (r + 1)) if k < num_groups) for r in range(num_gpus))
         for base in range(0, num_groups, per_gpu * num_gpus)
     )
 

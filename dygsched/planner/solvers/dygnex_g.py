@@ -125,7 +125,9 @@ def _pick_pairs(
     return pairs
 
 
-def _pick_pairs_for_targets(values: np.ndarray, ids: np.ndarray, rows: np.ndarray, count: int) -> list[list[tuple[float, tuple[int, ...]]]]:
+def _pick_pairs_for_targets(
+    values: np.ndarray, ids: np.ndarray, rows: np.ndarray, count: int
+) -> list[list[tuple[float, tuple[int, ...]]]]:
     """``_pick_pairs`` (no reuse) for every candidate target of one iteration at once.
 
     ``values``/``ids``: the remaining groups, sorted ascending, the zero group first (position 0);
@@ -204,9 +206,18 @@ def target_pairing_iterations(
             values = np.asarray([0.0 if k == ZERO else problem.group_times[k] for k in remaining], dtype=float)
             ids, rows = np.asarray(remaining, dtype=np.int64), np.asarray([position[k] for k in partners])
             chunk = max(1, VECTOR_ELEMENTS // len(remaining))  # targets evaluated together: bounded memory
-            all_pairs = [pairs for start in range(0, len(rows), chunk) for pairs in _pick_pairs_for_targets(values, ids, rows[start : start + chunk], gpus - 1)]
+            all_pairs = [
+                pairs
+                for start in range(0, len(rows), chunk)
+                for pairs in _pick_pairs_for_targets(values, ids, rows[start : start + chunk], gpus - 1)
+            ]
         else:
-            all_pairs = (_pick_pairs(problem, remaining, {longest, partner}, _pair_time(problem, longest, partner, use_reuse), gpus - 1, use_reuse) for partner in partners)
+            all_pairs = (
+                _pick_pairs(
+                    problem, remaining, {longest, partner}, _pair_time(problem, longest, partner, use_reuse), gpus - 1, use_reuse
+                )
+                for partner in partners
+            )
         best_waste, best_choice = float("inf"), None
         for partner, pairs in zip(partners, all_pairs):
             target = _pair_time(problem, longest, partner, use_reuse)

@@ -229,8 +229,11 @@ class _PairPlanner:
         if len(wanted) > limit:
             wanted = sorted({wanted[0], wanted[-1], *wanted[:: max(1, len(wanted) // (limit - 2 or 1))]})[:limit]
         pair_load = pairing.loads(first, second)
-        keys = (np.argsort(-self.lookup(first, second), kind="stable"), np.argsort(pair_load, kind="stable"),
-                np.argsort(-pair_load, kind="stable"))[: 1 if self.fast else 3]
+        keys = (
+            np.argsort(-self.lookup(first, second), kind="stable"),
+            np.argsort(pair_load, kind="stable"),
+            np.argsort(-pair_load, kind="stable"),
+        )[: 1 if self.fast else 3]
         for p in wanted:
             for key in keys:
                 keep = key[:p]

@@ -89,8 +89,10 @@ class RealL(Solver):
         if int(workers) != workers or workers < 1:
             raise ScheduleError(f"workers must be a positive integer, got {workers!r}")
         limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
-        reuse_problem = problem if self.use_reuse else ScheduleProblem(
-            problem.group_times, problem.num_gpus, problem.capacity, problem.allreduce_cost
+        reuse_problem = (
+            problem
+            if self.use_reuse
+            else ScheduleProblem(problem.group_times, problem.num_gpus, problem.capacity, problem.allreduce_cost)
         )
         warm = balanced_iterations(reuse_problem) if options.get("warm_start", True) else None
         polish = options.get("polish", DEFAULT_POLISH)
@@ -118,7 +120,9 @@ class RealL(Solver):
         remaining = limit - (time.perf_counter() - start) - min(SOLVER_MARGIN_MAX_S, SOLVER_MARGIN_SHARE * limit)
         result = backend.solve(model, warm, max(remaining, 0.05), float(gap), seed, int(workers))
         iterations = result.iterations
-        if iterations is None or (warm and predicted_epoch_time(reuse_problem, warm) < predicted_epoch_time(reuse_problem, iterations) - 1e-9):
+        if iterations is None or (
+            warm and predicted_epoch_time(reuse_problem, warm) < predicted_epoch_time(reuse_problem, iterations) - 1e-9
+        ):
             iterations = result.iterations if warm is None else warm
         if iterations is None:
             raise ScheduleError(f"the {backend.name} backend found no plan within {limit:g} s ({result.raw_status})")

@@ -51,9 +51,13 @@ def test_one_part_is_every_node_and_range_parts_are_contiguous(graph):
 
 @pytest.mark.parametrize(
     "kwargs, message",
-    [({"method": "spectral"}, r"unknown node partitioner 'spectral' \(choose from metis, hash, range\)"), ({"parts": 300}, "more than the graph's 200 nodes"),
-     ({"parts": 20, "chunks": 20}, "more chunks than the graph's 200 nodes"), ({"chunks": 0}, "at least one part and one chunk")],
-)  # fmt: skip
+    [
+        ({"method": "spectral"}, r"unknown node partitioner 'spectral' \(choose from metis, hash, range\)"),
+        ({"parts": 300}, "more than the graph's 200 nodes"),
+        ({"parts": 20, "chunks": 20}, "more chunks than the graph's 200 nodes"),
+        ({"chunks": 0}, "at least one part and one chunk"),
+    ],
+)
 def test_impossible_partitions_are_one_line(graph, kwargs, message):
     settings = {"parts": 2, "chunks": 4, "method": "metis", **kwargs}
     with pytest.raises(ConfigError, match=message):

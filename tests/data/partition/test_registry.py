@@ -21,7 +21,11 @@ def test_every_partitioner_loads_and_names_are_unique_within_a_kind():
 
 @pytest.mark.parametrize(
     "kind, choices",
-    [("node", "metis, hash, range"), ("online", "distdy, metis, hash, greedy, metis_layer"), ("vertex", "interval, range, reflexbicut")],
+    [
+        ("node", "metis, hash, range"),
+        ("online", "distdy, metis, hash, greedy, metis_layer"),
+        ("vertex", "interval, range, reflexbicut"),
+    ],
 )
 def test_an_unknown_name_is_one_line_listing_the_choices_of_its_kind(kind, choices):
     with pytest.raises(ConfigError) as refused:

@@ -30,7 +30,10 @@ def test_flop_counting_alternates_the_two_settings_and_reports_the_overhead_of_c
     table = pd.read_csv(tmp_path / flop_counting.FLOP_COUNTING_CSV)
     assert table.median_epoch_s.tolist() == pytest.approx([1.23, 1.04]) and table.runs.tolist() == [3, 3]
     assert np.isnan(table.overhead_pct[1])
-    assert flop_counting.read_flop_counting({flop_counting.FLOP_COUNTING_CSV: table}) == "counting graph-convolution FLOPs costs +18.3% of the epoch time"
+    assert (
+        flop_counting.read_flop_counting({flop_counting.FLOP_COUNTING_CSV: table})
+        == "counting graph-convolution FLOPs costs +18.3% of the epoch time"
+    )
 
 
 @pytest.mark.slow

@@ -36,7 +36,9 @@ def test_stream_accuracy_reads_each_run_at_its_best_validation_epoch_and_average
     assert per_run[per_run.model == "tgn"].epoch.tolist() == [1, 0]
     table = pd.read_csv(tmp_path / stream_accuracy.STREAM_ACCURACY_CSV)
     tgn_ap = table[(table.model == "tgn") & (table.metric == "ap") & (table.setting == "transductive")].iloc[0]
-    assert tgn_ap["mean"] == pytest.approx(0.8) and tgn_ap["std"] == pytest.approx(np.std([0.9, 0.7], ddof=1)) and tgn_ap.seeds == 2
+    assert (
+        tgn_ap["mean"] == pytest.approx(0.8) and tgn_ap["std"] == pytest.approx(np.std([0.9, 0.7], ddof=1)) and tgn_ap.seeds == 2
+    )
     inductive = table[(table.model == "tgn") & (table.metric == "ap") & (table.setting == "inductive")].iloc[0]
     assert inductive["mean"] == pytest.approx(0.7) and (table.epochs == 3).all()
     missing = table[(table.metric == "auc") & (table.setting == "inductive")]  # never recorded: missing, never 0

@@ -12,14 +12,23 @@ def test_stream_scaling_reads_each_runs_size_from_its_config_and_fits_the_growth
     from dygsched.metrics.runs_table import append_run
 
     folder = tmp_path / stream_scaling.STREAM_SCALING_DIR
-    for number, (model, events, seconds) in enumerate((("tgn", 2000, 1.0), ("jodie", 2000, 0.5), ("tgn", 8000, 4.0), ("jodie", 8000, 1.0))):
+    for number, (model, events, seconds) in enumerate(
+        (("tgn", 2000, 1.0), ("jodie", 2000, 0.5), ("tgn", 8000, 4.0), ("jodie", 8000, 1.0))
+    ):
         run_id = f"run-{number}"
         (folder / run_id).mkdir(parents=True)
         (folder / run_id / "config.yaml").write_text(f"dataset:\n  name: bipartite\n  num_events: {events}\n")
-        append_run(folder, {
-            "run_id": run_id, "status": "ok", "model": model, "epoch_time_s": seconds, "peak_rss_bytes": events * 2**20 // 10,
-            "eval": {"split": "test", "metric": "ap", "value": 0.9},
-        })  # fmt: skip
+        append_run(
+            folder,
+            {
+                "run_id": run_id,
+                "status": "ok",
+                "model": model,
+                "epoch_time_s": seconds,
+                "peak_rss_bytes": events * 2**20 // 10,
+                "eval": {"split": "test", "metric": "ap", "value": 0.9},
+            },
+        )
     stream_scaling.build_stream_scaling(tmp_path)
     table = pd.read_csv(tmp_path / stream_scaling.STREAM_SCALING_CSV)
     assert table.events.tolist() == [2000, 2000, 8000, 8000] and table.model.tolist() == ["tgn", "jodie", "tgn", "jodie"]

@@ -11,8 +11,13 @@ PLAIN = (str, int, float, bool)
 
 def test_each_benchmark_is_a_project_benchmark_with_plain_settings_and_no_published_rows():
     assert [t.name for t in bench.TARGETS] == [
-        "bench-flop-counting", "bench-vs-pygt", "bench-tgn-pyg", "bench-stream-scaling", "bench-scaling", "table-stream-accuracy",
-    ]  # fmt: skip
+        "bench-flop-counting",
+        "bench-vs-pygt",
+        "bench-tgn-pyg",
+        "bench-stream-scaling",
+        "bench-scaling",
+        "table-stream-accuracy",
+    ]
     for paper_target in bench.TARGETS:
         assert paper_target.paper == bench.SECTION.key and not paper_target.reproduces_paper
         assert paper_target.shape is None and paper_target.headlines is None and rows_of(paper_target.name).empty
