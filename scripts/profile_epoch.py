@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> None:
         per_epoch.append({k: v / len(groups) * 1e3 for k, v in seconds.items()})
     steady = per_epoch[1:] or per_epoch
     print(
-        f"{args.model} on {args.dataset}: {len(groups)} training groups, hidden {args.hidden}, {args.layers} layer(s), windows of {args.window}"
+        f"{args.model} on {args.dataset}: {len(groups)} training groups, hidden {args.hidden}, "
+        f"{args.layers} layer(s), windows of {args.window}"
     )
     total = statistics.median(e["total"] for e in steady)
     for name in ("spatial", "temporal", "readout + loss", "backward", "optimizer", "other", "total"):

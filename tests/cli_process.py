@@ -93,7 +93,8 @@ def _the_zygote() -> _Zygote | None:
 def run_dygsched(
     *args: str, cwd: str | Path | None = None, timeout: float = 300, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``subprocess.run([sys.executable, "-m", "dygsched", *args], capture_output=True, text=True, ...)``, forked from the zygote."""
+    """``subprocess.run([sys.executable, "-m", "dygsched", *args], capture_output=True, text=True, ...)``,
+    forked from the zygote."""
     command = [sys.executable, "-m", "dygsched", *args]
     where = str(cwd if cwd is not None else os.getcwd())
     zygote = _the_zygote()

@@ -203,7 +203,10 @@ def test_killed_mid_epoch_with_spawned_ranks_nothing_is_left(tmp_path):
 
 def watcher(pid: int) -> subprocess.Popen:
     """A process that calls ``end_with(pid)``, says so, then sleeps."""
-    code = f"import time\nfrom dygsched.launch.fork_server import end_with\nend_with({pid})\nprint('watching', flush=True)\ntime.sleep(60)"
+    code = (
+        f"import time\nfrom dygsched.launch.fork_server import end_with\nend_with({pid})\n"
+        "print('watching', flush=True)\ntime.sleep(60)"
+    )
     return subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
     )

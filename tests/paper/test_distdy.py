@@ -149,8 +149,8 @@ def test_traffic_reading_says_when_distdy_is_not_the_lowest():
         {"distdy/traffic/traffic.csv": table, "distdy/traffic/traffic_per_rank.csv": pd.DataFrame()}
     )
     assert (
-        text
-        == "2 stores (measured): others fetch 1.20x DistDy's bytes; 4 stores (counted): others fetch 0.90x to 1.50x DistDy's bytes (DistDy not the lowest)"
+        text == "2 stores (measured): others fetch 1.20x DistDy's bytes; "
+        "4 stores (counted): others fetch 0.90x to 1.50x DistDy's bytes (DistDy not the lowest)"
     )
 
 
@@ -236,8 +236,8 @@ def test_capacity_reading_names_the_baselines_out_of_memory():
     )
     text = distdy.capacity.read_capacity({"distdy/capacity.csv": table})
     assert (
-        text
-        == "K=4: from the tightest feasible D^k to twice it, speedup over METIS 1.10x to 1.30x, largest store over mean 1.00 to 1.04 in bytes; out of memory at some capacity: hash"
+        text == "K=4: from the tightest feasible D^k to twice it, speedup over METIS 1.10x to 1.30x, "
+        "largest store over mean 1.00 to 1.04 in bytes; out of memory at some capacity: hash"
     )
 
 

@@ -78,6 +78,9 @@ def test_every_target_is_a_one_line_make_call_and_needs_no_script():
 
 
 def test_listing_the_targets_imports_no_torch():
-    code = "import sys, dygsched.paper.registry, dygsched.report.render, dygsched.paper.cli, dygsched.report.cli; print('torch' in sys.modules)"
+    code = (
+        "import sys, dygsched.paper.registry, dygsched.report.render, dygsched.paper.cli, dygsched.report.cli; "
+        "print('torch' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

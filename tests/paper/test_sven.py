@@ -173,7 +173,8 @@ def test_accuracy_reading_names_each_setting():
     table = sven.accuracy.accuracy_table(accuracy_runs(papers_accuracy()))
     text = sven.accuracy.read_accuracy({sven.accuracy.ACCURACY_CSV: table})
     assert text.startswith(
-        "test AP (mean over 1 seed(s)), apan: one process 0.802, sven on 2 ranks, staleness 0 0.799, sven on 2 ranks, staleness 1 0.809"
+        "test AP (mean over 1 seed(s)), apan: one process 0.802, sven on 2 ranks, staleness 0 0.799, "
+        "sven on 2 ranks, staleness 1 0.809"
     )
     assert "; tgn: one process 0.884" in text
 
