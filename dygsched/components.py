@@ -1,10 +1,18 @@
-"""Components built from config: a ``_target_`` class or function with its arguments (Hydra's
-``instantiate``), for every stage that builds one (data sources, strategies, models, optimizers,
-launchers). A failure is one ``ConfigError`` line that names the component."""
+"""How the project finds its pluggable parts, in two ways (docs/architecture.md, "Pluggable parts").
+
+* Components built from config: a ``_target_`` class or function with its arguments (Hydra's
+  ``instantiate``), for every stage that builds one (data sources, strategies, models, optimizers,
+  launchers). A failure is one ``ConfigError`` line that names the component.
+* Algorithms a setting names by a short word (the planner's solvers, the partitioners): a table of
+  ``Named`` entries, a name and where it lives as ``module:attribute``, imported only when used, so
+  listing the choices (and refusing an unknown one in one line) imports none of them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import import_module
 from typing import Any
 
 from dygsched.errors import ConfigError, DygschedError
@@ -27,3 +35,27 @@ def instantiate_component(cfg: Mapping[str, Any], what: str, **kwargs: Any) -> A
             raise cause from None
         message = str(cause or exc).strip().splitlines()[-1]
         raise ConfigError(f"cannot build {what} '{cfg.get('_target_')}': {message}") from None
+
+
+def load_target(target: str) -> Any:
+    """The attribute ``module:attribute`` names, its module imported now."""
+    module, _, attribute = target.partition(":")
+    return getattr(import_module(module), attribute)
+
+
+@dataclass(frozen=True)
+class Named:
+    """A part a setting names by ``name``; ``target`` (``module:attribute``) is imported by ``load``."""
+
+    name: str
+    target: str
+
+    def load(self) -> Any:
+        return load_target(self.target)
+
+
+def entry_point_parts(group: str) -> tuple[Named, ...]:
+    """The parts other packages add through the ``group`` entry points (``name = "module:attribute"``)."""
+    from importlib.metadata import entry_points
+
+    return tuple(Named(entry.name, entry.value) for entry in entry_points(group=group))

@@ -1,9 +1,8 @@
-"""The solver interface: every planner is a ``Solver`` that registers itself by name.
+"""The solver interface: every planner is a ``Solver`` with a ``name``.
 
-A solver is one file: a ``Solver`` subclass decorated with ``@register_solver``. The built-in
-ones live in ``dygsched.planner.solvers`` (every module there is imported when the registry is
-first read); another package's solver registers when its module is imported, which naming it
-as ``package.module:Class`` (or through the ``dygsched.solvers`` entry point group) does.
+The built-in ones live in ``dygsched.planner.solvers``, one module each, named in its
+``BUILTIN_SOLVERS`` table; ``dygsched.planner.solve`` adds the ``dygsched.solvers`` entry points and
+reads ``package.module:Class`` names.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from dygsched.errors import ScheduleError
 from dygsched.planner.plan import Iterations, SolverStatus
@@ -41,28 +40,6 @@ class Solver(ABC):
     @abstractmethod
     def run(self, problem: ScheduleProblem, time_limit: float | None, seed: int, **options: Any) -> SolverResult:
         """Plan ``problem``; ``options`` are solver-specific (unknown ones raise ``ScheduleError``)."""
-
-
-S = TypeVar("S", bound=type[Solver])
-_REGISTRY: dict[str, type[Solver]] = {}
-
-
-def register_solver(cls: S) -> S:
-    """Class decorator: make ``cls`` available to ``solve`` under ``cls.name``."""
-    if not cls.name:
-        raise ScheduleError(f"solver class {cls.__qualname__} has no name")
-    known = _REGISTRY.get(cls.name)
-    if known is not None and f"{known.__module__}.{known.__qualname__}" != f"{cls.__module__}.{cls.__qualname__}":
-        raise ScheduleError(
-            f"two solvers are named {cls.name!r}: {known.__module__}.{known.__qualname__} and {cls.__module__}.{cls.__qualname__}"
-        )
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def registered_solvers() -> dict[str, type[Solver]]:
-    """Every solver registered so far, by name."""
-    return dict(_REGISTRY)
 
 
 def empty_iteration(num_gpus: int) -> list[tuple[int, ...]]:

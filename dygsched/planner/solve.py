@@ -2,55 +2,61 @@
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import time
 from collections.abc import Mapping
-from importlib.metadata import entry_points
 from typing import Any
 
+from dygsched.components import Named, entry_point_parts, load_target
 from dygsched.errors import ScheduleError
-from dygsched.planner import solvers as builtin_solvers
-from dygsched.planner.base import Solver, registered_solvers
+from dygsched.planner.base import Solver
 from dygsched.planner.bounds import lower_bound
 from dygsched.planner.plan import Plan, predicted_epoch_time
 from dygsched.planner.problem import ScheduleProblem
+from dygsched.planner.solvers import BUILTIN_SOLVERS
 
 ENTRY_POINT_GROUP = "dygsched.solvers"
 
 
-def discover() -> dict[str, type[Solver]]:
-    """Import every built-in solver module and every ``dygsched.solvers`` entry point; the registry, by name."""
-    for module in sorted(pkgutil.iter_modules(builtin_solvers.__path__), key=lambda m: m.name):
-        importlib.import_module(f"{builtin_solvers.__name__}.{module.name}")
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        entry.load()
-    return registered_solvers()
+def solver_table() -> dict[str, Named]:
+    """Every solver a setting may name: the built-in ones, then other packages' ``dygsched.solvers``
+    entry points (a name already taken is refused in one line). Nothing is imported until used."""
+    table = {entry.name: entry for entry in BUILTIN_SOLVERS}
+    for entry in entry_point_parts(ENTRY_POINT_GROUP):
+        known = table.get(entry.name)
+        if known is not None and known.target != entry.target:
+            raise ScheduleError(f"two solvers are named {entry.name!r}: {known.target} and {entry.target}")
+        table[entry.name] = entry
+    return table
 
 
-SOLVERS: Mapping[str, type[Solver]] = discover()
+SOLVERS: Mapping[str, Named] = solver_table()
+
+
+def _solver_class(target: str, name: str | None) -> type[Solver]:
+    try:
+        cls = load_target(target)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ScheduleError(f"cannot import solver {target!r}: {exc}") from None
+    if not (isinstance(cls, type) and issubclass(cls, Solver)):
+        raise ScheduleError(f"{target!r} is not a dygsched Solver")
+    if name is not None and cls.name != name:
+        raise ScheduleError(f"solver {name!r} names {target}, whose name is {cls.name!r}")
+    return cls
 
 
 def get_solver(algo: str | Solver) -> Solver:
-    """A solver from its name, from ``package.module:Class`` (imported, so it registers), or the solver itself.
+    """A solver from its name, from ``package.module:Class``, or the solver itself.
 
     Unknown names list the valid choices.
     """
     if isinstance(algo, Solver):
         return algo
     if isinstance(algo, str) and ":" in algo:
-        module, _, attribute = algo.partition(":")
-        try:
-            cls = getattr(importlib.import_module(module), attribute)
-        except (ImportError, AttributeError) as exc:
-            raise ScheduleError(f"cannot import solver {algo!r}: {exc}") from None
-        if not (isinstance(cls, type) and issubclass(cls, Solver)):
-            raise ScheduleError(f"{algo!r} is not a dygsched Solver")
-        return cls()
-    found = registered_solvers().get(algo) if isinstance(algo, str) else None
+        return _solver_class(algo, None)()
+    found = SOLVERS.get(algo) if isinstance(algo, str) else None
     if found is None:
-        raise ScheduleError(f"unknown solver {algo!r}; valid choices: {', '.join(registered_solvers())}")
-    return found()
+        raise ScheduleError(f"unknown solver {algo!r}; valid choices: {', '.join(SOLVERS)}")
+    return _solver_class(found.target, found.name)()
 
 
 def solve(

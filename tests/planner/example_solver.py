@@ -1,11 +1,10 @@
-"""A solver in one file, outside the package: it registers itself when imported."""
+"""A solver in one file, outside the package: named ``tests.planner.example_solver:ReversePSG``."""
 
-from dygsched.planner.base import Solver, SolverResult, check_options, register_solver
+from dygsched.planner.base import Solver, SolverResult, check_options
 from dygsched.planner.plan import SolverStatus
 from dygsched.planner.problem import ScheduleProblem
 
 
-@register_solver
 class ReversePSG(Solver):
     """PSG in reverse time order (a toy)."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dygsched.planner.base import Solver, SolverResult, check_options, register_solver
+from dygsched.planner.base import Solver, SolverResult, check_options
 from dygsched.planner.plan import Iterations, SolverStatus
 from dygsched.planner.problem import ScheduleProblem
 
@@ -22,7 +22,6 @@ def blad_iterations(num_groups: int, num_gpus: int, per_gpu: int = 2) -> Iterati
     )
 
 
-@register_solver
 class BLAD(Solver):
     """Two consecutive groups per GPU per iteration (a two-stage pipeline runs them), round-robin."""
 

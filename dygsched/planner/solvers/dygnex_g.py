@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from dygsched.errors import ScheduleError
-from dygsched.planner.base import Solver, SolverResult, check_options, register_solver
+from dygsched.planner.base import Solver, SolverResult, check_options
 from dygsched.planner.plan import Iterations, SolverStatus
 from dygsched.planner.problem import ScheduleProblem
 
@@ -238,7 +238,6 @@ def target_pairing_iterations(
     return tuple(iterations)
 
 
-@register_solver
 class DyGNeXG(Solver):
     """DyGNeX-G, DyGNeX Algorithm 2 as published (reuse-agnostic)."""
 

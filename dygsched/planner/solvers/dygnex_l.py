@@ -6,11 +6,9 @@ DyGNeX linearizes the max with big-M indicators (eqs. 17-20); the epigraph form 
 
 from __future__ import annotations
 
-from dygsched.planner.base import register_solver
 from dygsched.planner.solvers.ilp import RealL
 
 
-@register_solver
 class DyGNeXL(RealL):
     name = "dygnex_l"
     description = "DyGNeX-L: the reuse-agnostic ILP (DyGNeX appendix C)"

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from dygsched.errors import ScheduleError
-from dygsched.planner.base import Solver, SolverResult, check_options, register_solver
+from dygsched.planner.base import Solver, SolverResult, check_options
 from dygsched.planner.bounds import min_iterations
 from dygsched.planner.local_search import LocalSearch, improve_pairs
 from dygsched.planner.plan import Iterations, SolverStatus, iterations_from_bins, predicted_epoch_time
@@ -361,7 +361,6 @@ class _NoSaving:
         return np.zeros(np.shape(a), dtype=float)
 
 
-@register_solver
 class RealGPlus(Solver):
     """The improved REAL-G: whole-epoch balanced pairing with reuse, rebalancing and sorted cutting."""
 

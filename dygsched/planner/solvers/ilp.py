@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 from dygsched.errors import ScheduleError
-from dygsched.planner.base import Solver, SolverResult, check_options, register_solver
+from dygsched.planner.base import Solver, SolverResult, check_options
 from dygsched.planner.bounds import lower_bound
 from dygsched.planner.ilp_backend import IlpBackend
 from dygsched.planner.ilp_cpsat import CpSatBackend
@@ -65,7 +65,6 @@ def available_backends() -> list[str]:
     return [name for name, cls in BACKENDS.items() if cls.available()]
 
 
-@register_solver
 class RealL(Solver):
     """REAL-L: epigraph ILP with McCormick-linearized reuse (REAL eqs. 11-14)."""
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from dygsched.errors import ScheduleError
-from dygsched.planner.base import Solver, SolverResult, check_options, register_solver
+from dygsched.planner.base import Solver, SolverResult, check_options
 from dygsched.planner.plan import SolverStatus, predicted_epoch_time
 from dygsched.planner.problem import ScheduleProblem
 from dygsched.planner.solvers.greedy import balanced_iterations
 from dygsched.planner.solvers.ilp import RealL
 
 
-@register_solver
 class RealPolicy(Solver):
     name = "real"
     description = "REAL policy: ILP within 2x the estimated epoch time, else fall back to greedy"

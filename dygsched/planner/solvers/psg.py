@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dygsched.planner.base import Solver, SolverResult, check_options, register_solver
+from dygsched.planner.base import Solver, SolverResult, check_options
 from dygsched.planner.plan import Iterations, SolverStatus
 from dygsched.planner.problem import ScheduleProblem
 
@@ -18,7 +18,6 @@ def psg_iterations(problem: ScheduleProblem) -> Iterations:
     return tuple(iterations)
 
 
-@register_solver
 class PSG(Solver):
     """Partition by snapshot group: every GPU trains one group per iteration, in snapshot order."""
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from dygsched.planner.base import register_solver
 from dygsched.planner.solvers.dygnex_g import DyGNeXG
 
 
-@register_solver
 class RealGPaper(DyGNeXG):
     """REAL Algorithm 1: candidate targets ``t[i] + t[n] - R[i][n]``, two-pointer pairs on ``t + t - R``."""
 
