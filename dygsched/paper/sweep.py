@@ -93,6 +93,6 @@ def run_sweep(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -
             len(jobs),
             " ".join(o for o in point if not o.startswith(("results_dir=", "progress="))),
         )
-        run(cfg, overrides=point)
+        run(cfg, overrides=point, settings_checked=True)  # checked_points ran precheck on every point
     (folder / RECORD).write_text(json.dumps({"runs": [list(run) for run in multiruns]}, indent=2))
     return folder
