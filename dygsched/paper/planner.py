@@ -35,7 +35,8 @@ from dygsched.planner.simulate import (
 SECTION = Section(
     "planner",
     "Planner",
-    "The solvers against their bounds and against the published DyGNeX-G on every instance family; parallel efficiency from 4 to 1,024 simulated GPUs.",
+    "The solvers against their bounds and against the published DyGNeX-G on every instance family; "
+    "parallel efficiency from 4 to 1,024 simulated GPUs.",
 )
 
 

@@ -94,7 +94,8 @@ def build_time(
     write_table(
         simulated,
         results / TIME_SIMULATED_CSV,
-        "device: cpu = compute calibrated on this machine; 1080ti / v100 = compute priced from the paper's cards (docs/distdy.md)",
+        "device: cpu = compute calibrated on this machine; "
+        "1080ti / v100 = compute priced from the paper's cards (docs/distdy.md)",
         "balance_*: the largest rank over the mean, the worst mini-batch, as sampled (targets, encoder messages)",
         "targets: with a GPU profile DistDy >= 1.0x every baseline at 1, 10 and 50 Gbps, >= 1.15x METIS at 1 Gbps",
     )

@@ -72,10 +72,12 @@ def build_partition(
         results / PARTITION_CSV,
         "partition_s: the partitioner alone (DistDy: Algorithms 1-3 over every snapshot; numba's one-off compile excluded); "
         "store_s: adding every snapshot to the K additive stores",
-        "balance_*: the largest store over the mean at the worst step (window bytes, nodes, training targets, expected sampled messages)",
+        "balance_*: the largest store over the mean at the worst step "
+        "(window bytes, nodes, training targets, expected sampled messages)",
         "cut_weight_share: the share of the expected feature-fetch weight W_uv on edges between stores",
         "out_of_memory: a store would exceed D^k (the baselines ignore it; DistDy never does)",
-        "targets: DistDy balance_bytes <= 1.10 and balance_targets <= 1.20; median passes <= 50; partition_s below metis and metis_layer",
+        "targets: DistDy balance_bytes <= 1.10 and balance_targets <= 1.20; median passes <= 50; "
+        "partition_s below metis and metis_layer",
     )
 
 

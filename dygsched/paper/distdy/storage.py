@@ -86,7 +86,8 @@ def read_storage(tables: Tables) -> str:
     table = table_named(tables)
     return (
         f"additive storage saves {span(table.saved_both, percent)} of whole snapshots (features only "
-        f"{span(table.saved_features_only, percent)}, edges only {span(table.saved_edges_only, percent)}) over {len(table)} settings"
+        f"{span(table.saved_features_only, percent)}, edges only {span(table.saved_edges_only, percent)}) "
+        f"over {len(table)} settings"
     )
 
 
