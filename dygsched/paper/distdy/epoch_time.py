@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -22,6 +24,9 @@ from dygsched.paper.distdy.common import (
 )
 from dygsched.paper.distdy.simulation import Simulator, Stream
 from dygsched.paper.target import Headline, PaperTarget, Settings, Sweep, Tables
+
+if TYPE_CHECKING:
+    from dygsched.engine.distdy.cluster import StepCounts
 
 TIME_SWEEP = Sweep(
     folder="distdy/time",
@@ -101,7 +106,7 @@ def build_time(
     )
 
 
-def _counted_balance(counts: list) -> dict[str, float]:
+def _counted_balance(counts: Sequence[StepCounts]) -> dict[str, float]:
     """The worst mini-batch's largest rank over the mean, in targets and in sampled encoder messages."""
     worst = {"balance_targets": 0.0, "balance_messages": 0.0}
     for step in counts:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,10 @@ from dygsched.paper.common import percent, published_value, span, table_named, t
 from dygsched.paper.distdy.common import DATA_LABELS, HOT_FRACTIONS, PARTITIONER_LABELS, SECTION, config, ratio_to, variants
 from dygsched.paper.distdy.simulation import Stream
 from dygsched.paper.target import Headline, PaperShape, PaperTarget, Settings, Tables
+
+if TYPE_CHECKING:
+    from dygsched.data.partition.online import SnapshotPartition
+    from dygsched.data.temporal_graph import TemporalGraph
 
 PARTITION_CSV = "distdy/partition.csv"
 
@@ -81,7 +86,7 @@ def build_partition(
     )
 
 
-def _store_all(graph: Any, parts: list, stores: int, window: int, segments: int) -> float:
+def _store_all(graph: TemporalGraph, parts: Sequence[SnapshotPartition], stores: int, window: int, segments: int) -> float:
     """Seconds to add every snapshot to the K additive stores."""
     from dygsched.data.additive_store import GraphStore
 
