@@ -1,6 +1,6 @@
 """``dygsched paper``: list the paper targets, or build the missing ones and render the report.
 
-    dygsched paper                                  every target: its paper, what it reproduces, minutes at full size, built or not
+    dygsched paper                                  every target: paper, what it reproduces, minutes at full size, built or not
     dygsched paper table-sven-comm                  build it if its outputs are missing, then render results/report/
     dygsched paper all --smoke                      every target at tiny sizes, under results/smoke/ (what CI runs)
     dygsched paper all --reuse                      only render what results/ holds
@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         dest="overrides",
-        help="a builder setting (e.g. ranks=2,4) or an override for every run of the sweep, replacing the sweep's own for that key (e.g. sched=psg,greedy)",
+        help="a builder setting (e.g. ranks=2,4) or an override for every run of the sweep, "
+        "replacing the sweep's own for that key (e.g. sched=psg,greedy)",
     )
     parser.add_argument(
         "--progress",
@@ -69,11 +70,13 @@ def list_targets(results: Path) -> None:
     for paper_target in registry.TARGETS:
         state = "built" if not paper_target.missing_outputs(results) else "missing"
         print(
-            f"{paper_target.name:<26} {titles[paper_target.paper]:<12} {paper_target.expected:<15} {state:<12} {paper_target.reproduces}"
+            f"{paper_target.name:<26} {titles[paper_target.paper]:<12} {paper_target.expected:<15} {state:<12} "
+            f"{paper_target.reproduces}"
         )
     total = sum(t.minutes for t in registry.TARGETS)
     print(
-        f"\n{len(registry.TARGETS)} targets, about {total / 60:.1f} h at full size on 2 CPU cores; `dygsched paper all --smoke` runs each at tiny sizes"
+        f"\n{len(registry.TARGETS)} targets, about {total / 60:.1f} h at full size on 2 CPU cores; "
+        "`dygsched paper all --smoke` runs each at tiny sizes"
     )
 
 

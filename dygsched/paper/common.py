@@ -7,13 +7,16 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
 from dygsched.errors import DygschedError
 from dygsched.metrics.atomic import write_with
 from dygsched.paper.target import Tables
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig, ListConfig
 
 
 def completed_runs(folder: Path) -> pd.DataFrame:
@@ -25,6 +28,18 @@ def completed_runs(folder: Path) -> pd.DataFrame:
     return runs[runs["status"] == "ok"].reset_index(drop=True)
 
 
+def plain_config(cfg: DictConfig | ListConfig, *, resolve: bool) -> dict[str, Any]:
+    """``cfg`` as plain containers (interpolations resolved where ``resolve``); a config that is a
+    list, not a mapping, is one clear error."""
+    from omegaconf import OmegaConf
+
+    container = OmegaConf.to_container(cfg, resolve=resolve)
+    if not isinstance(container, dict):
+        raise DygschedError(f"expected a run configuration (a mapping), got a {type(container).__name__}")
+    # OmegaConf types a mapping's keys as any of its key types; a composed or saved run config's are str
+    return cast(dict[str, Any], container)
+
+
 def finished_runs(folder: Path) -> list[tuple[dict[str, Any], pd.DataFrame, dict[str, Any]]]:
     """Every finished run under a sweep: its summary, metrics table and config (unresolved)."""
     from omegaconf import OmegaConf
@@ -33,7 +48,7 @@ def finished_runs(folder: Path) -> list[tuple[dict[str, Any], pd.DataFrame, dict
     for summary_path in sorted(Path(folder).glob("*/summary.json")):
         summary = json.loads(summary_path.read_text())
         if summary.get("status") == "ok":
-            cfg = OmegaConf.to_container(OmegaConf.load(summary_path.parent / "config.yaml"), resolve=False)
+            cfg = plain_config(OmegaConf.load(summary_path.parent / "config.yaml"), resolve=False)
             found.append((summary, pd.read_parquet(summary_path.parent / "metrics.parquet"), cfg))
     if not found:
         raise DygschedError(f"no finished runs under {folder}: run the target's sweep first")

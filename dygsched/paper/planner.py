@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,6 +24,7 @@ from dygsched.paper.common import holds, percent, published_value, span, table_n
 from dygsched.paper.target import Headline, PaperTarget, Section, Settings, Tables
 from dygsched.planner import ScheduleProblem, solve
 from dygsched.planner.cost_model import CostModel, group_times_from_sizes
+from dygsched.planner.plan import Plan
 from dygsched.planner.simulate import (
     generate_family,
     generate_snapshots,
@@ -35,7 +38,8 @@ from dygsched.planner.simulate import (
 SECTION = Section(
     "planner",
     "Planner",
-    "The solvers against their bounds and against the published DyGNeX-G on every instance family; parallel efficiency from 4 to 1,024 simulated GPUs.",
+    "The solvers against their bounds and against the published DyGNeX-G on every instance family; "
+    "parallel efficiency from 4 to 1,024 simulated GPUs.",
 )
 
 
@@ -126,23 +130,21 @@ def instances(quick: bool, cache: Path) -> Iterator[Instance]:
         sizes += [(3000, 64), (10_000, 256)]
     for n, g in sizes:
         for reuse in (False, True):
-            yield Instance(f"trend-{n}-{g}", reuse, lambda n=n, g=g, reuse=reuse: _trend_problem(n, g, reuse))
+            yield Instance(f"trend-{n}-{g}", reuse, partial(_trend_problem, n, g, reuse))
         for reuse in (False, True):
-            yield Instance(f"synth-{n}-{g}", reuse, lambda n=n, g=g, reuse=reuse: synthetic_problem(n, g, n + g, reuse, cache))
-        yield Instance(f"stress-{n}-{g}", False, lambda n=n, g=g: _stress_problem(n, g))
+            yield Instance(f"synth-{n}-{g}", reuse, partial(synthetic_problem, n, g, n + g, reuse, cache))
+        yield Instance(f"stress-{n}-{g}", False, partial(_stress_problem, n, g))
     families = [(100, 4), (200, 8), (400, 8), (3000, 128), (10_000, 1024)]
     for family in ("regime", "bursty"):
         for n, g in families if not quick else families[1:2] + families[-1:]:
             for reuse in (False, True):
-                yield Instance(
-                    f"{family}-{n}-{g}", reuse, lambda family=family, n=n, g=g, reuse=reuse: _family_problem(family, n, g, reuse)
-                )
+                yield Instance(f"{family}-{n}-{g}", reuse, partial(_family_problem, family, n, g, reuse))
 
 
-def solver_runs(problem: ScheduleProblem, reuse: bool) -> list[tuple[str, str, dict]]:
+def solver_runs(problem: ScheduleProblem, reuse: bool) -> list[tuple[str, str, dict[str, Any]]]:
     """(label, solver, options) for every solver this instance is solved with."""
     n, g = problem.num_groups, problem.num_gpus
-    runs: list[tuple[str, str, dict]] = [("psg", "psg", {}), ("greedy", "greedy", {})]
+    runs: list[tuple[str, str, dict[str, Any]]] = [("psg", "psg", {}), ("greedy", "greedy", {})]
     if n <= DYGNEX_FULL_MAX_GROUPS:
         runs.append(("dygnex_g", "dygnex_g", {}))
     else:
@@ -154,7 +156,7 @@ def solver_runs(problem: ScheduleProblem, reuse: bool) -> list[tuple[str, str, d
     return runs
 
 
-def target_ceiling(runs: list[tuple[str, str, dict]], plans: list) -> float:
+def target_ceiling(runs: list[tuple[str, str, dict[str, Any]]], plans: Sequence[Plan[int]]) -> float:
     """The bound that shows every target on this instance: the largest plan / (1 + its target gap)."""
     needed = [
         plan.predicted_epoch_time / (1 + TARGET_GAPS[label]) for (label, _, _), plan in zip(runs, plans) if label in TARGET_GAPS
@@ -162,7 +164,9 @@ def target_ceiling(runs: list[tuple[str, str, dict]], plans: list) -> float:
     return max(needed, default=0.0) * (1 + CEILING_MARGIN)
 
 
-def _certify(problem: ScheduleProblem, plans: list, ceiling: float, certify: float, certify_configurations: float) -> float:
+def _certify(
+    problem: ScheduleProblem, plans: Sequence[Plan[int]], ceiling: float, certify: float, certify_configurations: float
+) -> float:
     """The larger valid bound the certifiers prove within their seconds, stopping at ``ceiling``."""
     from dygsched.certify.configuration_bound import configuration_bound
     from dygsched.certify.iteration_bound import SAFETY, iteration_bound
@@ -185,11 +189,11 @@ def benchmark_rows(
     certify: float = 0.0,
     certify_configurations: float = 0.0,
     certify_max_groups: int = 1_000,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """One row per (instance, solver): the plan's predicted epoch time, its bound, gap and solve time.
     With ``certify``/``certify_configurations`` (seconds), the instances the targets cover whose
     ``lower_bound`` does not show them get the certified bound, and their gaps are taken against it."""
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     certifying = certify > 0 or certify_configurations > 0
     for instance in instances(quick, cache):
         if only is not None and instance.name != only:
@@ -245,7 +249,7 @@ def benchmark_rows(
     return rows
 
 
-def targets_met(rows: list[dict], certifying: bool) -> bool:
+def targets_met(rows: list[dict[str, Any]], certifying: bool) -> bool:
     """Print the planner targets' PASS/FAIL lines for the whole suite; whether every one passed."""
     ok = True
 

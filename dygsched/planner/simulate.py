@@ -22,6 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -191,7 +192,7 @@ def scaling_rows(
     cost: CostModel | None = None,
     seed: int = 0,
     time_limit: float | None = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """One row per (solver, GPU count): the plan's predicted epoch time on ``snapshots`` generated
     snapshots in groups of ``window``, and its parallel efficiency against one GPU's greedy plan."""
     if not gpus or min(gpus) < 1:
@@ -225,7 +226,7 @@ def scaling_rows(
     return rows
 
 
-def plot_scaling(rows: list[dict], path: Path) -> None:
+def plot_scaling(rows: list[dict[str, Any]], path: Path) -> None:
     """Parallel efficiency and imbalance ratio against the GPU count, one line per solver."""
     import matplotlib
 

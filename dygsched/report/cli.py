@@ -17,7 +17,8 @@ from dygsched.errors import ConfigError
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dygsched report",
-        description="Render every paper target under a results root into one static report (dygsched paper builds what is missing).",
+        description="Render every paper target under a results root into one static report "
+        "(dygsched paper builds what is missing).",
     )
     parser.add_argument("results", nargs="?", default="results", help="the results root (default: results)")
     parser.add_argument(

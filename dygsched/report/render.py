@@ -236,7 +236,7 @@ def render(results: Path, smoke: bool = False) -> Path:
     shutil.rmtree(building, ignore_errors=True)
     (building / "figures").mkdir(parents=True)
     published = published_rows.published_numbers()
-    views = {section.key: [] for section in registry.SECTIONS}
+    views: dict[str, list[TargetView]] = {section.key: [] for section in registry.SECTIONS}
     for paper_target in registry.TARGETS:
         views[paper_target.paper].append(view_of(paper_target, results, published, building / "figures"))
     runs = runs_table(results)

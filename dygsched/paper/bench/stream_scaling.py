@@ -111,7 +111,8 @@ def read_stream_scaling(tables: Tables) -> str:
         first, last = rows.iloc[0], rows.iloc[-1]
         slope = growth_exponent(rows, "events", "epoch_time_s")
         parts.append(
-            f"{model} {first.epoch_time_s:.2f} s at {int(first.events):,} events to {last.epoch_time_s:.2f} s at {int(last.events):,} (time ~ events^{slope:.2f})"
+            f"{model} {first.epoch_time_s:.2f} s at {int(first.events):,} events to "
+            f"{last.epoch_time_s:.2f} s at {int(last.events):,} (time ~ events^{slope:.2f})"
         )
     return "seconds per epoch in one process: " + "; ".join(parts)
 

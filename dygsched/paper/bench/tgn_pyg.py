@@ -6,27 +6,32 @@ from __future__ import annotations
 import statistics
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from dygsched.errors import ConfigError
 from dygsched.paper.bench.common import SECTION, rounded, training_curve
-from dygsched.paper.common import table_named, times, write_table
+from dygsched.paper.common import plain_config, table_named, times, write_table
 from dygsched.paper.runner import run_or_fail
 from dygsched.paper.target import PaperTarget, Settings, Tables
+
+if TYPE_CHECKING:
+    from dygsched.data.events import EventStream
 
 TGN_PYG_CSV = "bench_tgn_pyg.csv"
 
 
-def _event_stream(dataset: str) -> tuple[Any, tuple[int, int]]:
+def _event_stream(dataset: str) -> tuple[EventStream, tuple[int, int]]:
     """The dataset's event stream and its training events' range, as ``dygsched run`` splits it."""
-    from omegaconf import OmegaConf
-
+    from dygsched.data.events import EventStream
     from dygsched.data.loading import load_data
     from dygsched.launch.compose import compose_config
 
-    cfg: dict[str, Any] = OmegaConf.to_container(compose_config([f"dataset={dataset}"]), resolve=True)  # type: ignore[assignment]
+    cfg = plain_config(compose_config([f"dataset={dataset}"]), resolve=True)
     stream = load_data(cfg["dataset"])
+    if not isinstance(stream, EventStream):
+        raise ConfigError(f"dataset '{dataset}' gives snapshots, not an event stream: TGN trains on events")
     return stream, stream.split(cfg["split"]["train"], cfg["split"]["val"]).train
 
 

@@ -6,19 +6,22 @@ Imports torch and PyTorch Geometric: only the benchmark's builder imports this m
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import TGNMemory, TransformerConv
-from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator, LastNeighborLoader
+from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator, LastNeighborLoader, TimeEncoder
+
+if TYPE_CHECKING:
+    from dygsched.data.events import EventStream
 
 
 class Embedding(nn.Module):
     """One ``TransformerConv`` over the neighbours' relative time encodings and messages."""
 
-    def __init__(self, dim: int, msg_dim: int, time_encoder: nn.Module, heads: int) -> None:
+    def __init__(self, dim: int, msg_dim: int, time_encoder: TimeEncoder, heads: int) -> None:
         super().__init__()
         self.time_encoder = time_encoder
         self.conv = TransformerConv(dim, dim // heads, heads=heads, dropout=0.1, edge_dim=msg_dim + time_encoder.out_channels)
@@ -42,7 +45,7 @@ class Predictor(nn.Module):
 
 
 def pyg_tgn_epochs(
-    stream: Any,
+    stream: EventStream,
     train: tuple[int, int],
     epochs: int,
     batch: int,

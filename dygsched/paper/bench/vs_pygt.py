@@ -7,15 +7,19 @@ import importlib.util
 import statistics
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from dygsched.errors import ConfigError
 from dygsched.paper.bench.common import SECTION, rounded, training_curve
-from dygsched.paper.common import table_named, times, write_table
+from dygsched.paper.common import plain_config, table_named, times, write_table
 from dygsched.paper.runner import run_or_fail
 from dygsched.paper.target import PaperTarget, Settings, Tables
+
+if TYPE_CHECKING:
+    from dygsched.data.groups import SnapshotGroup
+    from dygsched.data.temporal_graph import TemporalGraph
 
 VS_PYGT_CSV = "bench_vs_pygt.csv"
 VS_PYGT_DATASETS = {  # name -> dataset overrides (the synthetic graph: 20,000 nodes, the scale the comparison asks for)
@@ -25,17 +29,15 @@ VS_PYGT_DATASETS = {  # name -> dataset overrides (the synthetic graph: 20,000 n
 VS_PYGT_MODELS = ("tgcn", "mpnn_lstm", "evolvegcn_o", "evolvegcn_h", "wdgcn", "gat_lstm")
 
 
-def _snapshot_graph(dataset: str, window: int) -> tuple[Any, list[Any], float]:
+def _snapshot_graph(dataset: str, window: int) -> tuple[TemporalGraph, tuple[SnapshotGroup, ...], float]:
     """The dataset's snapshots, its training groups (sliding windows, the time split's training part)
     and the configured learning rate, as ``dygsched run`` would make them."""
-    from omegaconf import OmegaConf
-
     from dygsched.data.groups import sliding_groups, split_by_time
-    from dygsched.data.loading import load_data
+    from dygsched.data.loading import load_graph
     from dygsched.launch.compose import compose_config
 
-    cfg: dict[str, Any] = OmegaConf.to_container(compose_config([*VS_PYGT_DATASETS[dataset], f"window={window}"]), resolve=True)  # type: ignore[assignment]
-    graph = load_data(cfg["dataset"])
+    cfg = plain_config(compose_config([*VS_PYGT_DATASETS[dataset], f"window={window}"]), resolve=True)
+    graph = load_graph(cfg["dataset"])
     split = split_by_time(sliding_groups(graph.num_snapshots, window), cfg["split"]["train"], cfg["split"]["val"])
     return graph, split.train, float(cfg["optim"]["lr"])
 

@@ -8,13 +8,18 @@ benchmark's builder imports this module, so listing the targets does without the
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GATConv, GCNConv
 from torch_geometric_temporal.nn.recurrent import MPNNLSTM, TGCN, EvolveGCNH, EvolveGCNO
+
+if TYPE_CHECKING:
+    from dygsched.data.groups import SnapshotGroup
+    from dygsched.data.temporal_graph import TemporalGraph
 
 
 class PlainTGCN(nn.Module):
@@ -62,7 +67,8 @@ class PlainEvolveGCN(nn.Module):
         self.head = nn.Linear(in_channels, 1)
 
     def forward(self, snapshots: list[Any]) -> torch.Tensor:
-        for cell in self.cells:
+        cells: list[EvolveGCNO | EvolveGCNH] = list(self.cells)  # a ModuleList's items are typed as any Module
+        for cell in cells:
             cell.reinitialize_weight()
         for snapshot in snapshots:
             h = snapshot.x
@@ -78,7 +84,7 @@ class PlainConvLSTM(nn.Module):
     def __init__(self, kind: str, in_channels: int, hidden: int, layers: int, heads: int = 4) -> None:
         super().__init__()
         widths = [in_channels] + [hidden] * layers
-        self.kind = kind
+        self.kind, self.hidden = kind, hidden
         if kind == "wdgcn":
             self.convs = nn.ModuleList(GCNConv(a, b) for a, b in zip(widths, widths[1:]))
         else:
@@ -87,7 +93,7 @@ class PlainConvLSTM(nn.Module):
         self.head = nn.Linear(hidden, 1)
 
     def forward(self, snapshots: list[Any]) -> torch.Tensor:
-        zeros = torch.zeros(snapshots[0].x.shape[0], self.cells[0].hidden_size)
+        zeros = torch.zeros(snapshots[0].x.shape[0], self.hidden)  # every LSTMCell's hidden_size
         states = [(zeros, zeros)] * len(self.cells)
         for snapshot in snapshots:
             h = snapshot.x
@@ -112,7 +118,15 @@ def plain_model(model_name: str, in_channels: int, hidden: int, layers: int, num
 
 
 def plain_epochs(
-    graph: Any, groups: list[Any], model_name: str, lr: float, epochs: int, hidden: int, layers: int, window: int, seed: int
+    graph: TemporalGraph,
+    groups: Sequence[SnapshotGroup],
+    model_name: str,
+    lr: float,
+    epochs: int,
+    hidden: int,
+    layers: int,
+    window: int,
+    seed: int,
 ) -> tuple[list[float], list[float]]:
     """The plain loop: per group, zero the gradients, the model over its snapshots from a zero state,
     MSE over the nodes that exist at its last snapshot, backward, Adam; seconds per group per epoch."""

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from dygsched.paper.common import completed_runs
+from dygsched.paper.common import completed_runs, plain_config
 from dygsched.paper.target import Section
 
 SECTION = Section(
@@ -38,23 +39,21 @@ def variants() -> tuple[tuple[str, dict[str, float]], ...]:
     )
 
 
-def config(*overrides: str, experiment: bool = True) -> dict:
+def config(*overrides: str, experiment: bool = True) -> dict[str, Any]:
     """The experiment's configuration (composed as ``dygsched run`` would) with ``overrides``, resolved."""
-    from omegaconf import OmegaConf
-
     from dygsched.launch.compose import compose_config
 
-    return OmegaConf.to_container(compose_config([*([EXPERIMENT] if experiment else []), *overrides]), resolve=True)
+    return plain_config(compose_config([*([EXPERIMENT] if experiment else []), *overrides]), resolve=True)
 
 
-def sweep_runs(folder: Path) -> list[tuple[pd.Series, dict]]:
+def sweep_runs(folder: Path) -> list[tuple[pd.Series, dict[str, Any]]]:
     """Every finished run of a sweep folder: its row of ``runs.parquet`` and its config (unresolved)."""
     from omegaconf import OmegaConf
 
     runs = completed_runs(folder)
     found = []
     for _, row in runs.iterrows():
-        cfg = OmegaConf.to_container(OmegaConf.load(folder / row["run_id"] / "config.yaml"), resolve=False)
+        cfg = plain_config(OmegaConf.load(folder / row["run_id"] / "config.yaml"), resolve=False)
         found.append((row, cfg))
     return found
 

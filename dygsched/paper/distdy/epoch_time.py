@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -22,6 +24,9 @@ from dygsched.paper.distdy.common import (
 )
 from dygsched.paper.distdy.simulation import Simulator, Stream
 from dygsched.paper.target import Headline, PaperTarget, Settings, Sweep, Tables
+
+if TYPE_CHECKING:
+    from dygsched.engine.distdy.cluster import StepCounts
 
 TIME_SWEEP = Sweep(
     folder="distdy/time",
@@ -94,13 +99,14 @@ def build_time(
     write_table(
         simulated,
         results / TIME_SIMULATED_CSV,
-        "device: cpu = compute calibrated on this machine; 1080ti / v100 = compute priced from the paper's cards (docs/distdy.md)",
+        "device: cpu = compute calibrated on this machine; "
+        "1080ti / v100 = compute priced from the paper's cards (docs/distdy.md)",
         "balance_*: the largest rank over the mean, the worst mini-batch, as sampled (targets, encoder messages)",
         "targets: with a GPU profile DistDy >= 1.0x every baseline at 1, 10 and 50 Gbps, >= 1.15x METIS at 1 Gbps",
     )
 
 
-def _counted_balance(counts: list) -> dict[str, float]:
+def _counted_balance(counts: Sequence[StepCounts]) -> dict[str, float]:
     """The worst mini-batch's largest rank over the mean, in targets and in sampled encoder messages."""
     worst = {"balance_targets": 0.0, "balance_messages": 0.0}
     for step in counts:

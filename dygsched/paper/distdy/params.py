@@ -84,4 +84,6 @@ PARAMS = PaperTarget(
         },
         smoke={"budgets": (1, 5), "etas": (1.0, 4.0), "overrides": (SMOKE_SIZES,)},
     ),
-)  # figure 11 prints no number: "with a larger budget, the speedup ... first increases and then remains the same"; "with a larger eta, ... a similar speedup"
+)
+# figure 11 prints no number: "with a larger budget, the speedup ... first increases and then remains
+# the same"; "with a larger eta, ... a similar speedup"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,10 @@ from dygsched.paper.common import percent, published_value, span, table_named, t
 from dygsched.paper.distdy.common import DATA_LABELS, HOT_FRACTIONS, PARTITIONER_LABELS, SECTION, config, ratio_to, variants
 from dygsched.paper.distdy.simulation import Stream
 from dygsched.paper.target import Headline, PaperShape, PaperTarget, Settings, Tables
+
+if TYPE_CHECKING:
+    from dygsched.data.partition.online import SnapshotPartition
+    from dygsched.data.temporal_graph import TemporalGraph
 
 PARTITION_CSV = "distdy/partition.csv"
 
@@ -72,14 +77,16 @@ def build_partition(
         results / PARTITION_CSV,
         "partition_s: the partitioner alone (DistDy: Algorithms 1-3 over every snapshot; numba's one-off compile excluded); "
         "store_s: adding every snapshot to the K additive stores",
-        "balance_*: the largest store over the mean at the worst step (window bytes, nodes, training targets, expected sampled messages)",
+        "balance_*: the largest store over the mean at the worst step "
+        "(window bytes, nodes, training targets, expected sampled messages)",
         "cut_weight_share: the share of the expected feature-fetch weight W_uv on edges between stores",
         "out_of_memory: a store would exceed D^k (the baselines ignore it; DistDy never does)",
-        "targets: DistDy balance_bytes <= 1.10 and balance_targets <= 1.20; median passes <= 50; partition_s below metis and metis_layer",
+        "targets: DistDy balance_bytes <= 1.10 and balance_targets <= 1.20; median passes <= 50; "
+        "partition_s below metis and metis_layer",
     )
 
 
-def _store_all(graph: Any, parts: list, stores: int, window: int, segments: int) -> float:
+def _store_all(graph: TemporalGraph, parts: Sequence[SnapshotPartition], stores: int, window: int, segments: int) -> float:
     """Seconds to add every snapshot to the K additive stores."""
     from dygsched.data.additive_store import GraphStore
 

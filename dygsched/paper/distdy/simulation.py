@@ -4,21 +4,29 @@ counted traffic and work priced for K stores with a device profile (``Simulator`
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from dygsched.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dygsched.data.partition.online import SnapshotPartition
+    from dygsched.engine.distdy.cluster import StepCounts
 
 
 class Stream:
     """One experiment's graph and what every partitioner and count needs of it, computed once."""
 
-    def __init__(self, cfg: dict) -> None:
-        from dygsched.data.loading import load_data
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        from dygsched.data.loading import load_graph
         from dygsched.engine.distdy.placement import feature_segments, snapshot_graphs
         from dygsched.engine.distdy.sampler import InNeighbours
         from dygsched.engine.distdy.strategy import node_split
 
         sched = cfg["sched"]
-        self.cfg, self.graph = cfg, load_data(cfg["dataset"])
+        self.cfg, self.graph = cfg, load_graph(cfg["dataset"])  # DistDy partitions snapshots
         self.train, _, _ = node_split(self.graph.num_nodes, cfg["split"]["train"], cfg["split"]["val"], cfg["seed"])
         self.segments = feature_segments(sched["segments"], self.graph.num_features)
         self.snapshot_graphs = snapshot_graphs(self.graph, self.train, sched["batch"], sched["fanouts"], self.segments)
@@ -28,7 +36,7 @@ class Stream:
     def row_bytes(self) -> int:
         return self.graph.num_features * self.graph.snapshots[0].x.element_size()
 
-    def options(self, **changes: float) -> dict:
+    def options(self, **changes: float) -> dict[str, Any]:
         """``OnlinePartitioner``'s options as configured, with ``changes``."""
         sched = self.cfg["sched"]
         keys = ("eta", "budget", "clip_rewards", "message_weight", "fetch_weight")
@@ -43,7 +51,9 @@ class Stream:
             return store_capacity(self.snapshot_graphs, window, stores, factor)
         return store_capacity(self.snapshot_graphs, window, stores, sched["capacity_factor"], sched["capacity_bytes"])
 
-    def place(self, stores: int, method: str, factor: float | None = None, **changes: float) -> tuple[list, float, np.ndarray]:
+    def place(
+        self, stores: int, method: str, factor: float | None = None, **changes: float
+    ) -> tuple[list[SnapshotPartition], float, np.ndarray]:
         """Every snapshot's placement on ``stores`` stores, the seconds partitioning took, the capacities."""
         from dygsched.data.partition.online import partition_stream
 
@@ -55,7 +65,7 @@ class Stream:
         parts = partition_stream(method, self.snapshot_graphs, stores, capacity, window, self.cfg["seed"], **options)
         return parts, time.perf_counter() - start, capacity
 
-    def balance(self, parts: list, stores: int) -> dict[str, float]:
+    def balance(self, parts: Sequence[SnapshotPartition], stores: int) -> dict[str, float]:
         """Largest store over the mean, the worst step: the window's stored bytes, the newest snapshot's
         nodes and training targets (the targets whose temporal model a store's rank runs), and the
         expected sampled messages its encoders compute over the window."""
@@ -70,12 +80,14 @@ class Stream:
             messages = np.zeros(stores)
             for t in range(tau - window + 1, tau + 1):  # a target's encoder runs where it lives in each snapshot
                 on = (parts[t].store >= 0) & training & (store >= 0)
-                messages += np.bincount(parts[t].store[on], weights=self.snapshot_graphs[t].messages[on], minlength=stores)
+                expected = self.snapshot_graphs[t].messages
+                assert expected is not None, "snapshot_graphs counts every snapshot's expected messages"
+                messages += np.bincount(parts[t].store[on], weights=expected[on], minlength=stores)
             for name, per_store in (("bytes", held), ("nodes", nodes), ("targets", targets), ("messages", messages)):
                 worst[name] = max(worst[name], float(np.max(per_store) / max(np.mean(per_store), 1e-12)))
         return {f"balance_{name}": value for name, value in worst.items()}
 
-    def counts(self, placements: list, stores: int) -> list:
+    def counts(self, placements: Sequence[SnapshotPartition], stores: int) -> list[StepCounts]:
         """The counts of one epoch's mini-batches on ``stores`` stores."""
         from dygsched.engine.distdy.cluster import epoch_counts
 
@@ -103,10 +115,16 @@ class Simulator:
 
         from dygsched.engine.build import build_model
         from dygsched.engine.distdy.cluster import compute_cost
+        from dygsched.models.sage_temporal import SAGETemporal
 
         cfg, graph = stream.cfg, stream.graph
         torch.manual_seed(cfg["seed"])
         model = build_model(cfg["model"], graph)
+        if not isinstance(model, SAGETemporal):
+            raise ConfigError(
+                f"DistDy's simulator prices a sampled GraphSAGE encoder with a temporal model, not {type(model).__name__}: "
+                "use model=sage_temporal"
+            )
         self.profile = profile
         self.cost = compute_cost(
             profile, model, stream.neighbours[:1], graph.snapshots[0].x, cfg["sched"]["fanouts"], cfg["window"]
@@ -115,7 +133,7 @@ class Simulator:
         self.embedding_bytes = model.hidden_channels * 4
         self.parameter_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
 
-    def epoch(self, counts: list, gbps: float) -> dict[str, float]:
+    def epoch(self, counts: Sequence[StepCounts], gbps: float) -> dict[str, float]:
         from dygsched.engine.distdy.cluster import Network, simulate_epoch
 
         return simulate_epoch(

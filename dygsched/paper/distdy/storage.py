@@ -57,11 +57,11 @@ def build_storage(results: Path, *, nodes: int, snapshots: int, segments: int) -
     )
 
 
-def _storage_row(label: str, cfg: dict, segments: int) -> dict[str, Any]:
+def _storage_row(label: str, cfg: dict[str, Any], segments: int) -> dict[str, Any]:
     from dygsched.data.additive_store import history_storage
-    from dygsched.data.loading import load_data
+    from dygsched.data.loading import load_graph
 
-    graph = load_data(cfg["dataset"])
+    graph = load_graph(cfg["dataset"])  # additive storage is of snapshots
     segments = min(segments, graph.num_features)
     history = history_storage(
         [(s.x.numpy(), s.edge_index.numpy(), np.flatnonzero(s.node_mask.numpy())) for s in graph.snapshots], segments
@@ -86,7 +86,8 @@ def read_storage(tables: Tables) -> str:
     table = table_named(tables)
     return (
         f"additive storage saves {span(table.saved_both, percent)} of whole snapshots (features only "
-        f"{span(table.saved_features_only, percent)}, edges only {span(table.saved_edges_only, percent)}) over {len(table)} settings"
+        f"{span(table.saved_features_only, percent)}, edges only {span(table.saved_edges_only, percent)}) "
+        f"over {len(table)} settings"
     )
 
 

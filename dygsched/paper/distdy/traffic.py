@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from dygsched.paper.common import span, table_named, times, write_table
@@ -47,7 +48,7 @@ def build_traffic(results: Path, *, stores: tuple[int, ...], overrides: tuple[st
     for count in stores:
         for method in PARTITIONERS:
             parts, _, _ = stream.place(count, method)
-            remote = sum(c.remote_fetch_rows() for c in stream.counts(parts, count)) * stream.row_bytes
+            remote = np.sum([c.remote_fetch_rows() for c in stream.counts(parts, count)], axis=0) * stream.row_bytes
             for rank in range(count):
                 for way, mb in (("in", remote[rank].sum() / 2**20), ("out", remote[:, rank].sum() / 2**20)):
                     rows.append({"stores": count, "source": "counted", "partitioner": method, "rank": rank, "way": way, "mb": mb})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -81,7 +82,7 @@ def device_of(folder: Path) -> str:
     return kinds.pop() if len(kinds) == 1 else "unknown"
 
 
-def completed_run_folders(folder: Path) -> list[tuple[dict, pd.DataFrame]]:
+def completed_run_folders(folder: Path) -> list[tuple[dict[str, Any], pd.DataFrame]]:
     """Each completed run under ``folder``: its summary (with the device it ran on) and its metric rows."""
     found = []
     for summary_path in sorted(Path(folder).glob("*/summary.json")):
@@ -107,7 +108,7 @@ def epoch_value(metrics: pd.DataFrame, metric: str, over_ranks: str = "max") -> 
     return float(steady.groupby("epoch")["value"].agg(over_ranks).median())
 
 
-def summary_test_mse(summary: dict) -> float | None:
+def summary_test_mse(summary: Mapping[str, Any]) -> float | None:
     return (summary.get("eval") or {}).get("value")
 
 

@@ -64,7 +64,10 @@ def build_convergence(results: Path, tolerance: float) -> None:
         "best_val_mse",
         "reached",
     ]
-    note = f"the target: the validation MSE first at or below Full-History's best + {100 * tolerance:g}% (the paper does not state its criterion)"
+    note = (
+        f"the target: the validation MSE first at or below Full-History's best + {100 * tolerance:g}% "
+        "(the paper does not state its criterion)"
+    )
     write_table(table[columns].sort_values(["model", "variant"]), results / CONVERGENCE_CSV, note)
 
 

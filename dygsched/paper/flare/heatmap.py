@@ -65,7 +65,8 @@ def read_heatmap(tables: Tables) -> str:
     best = table.loc[table.test_mse.idxmin()]
     return (
         f"lowest test MSE {best.test_mse:.4f} at K = {int(best.K)}, alpha = {best.alpha:g}; over {len(table)} settings "
-        f"MSE spans {span(table.test_mse, lambda v: f'{v:.4f}')}, training memory {span(table.train_memory_mb, lambda v: f'{v:.0f}')} MB"
+        f"MSE spans {span(table.test_mse, lambda v: f'{v:.4f}')}, "
+        f"training memory {span(table.train_memory_mb, lambda v: f'{v:.0f}')} MB"
     )
 
 

@@ -30,7 +30,10 @@ def build_memory(results: Path) -> None:
     table = variant_table(results / VARIANTS_SWEEP.folder)[["model", "variant", "device", *MEMORY_MEASURES]].copy()
     for column in MEMORY_MEASURES:
         table[column.removesuffix("_mb") + "_vs_full_history"] = relative(table, column, "Full-History")
-    note = "the paper's measure is gpu_peak_allocated_mb; on a CPU it is missing and peak_rss_mb, saved_for_backward_mb, train_memory_mb are other measures"
+    note = (
+        "the paper's measure is gpu_peak_allocated_mb; on a CPU it is missing and "
+        "peak_rss_mb, saved_for_backward_mb, train_memory_mb are other measures"
+    )
     write_table(table.sort_values(["model", "variant"]), results / MEMORY_CSV, note)
 
 

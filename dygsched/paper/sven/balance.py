@@ -48,7 +48,8 @@ def build_balance(
             for count in ranks:
                 if batch * count > train[1] - train[0]:
                     print(
-                        f"skipped: batch {batch} x {count} ranks is more than the {train[1] - train[0]} training events of {dataset}"
+                        f"skipped: batch {batch} x {count} ranks is more than the "
+                        f"{train[1] - train[0]} training events of {dataset}"
                     )
                     continue
                 # each step's distinct vertices once (what the demand and the dispatch count), not every occurrence per partition

@@ -102,8 +102,8 @@ def headlines_comm(tables: Tables, published: pd.DataFrame) -> tuple[Headline, .
     for strategy, label in STRATEGY_LABELS.items():
         rows = table[table.strategy == strategy]
         at_ranks = rows[rows.ranks == above_two[0]] if above_two else rows.iloc[0:0]
-        per_batch = [geometric_mean(group.vs_sven) for _, group in at_ranks.groupby("batch_per_rank")]
-        per_batch = [value for value in per_batch if value is not None]
+        batch_means = [geometric_mean(group.vs_sven) for _, group in at_ranks.groupby("batch_per_rank")]
+        per_batch = [value for value in batch_means if value is not None]
         paper = math.sqrt(
             published_value(published, f"Sven vs {label}", "comm efficiency (batch size) min")
             * published_value(published, f"Sven vs {label}", "comm efficiency (batch size) max")
@@ -112,8 +112,8 @@ def headlines_comm(tables: Tables, published: pd.DataFrame) -> tuple[Headline, .
         headlines.append(Headline(f"{label} over Sven, bytes per epoch, over batch sizes (figure 12a)", paper, ours))
     for strategy, label in STRATEGY_LABELS.items():
         rows = table[table.strategy == strategy]
-        per_ranks = [geometric_mean(group.vs_sven) for _, group in rows.groupby("ranks")]
-        per_ranks = [value for value in per_ranks if value is not None]
+        rank_means = [geometric_mean(group.vs_sven) for _, group in rows.groupby("ranks")]
+        per_ranks = [value for value in rank_means if value is not None]
         paper = published_value(published, f"Sven vs {label}", "comm efficiency (trainers) avg")
         headlines.append(
             Headline(

@@ -3,11 +3,17 @@ and reading a training run's epoch rows."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from dygsched.errors import ConfigError
+from dygsched.paper.common import plain_config
 from dygsched.paper.target import Section
+
+if TYPE_CHECKING:
+    from dygsched.data.events import EventStream
+    from dygsched.models.memory_base import MemoryModel
 
 SECTION = Section("sven", "Sven", "Memory-based continuous-time models (TGN, JODIE, APAN) with distributed node memory.")
 SVEN_DIR = "sven"
@@ -18,17 +24,23 @@ MODEL_LABELS = {"apan": "APAN", "jodie": "JODIE", "tgn": "TGN"}
 STRATEGY_LABELS = {"depcomm": "DepComm", "depcache": "DepCache"}
 
 
-def stream_and_model(dataset: str, model_name: str) -> tuple[dict[str, Any], Any, Any]:
-    """The event stream and the model (its widths decide the row sizes) a config composes."""
-    from omegaconf import OmegaConf
-
+def stream_and_model(dataset: str, model_name: str) -> tuple[dict[str, Any], EventStream, MemoryModel]:
+    """The event stream and the memory model (its widths decide the row sizes) a config composes;
+    snapshots or a model without node memory are one clear error."""
+    from dygsched.data.events import EventStream
     from dygsched.data.loading import load_data
     from dygsched.engine.build import build_model
     from dygsched.launch.compose import compose_config
+    from dygsched.models.memory_base import MemoryModel
 
-    cfg = OmegaConf.to_container(compose_config([f"dataset={dataset}", f"model={model_name}"]), resolve=True)
+    cfg = plain_config(compose_config([f"dataset={dataset}", f"model={model_name}"]), resolve=True)
     stream = load_data(cfg["dataset"])
-    return cfg, stream, build_model(cfg["model"], stream)
+    if not isinstance(stream, EventStream):
+        raise ConfigError(f"dataset '{dataset}' gives snapshots, not an event stream: Sven's targets count events")
+    model = build_model(cfg["model"], stream)
+    if not isinstance(model, MemoryModel):
+        raise ConfigError(f"model '{model_name}' keeps no node memory: Sven's targets need a memory model (tgn, jodie, apan)")
+    return cfg, stream, model
 
 
 def final(metrics: pd.DataFrame, phase: str, metric: str) -> float:
