@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import difflib
 import re
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from dygsched.data.paths import register_resolver
+from dygsched.engine.run_config import plain_config
 from dygsched.errors import ConfigError, DygschedError
 from dygsched.launch.resolvers import register as register_launch_resolvers
 from dygsched.launch.schema import register as register_schema
@@ -109,10 +111,10 @@ def resolver_refusal(exc: BaseException) -> ConfigError | None:
     return ConfigError(first.removeprefix(prefix)) if first.startswith(prefix) else None
 
 
-def resolved(cfg: DictConfig) -> dict:
+def resolved(cfg: DictConfig) -> dict[str, Any]:
     """``cfg`` with every interpolation resolved, as plain containers; a resolver's refusal or an
     interpolation that cannot resolve is one ``ConfigError`` line."""
     try:
-        return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+        return plain_config(cfg)
     except Exception as exc:
         raise resolver_refusal(exc) or ConfigError(f"invalid configuration: {str(exc).splitlines()[0]}") from None
