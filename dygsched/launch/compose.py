@@ -80,7 +80,7 @@ def unknown_key_message(key: str) -> str:
     if rest and head in known:
         try:
             node = OmegaConf.select(compose_config([]), head)
-            siblings = sorted(node.keys()) if isinstance(node, DictConfig) else []
+            siblings = sorted(str(name) for name in node.keys()) if isinstance(node, DictConfig) else []
         except DygschedError:
             siblings = []
         close = difflib.get_close_matches(rest.split(".")[0], siblings, n=3, cutoff=0.5)
