@@ -41,9 +41,10 @@ def compose_config(overrides: list[str]) -> DictConfig:
     except (HydraException, OmegaConfBaseException) as exc:
         message = " ".join(str(exc).split()).split(" Config search path")[0]
         if "LexerNoViableAltException" in message or "mismatched input" in message:
+            override = message.split(": ", 1)[-1].split(" See https")[0].removesuffix("^").strip()
             raise ConfigError(
-                f"cannot parse the override {message.split(': ', 1)[-1].split(' See https')[0].removesuffix('^').strip()!r}: a value with spaces, "
-                "non-ASCII letters or other special characters must be quoted for Hydra, e.g. 'dataset.path=\"/data/my file.csv\"' "
+                f"cannot parse the override {override!r}: a value with spaces, non-ASCII letters or other "
+                "special characters must be quoted for Hydra, e.g. 'dataset.path=\"/data/my file.csv\"' "
                 "(docs/operations.md)"
             ) from None
         unknown = re.match(r"Could not override '([^']+)'\. To append to your config use \+", message)
