@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from dygsched.components import instantiate_component
 from dygsched.data.kinds import DynamicData
-from dygsched.engine.run_config import RunConfig
+from dygsched.engine.run_config import RunConfig, plain_config
 from dygsched.engine.strategy import RunSettings, Strategy
 from dygsched.errors import ConfigError
 
@@ -28,7 +28,7 @@ def run_settings(cfg: Mapping[str, Any] | RunConfig) -> RunSettings:
 
 def _plain(block: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(block, DictConfig):  # as a script composes it
-        return OmegaConf.to_container(block, resolve=True)  # type: ignore[return-value]
+        return plain_config(block)
     return dict(block)
 
 

@@ -21,7 +21,21 @@ from typing import TYPE_CHECKING, Any
 from dygsched.errors import ConfigError
 
 if TYPE_CHECKING:
+    from omegaconf import DictConfig, ListConfig
+
     from dygsched.engine.strategy import RunSettings
+
+
+def plain_config(config: DictConfig | ListConfig, resolve: bool = True) -> dict[str, Any]:
+    """``config`` as plain containers (interpolations resolved where ``resolve``), typed as what a run
+    config is: a dict whose keys are strings (``OmegaConf.to_container`` is typed for any node). A
+    saved file that holds a list, not a mapping, is one clear error."""
+    from omegaconf import OmegaConf
+
+    container = OmegaConf.to_container(config, resolve=resolve)
+    if not isinstance(container, dict):
+        raise ConfigError(f"expected a run configuration (a mapping), got a {type(container).__name__}")
+    return {str(key): value for key, value in container.items()}
 
 
 @dataclass(frozen=True)
@@ -111,10 +125,10 @@ class RunConfig:
         """From a composed config (a ``DictConfig``, resolved here, or its resolved container)."""
         if isinstance(config, RunConfig):
             return config
-        from omegaconf import DictConfig, OmegaConf
+        from omegaconf import DictConfig
 
         if isinstance(config, DictConfig):
-            config = OmegaConf.to_container(config, resolve=True)  # type: ignore[assignment]
+            config = plain_config(config)
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = sorted(set(config) - set(names))
         missing = [name for name in names if name not in config]
@@ -139,8 +153,8 @@ class RunConfig:
             value = getattr(self, f.name)
             if isinstance(value, ComponentSpec):
                 value = dict(value.fields)
-            elif dataclasses.is_dataclass(value):
-                value = dataclasses.asdict(value)  # type: ignore[arg-type]
+            elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+                value = dataclasses.asdict(value)
             out[f.name] = value
         return out
 

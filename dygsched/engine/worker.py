@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -133,7 +134,7 @@ def train_rank(
     run failed, with the earliest reason any rank wrote.
     """
     run = RunConfig.of(run)
-    where = _RunPlace(RunFolder(run.results_dir, run.run_id) if run.run_id else None, env.rank)
+    where = _RunPlace(RunFolder(Path(run.results_dir), run.run_id) if run.run_id else None, env.rank)
     device = None
     # NCCL's watchdog tears the communicators down and aborts the rank on a failed or timed-out collective
     os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
@@ -231,7 +232,7 @@ class RunStart:
 
     @property
     def folder(self) -> RunFolder:
-        return RunFolder(self.run.results_dir, str(self.run.run_id))
+        return RunFolder(Path(self.run.results_dir), str(self.run.run_id))
 
 
 def start_run(run: RunConfig, world_size: int) -> RunStart:
@@ -293,7 +294,7 @@ class _RankRun:
         results_dir, self.run_id, resumed = broadcast_from_rank0(shared)
         self.folder = where.folder = RunFolder(results_dir, self.run_id)
         self.where = where
-        self.rows: list[tuple] = []  # rank 0 keeps every rank's rows
+        self.rows: list[tuple[Any, ...]] = []  # rank 0 keeps every rank's rows
         if self.is_main:
             self.folder.create(
                 OmegaConf.to_yaml(OmegaConf.create(run.replace(run_id=self.run_id, results_dir=results_dir).to_container()))
@@ -405,7 +406,7 @@ class _RankRun:
                 "epoch %d/%d  train_loss %.4f  %s  time %.2fs", epoch + 1, self.settings.epochs, train_loss, shown, epoch_time
             )
 
-    def _collect(self, with_rng: bool) -> tuple[list[tuple], list[Any]]:
+    def _collect(self, with_rng: bool) -> tuple[list[tuple[Any, ...]], list[Any]]:
         """Rank 0 collects every rank's new rows and missing-metric reasons (and RNG states);
         returns the new rows (on rank 0) and the RNG states."""
         rng = capture_rng(self.device) if with_rng else None

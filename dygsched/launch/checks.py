@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
+from dygsched.engine.run_config import plain_config
 from dygsched.errors import ConfigError
 from dygsched.launch.compose import compose_config, group_choices, resolved, resolver_refusal
 from dygsched.launch.config_checks import check_group_types, check_results_dir, check_settings, check_world_size
@@ -38,15 +39,9 @@ def precheck(cfg: DictConfig, overrides: Sequence[str] | None) -> dict[str, Any]
     interpolation cannot resolve (``check_run`` then says so in its own words). ``overrides``: the
     command line's, whose group choices the component types are checked against (``None``: not
     known, e.g. a config composed by a script, whose components keep their classes' checks)."""
-    from omegaconf import OmegaConf
-
     try:
-        config: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
-        defaults = (
-            OmegaConf.to_container(compose_config(group_choices(list(overrides))), resolve=True)
-            if overrides is not None
-            else None
-        )
+        config = plain_config(cfg)
+        defaults = plain_config(compose_config(group_choices(list(overrides)))) if overrides is not None else None
     except Exception as exc:  # an interpolation that cannot resolve: the run says so in its own words
         refusal = resolver_refusal(exc)
         if refusal is not None:
@@ -54,7 +49,7 @@ def precheck(cfg: DictConfig, overrides: Sequence[str] | None) -> dict[str, Any]
         return None
     check_settings(config)
     if defaults is not None:
-        check_group_types(config, defaults)  # type: ignore[arg-type]
+        check_group_types(config, defaults)
     check_results_dir(Path(str(config["results_dir"])), keep=False)
     dataset_path = (config.get("dataset") or {}).get("path")
     if isinstance(dataset_path, str):

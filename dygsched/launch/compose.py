@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import difflib
 import re
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from dygsched.data.paths import register_resolver
+from dygsched.engine.run_config import plain_config
 from dygsched.errors import ConfigError, DygschedError
 from dygsched.launch.resolvers import register as register_launch_resolvers
 from dygsched.launch.schema import register as register_schema
@@ -39,9 +41,10 @@ def compose_config(overrides: list[str]) -> DictConfig:
     except (HydraException, OmegaConfBaseException) as exc:
         message = " ".join(str(exc).split()).split(" Config search path")[0]
         if "LexerNoViableAltException" in message or "mismatched input" in message:
+            override = message.split(": ", 1)[-1].split(" See https")[0].removesuffix("^").strip()
             raise ConfigError(
-                f"cannot parse the override {message.split(': ', 1)[-1].split(' See https')[0].removesuffix('^').strip()!r}: a value with spaces, "
-                "non-ASCII letters or other special characters must be quoted for Hydra, e.g. 'dataset.path=\"/data/my file.csv\"' "
+                f"cannot parse the override {override!r}: a value with spaces, non-ASCII letters or other "
+                "special characters must be quoted for Hydra, e.g. 'dataset.path=\"/data/my file.csv\"' "
                 "(docs/operations.md)"
             ) from None
         unknown = re.match(r"Could not override '([^']+)'\. To append to your config use \+", message)
@@ -78,7 +81,7 @@ def unknown_key_message(key: str) -> str:
     if rest and head in known:
         try:
             node = OmegaConf.select(compose_config([]), head)
-            siblings = sorted(node.keys()) if isinstance(node, DictConfig) else []
+            siblings = sorted(str(name) for name in node.keys()) if isinstance(node, DictConfig) else []
         except DygschedError:
             siblings = []
         close = difflib.get_close_matches(rest.split(".")[0], siblings, n=3, cutoff=0.5)
@@ -109,10 +112,10 @@ def resolver_refusal(exc: BaseException) -> ConfigError | None:
     return ConfigError(first.removeprefix(prefix)) if first.startswith(prefix) else None
 
 
-def resolved(cfg: DictConfig) -> dict:
+def resolved(cfg: DictConfig) -> dict[str, Any]:
     """``cfg`` with every interpolation resolved, as plain containers; a resolver's refusal or an
     interpolation that cannot resolve is one ``ConfigError`` line."""
     try:
-        return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+        return plain_config(cfg)
     except Exception as exc:
         raise resolver_refusal(exc) or ConfigError(f"invalid configuration: {str(exc).splitlines()[0]}") from None

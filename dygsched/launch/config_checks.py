@@ -92,7 +92,10 @@ def check_dist_backend(value: Any, device: Any = "auto") -> None:
     ``torch.distributed.init_process_group`` takes it; with ``device=cpu`` it must serve CPU tensors."""
     if value == "auto":
         return
-    usage = f"dist_backend must be auto, a backend ({', '.join(DIST_BACKENDS)}) or device:backend pairs such as cpu:gloo,cuda:nccl, got {value!r}"
+    usage = (
+        f"dist_backend must be auto, a backend ({', '.join(DIST_BACKENDS)}) or device:backend pairs "
+        f"such as cpu:gloo,cuda:nccl, got {value!r}"
+    )
     if not isinstance(value, str) or not value:
         raise ConfigError(usage)
     if ":" not in value:

@@ -124,7 +124,7 @@ def release_fork_server() -> None:
         os.close(alive_fd)
     except OSError:
         pass
-    server._forkserver_alive_fd = None
+    server._forkserver_alive_fd = None  # type: ignore[attr-defined]  # private: typeshed's ForkServer does not declare it
 
 
 def end_with(pid: int) -> None:

@@ -66,13 +66,14 @@ class RunSchema:
     window: int = 4  # snapshots per group (sliding windows)
     split: SplitSchema = field(default_factory=SplitSchema)
     eval_negatives: int = 1  # event streams: negatives per validation/test event (1: TGL's AP/AUC; e.g. 100 adds TGB's MRR)
-    tgb_negatives: str | None = (
-        None  # event streams: <folder>/<name> reads TGB's fixed negatives <name>_val_ns.pkl, <name>_test_ns.pkl
-    )
+    # event streams: <folder>/<name> reads TGB's fixed negatives <name>_val_ns.pkl, <name>_test_ns.pkl
+    tgb_negatives: str | None = None
     grad_sync: GradSyncSchema = field(default_factory=GradSyncSchema)
     metrics: MetricsSchema = field(default_factory=MetricsSchema)
     device: str = "auto"  # auto | cpu | cuda
-    dist_backend: str = "auto"  # process group backend; auto: cpu:gloo,cuda:nccl when every rank has a GPU of its own, else gloo; or e.g. gloo, nccl, cpu:gloo
+    # process group backend; auto: cpu:gloo,cuda:nccl when every rank has a GPU of its own, else gloo;
+    # or e.g. gloo, nccl, cpu:gloo
+    dist_backend: str = "auto"
     dist_timeout_s: float = 300.0  # collective timeout: a lost rank cannot hang the run for longer
     checkpoint: bool = True  # write checkpoint.pt (model, optimizer, plan, RNG states, metrics) after every epoch
     resume: Any = None  # true: continue the latest checkpointed run with these settings; or a run folder

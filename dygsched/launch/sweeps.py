@@ -40,6 +40,7 @@ def sweep_choices(overrides: list[str]) -> list[tuple[str, list[str]]]:
         if override.is_sweep_override():
             values = [f"{key}={value}" for value in override.sweep_string_iterator()]
         else:
+            assert override.input_line is not None  # parse_overrides keeps each override's text
             values = [override.input_line]
         choices.append((key, values))
     return choices

@@ -194,7 +194,7 @@ class TorchrunLauncher(Launcher):
             raise LaunchFailed(failure_reason(folder, log_path.read_text(errors="replace"), returncode))
 
 
-def stop_torchrun(torchrun: subprocess.Popen, grace_period_s: float) -> None:
+def stop_torchrun(torchrun: subprocess.Popen[bytes], grace_period_s: float) -> None:
     """SIGTERM to torchrun (it sends SIGTERM on to its ranks and waits for them), SIGKILL if it
     is not done within ``grace_period_s`` plus its own wait for the ranks."""
     if torchrun.poll() is not None:

@@ -7,16 +7,17 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from dygsched.engine.run_config import plain_config
 from dygsched.errors import DygschedError
 from dygsched.metrics.atomic import write_with
 from dygsched.paper.target import Tables
 
 if TYPE_CHECKING:
-    from omegaconf import DictConfig, ListConfig
+    pass
 
 
 def completed_runs(folder: Path) -> pd.DataFrame:
@@ -26,18 +27,6 @@ def completed_runs(folder: Path) -> pd.DataFrame:
         raise DygschedError(f"no runs table at {path}: run the target's sweep first")
     runs = pd.read_parquet(path)
     return runs[runs["status"] == "ok"].reset_index(drop=True)
-
-
-def plain_config(cfg: DictConfig | ListConfig, *, resolve: bool) -> dict[str, Any]:
-    """``cfg`` as plain containers (interpolations resolved where ``resolve``); a config that is a
-    list, not a mapping, is one clear error."""
-    from omegaconf import OmegaConf
-
-    container = OmegaConf.to_container(cfg, resolve=resolve)
-    if not isinstance(container, dict):
-        raise DygschedError(f"expected a run configuration (a mapping), got a {type(container).__name__}")
-    # OmegaConf types a mapping's keys as any of its key types; a composed or saved run config's are str
-    return cast(dict[str, Any], container)
 
 
 def finished_runs(folder: Path) -> list[tuple[dict[str, Any], pd.DataFrame, dict[str, Any]]]:

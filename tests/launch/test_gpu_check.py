@@ -12,7 +12,8 @@ import time
 import pytest
 
 from dygsched.launch import gpu_check
-from dygsched.launch.gpu_check import COLUMNS, VARIANTS, Clock, Row, loss_check, markdown, write_table
+from dygsched.launch.gpu_check import COLUMNS, VARIANTS, Clock, Row, cli, loss_check, markdown, write_table
+from dygsched.launch.gpu_check.probing import _json_line
 
 
 def test_the_table_is_written_as_csv_and_markdown_with_missing_figures_empty(tmp_path):
@@ -55,7 +56,7 @@ def test_the_loss_verdict_against_the_cpu_twin():
 
 
 def test_without_a_cuda_device_it_says_so_in_one_line_and_exits_0(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(gpu_check, "cuda_visible", lambda: False)
+    monkeypatch.setattr(cli, "cuda_visible", lambda: False)  # where main looks it up
     assert gpu_check.main([str(tmp_path / "check")]) == 0
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "no CUDA device" in out
@@ -167,4 +168,4 @@ def test_a_probe_that_wrote_nothing_is_one_failed_row_with_its_last_words():
         :1
     ]
     assert (row.name, row.status, row.reason) == ("join", "failed", "rank 0: it never finished there (died of SIGABRT)")
-    assert gpu_check._json_line('{"rank": 0, "case": "a", "sta') is None  # a line cut short by the rank's death
+    assert _json_line('{"rank": 0, "case": "a", "sta') is None  # a line cut short by the rank's death

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from dygsched.engine.run_config import plain_config
 from dygsched.errors import ConfigError
 from dygsched.paper.bench.common import SECTION, rounded, training_curve
-from dygsched.paper.common import plain_config, table_named, times, write_table
+from dygsched.paper.common import table_named, times, write_table
 from dygsched.paper.runner import run_or_fail
 from dygsched.paper.target import PaperTarget, Settings, Tables
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from dygsched.paper.common import completed_runs, plain_config
+from dygsched.engine.run_config import plain_config
+from dygsched.paper.common import completed_runs
 from dygsched.paper.target import Section
 
 SECTION = Section(

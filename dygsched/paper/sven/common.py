@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from dygsched.engine.run_config import plain_config
 from dygsched.errors import ConfigError
-from dygsched.paper.common import plain_config
 from dygsched.paper.target import Section
 
 if TYPE_CHECKING:

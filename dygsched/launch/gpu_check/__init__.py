@@ -1,0 +1,58 @@
+"""``python -m dygsched.launch.gpu_check [RESULTS]``: one GPU, every strategy, every collective, in minutes.
+
+What a first hour on a machine with a GPU should answer, as one table (``check_gpu.csv`` and
+``check_gpu.md`` in ``RESULTS``, default ``results/check-gpu``, rewritten after every row so a run
+cut short still leaves what it got):
+
+1. ``probe``: the communication module (``dygsched.engine.comm``) on the backends a CUDA run uses.
+   At one rank, the mixed backend ``cpu:gloo,cuda:nccl``: every collective helper on CPU and CUDA
+   tensors, all-to-alls with uneven and zero-row splits, the asynchronous forms, the object
+   collectives (the one-rank shortcut of the helpers is turned off, so each call goes through
+   torch.distributed and its backend); then the same under ``nccl`` alone (``dist_backend=nccl``:
+   CPU tensors staged through the GPU). At two ranks sharing the GPU (gloo, CUDA tensors staged
+   through the host): the same helpers with real exchanges, send/recv included. Each probe rank is
+   a child process with a deadline, so a backend that aborts (NCCL's SIGABRT) fails its rows only.
+2. ``ws1``: every strategy of ``conf/sched`` on small data at ``world_size=1 device=cuda``.
+3. ``ws2``: every strategy at ``world_size=2``, both ranks on the one GPU.
+
+Each run of 2. and 3. is composed with the real configs and trained by the ``run(cfg)`` behind
+``dygsched run`` (one process imports everything once), then again with ``device=cpu``: the table
+puts the two final training losses side by side. A run that fails is one row with its one-line
+reason; every run has a deadline (``--run-timeout-s``, collectives ``dist_timeout_s``), and the
+whole check a budget (``--budget-s``) after which the runs left are rows marked ``skipped``.
+
+Exit status: 0 when every run and probe row is ``ok``, 1 otherwise (each row that is not ``ok`` is
+also printed last, with its reason), 2 for bad arguments; stopped by SIGTERM or Ctrl-C, it keeps the
+table of the rows so far and exits 128 + the signal. Without a CUDA device it prints one line and
+exits 0. ``--device cpu`` runs the same code on CPU
+(a rehearsal: the probe's CUDA rows are left out, the "device" runs are CPU runs).
+
+The package, one job a module: ``variants`` (the runs), ``table`` (rows, progress, the table's
+files), ``probe_cases`` and ``probing`` (part 1), ``runs`` (parts 2 and 3), ``cli`` (the command
+line and the parts in order; ``__main__`` runs it).
+"""
+
+from dygsched.launch.gpu_check.cli import DEFAULT_RESULTS, main
+from dygsched.launch.gpu_check.probing import probe, probe_rows
+from dygsched.launch.gpu_check.runs import RunTimedOut, deadline, one_run, run_overrides
+from dygsched.launch.gpu_check.table import COLUMNS, Clock, Row, loss_check, markdown, write_table
+from dygsched.launch.gpu_check.variants import VARIANTS, Variant
+
+__all__ = [
+    "COLUMNS",
+    "DEFAULT_RESULTS",
+    "VARIANTS",
+    "Clock",
+    "Row",
+    "RunTimedOut",
+    "Variant",
+    "deadline",
+    "loss_check",
+    "main",
+    "markdown",
+    "one_run",
+    "probe",
+    "probe_rows",
+    "run_overrides",
+    "write_table",
+]

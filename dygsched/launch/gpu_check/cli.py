@@ -1,0 +1,148 @@
+"""The check's command line: its arguments, the machine it ran on, and the parts in order."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dygsched.errors import Terminated
+from dygsched.launch.gpu_check.probing import MIXED_BACKEND, SHARED_GPU_BACKEND, probe, probe_rank
+from dygsched.launch.gpu_check.runs import variant_row
+from dygsched.launch.gpu_check.table import TABLE, Clock, Row, markdown, tally, write_table
+from dygsched.launch.gpu_check.variants import VARIANTS
+
+DEFAULT_RESULTS = Path("results") / "check-gpu"
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m dygsched.launch.gpu_check",
+        description="Check the communication module and every strategy on one GPU (a few minutes).",
+    )
+    parser.add_argument(
+        "results", nargs="?", type=Path, default=DEFAULT_RESULTS, help="where the table and the runs go (default: %(default)s)"
+    )
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: a rehearsal of the same code on CPU")
+    parser.add_argument("--parts", default="probe,ws1,ws2", help="which parts, comma-separated (default: %(default)s)")
+    parser.add_argument("--only", default="", help="only these variants, comma-separated (default: all)")
+    parser.add_argument("--no-twins", action="store_true", help="skip the device=cpu run of each variant")
+    parser.add_argument(
+        "--budget-s",
+        type=float,
+        default=390.0,
+        help="start no run after this many seconds; the check ends within the budget and one run's deadline "
+        "(default: %(default)s)",
+    )
+    parser.add_argument("--run-timeout-s", type=float, default=75.0, help="deadline of one run (default: %(default)s)")
+    parser.add_argument("--dist-timeout-s", type=float, default=30.0, help="the runs' collective timeout (default: %(default)s)")
+    parser.add_argument("--probe-timeout-s", type=float, default=60.0, help="deadline of each probe (default: %(default)s)")
+    args = parser.parse_args(list(argv))
+    args.parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    unknown = [p for p in args.parts if p not in ("probe", "ws1", "ws2")]
+    if unknown:
+        parser.error(f"unknown part {', '.join(unknown)}: choose from probe, ws1, ws2")
+    names = [v.name for v in VARIANTS]
+    args.only = [n.strip() for n in args.only.split(",") if n.strip()]
+    missing = [n for n in args.only if n not in names]
+    if missing:
+        parser.error(f"unknown variant {', '.join(missing)}: choose from {', '.join(names)}")
+    for name in ("budget_s", "run_timeout_s", "dist_timeout_s", "probe_timeout_s"):
+        if not getattr(args, name) > 0:
+            parser.error(f"--{name.replace('_', '-')} must be more than 0")
+    return args
+
+
+def cuda_visible() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def describe_machine(device: str) -> dict[str, Any]:
+    """What the table was measured with (``check_gpu_machine.json``): Python, torch, CUDA, NCCL, the GPU."""
+    import platform
+
+    import torch
+
+    machine: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__, "cpus": os.cpu_count()}
+    if device == "cuda":
+        try:
+            nccl: Any = torch.cuda.nccl.version()
+        except Exception:  # a build without NCCL: the probe's nccl rows say what that means
+            nccl = None
+        machine.update(
+            cuda=torch.version.cuda,
+            nccl=".".join(map(str, nccl)) if isinstance(nccl, tuple) else nccl,
+            gpus=torch.cuda.device_count(),
+            gpu=torch.cuda.get_device_name(0),
+            gpu_memory_gib=round(torch.cuda.get_device_properties(0).total_memory / 2**30, 1),
+        )
+    return machine
+
+
+def main(argv: Sequence[str]) -> int:
+    if argv[:1] == ["--probe-rank"]:
+        rank, world_size, port, backend, device, out, timeout = argv[1:8]
+        return probe_rank(int(rank), int(world_size), int(port), backend, device, Path(out), float(timeout))
+    args = parse_args(argv)
+    if args.device == "cuda" and not cuda_visible():
+        print("check-gpu: no CUDA device is visible here (torch.cuda.is_available() is false): nothing checked", flush=True)
+        return 0
+    folder: Path = args.results
+    folder.mkdir(parents=True, exist_ok=True)
+    clock = Clock(args.budget_s)
+    clock.say(f"check-gpu: device={args.device}, parts {', '.join(args.parts)}, table in {folder / TABLE}.csv and .md")
+    machine = describe_machine(args.device)
+    (folder / f"{TABLE}_machine.json").write_text(json.dumps(machine, indent=2) + "\n")
+    clock.say(", ".join(f"{key} {value}" for key, value in machine.items()))
+    rows: list[Row] = []
+    signal.signal(signal.SIGTERM, _stop)  # a run in progress stops its ranks on it, as dygsched run does
+    try:
+        check(args, folder, clock, rows)
+    except (Terminated, KeyboardInterrupt) as exc:
+        write_table(rows, folder)
+        stopped_by = getattr(exc, "signal_name", "interrupted")
+        clock.say(f"check-gpu: stopped ({stopped_by}) after {len(rows)} rows; table in {folder / TABLE}.csv")
+        return int(getattr(exc, "exit_code", 130))
+    write_table(rows, folder)
+    print(markdown(rows), flush=True)
+    bad = [row for row in rows if row.status != "ok"]
+    for row in bad:  # last, where a terminal's tail shows them
+        print(
+            f"not ok: {row.part} {row.name} at {row.world_size} rank(s) on {row.device} ({row.backend}): "
+            f"{row.status}: {row.reason}",
+            flush=True,
+        )
+    clock.say(f"check-gpu: {tally(rows)}; table in {folder / TABLE}.csv")
+    return 1 if bad else 0
+
+
+def _stop(signum: int, frame: Any) -> None:
+    signal.signal(signum, signal.SIG_IGN)  # once: writing the table must not be cut short
+    raise Terminated(signum)
+
+
+def check(args: argparse.Namespace, folder: Path, clock: Clock, rows: list[Row]) -> None:
+    """The parts ``args`` asks for, each row added to ``rows`` and the table rewritten at once."""
+
+    def keep(new: list[Row] | Row) -> None:
+        rows.extend(new if isinstance(new, list) else [new])
+        write_table(rows, folder)
+
+    if "probe" in args.parts:
+        one_rank_backend = MIXED_BACKEND if args.device == "cuda" else "gloo"
+        keep(probe(1, one_rank_backend, args.device, folder, args.probe_timeout_s, clock))
+        if args.device == "cuda":  # dist_backend=nccl alone: CPU tensors staged through the GPU
+            keep(probe(1, "nccl", args.device, folder, args.probe_timeout_s, clock))
+        keep(probe(2, SHARED_GPU_BACKEND, args.device, folder, args.probe_timeout_s, clock))
+    # strategy by strategy, one rank then two: a check stopped by its budget misses the last strategies
+    # (the repeats) at both world sizes rather than every strategy at two ranks
+    for variant in (v for v in VARIANTS if not args.only or v.name in args.only):
+        for part, world_size in (("ws1", 1), ("ws2", 2)):
+            if part in args.parts and world_size in variant.world_sizes:
+                keep(variant_row(part, variant, world_size, args.device, folder / "runs", args, clock))
