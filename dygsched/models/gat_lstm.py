@@ -43,7 +43,7 @@ class GATLSTMLayer(DGNNLayer):
         return ZeroState((zeros, zeros.clone()))
 
     def spatial(
-        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State | None, conv_out: Any = None
     ) -> torch.Tensor:
         return F.elu(self.conv(x, edge_index) if conv_out is None else conv_out)
 

@@ -102,7 +102,8 @@ class ShardedMemory(NodeMemory):
         for (index, rows), (order, send_counts), recv_counts in zip(kinds, routes, received_counts, strict=True):
             sent.append(self.transport.exchange(index[order], send_counts, recv_counts, "aggregate_index", stats))
             sent.append(self.transport.exchange(rows[order.to(rows.device)], send_counts, recv_counts, "aggregate", stats))
-        received = StateUpdates.from_rows(*sent, self.model.memory_dim)
+        endpoint_index, endpoint_rows, delivery_index, delivery_rows = sent
+        received = StateUpdates.from_rows(endpoint_index, endpoint_rows, delivery_index, delivery_rows, self.model.memory_dim)
         received.apply(self.table, self.row_on_device)
 
     def describe(self) -> dict[str, Any]:

@@ -138,7 +138,7 @@ def count_traffic(
 ) -> dict[str, dict[str, np.ndarray]]:
     """Bytes per strategy and kind, ``[from, to]`` (the diagonal, a rank's own rows, stays 0)."""
     owner = np.asarray(owner)
-    out = {name: {} for name in STRATEGIES}
+    out: dict[str, dict[str, np.ndarray]] = {name: {} for name in STRATEGIES}
 
     def add(strategy: str, kind: str, source: int, targets: np.ndarray, row_bytes: int, backwards: bool = False) -> None:
         per_peer = np.bincount(targets, minlength=world_size).astype(np.int64) * row_bytes
