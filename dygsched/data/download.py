@@ -57,7 +57,8 @@ def fetch(entry: CatalogEntry, *, unverified: bool = False, timeout: float = 60.
             )
         if entry.sha256 is not None and sha256 != entry.sha256:
             raise DataError(
-                f"dataset '{entry.name}': {entry.url} gave bytes with SHA-256 {sha256}, the catalogue records {entry.sha256}; nothing was kept"
+                f"dataset '{entry.name}': {entry.url} gave bytes with SHA-256 {sha256}, "
+                f"the catalogue records {entry.sha256}; nothing was kept"
             )
         os.replace(partial, destination)
     finally:
@@ -87,7 +88,8 @@ def _download(entry: CatalogEntry, partial: Path, timeout: float, show_progress:
                 bar.close()
         if announced and announced.isdigit() and received != int(announced):
             raise DataError(
-                f"dataset '{entry.name}': the download from {entry.url} stopped at {received:,} of {int(announced):,} bytes; nothing was kept"
+                f"dataset '{entry.name}': the download from {entry.url} stopped at {received:,} "
+                f"of {int(announced):,} bytes; nothing was kept"
             )
     except DataError:
         raise

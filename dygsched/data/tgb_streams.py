@@ -57,7 +57,8 @@ def _dataset(name: str, download: bool):
         raise DataError(f"unknown TGB stream '{name}' (known: {', '.join(tgb_link_datasets())})")
     if not download and not is_downloaded(name):
         raise DataError(
-            f"TGB stream '{name}' is not downloaded: run `dygsched datasets fetch {name}` (TGB's package downloads it into {tgb_folder(name).parent})"
+            f"TGB stream '{name}' is not downloaded: run `dygsched datasets fetch {name}` "
+            f"(TGB's package downloads it into {tgb_folder(name).parent})"
         )
     (cache_dir() / "tgb").mkdir(parents=True, exist_ok=True)
     root = os.path.relpath(cache_dir() / "tgb", PROJ_DIR)

@@ -23,9 +23,10 @@ class GATLSTMLayer(DGNNLayer):
         H_t, C_t = LSTMCell(S_t, (H_{t-1}, C_{t-1}))
 
     ``spatial`` is the ELU'd ``GATConv`` (independent of the state); ``temporal`` is one
-    ``nn.LSTMCell`` step (at a group's start, zero state, without the state's products). State: ``(H, C)``, each ``[N, out_channels]``. Like GAT itself, the
-    attention ignores edge weights: the edge set alone decides who attends to whom. Reuse
-    (``"gat"``): the conv before the ELU (needs attention dropout off while training).
+    ``nn.LSTMCell`` step (at a group's start, zero state, without the state's products). State:
+    ``(H, C)``, each ``[N, out_channels]``. Like GAT itself, the attention ignores edge weights:
+    the edge set alone decides who attends to whom. Reuse (``"gat"``): the conv before the ELU
+    (needs attention dropout off while training).
     """
 
     reuse = "gat"

@@ -108,8 +108,8 @@ class DistDyStrategy(Strategy):
         windows = data.num_snapshots - settings.window + 1
         if self.config.loop == "online" and settings.epochs != windows * self.config.epochs_per_window:
             raise ConfigError(
-                f"sched.loop=online trains {self.config.epochs_per_window} epoch(s) on each of the {windows} windows as their snapshots "
-                f"arrive: set epochs={windows * self.config.epochs_per_window} (or sched.epochs_per_window)"
+                f"sched.loop=online trains {self.config.epochs_per_window} epoch(s) on each of the {windows} windows "
+                f"as their snapshots arrive: set epochs={windows * self.config.epochs_per_window} (or sched.epochs_per_window)"
             )
 
     def _segments(self, num_features: int) -> int:

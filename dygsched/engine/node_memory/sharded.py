@@ -41,7 +41,8 @@ class ShardedMemory(NodeMemory):
     def check(self, name: str, data: DynamicData, settings: RunSettings, world_size: int) -> None:
         if world_size > data.num_nodes:
             raise ConfigError(
-                f"sched={name} gives each of its {world_size} ranks a share of the vertices, but the stream has only {data.num_nodes}"
+                f"sched={name} gives each of its {world_size} ranks a share of the vertices, "
+                f"but the stream has only {data.num_nodes}"
             )
 
     def build_ownership(self) -> Ownership:
