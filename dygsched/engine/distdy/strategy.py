@@ -43,14 +43,13 @@ from dygsched.data.kinds import DynamicData
 from dygsched.data.partition.online import (
     CapacityError,
     OnlinePartitioner,
-    SnapshotGraph,
-    SnapshotPartition,
-    baseline_partitions,
     over_capacity,
     partition_stream,
     smallest_feasible_factor,
     store_capacity,
 )
+from dygsched.data.partition.online_baselines import baseline_partitions
+from dygsched.data.partition.snapshot_graph import SnapshotGraph, SnapshotPartition
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine import comm
 from dygsched.engine.distdy.config import DistDyConfig
