@@ -216,7 +216,8 @@ def as_window(snapshots: list[Snapshot]) -> tuple[torch.Tensor, torch.Tensor, to
 
 
 def tgt_mpnn_lstm(window: int, dropout: float, training: bool) -> dict:
-    """tgt's ``MPNNLSTM`` over a window (non-trivial batch-norm statistics and affine parameters): its weights, its output, and its batch-norm statistics afterwards."""
+    """tgt's ``MPNNLSTM`` over a window (non-trivial batch-norm statistics and affine parameters): its
+    weights, its output, and its batch-norm statistics afterwards."""
     recurrent = tgt_recurrent()
     theirs = recurrent.MPNNLSTM(4, 8, 12, window, dropout).double()
     draw_parameters(theirs)
