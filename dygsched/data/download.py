@@ -21,9 +21,13 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dygsched.data.catalog import CatalogEntry, cache_dir, entry_for_file
 from dygsched.errors import DataError
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 CHUNK = 1 << 20
 STAMP_SUFFIX = ".sha256"
@@ -107,7 +111,7 @@ def _download(entry: CatalogEntry, partial: Path, timeout: float, show_progress:
     return digest.hexdigest(), received
 
 
-def _progress_bar(name: str, total: int | None):
+def _progress_bar(name: str, total: int | None) -> tqdm:
     from tqdm import tqdm
 
     return tqdm(desc=f"fetching {name}", total=total, unit="B", unit_scale=True, unit_divisor=1024, leave=False)
@@ -158,7 +162,7 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _read_stamp(path: Path) -> dict | None:
+def _read_stamp(path: Path) -> dict[str, Any] | None:
     try:
         return json.loads(Path(str(path) + STAMP_SUFFIX).read_text())
     except (OSError, ValueError):

@@ -19,11 +19,17 @@ import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dygsched.data.catalog import cache_dir
 from dygsched.errors import DataError
+
+if TYPE_CHECKING:
+    from tgb.linkproppred.dataset import LinkPropPredDataset
+
+    from dygsched.data.events import EventStream
 
 INSTALL_HINT = "TGB's streams need its package: pip install 'dygsched[tgb]' (py-tgb)"
 
@@ -47,7 +53,7 @@ def is_downloaded(name: str) -> bool:
     return folder.is_dir() and any(folder.glob(f"{name}_edgelist*.csv"))
 
 
-def _dataset(name: str, download: bool):
+def _dataset(name: str, download: bool) -> LinkPropPredDataset:
     try:
         from tgb.linkproppred.dataset import LinkPropPredDataset
         from tgb.utils.info import PROJ_DIR
@@ -88,7 +94,7 @@ class TGBStreamSource:
     stream: str
     name: str = "tgb"
 
-    def load(self):
+    def load(self) -> EventStream:
         from dygsched.data.events import events_from_arrays
 
         data = _dataset(self.stream, download=False).full_data

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 State = tuple[torch.Tensor, ...]
 
 
-class ZeroState(tuple):
+class ZeroState(tuple[torch.Tensor, ...]):
     """A state whose tensors are all zeros, as ``initial_state`` returns it (a group's start).
 
     A layer may skip the products with such a state (TGCN skips its state's share of the gates);

@@ -47,8 +47,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -297,7 +298,7 @@ class OnlinePartitioner:
         return _Terms(price, load, room, rewards, work, previous.astype(np.int64))
 
     def _refine(
-        self, tau: int, graph: SnapshotGraph, store: np.ndarray, loop=_refine_passes
+        self, tau: int, graph: SnapshotGraph, store: np.ndarray, loop: Callable[..., int] = _refine_passes
     ) -> tuple[np.ndarray, int, np.ndarray]:
         """Algorithm 2 (``loop``: ``_refine_passes``, or its plain Python in the tests) on the base partition:
         the refined partition, the passes it made and how often each node moved."""
@@ -345,7 +346,7 @@ class OnlinePartitioner:
         room = terms.room[None, :] >= np.where(own, 0.0, sizes)
         return scores, room
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {
             "initial_price": self.initial_price,
             "prices": {t: p.tolist() for t, p in self.prices.items()},
@@ -354,7 +355,7 @@ class OnlinePartitioner:
             "previous": None if self.previous is None else self.previous.tolist(),
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.initial_price = state["initial_price"]
         self.prices = {int(t): np.asarray(p) for t, p in state["prices"].items()}
         self.rewards = None if state["rewards"] is None else np.asarray(state["rewards"])

@@ -14,7 +14,7 @@ deliveries), and each owner applies what it received from every rank, the latest
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -27,6 +27,9 @@ from dygsched.engine.node_memory.updates import StateUpdates
 from dygsched.engine.node_memory.volumes import demand_matrix, epoch_reads
 from dygsched.engine.strategy import IterationStats, RunSettings, broadcast_from_rank0
 from dygsched.errors import ConfigError
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 log = logging.getLogger("dygsched")
 
@@ -65,7 +68,7 @@ class ShardedMemory(NodeMemory):
         owner, self.partition_note = broadcast_from_rank0(chosen)
         return Ownership.from_owner(torch.as_tensor(owner), self.world_size)
 
-    def demand(self):
+    def demand(self) -> csr_matrix:
         """Pre-sampling: ``demand[j, v]`` = the training steps in which rank ``j``'s series holds ``v``
         (the first epoch's negatives), counted from the same reads the steps make."""
         run = self.run

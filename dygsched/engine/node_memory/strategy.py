@@ -269,7 +269,9 @@ class NodeMemoryStrategy(Strategy):
         first.scatter_reduce_(0, expand, torch.arange(roots.numel()), reduce="amin")
         return first, expand.to(self.device)
 
-    def _updates(self, batch: RankBatch, endpoint_memory: torch.Tensor, src, dst, t) -> StateUpdates:
+    def _updates(
+        self, batch: RankBatch, endpoint_memory: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, t: torch.Tensor
+    ) -> StateUpdates:
         model, n, dev = self.model, batch.events, self.device
         s_src, s_dst = endpoint_memory[:n], endpoint_memory[n:]
         events = self.events_of(batch)
