@@ -39,11 +39,16 @@ Loads follow ``ScheduleProblem.load`` and assume a saving is at most the smaller
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dygsched.planner.bounds import loads_negligible, lower_bound, min_iterations
 from dygsched.planner.problem import ScheduleProblem
+
+if TYPE_CHECKING:
+    from dygsched.planner.plan import Plan
 
 MAX_GROUPS = 400  # the pricing holds every pair of groups: n^2 / 2 bins
 SMOOTHING = 0.8  # Wentges: price at 0.8 x the best duals so far + 0.2 x the master's, then adapted:
@@ -79,7 +84,7 @@ class _Bins:
         return both[both >= 0]
 
 
-def _best_configuration(bins: _Bins, pi: np.ndarray, cap: float, time_limit: float):
+def _best_configuration(bins: _Bins, pi: np.ndarray, cap: float, time_limit: float) -> tuple[float, np.ndarray]:
     """Largest dual value of at most ``G`` disjoint bins with load ``<= cap``.
 
     Returns (proven upper bound on it, the bins of the best configuration found)."""
@@ -135,7 +140,7 @@ class _Master:
         self.members: list[np.ndarray] = []
         self.seen: set[tuple[int, ...]] = set()
 
-    def add(self, cost: float, groups) -> bool:
+    def add(self, cost: float, groups: Iterable[int]) -> bool:
         key = tuple(sorted(int(k) for k in groups))
         if not key or key in self.seen:
             return False
@@ -144,7 +149,7 @@ class _Master:
         self.members.append(np.asarray(key))
         return True
 
-    def solve(self):
+    def solve(self) -> tuple[float, np.ndarray, float] | None:
         """(value, group duals, iteration-count dual) of the restricted program; None if HiGHS gives none.
 
         (Loads tiny against ``alpha``, e.g. 1e-28 s against 0.1 s, leave it no usable scale.)"""
@@ -163,7 +168,9 @@ class _Master:
         return float(result.fun), duals[: self.num_groups], float(duals[-1])
 
 
-def _farley_bound(bins: _Bins, alpha: float, min_iters: int, pi: np.ndarray, sigma: float, deadline: float):
+def _farley_bound(
+    bins: _Bins, alpha: float, min_iters: int, pi: np.ndarray, sigma: float, deadline: float
+) -> tuple[float, list[np.ndarray]]:
     """Farley's bound at duals ``(pi, sigma)``, ``theta`` proven over every configuration (module doc).
 
     Returns (the bound, valid also when the deadline cuts it short; the configurations priced on
@@ -171,9 +178,9 @@ def _farley_bound(bins: _Bins, alpha: float, min_iters: int, pi: np.ndarray, sig
     levels = bins.levels
     numerator = levels + alpha  # the cheapest configuration whose largest load is levels[i]
     marks = np.unique(np.linspace(0, len(levels) - 1, min(len(levels), FIRST_CAPS)).astype(int))
-    upper = {}  # level index -> proven upper bound of the pricing value under that cap
+    upper: dict[int, float] = {}  # level index -> proven upper bound of the pricing value under that cap
     best_ratio = np.inf
-    found = []
+    found: list[np.ndarray] = []
 
     def evaluate(index: int) -> None:
         nonlocal best_ratio
@@ -208,7 +215,9 @@ def _farley_bound(bins: _Bins, alpha: float, min_iters: int, pi: np.ndarray, sig
         evaluate((a + b) // 2)
 
 
-def configuration_bound(problem: ScheduleProblem, time_limit: float = 60.0, *, plans=(), ceiling: float | None = None) -> float:
+def configuration_bound(
+    problem: ScheduleProblem, time_limit: float = 60.0, *, plans: Sequence[Plan[Any]] = (), ceiling: float | None = None
+) -> float:
     """The configuration bound (module doc), at least ``lower_bound(problem)``; within ``time_limit`` s.
 
     ``plans``: plans whose iterations seed the columns (a good plan speeds it up a lot).

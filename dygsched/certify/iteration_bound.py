@@ -46,11 +46,16 @@ trend-300-8 with reuse this proves the 2% in 48 s where the program alone had no
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dygsched.planner.bounds import loads_negligible, lower_bound, min_iterations
 from dygsched.planner.problem import ScheduleProblem
+
+if TYPE_CHECKING:
+    from dygsched.planner.plan import Plan
 
 SOLVER_GAP = 1e-3  # HiGHS stops a round within this relative gap; its proven bound is what counts
 SAFETY = 1e-6  # relative margin for the solver's feasibility tolerances
@@ -111,7 +116,7 @@ class _Relaxation:
         self.max_iterations = -(-n // problem.num_gpus)  # more never help: every group could run alone
         self.min_iterations = min_iterations(problem)
 
-    def solve(self, grid: np.ndarray, time_limit: float, ceiling: float | None = None):
+    def solve(self, grid: np.ndarray, time_limit: float, ceiling: float | None = None) -> tuple[float, np.ndarray | None]:
         """Proven bound (seconds, at most ``ceiling``) and the steps of the ``w`` found, on ``grid``'s levels.
 
         The steps are None when no point was found (or none below ``ceiling`` exists)."""
@@ -201,12 +206,12 @@ def iteration_bound(
     problem: ScheduleProblem,
     time_limit: float = 10.0,
     *,
-    focus=None,
+    focus: Iterable[float] | None = None,
     classes: int = 40,
     levels: int = 32,
     split: int = 6,
     tolerance: float = 5e-4,
-    plans=(),
+    plans: Sequence[Plan[Any]] = (),
     ceiling: float | None = None,
 ) -> float:
     """The iteration bound (module doc), at least ``lower_bound(problem)``; within ``time_limit`` s.

@@ -81,7 +81,7 @@ class GraphStore:
     window: int
     segments: int = 4
     itemsize: int = 4
-    versions: deque = field(default_factory=deque)  # (snapshot index, _Version), oldest first
+    versions: deque[tuple[int, _Version]] = field(default_factory=deque)  # (snapshot index, _Version), oldest first
     base_edges: np.ndarray = field(default_factory=lambda: np.zeros((2, 0), np.int64))  # incident edges at the oldest snapshot
 
     def __post_init__(self) -> None:

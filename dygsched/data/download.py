@@ -21,9 +21,13 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dygsched.data.catalog import CatalogEntry, cache_dir, entry_for_file
 from dygsched.errors import DataError
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 CHUNK = 1 << 20
 STAMP_SUFFIX = ".sha256"
@@ -57,7 +61,8 @@ def fetch(entry: CatalogEntry, *, unverified: bool = False, timeout: float = 60.
             )
         if entry.sha256 is not None and sha256 != entry.sha256:
             raise DataError(
-                f"dataset '{entry.name}': {entry.url} gave bytes with SHA-256 {sha256}, the catalogue records {entry.sha256}; nothing was kept"
+                f"dataset '{entry.name}': {entry.url} gave bytes with SHA-256 {sha256}, "
+                f"the catalogue records {entry.sha256}; nothing was kept"
             )
         os.replace(partial, destination)
     finally:
@@ -87,7 +92,8 @@ def _download(entry: CatalogEntry, partial: Path, timeout: float, show_progress:
                 bar.close()
         if announced and announced.isdigit() and received != int(announced):
             raise DataError(
-                f"dataset '{entry.name}': the download from {entry.url} stopped at {received:,} of {int(announced):,} bytes; nothing was kept"
+                f"dataset '{entry.name}': the download from {entry.url} stopped at {received:,} "
+                f"of {int(announced):,} bytes; nothing was kept"
             )
     except DataError:
         raise
@@ -105,7 +111,7 @@ def _download(entry: CatalogEntry, partial: Path, timeout: float, show_progress:
     return digest.hexdigest(), received
 
 
-def _progress_bar(name: str, total: int | None):
+def _progress_bar(name: str, total: int | None) -> tqdm:
     from tqdm import tqdm
 
     return tqdm(desc=f"fetching {name}", total=total, unit="B", unit_scale=True, unit_divisor=1024, leave=False)
@@ -156,7 +162,7 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _read_stamp(path: Path) -> dict | None:
+def _read_stamp(path: Path) -> dict[str, Any] | None:
     try:
         return json.loads(Path(str(path) + STAMP_SUFFIX).read_text())
     except (OSError, ValueError):

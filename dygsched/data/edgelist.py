@@ -73,7 +73,8 @@ class EdgeListSource:
         missing = [c for c in columns if c not in frame.columns]
         if missing:
             raise DataError(
-                f"dataset '{self.name}': unknown column(s) {', '.join(missing)} in {path} (it has: {', '.join(map(str, frame.columns))})"
+                f"dataset '{self.name}': unknown column(s) {', '.join(missing)} in {path} "
+                f"(it has: {', '.join(map(str, frame.columns))})"
             )
         if frame.empty:
             raise DataError(f"dataset '{self.name}': {path} has no edges")
@@ -91,7 +92,8 @@ class EdgeListSource:
             limit = MAX_NODE_ID if values.dtype.kind == "f" else 2**63  # exact as floats / as int64
             if values.max() >= limit:
                 raise DataError(
-                    f"dataset '{self.name}': node id {values.max():.0f} in column '{col}' of {path} is too large (below {limit:.3g})"
+                    f"dataset '{self.name}': node id {values.max():.0f} in column '{col}' of {path} "
+                    f"is too large (below {limit:.3g})"
                 )
         if not np.isfinite(frame[self.time_col].to_numpy(dtype=float)).all():
             raise DataError(f"dataset '{self.name}': timestamps in {path} must be finite")
@@ -115,8 +117,8 @@ class EdgeListSource:
             count = (stop - start) / self.snapshot_duration + 1
             if count > MAX_SNAPSHOTS:
                 raise DataError(
-                    f"dataset '{self.name}': snapshot_duration={self.snapshot_duration:g} cuts the timestamps into {count:.3g} snapshots "
-                    f"(at most {MAX_SNAPSHOTS:,}); use a longer duration"
+                    f"dataset '{self.name}': snapshot_duration={self.snapshot_duration:g} cuts the timestamps "
+                    f"into {count:.3g} snapshots (at most {MAX_SNAPSHOTS:,}); use a longer duration"
                 )
             return np.floor((times - start) / self.snapshot_duration).astype(np.int64)
         assert self.num_snapshots is not None  # exactly one of the two is set (checked above)

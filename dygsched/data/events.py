@@ -10,6 +10,7 @@ defined. Splits are chronological: train, then validation, then test, by event c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 import torch
@@ -115,7 +116,18 @@ class EventStream:
         return [(b, min(b + size, stop)) for b in range(start, stop, size)]
 
 
-def events_from_arrays(name: str, src, dst, times, weight=None, num_nodes: int | None = None, edge_features=None) -> EventStream:
+Array: TypeAlias = "np.ndarray | torch.Tensor"  # what ``events_from_arrays`` reads: numpy or torch
+
+
+def events_from_arrays(
+    name: str,
+    src: Array,
+    dst: Array,
+    times: Array,
+    weight: Array | None = None,
+    num_nodes: int | None = None,
+    edge_features: Array | None = None,
+) -> EventStream:
     """An ``EventStream`` from raw id and time arrays (numpy or tensors) in any order, with
     optional per-event ``weight`` and ``edge_features`` rows (``[E, F]``).
 

@@ -55,5 +55,6 @@ def check_fits(need_bytes: float, what: str) -> None:
     limit = allocatable_memory()
     if need_bytes > limit:
         raise DataError(
-            f"{what} needs about {need_bytes / 2**30:.1f} GiB, more than the {limit / 2**30:.1f} GiB of memory this process can allocate"
+            f"{what} needs about {need_bytes / 2**30:.1f} GiB, "
+            f"more than the {limit / 2**30:.1f} GiB of memory this process can allocate"
         )

@@ -54,7 +54,7 @@ def from_signal(signal: Any, name: str, task: Task = Task.REGRESSION, num_classe
     return TemporalGraph(name, tuple(snapshots), task, num_classes)
 
 
-def read_json(path: str | Path, name: str) -> dict:
+def read_json(path: str | Path, name: str) -> dict[str, Any]:
     path = Path(path).expanduser()
     if not path.is_file():
         raise DataError(f"dataset '{name}': file not found: {path}")
@@ -68,7 +68,7 @@ def read_json(path: str | Path, name: str) -> dict:
     return data
 
 
-def time_periods(data: dict, path: Path, name: str) -> int:
+def time_periods(data: dict[str, Any], path: Path, name: str) -> int:
     """The JSON's ``time_periods``: a positive integer (the loaders iterate ``range`` of it)."""
     if "time_periods" not in data:
         raise DataError(f"dataset '{name}': {path} misses key 'time_periods'")
@@ -109,7 +109,7 @@ class TwitterTennisSource:
             )
         return _parse(self.name, path, lambda: self._snapshots(data, periods))
 
-    def _snapshots(self, data: dict, periods: int) -> tuple[Snapshot, ...]:
+    def _snapshots(self, data: dict[str, Any], periods: int) -> tuple[Snapshot, ...]:
         keep = self.num_nodes
         snapshots = []
         for t in range(periods):
@@ -171,7 +171,7 @@ class EnglandCovidSource:
             raise DataError(f"dataset '{self.name}': lags must be in [1, {periods - 1}], got {self.lags}")
         return _parse(self.name, path, lambda: self._snapshots(data, periods))
 
-    def _snapshots(self, data: dict, periods: int) -> tuple[Snapshot, ...]:
+    def _snapshots(self, data: dict[str, Any], periods: int) -> tuple[Snapshot, ...]:
         cases = np.array(data["y"], dtype=np.float64)
         standard = (cases - cases.mean(axis=0)) / (cases.std(axis=0) + 1e-10)
         mapping = data["edge_mapping"]
@@ -240,7 +240,7 @@ class LaggedSeriesSource:
         data = read_json(path, self.name)
         return _parse(self.name, path, lambda: self._snapshots(data, path))
 
-    def _snapshots(self, data: dict, path: Path) -> tuple[Snapshot, ...]:
+    def _snapshots(self, data: dict[str, Any], path: Path) -> tuple[Snapshot, ...]:
         if self.layout == "montevideo_bus":
             stops = [node["bus_stop"] for node in data["nodes"]]
             index = {stop: i for i, stop in enumerate(stops)}

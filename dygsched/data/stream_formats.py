@@ -32,6 +32,7 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -129,7 +130,7 @@ def _endpoints_and_times(
     )
 
 
-def _read_csv(path: Path, **options) -> pd.DataFrame:
+def _read_csv(path: Path, **options: Any) -> pd.DataFrame:
     try:
         return pd.read_csv(path, **options)
     except pd.errors.EmptyDataError:
@@ -159,7 +160,15 @@ class StreamFileSource:
         return reader(path, self.name)
 
 
-def _stream(name: str, path: Path, src, dst, times, num_nodes: int | None, features=None) -> EventStream:
+def _stream(
+    name: str,
+    path: Path,
+    src: np.ndarray,
+    dst: np.ndarray,
+    times: np.ndarray,
+    num_nodes: int | None,
+    features: np.ndarray | torch.Tensor | None = None,
+) -> EventStream:
     if len(times) == 0:
         raise DataError(f"{path}: no events")
     times = np.array(times, dtype=np.float64)  # copies: pandas may hand out read-only arrays

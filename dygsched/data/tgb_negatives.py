@@ -74,7 +74,7 @@ def negative_files(prefix: str | Path) -> dict[str, Path]:
     return files
 
 
-def load_negatives_file(path: Path) -> dict:
+def load_negatives_file(path: Path) -> dict[Any, Any]:
     try:
         with open(path, "rb") as handle:
             table = _ArraysOnly(handle).load()

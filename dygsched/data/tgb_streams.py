@@ -19,11 +19,17 @@ import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dygsched.data.catalog import cache_dir
 from dygsched.errors import DataError
+
+if TYPE_CHECKING:
+    from tgb.linkproppred.dataset import LinkPropPredDataset
+
+    from dygsched.data.events import EventStream
 
 INSTALL_HINT = "TGB's streams need its package: pip install 'dygsched[tgb]' (py-tgb)"
 
@@ -47,7 +53,7 @@ def is_downloaded(name: str) -> bool:
     return folder.is_dir() and any(folder.glob(f"{name}_edgelist*.csv"))
 
 
-def _dataset(name: str, download: bool):
+def _dataset(name: str, download: bool) -> LinkPropPredDataset:
     try:
         from tgb.linkproppred.dataset import LinkPropPredDataset
         from tgb.utils.info import PROJ_DIR
@@ -57,7 +63,8 @@ def _dataset(name: str, download: bool):
         raise DataError(f"unknown TGB stream '{name}' (known: {', '.join(tgb_link_datasets())})")
     if not download and not is_downloaded(name):
         raise DataError(
-            f"TGB stream '{name}' is not downloaded: run `dygsched datasets fetch {name}` (TGB's package downloads it into {tgb_folder(name).parent})"
+            f"TGB stream '{name}' is not downloaded: run `dygsched datasets fetch {name}` "
+            f"(TGB's package downloads it into {tgb_folder(name).parent})"
         )
     (cache_dir() / "tgb").mkdir(parents=True, exist_ok=True)
     root = os.path.relpath(cache_dir() / "tgb", PROJ_DIR)
@@ -87,7 +94,7 @@ class TGBStreamSource:
     stream: str
     name: str = "tgb"
 
-    def load(self):
+    def load(self) -> EventStream:
         from dygsched.data.events import events_from_arrays
 
         data = _dataset(self.stream, download=False).full_data

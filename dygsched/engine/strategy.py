@@ -271,7 +271,8 @@ class Strategy(ABC):
             settings.new_node_fraction != 0.0 or settings.eval_negatives != 1 or settings.tgb_negatives
         ):
             raise ConfigError(
-                f"split.new_nodes, eval_negatives and tgb_negatives set link prediction on event streams; sched={self.name} does not predict links"
+                "split.new_nodes, eval_negatives and tgb_negatives set link prediction on event streams; "
+                f"sched={self.name} does not predict links"
             )
 
     def check_model(self, model: nn.Module) -> None:

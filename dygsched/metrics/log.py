@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 LOGGER = "dygsched"
 
+if TYPE_CHECKING:
+    _StreamHandler = logging.StreamHandler[TextIO]
+else:  # a StreamHandler is subscriptable at run time from Python 3.11 only
+    _StreamHandler = logging.StreamHandler
 
-class _StdoutHandler(logging.StreamHandler):
+
+class _StdoutHandler(_StreamHandler):
     """Writes to ``sys.stdout`` as it is when a line is written, not as it was when the handler was
     made: a redirect or a test's capture that replaced it (and may since be closed) is followed."""
 
-    @property  # type: ignore[override]
+    _dygsched = True  # marks the handler ``configure_logging`` added (it adds one only)
+
+    @property
     def stream(self) -> TextIO:
         return sys.stdout
 
@@ -28,7 +35,6 @@ def configure_logging(progress: bool) -> logging.Logger:
     if not any(getattr(h, "_dygsched", False) for h in logger.handlers):
         handler = _StdoutHandler()
         handler.setFormatter(logging.Formatter("%(message)s"))
-        handler._dygsched = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
     logger.setLevel(logging.INFO if progress else logging.WARNING)
     logger.propagate = False

@@ -14,13 +14,16 @@ COLUMNS = ["run_id", "epoch", "iteration", "rank", "phase", "metric", "value"]
 EPOCH_LEVEL = -1  # ``iteration`` of rows that describe a whole epoch
 
 
+Row = tuple[str, int, int, int, str, str, float]  # one row of ``COLUMNS``
+
+
 @dataclass
 class MetricRecorder:
     """Collects one rank's rows; ranks' recorders are gathered and concatenated on rank 0."""
 
     run_id: str
     rank: int
-    rows: list[tuple] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
     missing: dict[str, str] = field(default_factory=dict)  # metric -> why it was not measured
 
     def add(self, epoch: int, phase: str, metric: str, value: float, iteration: int = EPOCH_LEVEL) -> None:
@@ -31,12 +34,12 @@ class MetricRecorder:
         self.rows.append((self.run_id, epoch, iteration, self.rank, phase, metric, float("nan")))
         self.missing[metric] = reason
 
-    def take(self) -> list[tuple]:
+    def take(self) -> list[Row]:
         """The rows recorded since the last ``take`` (rank 0 collects them at every epoch's end)."""
         rows, self.rows = self.rows, []
         return rows
 
     @staticmethod
-    def frame(rows: list[tuple]) -> pd.DataFrame:
+    def frame(rows: list[Row]) -> pd.DataFrame:
         frame = pd.DataFrame(rows, columns=COLUMNS)
         return frame.astype({"epoch": "int32", "iteration": "int32", "rank": "int32", "value": "float64"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import torch
 from torch import nn
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 State = tuple[torch.Tensor, ...]
 
 
-class ZeroState(tuple):
+class ZeroState(tuple[torch.Tensor, ...]):
     """A state whose tensors are all zeros, as ``initial_state`` returns it (a group's start).
 
     A layer may skip the products with such a state (TGCN skips its state's share of the gates);
@@ -75,10 +75,13 @@ class DGNNLayer(nn.Module, ABC):
 
     @abstractmethod
     def spatial(
-        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State | None, conv_out: Any = None
     ) -> Any:
         """Structure encoding of ``x`` on one snapshot's graph.
 
+        ``state``: the layer's state before this snapshot, or None where the caller runs a layer's
+        spatial parts ahead of its temporal steps (``LayerHooks.spatial_layer``, BLAD's stage 1); no
+        layer's spatial part reads it.
         ``conv_out``: this snapshot's reusable convolution output from ``conv_chain``; when given,
         it replaces that computation and everything else runs unchanged, in the same order.
         """
@@ -123,7 +126,7 @@ class DGNNLayer(nn.Module, ABC):
             outputs.append(out)
         return outputs, state
 
-    def spatial_partitioned(self, x: torch.Tensor, snapshot: Snapshot, state: State, ops: PartitionOps) -> Any:
+    def spatial_partitioned(self, x: torch.Tensor, snapshot: Snapshot, state: State | None, ops: PartitionOps) -> Any:
         """``spatial`` on this rank's owned rows ``x`` of a node-partitioned snapshot: every
         convolution reads the halo rows too (``ops.with_halo``), its output keeps the owned rows.
         ``snapshot``'s edges refer to owned + halo rows. Layers with more than one convolution or
@@ -141,8 +144,12 @@ class DGNN(nn.Module):
         self.layers = nn.ModuleList(layers)
         self.head = nn.Linear(layers[-1].out_channels, out_channels)
 
+    def dgnn_layers(self) -> list[DGNNLayer]:
+        """``layers`` as the ``DGNNLayer``s they are (torch types a ``ModuleList``'s items as ``Module``)."""
+        return cast("list[DGNNLayer]", list(self.layers))
+
     def initial_states(self, num_nodes: int, device: torch.device, dtype: torch.dtype = torch.float32) -> list[State]:
-        return [layer.initial_state(num_nodes, device, dtype) for layer in self.layers]
+        return [layer.initial_state(num_nodes, device, dtype) for layer in self.dgnn_layers()]
 
     def unroll(
         self,
@@ -169,11 +176,11 @@ class DGNN(nn.Module):
             states = self.initial_states(first.num_nodes, first.x.device, first.x.dtype)
         if layer_major or not hooks.per_step:
             return self._unroll_layers(snapshots, states, hooks)
-        h = snapshots[0].x
+        h, layers = snapshots[0].x, self.dgnn_layers()
         for t, snapshot in enumerate(snapshots):
             x = snapshot.x
             new_states = []
-            for depth, (layer, state) in enumerate(zip(self.layers, states, strict=True)):
+            for depth, (layer, state) in enumerate(zip(layers, states, strict=True)):
                 state = hooks.state_in(depth, t, snapshot, state)
                 spatial_out = hooks.spatial(depth, t, layer, x, snapshot, state)
                 x, state = hooks.temporal(depth, t, layer, spatial_out, state)
@@ -188,7 +195,7 @@ class DGNN(nn.Module):
         xs: list[Any] = [snapshot.x for snapshot in snapshots]
         final = []
         top = len(self.layers) - 1
-        for depth, (layer, state) in enumerate(zip(self.layers, states, strict=True)):
+        for depth, (layer, state) in enumerate(zip(self.dgnn_layers(), states, strict=True)):
             spatial_outs = hooks.spatial_layer(depth, layer, xs, snapshots)
             if not hooks.per_step:
                 xs, state = layer.temporal_window(spatial_outs, state, keep_outputs=depth < top)

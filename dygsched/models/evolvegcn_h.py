@@ -59,7 +59,7 @@ class EvolveGCNHLayer(DGNNLayer):
         return (self.initial_weight.to(device=device, dtype=dtype),)
 
     def spatial(
-        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State | None, conv_out: Any = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(A_t X_t [N, in_channels], Z_t [in_channels, in_channels])``; ``conv_out`` replaces ``A_t X_t``."""
         if conv_out is None:

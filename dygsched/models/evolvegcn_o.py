@@ -56,7 +56,7 @@ class EvolveGCNOLayer(DGNNLayer):
         return (self.initial_weight.to(device=device, dtype=dtype),)
 
     def spatial(
-        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State | None, conv_out: Any = None
     ) -> torch.Tensor:
         """``A_t X_t``: ``[N, in_channels]``."""
         if conv_out is not None:

@@ -23,9 +23,10 @@ class GATLSTMLayer(DGNNLayer):
         H_t, C_t = LSTMCell(S_t, (H_{t-1}, C_{t-1}))
 
     ``spatial`` is the ELU'd ``GATConv`` (independent of the state); ``temporal`` is one
-    ``nn.LSTMCell`` step (at a group's start, zero state, without the state's products). State: ``(H, C)``, each ``[N, out_channels]``. Like GAT itself, the
-    attention ignores edge weights: the edge set alone decides who attends to whom. Reuse
-    (``"gat"``): the conv before the ELU (needs attention dropout off while training).
+    ``nn.LSTMCell`` step (at a group's start, zero state, without the state's products). State:
+    ``(H, C)``, each ``[N, out_channels]``. Like GAT itself, the attention ignores edge weights:
+    the edge set alone decides who attends to whom. Reuse (``"gat"``): the conv before the ELU
+    (needs attention dropout off while training).
     """
 
     reuse = "gat"
@@ -43,7 +44,7 @@ class GATLSTMLayer(DGNNLayer):
         return ZeroState((zeros, zeros.clone()))
 
     def spatial(
-        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State | None, conv_out: Any = None
     ) -> torch.Tensor:
         return F.elu(self.conv(x, edge_index) if conv_out is None else conv_out)
 

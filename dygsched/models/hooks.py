@@ -29,7 +29,7 @@ class LayerHooks:
     """
 
     def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State | None) -> Any:
-        return layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state)  # type: ignore[arg-type]
+        return layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state)
 
     def spatial_layer(self, depth: int, layer: DGNNLayer, xs: Sequence[torch.Tensor], snapshots: Sequence[Snapshot]) -> list[Any]:
         """Layer ``depth``'s spatial part of every snapshot (no model's spatial part reads the state)."""
@@ -105,7 +105,7 @@ class GivenFirstConv(DelegatingHooks):
         super().__init__(inner)
         self.conv_outs = conv_outs
 
-    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State) -> Any:
+    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State | None) -> Any:
         if depth == 0:
             return layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state, conv_out=self.conv_outs[t])
         return self.inner.spatial(depth, t, layer, x, snapshot, state)
@@ -119,7 +119,7 @@ class GivenFirstSpatial(DelegatingHooks):
         super().__init__(inner)
         self.spatial_outs = spatial_outs
 
-    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State) -> Any:
+    def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State | None) -> Any:
         if depth == 0:
             return self.spatial_outs[t]
         return self.inner.spatial(depth, t, layer, x, snapshot, state)

@@ -74,7 +74,7 @@ class MPNNLSTMLayer(DGNNLayer):
         return ZeroState((zeros, zeros.clone(), zeros.clone(), zeros.clone()))
 
     def spatial(
-        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State | None, conv_out: Any = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``([S1_t, S2_t] [N, 2 * hidden_channels], X_t)``; ``conv_out`` replaces ``GCN_1(X_t)``."""
         s1 = F.relu(gcn_conv(self.conv_1, x, edge_index, edge_weight) if conv_out is None else conv_out)
@@ -83,7 +83,7 @@ class MPNNLSTMLayer(DGNNLayer):
         s2 = dropout(self.batch_norm_2(s2), self.dropout, self.training)
         return torch.cat([s1, s2], dim=-1), x
 
-    def spatial_partitioned(self, x: torch.Tensor, snapshot: Snapshot, state: State, ops: PartitionOps) -> Any:
+    def spatial_partitioned(self, x: torch.Tensor, snapshot: Snapshot, state: State | None, ops: PartitionOps) -> Any:
         """Both convolutions read halo rows (``S1``'s come by a second exchange) and both batch norms
         take their statistics over every rank's owned rows: the whole snapshot's, as in ``spatial``."""
         s1 = F.relu(ops.owned(gcn_conv(self.conv_1, ops.with_halo(x), snapshot.edge_index, snapshot.edge_weight)))

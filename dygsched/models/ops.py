@@ -3,12 +3,17 @@ kept per graph, a cheaper dropout, and an LSTM cell that skips a zero state's pr
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
 from torch_geometric.utils import scatter
 
 from dygsched.models import flops
 from dygsched.models.gcn_normalization import normalized_edges
+
+if TYPE_CHECKING:
+    from torch_geometric.nn import GCNConv
 
 
 def gcn_aggregate(
@@ -64,7 +69,7 @@ def lstm_cell(
     return torch.sigmoid(gates[:, 3 * hidden :]) * torch.tanh(c), c
 
 
-def gcn_conv(conv: nn.Module, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor | None) -> torch.Tensor:
+def gcn_conv(conv: GCNConv, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor | None) -> torch.Tensor:
     """``conv(x, edge_index, edge_weight)`` for a ``torch_geometric.nn.GCNConv``, with the normalised
     edges kept per graph (``gcn_aggregate``): the module's computation (projection, aggregation,
     bias) and FLOP counts. A conv that does not normalise, caches one graph or reverses the flow

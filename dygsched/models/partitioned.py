@@ -31,12 +31,13 @@ def synced_batch_norm(norm: torch.nn.BatchNorm1d, x: torch.Tensor, ops: Partitio
     mean = ops.sum_over_ranks(x.sum(dim=0)) / count
     centred = x - mean
     var = ops.sum_over_ranks((centred * centred).sum(dim=0)) / count
-    if norm.track_running_stats and norm.running_mean is not None and norm.running_var is not None:
+    tracked = norm.num_batches_tracked
+    if norm.track_running_stats and norm.running_mean is not None and norm.running_var is not None and tracked is not None:
         with torch.no_grad():
-            momentum = norm.momentum if norm.momentum is not None else 1.0 / float(norm.num_batches_tracked + 1)
+            momentum = norm.momentum if norm.momentum is not None else 1.0 / float(tracked + 1)
             unbiased = var * count / (count - 1).clamp(min=1)
             norm.running_mean.mul_(1 - momentum).add_(momentum * mean)
             norm.running_var.mul_(1 - momentum).add_(momentum * unbiased)
-            norm.num_batches_tracked.add_(1)
+            tracked.add_(1)
     out = centred / torch.sqrt(var + norm.eps)
     return out * norm.weight + norm.bias if norm.affine else out

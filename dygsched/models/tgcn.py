@@ -99,7 +99,7 @@ class TGCNLayer(DGNNLayer):
         return weight, bias
 
     def spatial(
-        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State | None, conv_out: Any = None
     ) -> torch.Tensor:
         """The input's share of the gates' pre-activations, ``[N, 3 * out_channels]`` (see the class);
         ``conv_out`` (from ``conv_chain``) is that share, computed ahead."""

@@ -41,7 +41,7 @@ class WDGCNLayer(DGNNLayer):
         return ZeroState((zeros, zeros.clone()))
 
     def spatial(
-        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State, conv_out: Any = None
+        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor, state: State | None, conv_out: Any = None
     ) -> torch.Tensor:
         return F.relu(gcn_conv(self.conv, x, edge_index, edge_weight) if conv_out is None else conv_out)
 

@@ -39,8 +39,8 @@ sketches are given so that a reader can check them.
   of the best plan where the bounds above are 2-8% below it.
 
 The bounds assume ``R[k1][k2] <= min(t_k1, t_k2)`` (a saving is a share of work both groups do,
-as in REAL eq. 17), so that no load is negative. The lower bound is the largest of these plus ``m0 * alpha``. It is computed once per problem and
-cached (problems are immutable).
+as in REAL eq. 17), so that no load is negative. The lower bound is the largest of these plus
+``m0 * alpha``. It is computed once per problem and cached (problems are immutable).
 """
 
 from __future__ import annotations

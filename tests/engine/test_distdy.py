@@ -157,7 +157,7 @@ def test_segments_follow_the_features_unless_given(tmp_path):
 def test_the_simulated_cluster_counts_what_two_ranks_measured(runs, tmp_path):
     """``step_counts`` for K = 2, from the run's own placements, equals the bytes each rank fetched."""
     from dygsched.data.loading import load_data
-    from dygsched.data.partition.online import SnapshotPartition
+    from dygsched.data.partition.snapshot_graph import SnapshotPartition
     from dygsched.engine.distdy.cluster import epoch_counts
     from dygsched.engine.distdy.strategy import node_split
 

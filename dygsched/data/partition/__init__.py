@@ -1,11 +1,12 @@
 """Partitioners: which rank owns which node. One registry of every partitioner, by kind.
 
-Three kinds of partition, one module each:
+Three kinds of partition, a module each (the online kind three):
 
 * ``node`` (``nodes.py``): the nodes of a snapshot graph into parts and chunks (FlareDTDG's node
   partition): ``partition_nodes(graph, snapshots, parts, chunks, method, ...)``;
 * ``online`` (``online.py``): each arriving snapshot's nodes onto per-rank stores (DistDy's
-  Algorithms 1-3 and the baselines it is compared with): ``partition_stream(method, graphs, ...)``;
+  Algorithms 1-3; the baselines it is compared with are ``online_baselines.py``, what every one
+  reads and gives ``snapshot_graph.py``): ``partition_stream(method, graphs, ...)``;
 * ``vertex`` (``vertices.py``): an event stream's vertices to the ranks that keep their state
   (Sven's Re-FlexBiCut and its baselines): ``partition_vertices(method, demand, ...)``.
 
@@ -58,10 +59,10 @@ PARTITIONERS: tuple[Partitioner, ...] = (
     Partitioner("node", "hash", "nodes:hash_nodes"),
     Partitioner("node", "range", "nodes:range_nodes"),
     Partitioner("online", "distdy", "online:distdy_partitions"),
-    Partitioner("online", "metis", "online:metis_partitions", baseline=True),
-    Partitioner("online", "hash", "online:hash_partitions", baseline=True),
-    Partitioner("online", "greedy", "online:greedy_partitions", baseline=True),
-    Partitioner("online", "metis_layer", "online:metis_layer_partitions", baseline=True),
+    Partitioner("online", "metis", "online_baselines:metis_partitions", baseline=True),
+    Partitioner("online", "hash", "online_baselines:hash_partitions", baseline=True),
+    Partitioner("online", "greedy", "online_baselines:greedy_partitions", baseline=True),
+    Partitioner("online", "metis_layer", "online_baselines:metis_layer_partitions", baseline=True),
     Partitioner("vertex", "interval", "vertices:interval_owner", baseline=True),
     Partitioner("vertex", "range", "vertices:range_owner", baseline=True),
     Partitioner("vertex", "reflexbicut", "vertices:re_flexbicut"),

@@ -1,4 +1,4 @@
-"""DistDy's online graph partitioning (section 4) and the baselines it is compared with.
+"""DistDy's online graph partitioning (section 4): its Algorithms 1-3.
 
 Snapshot ``tau`` arrives, is placed on ``K`` stores (one per rank), then the window
 ``[tau - w + 1, tau]`` trains. A node stays *additive* on the store that held it at ``tau - 1`` (its
@@ -33,16 +33,14 @@ weight ``sum_u W_uv`` of its edges (how much the others read it: a store's serve
 each scaled so that weight 1 gives it as much weight as the bytes. Bytes balance the stores'
 memory; these balance what a rank computes and serves. Capacity is still bytes.
 
-Edge weights ``W_uv`` are the expected feature-fetch cost: ``C`` times the probability that a
-training mini-batch samples the edge, propagated hop by hop (``edge_weights``). Baselines
-(``BASELINES``): ``metis`` (the union of every snapshot, edges weighted by how many snapshots hold
-them, partitioned once), ``hash`` (id modulo K), ``greedy`` (METIS on the first snapshot, then nodes
-stay and a new node joins the store holding most of its neighbours) and ``metis_layer`` (METIS on
-each snapshot, its labels matched to the previous snapshot's by the Hungarian method). None of them
-respects ``D^k``; ``over_capacity`` reports where they would exceed it (out of memory, as the
-paper's Table 3 reports Greedy on Ex500K). ``D^k`` is given in bytes or as a factor of the
-balanced window storage (``store_capacity``); ``smallest_feasible_factor`` finds the least factor
-at which Algorithm 1 can place every snapshot. Numpy (and numba) only.
+What a partitioner reads and gives (``SnapshotGraph``, its edge weights ``W_uv``,
+``SnapshotPartition``) is ``snapshot_graph.py``; the baselines (``metis``, ``hash``, ``greedy``,
+``metis_layer``) are ``online_baselines.py``. None of them respects ``D^k``; ``over_capacity``
+reports where they would exceed it (out of memory, as the paper's Table 3 reports Greedy on
+Ex500K). ``D^k`` is given in bytes or as a factor of the balanced window storage
+(``store_capacity``); ``smallest_feasible_factor`` finds the least factor at which Algorithm 1 can
+place every snapshot. ``partition_stream`` runs any ``online`` partitioner by name. Numpy (and
+numba) only.
 """
 
 from __future__ import annotations
@@ -51,124 +49,18 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from dygsched.data.partition import names, partitioner
-from dygsched.data.sorted_keys import sorted_unique
-from dygsched.errors import ConfigError, ScheduleError
+from dygsched.data.partition import partitioner
+from dygsched.data.partition.snapshot_graph import SnapshotGraph, SnapshotPartition, adjacency, storage, utility
+from dygsched.errors import ScheduleError
 from dygsched.jit import compiled
-
-BASELINES = names("online", baseline=True)
 
 
 class CapacityError(ScheduleError):
     """The stores cannot hold a snapshot under their capacities."""
-
-
-@dataclass(frozen=True)
-class SnapshotGraph:
-    """What a partitioner sees of snapshot ``tau``: its nodes, its undirected edges (each once, ``u < v``)
-    with weights ``W_uv``, each node's additive size (``additive_bytes[v]``, used when ``v`` stays) and,
-    for the balance extension, each node's expected sampled messages as a training target
-    (``messages``, 0 for a node that is never a target; ``None``: not computed)."""
-
-    nodes: np.ndarray
-    edges: np.ndarray  # [2, E], u < v
-    weights: np.ndarray  # [E]
-    additive_bytes: np.ndarray  # [num_nodes] (whole id space)
-    full_bytes: int
-    num_nodes: int
-    messages: np.ndarray | None = None  # [num_nodes]
-
-
-@dataclass(frozen=True)
-class SnapshotPartition:
-    """Where snapshot ``tau``'s nodes live: ``store[v]`` (-1 for a node absent from it), which are stored
-    additively, the bytes each store takes for it (``a_tau^k``), its utility ``U`` (the weight of edges
-    inside stores), cut edges, the seconds the partitioner took, and for DistDy the refinement's
-    passes and the most moves any one node made in it (0 for a baseline)."""
-
-    store: np.ndarray
-    additive: np.ndarray  # bool [num_nodes]
-    stored_bytes: np.ndarray  # [K]
-    utility: float
-    cut_edges: int
-    seconds: float
-    passes: int = 0
-    most_moves: int = 0
-
-
-def edge_weights(
-    num_nodes: int, edges: np.ndarray, training: np.ndarray, batch: int, fanouts: Sequence[int], full_bytes: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """The undirected edges of a snapshot (``u < v``, each once) and their weights ``W_uv``.
-
-    ``p_0`` is ``batch / |training|`` on training nodes; hop ``l`` samples ``min(1, f_l / d_v)`` of node
-    ``v``'s neighbours, so ``p_{l+1}(u) = min(1, sum_v p_l(v) min(1, f_l/d_v))``; an edge's weight is
-    ``C`` times the probability, summed over hops, that either end samples the other.
-    """
-    src, dst = edges
-    keep = src != dst
-    a, b = np.minimum(src[keep], dst[keep]), np.maximum(src[keep], dst[keep])
-    keys = sorted_unique(a * num_nodes + b)
-    u, v = keys // num_nodes, keys % num_nodes
-    degree = np.bincount(np.concatenate([u, v]), minlength=num_nodes).astype(float)
-    p = np.zeros(num_nodes)
-    p[training] = min(1.0, batch / max(len(training), 1))
-    weight = np.zeros(keys.size)
-    for fanout in fanouts:
-        share = np.minimum(1.0, fanout / np.maximum(degree, 1.0))
-        from_v, from_u = p[v] * share[v], p[u] * share[u]  # v samples u, u samples v
-        weight += from_v + from_u
-        nxt = np.bincount(u, weights=from_v, minlength=num_nodes) + np.bincount(v, weights=from_u, minlength=num_nodes)
-        p = np.minimum(1.0, nxt)
-    return np.stack([u, v]), weight * full_bytes
-
-
-def expected_messages(num_nodes: int, edges: np.ndarray, training: np.ndarray, fanouts: Sequence[int]) -> np.ndarray:
-    """``[num_nodes]``: the sampled messages a training node's neighbourhood computes when it is a target
-    (0 for other nodes), in expectation and counting a node reached twice twice.
-
-    ``edges`` are directed (``src -> dst``: ``dst`` reads ``src``), as the sampler reads in-neighbours.
-    Layer ``l`` draws ``min(f_l, d_u)`` messages into every node ``u`` of the hops before it; node ``v``
-    joins hop ``l`` with probability ``min(1, f_l / d_x)`` for each in-neighbour ``x`` of it there. So
-    ``E = c_1 + (I + P_1)(c_2 + (I + P_2)(c_3 ...))`` with ``c_l = min(f_l, d)`` and ``(P_l y)(v) =
-    min(1, f_l/d_v) sum_{u -> v} y(u)``."""
-    src, dst = edges
-    degree = np.bincount(dst, minlength=num_nodes).astype(float)
-    drawn = [np.minimum(float(f), degree) for f in fanouts]
-    total = drawn[-1]
-    for layer in range(len(fanouts) - 2, -1, -1):
-        share = np.where(degree > 0, drawn[layer] / np.maximum(degree, 1.0), 0.0)
-        total = drawn[layer] + total + share * np.bincount(dst, weights=total[src], minlength=num_nodes)
-    out = np.zeros(num_nodes)
-    out[training] = total[training]
-    return out
-
-
-def utility(store: np.ndarray, graph: SnapshotGraph) -> float:
-    u, v = graph.edges
-    return float(graph.weights[store[u] == store[v]].sum()) if u.size else 0.0
-
-
-def storage(store: np.ndarray, previous: np.ndarray | None, graph: SnapshotGraph, stores: int) -> tuple[np.ndarray, np.ndarray]:
-    """(additive mask, bytes per store) of an assignment: a node on the store that held it before is additive."""
-    additive = np.zeros(graph.num_nodes, dtype=bool)
-    if previous is not None:
-        additive = (store >= 0) & (store == previous)
-    sizes = np.where(additive, graph.additive_bytes, graph.full_bytes)
-    present = store >= 0
-    return additive, np.bincount(store[present], weights=sizes[present], minlength=stores)
-
-
-def _csr(graph: SnapshotGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    u, v = graph.edges
-    rows, cols, w = np.concatenate([u, v]), np.concatenate([v, u]), np.concatenate([graph.weights, graph.weights])
-    order = np.argsort(rows, kind="stable")
-    indptr = np.zeros(graph.num_nodes + 1, dtype=np.int64)
-    np.add.at(indptr, rows + 1, 1)
-    return np.cumsum(indptr), cols[order].astype(np.int64), w[order].astype(np.float64)
 
 
 # ---- the sequential loops of Algorithms 1 and 2 (compiled; see dygsched.jit) --------------------------
@@ -291,7 +183,7 @@ class _Terms:
 
 def _links(graph: SnapshotGraph, store: np.ndarray, stores: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The CSR of ``graph`` and ``links[v, m]``: the weight of ``v``'s edges to nodes on store ``m``."""
-    indptr, neighbours, weights = _csr(graph)
+    indptr, neighbours, weights = adjacency(graph)
     links = np.zeros((graph.num_nodes, stores))
     rows = np.repeat(np.arange(graph.num_nodes), np.diff(indptr))
     placed = store[neighbours] >= 0
@@ -406,7 +298,7 @@ class OnlinePartitioner:
         return _Terms(price, load, room, rewards, work, previous.astype(np.int64))
 
     def _refine(
-        self, tau: int, graph: SnapshotGraph, store: np.ndarray, loop=_refine_passes
+        self, tau: int, graph: SnapshotGraph, store: np.ndarray, loop: Callable[..., int] = _refine_passes
     ) -> tuple[np.ndarray, int, np.ndarray]:
         """Algorithm 2 (``loop``: ``_refine_passes``, or its plain Python in the tests) on the base partition:
         the refined partition, the passes it made and how often each node moved."""
@@ -454,7 +346,7 @@ class OnlinePartitioner:
         room = terms.room[None, :] >= np.where(own, 0.0, sizes)
         return scores, room
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {
             "initial_price": self.initial_price,
             "prices": {t: p.tolist() for t, p in self.prices.items()},
@@ -463,159 +355,12 @@ class OnlinePartitioner:
             "previous": None if self.previous is None else self.previous.tolist(),
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.initial_price = state["initial_price"]
         self.prices = {int(t): np.asarray(p) for t, p in state["prices"].items()}
         self.rewards = None if state["rewards"] is None else np.asarray(state["rewards"])
         self.history = [np.asarray(a) for a in state["history"]]
         self.previous = None if state["previous"] is None else np.asarray(state["previous"], dtype=np.int64)
-
-
-def _record(
-    store: np.ndarray, previous: np.ndarray | None, graph: SnapshotGraph, stores: int, seconds: float
-) -> SnapshotPartition:
-    additive, a = storage(store, previous, graph, stores)
-    u, v = graph.edges
-    return SnapshotPartition(store, additive, a, utility(store, graph), int((store[u] != store[v]).sum()), seconds)
-
-
-def _present(labels: np.ndarray, graph: SnapshotGraph) -> np.ndarray:
-    store = np.full(graph.num_nodes, -1, dtype=np.int64)
-    store[graph.nodes] = labels[graph.nodes]
-    return store
-
-
-def _aligned(labels: np.ndarray, previous: np.ndarray, stores: int) -> np.ndarray:
-    """``labels`` renamed so that as many nodes as possible keep the store they had (Hungarian method)."""
-    from scipy.optimize import linear_sum_assignment
-
-    both = (labels >= 0) & (previous >= 0)
-    overlap = np.zeros((stores, stores))
-    np.add.at(overlap, (labels[both], previous[both]), 1)
-    rows, cols = linear_sum_assignment(-overlap)
-    rename = np.arange(stores)
-    rename[rows] = cols
-    return np.where(labels >= 0, rename[np.maximum(labels, 0)], -1)
-
-
-def _place_new_nodes(store: np.ndarray, graph: SnapshotGraph, new: np.ndarray, stores: int) -> None:
-    """The greedy baseline's new nodes, in id order, each onto the store that holds most of its placed
-    neighbours, then the smallest store, then the first (in place in ``store``). Sequential: a node
-    sees the stores of the new nodes placed before it. The store sizes are counted once and kept up
-    to date, so a snapshot costs its edges plus a few operations per new node (counting every node
-    again for each new one made a growing graph's snapshot quadratic in its nodes)."""
-    indptr, neighbours, _ = _csr(graph)
-    sizes = np.bincount(store[store >= 0], minlength=stores)
-    for v in new.tolist():
-        around = store[neighbours[indptr[v] : indptr[v + 1]]]
-        around = around[around >= 0]
-        counts = np.bincount(around, minlength=stores) if around.size else np.zeros(stores)
-        k = int(np.lexsort((sizes, -counts))[0])  # most neighbours, then the smallest store
-        store[v] = k
-        sizes[k] += 1
-
-
-def _placed(
-    graphs: Sequence[SnapshotGraph],
-    stores: int,
-    place: Callable[[int, SnapshotGraph, np.ndarray | None], np.ndarray],
-    spread: float = 0.0,
-) -> list[SnapshotPartition]:
-    """Every snapshot's partition by a baseline whose ``place(tau, graph, previous)`` gives snapshot
-    ``tau``'s stores, in order, each with its storage and time (plus ``spread``: a share of the time
-    the baseline took once for all snapshots)."""
-    out: list[SnapshotPartition] = []
-    previous: np.ndarray | None = None
-    for tau, graph in enumerate(graphs):
-        start = time.perf_counter()
-        store = place(tau, graph, previous)
-        out.append(_record(store, previous, graph, stores, time.perf_counter() - start + spread))
-        previous = store
-    return out
-
-
-def hash_partitions(
-    graphs: Sequence[SnapshotGraph],
-    stores: int,
-    capacity: np.ndarray | None = None,
-    window: int = 1,
-    seed: int = 0,
-    **options: float,
-) -> list[SnapshotPartition]:
-    """The ``hash`` baseline: node ``v`` on store ``v mod K``."""
-    return _placed(graphs, stores, lambda tau, graph, previous: _present(np.arange(graph.num_nodes) % stores, graph))
-
-
-def metis_partitions(
-    graphs: Sequence[SnapshotGraph],
-    stores: int,
-    capacity: np.ndarray | None = None,
-    window: int = 1,
-    seed: int = 0,
-    **options: float,
-) -> list[SnapshotPartition]:
-    """The ``metis`` baseline: METIS on the union of every snapshot (edges weighted by how many snapshots
-    hold them), once; its time is spread over the snapshots."""
-    from dygsched.data.partition.nodes import metis_parts
-
-    start = time.perf_counter()
-    n = graphs[0].num_nodes
-    edges = np.concatenate([g.edges for g in graphs], axis=1)
-    keys, counts = np.unique(edges[0] * n + edges[1], return_counts=True)
-    fixed = metis_parts(n, np.stack([keys // n, keys % n]), stores, seed, counts)
-    spread = (time.perf_counter() - start) / len(graphs)
-    return _placed(graphs, stores, lambda tau, graph, previous: _present(fixed, graph), spread)
-
-
-def metis_layer_partitions(
-    graphs: Sequence[SnapshotGraph],
-    stores: int,
-    capacity: np.ndarray | None = None,
-    window: int = 1,
-    seed: int = 0,
-    **options: float,
-) -> list[SnapshotPartition]:
-    """The ``metis_layer`` baseline: METIS on each snapshot, its labels matched to the previous
-    snapshot's by the Hungarian method."""
-    from dygsched.data.partition.nodes import metis_parts
-
-    def place(tau: int, graph: SnapshotGraph, previous: np.ndarray | None) -> np.ndarray:
-        labels = _present(metis_parts(graph.num_nodes, graph.edges, stores, seed + tau), graph)
-        return _aligned(labels, previous, stores) if previous is not None else labels
-
-    return _placed(graphs, stores, place)
-
-
-def greedy_partitions(
-    graphs: Sequence[SnapshotGraph],
-    stores: int,
-    capacity: np.ndarray | None = None,
-    window: int = 1,
-    seed: int = 0,
-    **options: float,
-) -> list[SnapshotPartition]:
-    """The ``greedy`` baseline: METIS on the first snapshot, then nodes stay and a new node joins the
-    store holding most of its neighbours."""
-    from dygsched.data.partition.nodes import metis_parts
-
-    def place(tau: int, graph: SnapshotGraph, previous: np.ndarray | None) -> np.ndarray:
-        if previous is None:
-            return _present(metis_parts(graph.num_nodes, graph.edges, stores, seed), graph)
-        store = np.full(graph.num_nodes, -1, dtype=np.int64)
-        kept = graph.nodes[previous[graph.nodes] >= 0]
-        store[kept] = previous[kept]
-        _place_new_nodes(store, graph, graph.nodes[previous[graph.nodes] < 0], stores)
-        return store
-
-    return _placed(graphs, stores, place)
-
-
-def baseline_partitions(method: str, graphs: Sequence[SnapshotGraph], stores: int, seed: int = 0) -> list[SnapshotPartition]:
-    """Every snapshot's partition by a baseline (``BASELINES``), in order, each with its storage and time."""
-    entry = partitioner("online", method)
-    if not entry.baseline:
-        raise ConfigError(f"'{method}' is no baseline (choose from {', '.join(BASELINES)})")
-    return entry.load()(graphs, stores, seed=seed)
 
 
 def over_capacity(partitions: Sequence[SnapshotPartition], capacity: np.ndarray, window: int) -> list[int]:

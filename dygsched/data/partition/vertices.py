@@ -28,11 +28,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
 from dygsched.data.partition import names, partitioner
 from dygsched.errors import ConfigError
+
+if TYPE_CHECKING:
+    from scipy.sparse import spmatrix
+
+Demand: TypeAlias = "np.ndarray | spmatrix"  # [trainers, vertices]: dense, or a SciPy sparse matrix
 
 
 @dataclass(frozen=True)
@@ -51,7 +57,7 @@ class VertexPartition:
         return float(self.receive_volumes.max()) if self.receive_volumes.size else 0.0
 
 
-def _dense(demand) -> np.ndarray:
+def _dense(demand: Demand) -> np.ndarray:
     matrix = demand.toarray() if hasattr(demand, "toarray") else np.asarray(demand)
     if matrix.ndim != 2 or matrix.shape[0] < 1:
         raise ConfigError(f"the demand matrix must be [ranks, vertices], got shape {matrix.shape}")
@@ -80,7 +86,7 @@ def range_owner(demand: np.ndarray, capacity_slack: float = 0.1) -> np.ndarray:
     return range_partition(demand.shape[1], demand.shape[0])
 
 
-def receive_volumes(demand, owner: np.ndarray) -> np.ndarray:
+def receive_volumes(demand: Demand, owner: np.ndarray) -> np.ndarray:
     """``zeta_j``: what trainer ``j`` needs and does not own."""
     matrix = _dense(demand)
     owned = np.zeros_like(matrix, dtype=bool)
@@ -112,7 +118,7 @@ def capacity(num_vertices: int, num_ranks: int, capacity_slack: float) -> int:
     return max(1, math.ceil((1.0 + capacity_slack) * num_vertices / num_ranks))
 
 
-def re_flexbicut(demand, capacity_slack: float = 0.1, rounds: int = 8) -> np.ndarray:
+def re_flexbicut(demand: Demand, capacity_slack: float = 0.1, rounds: int = 8) -> np.ndarray:
     """Alg. 3 under the capacity limit; returns each vertex's owner."""
     matrix = _dense(demand)
     num_ranks, num_vertices = matrix.shape
@@ -167,7 +173,7 @@ def re_flexbicut(demand, capacity_slack: float = 0.1, rounds: int = 8) -> np.nda
     return owner
 
 
-def partition_vertices(method: str, demand, capacity_slack: float = 0.1, seed: int = 0) -> VertexPartition:
+def partition_vertices(method: str, demand: Demand, capacity_slack: float = 0.1, seed: int = 0) -> VertexPartition:
     """The partition ``method`` asks for; ``reflexbicut`` falls back to the better baseline when its
     largest receive volume is higher. ``seed`` is accepted for a uniform signature (every method here
     is deterministic)."""

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import torch
 
-from dygsched.data.partition.online import SnapshotPartition
+from dygsched.data.partition.snapshot_graph import SnapshotPartition
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
 from dygsched.errors import ConfigError

@@ -16,7 +16,8 @@ class DistDyConfig(StrategyConfig):
 
     partition: str = "distdy"  # distdy (Algorithms 1-3) | metis | hash | greedy | metis_layer
     segments: int | None = None  # S: feature segments of additive storage; null: the paper's 4, or the feature columns if fewer
-    capacity_factor: float = 1.75  # D^k per store: this many times the balanced window storage (tight: the tightest feasible is 1.3-1.7, docs/distdy.md)
+    # D^k per store: this many times the balanced window storage (tight: the tightest feasible is 1.3-1.7, docs/distdy.md)
+    capacity_factor: float = 1.75
     capacity_bytes: float | None = None  # D^k per store in bytes (replaces capacity_factor when set)
     eta: float = 6.0  # the price multiplier is 2 eta
     budget: int = 300  # M: refinement passes at most
@@ -37,7 +38,8 @@ class DistDyConfig(StrategyConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        # imported here: this module is read before torch is (its defaults are the config's), the registry imports none of the partitioners
+        # imported here: this module is read before torch is (its defaults are the config's),
+        # the registry imports none of the partitioners
         from dygsched.data.partition import checked_partition
 
         checked_partition("online", self.partition)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dygsched.data.additive_store import additive_bytes, changed_segments, segment_bounds
-from dygsched.data.partition.online import SnapshotGraph, edge_weights, expected_messages
+from dygsched.data.partition.snapshot_graph import SnapshotGraph, edge_weights, expected_messages
 from dygsched.data.temporal_graph import TemporalGraph
 
 PAPER_SEGMENTS = 4  # S, fixed by the paper for its 128-column features

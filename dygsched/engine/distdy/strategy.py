@@ -43,14 +43,13 @@ from dygsched.data.kinds import DynamicData
 from dygsched.data.partition.online import (
     CapacityError,
     OnlinePartitioner,
-    SnapshotGraph,
-    SnapshotPartition,
-    baseline_partitions,
     over_capacity,
     partition_stream,
     smallest_feasible_factor,
     store_capacity,
 )
+from dygsched.data.partition.online_baselines import baseline_partitions
+from dygsched.data.partition.snapshot_graph import SnapshotGraph, SnapshotPartition
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine import comm
 from dygsched.engine.distdy.config import DistDyConfig
@@ -108,8 +107,8 @@ class DistDyStrategy(Strategy):
         windows = data.num_snapshots - settings.window + 1
         if self.config.loop == "online" and settings.epochs != windows * self.config.epochs_per_window:
             raise ConfigError(
-                f"sched.loop=online trains {self.config.epochs_per_window} epoch(s) on each of the {windows} windows as their snapshots "
-                f"arrive: set epochs={windows * self.config.epochs_per_window} (or sched.epochs_per_window)"
+                f"sched.loop=online trains {self.config.epochs_per_window} epoch(s) on each of the {windows} windows "
+                f"as their snapshots arrive: set epochs={windows * self.config.epochs_per_window} (or sched.epochs_per_window)"
             )
 
     def _segments(self, num_features: int) -> int:

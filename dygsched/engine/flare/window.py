@@ -15,7 +15,7 @@ starts the window from its saved state and otherwise flows.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import torch
 
@@ -47,7 +47,7 @@ class InheritedStates(DelegatingHooks):
         self, model: DGNN, snapshot_ids: Sequence[int], saved: dict[int, list[State | None]] | None, inner: LayerHooks = PLAIN
     ) -> None:
         super().__init__(inner)
-        self.layers = cast("list[DGNNLayer]", list(model.layers))  # a ModuleList's items are typed Module
+        self.layers = model.dgnn_layers()
         self.ids, self.saved = list(snapshot_ids), saved
         self.outputs: list[torch.Tensor] = []  # the top layer's output of each block
 

@@ -14,7 +14,7 @@ deliveries), and each owner applies what it received from every rank, the latest
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -27,6 +27,9 @@ from dygsched.engine.node_memory.updates import StateUpdates
 from dygsched.engine.node_memory.volumes import demand_matrix, epoch_reads
 from dygsched.engine.strategy import IterationStats, RunSettings, broadcast_from_rank0
 from dygsched.errors import ConfigError
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 log = logging.getLogger("dygsched")
 
@@ -41,7 +44,8 @@ class ShardedMemory(NodeMemory):
     def check(self, name: str, data: DynamicData, settings: RunSettings, world_size: int) -> None:
         if world_size > data.num_nodes:
             raise ConfigError(
-                f"sched={name} gives each of its {world_size} ranks a share of the vertices, but the stream has only {data.num_nodes}"
+                f"sched={name} gives each of its {world_size} ranks a share of the vertices, "
+                f"but the stream has only {data.num_nodes}"
             )
 
     def build_ownership(self) -> Ownership:
@@ -64,7 +68,7 @@ class ShardedMemory(NodeMemory):
         owner, self.partition_note = broadcast_from_rank0(chosen)
         return Ownership.from_owner(torch.as_tensor(owner), self.world_size)
 
-    def demand(self):
+    def demand(self) -> csr_matrix:
         """Pre-sampling: ``demand[j, v]`` = the training steps in which rank ``j``'s series holds ``v``
         (the first epoch's negatives), counted from the same reads the steps make."""
         run = self.run
@@ -102,7 +106,8 @@ class ShardedMemory(NodeMemory):
         for (index, rows), (order, send_counts), recv_counts in zip(kinds, routes, received_counts, strict=True):
             sent.append(self.transport.exchange(index[order], send_counts, recv_counts, "aggregate_index", stats))
             sent.append(self.transport.exchange(rows[order.to(rows.device)], send_counts, recv_counts, "aggregate", stats))
-        received = StateUpdates.from_rows(*sent, self.model.memory_dim)
+        endpoint_index, endpoint_rows, delivery_index, delivery_rows = sent
+        received = StateUpdates.from_rows(endpoint_index, endpoint_rows, delivery_index, delivery_rows, self.model.memory_dim)
         received.apply(self.table, self.row_on_device)
 
     def describe(self) -> dict[str, Any]:

@@ -41,7 +41,7 @@ of the written endpoints that repeats a vertex: eta1, eta2), ``state_bytes`` (th
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -63,7 +63,7 @@ from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, Missing
 from dygsched.engine.timing import timed
 from dygsched.errors import ConfigError
 from dygsched.metrics.link_prediction import EvaluationScores, link_prediction_metrics
-from dygsched.models.memory_base import gather_rows
+from dygsched.models.memory_base import MemoryModel, gather_rows
 
 PHASES = ("train", "val", "test")
 
@@ -105,8 +105,6 @@ class NodeMemoryStrategy(Strategy):
             )
 
     def check_model(self, model: nn.Module) -> None:
-        from dygsched.models.memory_base import MemoryModel
-
         if not isinstance(model, MemoryModel):
             raise ConfigError(f"sched={self.name} trains memory-based continuous-time models: use model=tgn, jodie or apan")
 
@@ -135,7 +133,7 @@ class NodeMemoryStrategy(Strategy):
 
     def objective(self, model: nn.Module) -> nn.Module:
         self.check_model(model)
-        self.model = model
+        self.model = cast(MemoryModel, model)  # check_model refuses any other model
         self.memory.attach(
             MemoryRun(
                 self.name,
@@ -146,7 +144,7 @@ class NodeMemoryStrategy(Strategy):
                 self.rank,
                 self.world_size,
                 self.device,
-                model,
+                self.model,
                 self.neighbours,
                 self.times.dtype,
                 self.transport,
@@ -271,7 +269,9 @@ class NodeMemoryStrategy(Strategy):
         first.scatter_reduce_(0, expand, torch.arange(roots.numel()), reduce="amin")
         return first, expand.to(self.device)
 
-    def _updates(self, batch: RankBatch, endpoint_memory: torch.Tensor, src, dst, t) -> StateUpdates:
+    def _updates(
+        self, batch: RankBatch, endpoint_memory: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, t: torch.Tensor
+    ) -> StateUpdates:
         model, n, dev = self.model, batch.events, self.device
         s_src, s_dst = endpoint_memory[:n], endpoint_memory[n:]
         events = self.events_of(batch)

@@ -30,7 +30,9 @@ class Traffic:
         self.sent: dict[str, np.ndarray] = {}
         self.received: dict[str, np.ndarray] = {}
 
-    def record(self, kind: str, send_counts, recv_counts, row_bytes: int, stats: IterationStats | None) -> None:
+    def record(
+        self, kind: str, send_counts: Sequence[int], recv_counts: Sequence[int], row_bytes: int, stats: IterationStats | None
+    ) -> None:
         sent = np.asarray(send_counts, dtype=np.int64) * row_bytes
         received = np.asarray(recv_counts, dtype=np.int64) * row_bytes
         sent[self.rank] = received[self.rank] = 0
@@ -69,7 +71,12 @@ class Transport:
         self._exchanges.add("exchange", region)
 
     def exchange(
-        self, rows: torch.Tensor, send_counts, recv_counts, kind: str | None, stats: IterationStats | None
+        self,
+        rows: torch.Tensor,
+        send_counts: Sequence[int],
+        recv_counts: Sequence[int],
+        kind: str | None,
+        stats: IterationStats | None,
     ) -> torch.Tensor:
         """``exchange_rows`` with the bytes recorded under ``kind`` (None: not counted)."""
         if kind is not None:
@@ -78,7 +85,7 @@ class Transport:
             return exchange_rows(rows, send_counts, recv_counts)
 
     def exchange_later(
-        self, rows: torch.Tensor, send_counts, recv_counts, kind: str, stats: IterationStats | None
+        self, rows: torch.Tensor, send_counts: Sequence[int], recv_counts: Sequence[int], kind: str, stats: IterationStats | None
     ) -> Callable[[], torch.Tensor]:
         """Start sending ``rows`` (no gradient) and return the wait for what arrives; counted like ``exchange``."""
         self.record(kind, rows, send_counts, recv_counts, stats)
@@ -87,7 +94,9 @@ class Transport:
         with self.exchanging():
             return all_to_all_later(rows.detach(), send_counts, recv_counts)
 
-    def record(self, kind: str, rows: torch.Tensor, send_counts, recv_counts, stats: IterationStats | None) -> None:
+    def record(
+        self, kind: str, rows: torch.Tensor, send_counts: Sequence[int], recv_counts: Sequence[int], stats: IterationStats | None
+    ) -> None:
         """Count an exchange of ``rows`` in training steps (evaluation moves state too, uncounted)."""
         if self.counting:
             width = int(np.prod(rows.shape[1:], dtype=np.int64)) * rows.element_size()

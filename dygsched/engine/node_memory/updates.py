@@ -70,7 +70,14 @@ class StateUpdates:
         )
 
     @classmethod
-    def from_rows(cls, endpoint_index, endpoint_rows, delivery_index, delivery_rows, memory_dim: int) -> StateUpdates:
+    def from_rows(
+        cls,
+        endpoint_index: torch.Tensor,
+        endpoint_rows: torch.Tensor,
+        delivery_index: torch.Tensor,
+        delivery_rows: torch.Tensor,
+        memory_dim: int,
+    ) -> StateUpdates:
         d = memory_dim
         return cls(
             endpoint_index[:, 0],

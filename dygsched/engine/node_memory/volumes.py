@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -31,6 +32,11 @@ import torch
 from dygsched.data.event_batches import RecentNeighbours, batch_series, negative_destinations, rank_slice, relative_times
 from dygsched.data.events import EventStream
 from dygsched.engine.node_memory.state import packed_row_width
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
+
+    from dygsched.models.memory_base import MemoryModel
 
 STRATEGIES = ("depcache", "depcomm", "sven")
 ID = 8  # bytes of an int64 id or key
@@ -46,7 +52,7 @@ class RowSizes:
     value_bytes: int = 4  # a float32 state value
 
     @classmethod
-    def of(cls, model) -> RowSizes:
+    def of(cls, model: MemoryModel) -> RowSizes:
         value_bytes = next(model.parameters()).element_size()
         return cls(int(model.memory_dim), int(model.mail_dim), int(model.mailbox_size), value_bytes)
 
@@ -105,7 +111,7 @@ def epoch_reads(
             yield RankReads(index, rank, read.vertices, written, delivered)
 
 
-def demand_matrix(reads: Iterator[RankReads], world_size: int, num_nodes: int):
+def demand_matrix(reads: Iterator[RankReads], world_size: int, num_nodes: int) -> csr_matrix:
     """Re-FlexBiCut's pre-sampling: ``[rank, vertex]`` = the steps in which the rank's series holds the vertex (scipy CSR)."""
     from scipy.sparse import coo_matrix
 
@@ -138,7 +144,7 @@ def count_traffic(
 ) -> dict[str, dict[str, np.ndarray]]:
     """Bytes per strategy and kind, ``[from, to]`` (the diagonal, a rank's own rows, stays 0)."""
     owner = np.asarray(owner)
-    out = {name: {} for name in STRATEGIES}
+    out: dict[str, dict[str, np.ndarray]] = {name: {} for name in STRATEGIES}
 
     def add(strategy: str, kind: str, source: int, targets: np.ndarray, row_bytes: int, backwards: bool = False) -> None:
         per_peer = np.bincount(targets, minlength=world_size).astype(np.int64) * row_bytes

@@ -40,7 +40,7 @@ class PartitionHooks(DelegatingHooks):
     def spatial(self, depth: int, t: int, layer: DGNNLayer, x: torch.Tensor, snapshot: Snapshot, state: State | None) -> Any:
         block = self.blocks[t]
         ops = LOCAL if block is None else PartitionedOps(block, depth, self.accounting, features=snapshot.x)
-        return layer.spatial_partitioned(x, snapshot, state, ops)  # type: ignore[arg-type]
+        return layer.spatial_partitioned(x, snapshot, state, ops)
 
     def spatial_layer(self, depth: int, layer: DGNNLayer, xs: Sequence[torch.Tensor], snapshots: Sequence[Snapshot]) -> list[Any]:
         if self.schedule is None:
@@ -56,13 +56,15 @@ class PartitionHooks(DelegatingHooks):
         order = self.schedule.order(tasks)
         pending = {}
         for t in order:  # every rank posts in the same order: the collectives pair up
+            block = self.blocks[t]
+            assert block is not None  # ``order`` holds the partitioned snapshots only
             if xs[t] is not snapshots[t].x:  # the input features' halo rows are held locally
-                pending[t] = post_halo(xs[t], self.blocks[t], depth, self.accounting)  # type: ignore[arg-type]
+                pending[t] = post_halo(xs[t], block, depth, self.accounting)
         outs: list[Any] = [None] * len(xs)
         for t, block in enumerate(self.blocks):
             if block is None:  # computed while the exchanges travel
                 with timed(device) as computing:
-                    outs[t] = layer.spatial_partitioned(xs[t], snapshots[t], None, LOCAL)  # type: ignore[arg-type]
+                    outs[t] = layer.spatial_partitioned(xs[t], snapshots[t], None, LOCAL)
                 x = snapshots[t]
                 self.schedule.log.add(task_features(False, x.num_nodes, int(xs[t].shape[1]), x.num_edges, 0), 0.0, computing)
         for t in order:
@@ -70,6 +72,6 @@ class PartitionHooks(DelegatingHooks):
             assert block is not None
             ops = PrefetchedOps(block, depth, self.accounting, features=snapshots[t].x, pending=pending.get(t))
             with timed(device) as whole:
-                outs[t] = layer.spatial_partitioned(xs[t], snapshots[t], None, ops)  # type: ignore[arg-type]
+                outs[t] = layer.spatial_partitioned(xs[t], snapshots[t], None, ops)
             self.schedule.log.add_overlapped(features[t], ops.waits, whole)
         return outs

@@ -52,7 +52,7 @@ def first_layer_spatial(model: DGNN, snapshots: Sequence[Snapshot]) -> list[Any]
     The state passed is ``None``: a layer whose spatial part read it would fail loudly here
     instead of training on a wrong state."""
     layer = first_layer(model)
-    return [layer.spatial(s.x, s.edge_index, s.edge_weight, None) for s in snapshots]  # type: ignore[arg-type]
+    return [layer.spatial(s.x, s.edge_index, s.edge_weight, None) for s in snapshots]
 
 
 def forward_with_first_layer(model: DGNN, snapshots: Sequence[Snapshot], spatial_outs: Sequence[Any]) -> torch.Tensor:

@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import ClassVar, cast
+from typing import ClassVar
 
 import torch
 
@@ -36,7 +36,7 @@ Iteration = tuple[tuple[int, ...], ...]  # one plan iteration: the group indices
 
 def first_layer(model: DGNN) -> DGNNLayer:
     """``model.layers[0]`` as the layer it is (indexing an ``nn.ModuleList`` is typed as a plain ``Module``)."""
-    return cast(DGNNLayer, model.layers[0])
+    return model.dgnn_layers()[0]
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ Options (``solve(problem, "ilp", time_limit=..., **options)``):
 The time limit defaults to 30 s and covers the whole run (warm start, model build, solve). The
 CP-SAT backend models REAL-L over load-ordered bins (``ilp_cpsat.py``), which removes the
 iteration and GPU symmetry; the PuLP backends keep the (iteration, GPU) form of eqs. 11-14. If
-the backend finds nothing better than the warm start in time, the warm start is returned. The plan's status is OPTIMAL when the backend proved the gap,
-FEASIBLE otherwise.
+the backend finds nothing better than the warm start in time, the warm start is returned. The
+plan's status is OPTIMAL when the backend proved the gap, FEASIBLE otherwise.
 """
 
 from __future__ import annotations

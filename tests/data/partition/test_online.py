@@ -7,22 +7,17 @@ import pytest
 
 from dygsched import jit
 from dygsched.data.partition.online import (
-    BASELINES,
     CapacityError,
     OnlinePartitioner,
-    SnapshotGraph,
     _refine_passes,
-    baseline_partitions,
-    edge_weights,
-    expected_messages,
     over_capacity,
     partition_stream,
     smallest_feasible_factor,
-    storage,
     store_capacity,
-    utility,
     window_bytes_if_every_node_stays,
 )
+from dygsched.data.partition.online_baselines import BASELINES, baseline_partitions
+from dygsched.data.partition.snapshot_graph import SnapshotGraph, edge_weights, expected_messages, storage, utility
 
 FULL = 64
 
@@ -244,7 +239,8 @@ def test_baselines_place_every_present_node(method):
 def _greedy_reference(snapshots, stores):
     """The greedy baseline as first written: store sizes counted again for every new node."""
     from dygsched.data.partition.nodes import metis_parts
-    from dygsched.data.partition.online import _csr, _present
+    from dygsched.data.partition.online_baselines import _present
+    from dygsched.data.partition.snapshot_graph import adjacency
 
     out, previous = [], None
     for graph in snapshots:
@@ -254,7 +250,7 @@ def _greedy_reference(snapshots, stores):
             store = np.full(graph.num_nodes, -1, dtype=np.int64)
             kept = graph.nodes[previous[graph.nodes] >= 0]
             store[kept] = previous[kept]
-            indptr, neighbours, _ = _csr(graph)
+            indptr, neighbours, _ = adjacency(graph)
             for v in graph.nodes[previous[graph.nodes] < 0].tolist():
                 around = store[neighbours[indptr[v] : indptr[v + 1]]]
                 around = around[around >= 0]

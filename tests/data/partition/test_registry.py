@@ -55,6 +55,7 @@ def test_each_kind_runs_through_the_registry():
 def test_reading_the_registry_and_the_node_and_online_partitioners_imports_no_torch():
     probe = (
         "import sys\nimport dygsched.data.partition.nodes, dygsched.data.partition.online, dygsched.data.partition.vertices\n"
+        "import dygsched.data.partition.online_baselines, dygsched.data.partition.snapshot_graph\n"
         "print('torch' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
