@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
+from dygsched.components import Named
 from dygsched.errors import ConfigError
 
 KINDS = {
@@ -39,33 +40,32 @@ KINDS = {
 
 
 @dataclass(frozen=True)
-class Partitioner:
-    """One partitioner: its kind, its name (unique within the kind), what implements it
-    (``module:attribute`` under ``dygsched.data.partition``) and whether it is a baseline."""
+class Partitioner(Named):
+    """One partitioner: a ``Named`` entry (its name, unique within its kind, and the
+    ``module:attribute`` that implements it, imported by ``load``), its kind and whether it is a
+    baseline."""
 
-    kind: str
-    name: str
-    target: str
+    kind: str = "node"
     baseline: bool = False
 
-    def load(self) -> Callable[..., Any]:
-        """The function (or class) that runs it."""
-        module, attribute = self.target.split(":")
-        return getattr(import_module(f"{__name__}.{module}"), attribute)
+
+def _entry(kind: str, name: str, where: str, baseline: bool = False) -> Partitioner:
+    """``where`` is ``module:attribute`` under this package."""
+    return Partitioner(name, f"{__name__}.{where}", kind, baseline)
 
 
 PARTITIONERS: tuple[Partitioner, ...] = (
-    Partitioner("node", "metis", "nodes:metis_nodes"),
-    Partitioner("node", "hash", "nodes:hash_nodes"),
-    Partitioner("node", "range", "nodes:range_nodes"),
-    Partitioner("online", "distdy", "online:distdy_partitions"),
-    Partitioner("online", "metis", "online_baselines:metis_partitions", baseline=True),
-    Partitioner("online", "hash", "online_baselines:hash_partitions", baseline=True),
-    Partitioner("online", "greedy", "online_baselines:greedy_partitions", baseline=True),
-    Partitioner("online", "metis_layer", "online_baselines:metis_layer_partitions", baseline=True),
-    Partitioner("vertex", "interval", "vertices:interval_owner", baseline=True),
-    Partitioner("vertex", "range", "vertices:range_owner", baseline=True),
-    Partitioner("vertex", "reflexbicut", "vertices:re_flexbicut"),
+    _entry("node", "metis", "nodes:metis_nodes"),
+    _entry("node", "hash", "nodes:hash_nodes"),
+    _entry("node", "range", "nodes:range_nodes"),
+    _entry("online", "distdy", "online:distdy_partitions"),
+    _entry("online", "metis", "online_baselines:metis_partitions", baseline=True),
+    _entry("online", "hash", "online_baselines:hash_partitions", baseline=True),
+    _entry("online", "greedy", "online_baselines:greedy_partitions", baseline=True),
+    _entry("online", "metis_layer", "online_baselines:metis_layer_partitions", baseline=True),
+    _entry("vertex", "interval", "vertices:interval_owner", baseline=True),
+    _entry("vertex", "range", "vertices:range_owner", baseline=True),
+    _entry("vertex", "reflexbicut", "vertices:re_flexbicut"),
 )
 
 
