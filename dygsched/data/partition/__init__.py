@@ -24,10 +24,7 @@ A ``baseline`` is a method the paper compares its own with.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import import_module
-from typing import Any
 
 from dygsched.components import Named
 from dygsched.errors import ConfigError
