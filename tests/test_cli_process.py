@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import pytest
 
+from tests import cli_process
 from tests.cli_process import run_dygsched
 
 
@@ -28,3 +30,13 @@ def test_a_forked_run_reads_relative_paths_from_where_it_was_started(tmp_path):
 def test_a_run_past_its_time_limit_is_ended(tmp_path):
     with pytest.raises(subprocess.TimeoutExpired):
         run_dygsched("run", "epochs=100000", "world_size=1", "progress=false", f"results_dir={tmp_path}", cwd=tmp_path, timeout=3)
+
+
+def test_the_suites_runs_are_forked_not_started_afresh(tmp_path):
+    """Inside pytest (which changes PYTEST_CURRENT_TEST for every test) a run is still served by the
+    zygote; a run with another environment is not."""
+    before = cli_process.forked_runs
+    assert run_dygsched("--help", cwd=tmp_path).returncode == 0
+    assert cli_process.forked_runs == before + 1
+    assert run_dygsched("--help", cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "7"}).returncode == 0
+    assert cli_process.forked_runs == before + 1

@@ -58,6 +58,21 @@ def dygsched(cwd: Path, *args: str, **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "dygsched", *args], cwd=cwd, env=env, text=True, **kwargs)
 
 
+def resume_for_one_more_epoch(tmp_path: Path, folder: Path, summary: dict) -> None:
+    """The stopped run resumes from its last checkpoint and trains one epoch more."""
+    resumed = run_dygsched(
+        "run",
+        *TINY_SYNTHETIC,
+        f"epochs={summary['epochs_completed'] + 1}",
+        "results_dir=results",
+        f"resume={folder}",
+        "progress=false",
+        cwd=tmp_path,
+        timeout=240,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -328,17 +343,7 @@ def test_sigterm_under_bare_torchrun_records_the_run_and_it_resumes(tmp_path):
     assert summary["status"] == "failed" and "terminated by SIGTERM" in summary["reason"], summary["reason"]
     assert summary["epochs_completed"] >= 1 and (folder / "metrics.parquet").exists()
     assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]
-    resumed = run_dygsched(
-        "run",
-        *TINY_SYNTHETIC,
-        f"epochs={summary['epochs_completed'] + 1}",
-        "results_dir=results",
-        f"resume={folder}",
-        "progress=false",
-        cwd=tmp_path,
-        timeout=240,
-    )
-    assert resumed.returncode == 0, resumed.stderr
+    resume_for_one_more_epoch(tmp_path, folder, summary)
 
 
 @pytest.mark.slow
@@ -407,14 +412,4 @@ def test_a_signal_to_the_launcher_stops_the_workers_and_records_the_run(tmp_path
     assert summary["status"] == "failed" and summary["reason"] == reason and summary["epochs_completed"] >= 1
     assert (folder / "metrics.parquet").exists() and not list(folder.glob("*.tmp*"))
     assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]
-    resumed = run_dygsched(
-        "run",
-        *TINY_SYNTHETIC,
-        f"epochs={summary['epochs_completed'] + 1}",
-        "results_dir=results",
-        f"resume={folder}",
-        "progress=false",
-        cwd=tmp_path,
-        timeout=240,
-    )
-    assert resumed.returncode == 0, resumed.stderr
+    resume_for_one_more_epoch(tmp_path, folder, summary)
