@@ -26,7 +26,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-NOT_READ_AT_IMPORT = {"PYTEST_CURRENT_TEST"}  # pytest sets it anew for every test
+# Variables read only while a run runs, never while the preloaded modules import: pytest's note of
+# the test now running, the rendezvous variables an in-process run sets, the NCCL setting the worker
+# sets, the package's own (read in functions). A run's environment may differ from the zygote's in these.
+RUN_TIME_ONLY = {
+    "PYTEST_CURRENT_TEST", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+}  # fmt: skip
 # What ``python -m dygsched`` imports before it reads an argument, or soon after.
 PRELOAD = ("torch", "torch_geometric", "pandas", "pyarrow.parquet", "hydra", "omegaconf", "dygsched.cli")
 
@@ -53,13 +59,12 @@ class _Zygote:
         return self.process.poll() is None
 
     def serves(self, env: dict[str, str] | None) -> bool:
-        """Whether a run with ``env`` imports what the zygote imported: the same environment as the
-        suite's, or that with the checkout on ``PYTHONPATH`` (where the package comes from anyway).
-        pytest's note of the test now running changes from test to test and no import reads it."""
+        """Whether a run with ``env`` imports what the zygote imported: the zygote's environment, or
+        that with the checkout on ``PYTHONPATH`` (where the package comes from anyway), but for
+        variables read only at run time."""
         suite = _as_imported(self.env)
         asked = _as_imported(dict(os.environ) if env is None else env)
-        now = _as_imported(dict(os.environ))
-        return self.alive() and now == suite and asked in (suite, {**suite, "PYTHONPATH": str(ROOT)})
+        return self.alive() and asked in (suite, {**suite, "PYTHONPATH": str(ROOT)})
 
     def run(self, args: list[str], cwd: str, env: dict[str, str], timeout: float) -> tuple[int | None, str, str]:
         with tempfile.TemporaryDirectory(prefix="dygsched-cli-") as streams:
@@ -77,7 +82,8 @@ class _Zygote:
 
 
 def _as_imported(env: dict[str, str]) -> dict[str, str]:
-    return {key: value for key, value in env.items() if key not in NOT_READ_AT_IMPORT}
+    """What of ``env`` the preloaded modules could read at import."""
+    return {key: value for key, value in env.items() if key not in RUN_TIME_ONLY and not key.startswith("DYGSCHED_")}
 
 
 _zygote: _Zygote | None = None
@@ -85,8 +91,13 @@ forked_runs = 0  # how many runs the zygote served (a test checks the suite's ru
 
 
 def _the_zygote() -> _Zygote | None:
+    """The zygote, started anew when the suite's own environment changed in what an import may read
+    (a test that sets a variable for good)."""
     global _zygote
-    if _zygote is None or not _zygote.alive():
+    if _zygote is not None and (not _zygote.alive() or _as_imported(dict(os.environ)) != _as_imported(_zygote.env)):
+        _zygote.close()
+        _zygote = None
+    if _zygote is None:
         try:
             _zygote = _Zygote()
         except (OSError, RuntimeError, ValueError):

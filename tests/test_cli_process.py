@@ -32,11 +32,14 @@ def test_a_run_past_its_time_limit_is_ended(tmp_path):
         run_dygsched("run", "epochs=100000", "world_size=1", "progress=false", f"results_dir={tmp_path}", cwd=tmp_path, timeout=3)
 
 
-def test_the_suites_runs_are_forked_not_started_afresh(tmp_path):
-    """Inside pytest (which changes PYTEST_CURRENT_TEST for every test) a run is still served by the
-    zygote; a run with another environment is not."""
+def test_the_suites_runs_are_forked_not_started_afresh(tmp_path, monkeypatch):
+    """Inside pytest (which rewrites PYTEST_CURRENT_TEST for every test), and after an in-process run
+    set the rendezvous variables, a run is still served by the zygote; a run whose environment an
+    import may read differently is not."""
     before = cli_process.forked_runs
     assert run_dygsched("--help", cwd=tmp_path).returncode == 0
-    assert cli_process.forked_runs == before + 1
+    monkeypatch.setenv("MASTER_PORT", "29999")
+    assert run_dygsched("--help", cwd=tmp_path).returncode == 0
+    assert cli_process.forked_runs == before + 2
     assert run_dygsched("--help", cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "7"}).returncode == 0
-    assert cli_process.forked_runs == before + 1
+    assert cli_process.forked_runs == before + 2
