@@ -30,9 +30,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # the test now running, the rendezvous variables an in-process run sets, the NCCL setting the worker
 # sets, the package's own (read in functions). A run's environment may differ from the zygote's in these.
 RUN_TIME_ONLY = {
-    "PYTEST_CURRENT_TEST", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+    "PYTEST_CURRENT_TEST",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "RANK",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
     "TORCH_NCCL_ASYNC_ERROR_HANDLING",
-}  # fmt: skip
+}
 # What ``python -m dygsched`` imports before it reads an argument, or soon after.
 PRELOAD = ("torch", "torch_geometric", "pandas", "pyarrow.parquet", "hydra", "omegaconf", "dygsched.cli")
 
