@@ -5,7 +5,8 @@ Two checks, each from the target's own numbers against its published rows:
 * **order**: the paper's table ranks its strategies (or variants, or settings); ours, laid out as the
   paper lays its table out (``PaperShape``), ranks them too. The check is Spearman's rank correlation
   between the two over the cells both have, taken along each row (or each column) and averaged,
-  weighted by the cells compared. It is only taken where at least two cells line up.
+  weighted by the cells compared. A line is only ranked where at least three cells line up (two
+  cells always give +1 or -1, whatever the numbers): with fewer the order says "too few cells".
 * **headlines**: each ratio the paper states (``Headline``), ours beside it and the quotient
   ours / paper. A ratio *agrees* when it points the same way as the paper's (both above 1, both
   below, or both within 2% of 1) and is *close* when the quotient lies between 1/2 and 2. A headline
@@ -30,6 +31,7 @@ import pandas as pd
 from dygsched.paper.target import Headline, PaperShape
 
 ORDER_REPRODUCED = 0.8
+MIN_CELLS = 3  # per line: Spearman's rho over two cells is always +1 or -1
 CLOSE_FACTOR = 2.0
 NEAR_ONE = 0.02
 
@@ -47,12 +49,15 @@ class Verdict:
     cells: int  # how many cells the order compared
     headlines: tuple[HeadlineCheck, ...]
     word: str
+    short_lines: int = 0  # lines left out of the order for sharing fewer than MIN_CELLS cells
 
     @property
     def summary(self) -> str:
         parts = []
         if self.order is not None:
             parts.append(f"order ρ = {self.order:+.2f} over {self.cells} cells")
+        elif self.short_lines:
+            parts.append(f"order not judged: too few cells (fewer than {MIN_CELLS} in each line that lines up)")
         measured = [check for check in self.headlines if check.agrees is not None]
         if measured:
             parts.append(
@@ -86,33 +91,41 @@ def published_frame(published: pd.DataFrame, ref: str, dataset: str = "") -> pd.
 
 def rank_correlation(ours: pd.DataFrame, paper: pd.DataFrame, within: str) -> tuple[float | None, int]:
     """Spearman's rho of ours against the paper's along each row (``within="rows"``) or each column,
-    averaged weighted by the cells compared; lines with fewer than two shared, varying cells are left out."""
+    averaged weighted by the cells compared; lines with fewer than ``MIN_CELLS`` shared, varying
+    cells are left out (``short_lines`` counts those that had some)."""
+    rho, cells, _ = _rank_correlation(ours, paper, within)
+    return rho, cells
+
+
+def _rank_correlation(ours: pd.DataFrame, paper: pd.DataFrame, within: str) -> tuple[float | None, int, int]:
     from scipy.stats import spearmanr
 
     rows = [r for r in ours.index if r in paper.index]
     columns = [c for c in ours.columns if c in paper.columns]
     if not rows or not columns:
-        return None, 0
+        return None, 0, 0
     ours, paper = ours.loc[rows, columns].astype(float), paper.loc[rows, columns].astype(float)
     lines = [(ours.loc[r], paper.loc[r]) for r in rows] if within == "rows" else [(ours[c], paper[c]) for c in columns]
-    total, weight = 0.0, 0
+    total, weight, short = 0.0, 0, 0
     for mine, theirs in lines:
         both = mine.notna() & theirs.notna()
-        if both.sum() < 2 or mine[both].nunique() < 2 or theirs[both].nunique() < 2:
+        if 0 < both.sum() < MIN_CELLS:
+            short += 1
+        if both.sum() < MIN_CELLS or mine[both].nunique() < 2 or theirs[both].nunique() < 2:
             continue
         rho = spearmanr(mine[both].to_numpy(), theirs[both].to_numpy()).statistic
         if rho == rho:
             total += float(rho) * int(both.sum())
             weight += int(both.sum())
-    return (total / weight, weight) if weight else (None, 0)
+    return (total / weight, weight, short) if weight else (None, 0, short)
 
 
 def judge(shape: PaperShape | None, published: pd.DataFrame, headlines: tuple[Headline, ...]) -> Verdict:
     """The verdict for one target: ``shape`` (ours as the paper's table) against ``published`` (its
     rows), and its ``headlines``."""
-    order, cells = (None, 0)
+    order, cells, short = (None, 0, 0)
     if shape is not None:
-        order, cells = rank_correlation(
+        order, cells, short = _rank_correlation(
             shape.frame, published_frame(published, shape.paper_ref, shape.paper_dataset), shape.rank_within
         )
     checks = tuple(check_headline(h) for h in headlines)
@@ -127,4 +140,4 @@ def judge(shape: PaperShape | None, published: pd.DataFrame, headlines: tuple[He
         word = "partly"
     if order is not None and math.isnan(order):
         order = None
-    return Verdict(order, cells, checks, word)
+    return Verdict(order, cells, checks, word, short)

@@ -44,16 +44,34 @@ def test_a_reversed_order_is_not_and_a_swap_is_partly():
 
 
 def test_rows_rank_their_columns_when_asked():
+    published = pd.DataFrame(
+        {
+            "ref": ["Table 2"] * 3,
+            "dataset": ["A"] * 3,
+            "row": ["psg"] * 3,
+            "column": ["tgcn", "wdgcn", "gat"],
+            "value": [3.0, 6.0, 9.0],
+        }
+    )
+    frame = pd.DataFrame({"tgcn": [3.0], "wdgcn": [6.0], "gat": [7.0]}, index=["psg"])
+    rho, cells = rank_correlation(frame, published_frame(published, "Table 2", "A"), "rows")
+    assert rho == pytest.approx(1.0) and cells == 3
+    assert rank_correlation(frame, published_frame(published, "Table 2", "A"), "columns") == (None, 0)  # one row per column
+
+
+def test_two_cells_are_too_few_to_judge_an_order():
+    """Spearman's rho over two cells is +1 or -1 whatever the numbers: such a line is left out."""
     frame = pd.DataFrame({"tgcn": [3.0], "wdgcn": [6.0]}, index=["psg"])
-    rho, cells = rank_correlation(frame, published_frame(PUBLISHED, "Table 1", "A"), "rows")
-    assert rho == pytest.approx(1.0) and cells == 2
-    assert rank_correlation(frame, published_frame(PUBLISHED, "Table 1", "A"), "columns") == (None, 0)  # one row per column
+    assert rank_correlation(frame, published_frame(PUBLISHED, "Table 1", "A"), "rows") == (None, 0)
+    reversed_pair = judge(shape(ours({"tgcn": [1.0, 2.0, float("nan")]})), PUBLISHED, ())
+    assert reversed_pair.order is None and reversed_pair.short_lines == 1 and reversed_pair.word == "not measured"
+    assert reversed_pair.summary == "order not judged: too few cells (fewer than 3 in each line that lines up)"
 
 
 def test_cells_we_lack_are_left_out_not_counted_as_zero():
-    frame = ours({"tgcn": [3.0, float("nan"), 1.0], "wdgcn": [float("nan")] * 3})
+    frame = ours({"tgcn": [3.0, 2.0, 1.0], "wdgcn": [6.0, float("nan"), 4.0]})
     verdict = judge(shape(frame), PUBLISHED, ())
-    assert verdict.cells == 2 and verdict.order == pytest.approx(1.0)
+    assert verdict.cells == 3 and verdict.order == pytest.approx(1.0) and verdict.short_lines == 1
 
 
 def test_headlines_agree_by_direction_and_are_close_within_a_factor_of_two():
