@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -85,6 +86,7 @@ class _Zygote:
         if self.alive():
             self.process.stdin.close()
             self.process.wait(timeout=30)
+        shutil.rmtree(self.home, ignore_errors=True)
 
 
 def _as_imported(env: dict[str, str]) -> dict[str, str]:

@@ -19,10 +19,6 @@ BOTTOM = ("errors", "components", "jit")
 STAGES = ("data", "models", "planner", "certify", "metrics", "engine", "launch", "paper", "report", "cli", "__main__")
 RANK = {**dict.fromkeys(BOTTOM, 0), **{stage: number for number, stage in enumerate(STAGES, start=1)}}
 
-# Imports that run up the order and are allowed, each with why, keyed by (importing stage, imported
-# module) so moving code between the importing stage's files keeps them named. None today: the
-# metrics stage (rows, run folder, summaries) sits below the engine that fills it.
-EXCEPTIONS: dict[tuple[str, str], str] = {}
 CERTIFY_USERS = ("dygsched.paper.planner",)  # the planner benchmark certifies plans; training never imports certify
 
 
@@ -66,22 +62,13 @@ def upward_imports() -> list[str]:
             assert target in RANK, f"{module}:{line}: imports {imported}, a stage the layer order does not know"
             if target == "certify" and not module.startswith(CERTIFY_USERS):
                 wrong.append(f"{module}:{line} imports {imported} (only {', '.join(CERTIFY_USERS)} may)")
-            elif RANK[target] > RANK[own] and (own, imported) not in EXCEPTIONS:
+            elif RANK[target] > RANK[own]:
                 wrong.append(f"{module}:{line} imports {imported} ({target} comes after {own})")
     return wrong
 
 
 def test_no_import_runs_back_up_the_stages():
     assert upward_imports() == []
-
-
-def test_every_named_exception_is_still_needed():
-    """An exception no import uses any more goes, so the list says what is true."""
-    used = set()
-    for path in PACKAGE.rglob("*.py"):
-        own = stage_of(module_name(path))
-        used |= {(own, imported) for _, imported in imports_of(path) if (own, imported) in EXCEPTIONS}
-    assert set(EXCEPTIONS) - used == set()
 
 
 def test_the_checker_finds_an_import_that_runs_up(tmp_path, monkeypatch):
