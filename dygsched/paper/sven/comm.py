@@ -132,11 +132,11 @@ COMM = PaperTarget(
     reproduces="Sven figure 12",
     outputs=(COMM_CSV,),
     repeats="bytes counted exactly over one epoch",
-    minutes=0.1,
+    minutes=1,
     build=build_comm,
     reading=read_comm,
     settings=Settings(
-        full={"datasets": ("events", "sfhh_events"), "model": "tgn", "batches": (150, 300, 600), "ranks": (2, 4, 8, 16, 32, 64)},
+        full={"datasets": ("reddit_like",), "model": "tgn", "batches": (400, 1200, 2400), "ranks": (2, 4, 8, 16, 32, 64)},
         smoke={"datasets": ("events",), "batches": (600,), "ranks": (2, 4)},
     ),
     headlines=headlines_comm,
