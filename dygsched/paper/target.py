@@ -70,14 +70,34 @@ class Settings:
 
 
 @dataclass(frozen=True)
+class Regime:
+    """Where a target measures at full size against where its paper measured: the paper's setting,
+    ours, and why they differ (empty where they do not). A project benchmark has no paper setting."""
+
+    paper: str
+    ours: str
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.ours.strip():
+            raise ValueError("a regime states our full-size setting")
+
+
+@dataclass(frozen=True)
 class Headline:
     """One ratio the paper states (e.g. DyGNeX-L's epoch time over PSG's) and ours, measured the same
-    way (``None`` where we did not measure it: missing, never 0)."""
+    way (``None`` where we did not measure it: missing, never 0). ``spread`` is the lowest and highest
+    of ours over the target's seeds or rounds, where it has several (``None`` with one)."""
 
     label: str
     paper: float
     ours: float | None
     ratio: bool = True  # False: a plain value (a share, a saving), checked for closeness only
+    spread: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.spread is not None and not self.spread[0] <= self.spread[1]:
+            raise ValueError(f"headline {self.label!r}: spread {self.spread} is not (lowest, highest)")
 
     @property
     def quotient(self) -> float | None:
@@ -106,6 +126,25 @@ class PaperShape:
             raise ValueError(f"rank_within is 'rows' or 'columns', not {self.rank_within!r}")
 
 
+@dataclass(frozen=True)
+class ClaimCheck:
+    """Ours against one claim of the paper's text: what we measured, in a sentence, and whether it
+    holds (``None`` where we did not measure it)."""
+
+    measured: str
+    holds: bool | None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What the paper's text says of a figure that prints no number, in the paper's words, and how
+    ours is checked against it where the claim is measurable (``check`` is ``None`` where it is not)."""
+
+    quote: str
+    source: str  # where the words are: "section 5.2, on figure 3"
+    check: Callable[[Tables], ClaimCheck] | None = None
+
+
 Builder = Callable[..., None]  # builder(results_root, **settings) writes the target's outputs
 Reading = Callable[[Tables], str]
 Shaper = Callable[[Tables], PaperShape]
@@ -119,8 +158,10 @@ class PaperTarget:
     ``build(results, **settings)`` writes ``outputs`` (paths under the results root) from the runs of
     ``sweep`` (run first when missing) or from measurements of its own; ``reading`` turns the written
     tables into one sentence; ``shape`` lays ours out as the paper's table and ``headlines`` computes
-    the paper's stated ratios from ours, for the verdict. A target that reproduces no paper table
-    (a project benchmark) has no published rows, shape or headlines."""
+    the paper's stated ratios from ours, for the verdict; ``claims`` quote what the text says of a figure
+    that prints no number. ``regime`` says where the paper measured and where we do at full size. A
+    target that reproduces no paper table (a project benchmark) has no published rows, shape or
+    headlines."""
 
     name: str
     paper: str  # its Section's key
@@ -135,12 +176,23 @@ class PaperTarget:
     settings: Settings = field(default_factory=Settings)
     shape: Shaper | None = None
     headlines: Headliner | None = None
+    claims: tuple[Claim, ...] = ()  # the text's claims on a figure that prints no number
+    regime: Regime | None = None  # every registered target states one (tests/paper/test_registry.py)
 
     def __post_init__(self) -> None:
         if not self.outputs:
             raise ValueError(f"target {self.name}: writes no outputs")
         if self.sweep is None and not self.settings.full and not self.settings.smoke:
             raise ValueError(f"target {self.name}: has neither a sweep nor settings for its measurement")
+        if self.regime is not None and self.reproduces_paper and not self.regime.paper.strip():
+            raise ValueError(f"target {self.name}: reproduces a paper table but states no paper setting")
+
+    @property
+    def smoke_is_smaller(self) -> bool:
+        """Whether its smoke run is set smaller than its full size: its own smoke runs or smoke settings."""
+        if self.sweep is not None and self.sweep.smoke != self.sweep.runs:
+            return True
+        return bool(self.settings.smoke) and self.settings.at(True) != self.settings.at(False)
 
     @property
     def reproduces_paper(self) -> bool:

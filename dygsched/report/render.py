@@ -11,12 +11,14 @@ report is written to a temporary folder and renamed into place, so a reader neve
 from __future__ import annotations
 
 import html
+import re
 import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import jinja2
+import numpy as np
 import pandas as pd
 
 from dygsched.metrics.runs_table import LEGACY_COLUMNS
@@ -24,7 +26,7 @@ from dygsched.paper import published as published_rows
 from dygsched.paper import registry
 from dygsched.paper.build import SMOKE_DIR
 from dygsched.paper.provenance import Provenance, commit, machine, read_provenance
-from dygsched.paper.target import PaperTarget, Tables
+from dygsched.paper.target import Claim, ClaimCheck, PaperTarget, Tables
 from dygsched.paper.verdict import Verdict, judge
 
 REPORT_DIR = "report"
@@ -91,12 +93,60 @@ def _shown(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.astype(object).where(frame.notna(), "—")
 
 
+NUMBER_WITH_UNIT = re.compile(r"^[-+]?(\d[\d,]*\.?\d*|\.\d+)([eE][-+]?\d+)?(\s*[%x×]|\s+[A-Za-z/]{1,8})?$")
+
+
+def _is_number(value: object) -> bool:
+    """A number, or a number with a short unit ("1.03 s", "12%"): right-aligned; text is left-aligned."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return True
+    return isinstance(value, str) and bool(NUMBER_WITH_UNIT.match(value.strip()))
+
+
+def numeric_columns(frame: pd.DataFrame) -> list[bool]:
+    """Per column: whether every present cell is a number (missing cells do not count either way)."""
+    flags = []
+    for _, column in frame.items():
+        present = [v for v in column if not (v is None or (isinstance(v, float) and v != v) or v in ("", "—"))]
+        flags.append(bool(present) and all(_is_number(v) for v in present))
+    return flags
+
+
+def html_table(frame: pd.DataFrame, classes: str, missing: str = "—", escape: bool = True) -> str:
+    """``frame`` as an HTML table, numbers right-aligned (class ``num``) and text left-aligned."""
+    numeric = numeric_columns(frame)
+
+    def cell(value: object, tag: str, is_number: bool) -> str:
+        if value is None or (isinstance(value, float) and value != value):
+            text = missing
+        elif isinstance(value, (float, np.floating)) and not isinstance(value, bool):
+            text = _number(float(value))
+        else:
+            text = html.escape(str(value)) if escape else str(value)
+        return f'<{tag} class="num">{text}</{tag}>' if is_number else f"<{tag}>{text}</{tag}>"
+
+    head = "".join(cell(name, "th", flag) for name, flag in zip(frame.columns, numeric))
+    body = "\n".join(
+        "<tr>" + "".join(cell(value, "td", flag) for value, flag in zip(row, numeric)) + "</tr>"
+        for row in frame.itertuples(index=False)
+    )
+    return f'<table class="{classes}">\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>'
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """``frame`` as a Markdown table, numbers right-aligned and text left-aligned, missing as a dash."""
+    shown = _shown(frame.map(lambda v: _number(v) if isinstance(v, float) and v == v else v))
+    if shown.empty:
+        return shown.to_markdown(index=False)
+    align = ["right" if flag else "left" for flag in numeric_columns(frame)]
+    return shown.to_markdown(index=False, colalign=align, disable_numparse=True)
+
+
 def render_table(frame: pd.DataFrame, name: str) -> RenderedTable:
     head = frame.head(MAX_ROWS)
-    html = head.to_html(index=False, border=0, classes="data", float_format=_number, na_rep="—")
-    numbers = head.map(lambda v: _number(v) if isinstance(v, float) and v == v else v)  # a NaN stays missing: a dash
-    markdown = _shown(numbers).to_markdown(index=False)
-    return RenderedTable(name, html, markdown, len(frame), len(head))
+    return RenderedTable(name, html_table(head, "data"), markdown_table(head), len(frame), len(head))
 
 
 def published_tables(published: pd.DataFrame, name: str) -> tuple[PublishedTable, ...]:
@@ -112,8 +162,7 @@ def published_tables(published: pd.DataFrame, name: str) -> tuple[PublishedTable
         wide = wide.reset_index().rename(columns={"row": ""})
         wide.columns.name = None
         label = f"{paper} {ref}" + (f" ({dataset})" if dataset else "")
-        html = wide.to_html(index=False, border=0, classes="data paper", na_rep="")
-        tables.append(PublishedTable(label, html, _shown(wide).to_markdown(index=False)))
+        tables.append(PublishedTable(label, html_table(wide, "data paper", missing=""), markdown_table(wide)))
     return tuple(tables)
 
 
@@ -129,6 +178,13 @@ def _reading(paper_target: PaperTarget, frames: Tables) -> str:
         return f"(no reading: the table lacks what the reading needs: {exc!r})"
 
 
+def claim_check(claim: Claim, frames: Tables) -> ClaimCheck:
+    """Ours against one claim of the paper's text; a claim with no measurable statement is not checked."""
+    if claim.check is None:
+        return ClaimCheck("the claim states nothing we can measure", None)
+    return claim.check(frames)
+
+
 def _compared(
     paper_target: PaperTarget, frames: Tables, published: pd.DataFrame
 ) -> tuple[RenderedTable | None, str, Verdict | None, str]:
@@ -138,11 +194,12 @@ def _compared(
     if not frames:
         return None, "", None, "not built"
     rows = published[published.target == paper_target.name]
-    if rows.empty:
-        return None, "", None, "the paper prints no number for it"
+    if rows.empty and not paper_target.claims:
+        return None, "", None, "the paper prints no number for it and its text claims nothing measurable"
     try:
         shape = paper_target.shape(frames) if paper_target.shape else None
-        headlines = paper_target.headlines(frames, rows) if paper_target.headlines else ()
+        headlines = paper_target.headlines(frames, rows) if paper_target.headlines and not rows.empty else ()
+        claims = tuple(claim_check(claim, frames) for claim in paper_target.claims)
     except TABLE_LACKS as exc:
         return None, "", None, f"the table lacks what the comparison needs: {exc!r}"
     shown = None
@@ -152,7 +209,7 @@ def _compared(
         laid_out.columns = [str(c) for c in laid_out.columns]
         shown = render_table(laid_out, f"ours as {shape.paper_ref}" + (f" ({shape.unit})" if shape.unit else ""))
         ref = shape.paper_ref + (f" ({shape.paper_dataset})" if shape.paper_dataset else "")
-    return shown, ref, judge(shape, rows, tuple(headlines)), ""
+    return shown, ref, judge(shape, rows, tuple(headlines), claims), ""
 
 
 def view_of(paper_target: PaperTarget, results: Path, published: pd.DataFrame, figures_dir: Path) -> TargetView:
@@ -215,7 +272,7 @@ def _runs_html(runs: pd.DataFrame) -> str:
             f'<a href="../{f"{sweep}/" if sweep else ""}{run_id}/summary.json">{run_id}</a>'
             for sweep, run_id in zip(shown["sweep"], shown["run_id"])
         ]
-    return shown.to_html(index=False, border=0, classes="data sortable", float_format=_number, na_rep="—", escape=False)
+    return html_table(shown, "data sortable", escape=False)
 
 
 def _environment() -> jinja2.Environment:
