@@ -16,7 +16,7 @@ RUN_ARGS ?=
 RESULTS ?= results
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint test-slow test-gpu check-gpu gpu-wheels gpu-site test-pgt test-numeric-isa clean paper paper-list simulate bench-vs-pygt
+.PHONY: help install run test lint test-slow test-gpu check-gpu gpu-wheels gpu-site test-pgt test-numeric-isa clean paper reproduction paper-list simulate bench-vs-pygt
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -119,6 +119,10 @@ comma := ,
 PAPER_FLAGS = --results $(RESULTS) $(if $(SMOKE),--smoke) $(if $(filter false,$(PROGRESS)),--no-progress) $(if $(SET),--set $(SET))
 paper: $(STAMP) ## every paper table and figure into results/report/ (REUSE=1: only render; SMOKE=1: tiny sizes, ~5 min; ONLY=a,b; PROGRESS=false)
 	$(BIN)/dygsched paper $(if $(ONLY),$(subst $(comma), ,$(ONLY)),all) $(PAPER_FLAGS) $(if $(REUSE),--reuse)
+
+reproduction: $(STAMP) ## docs/reproduction.md: the verdict table of what $(RESULTS) holds, by the report's renderer (runs nothing)
+	$(BIN)/dygsched report $(RESULTS)
+	cp $(RESULTS)/report/reproduction.md docs/reproduction.md
 
 paper-list: $(STAMP) ## list the paper targets: paper, what each reproduces, minutes at full size, built or not
 	$(BIN)/dygsched paper --results $(RESULTS)

@@ -178,6 +178,7 @@ class PaperTarget:
     headlines: Headliner | None = None
     claims: tuple[Claim, ...] = ()  # the text's claims on a figure that prints no number
     regime: Regime | None = None  # every registered target states one (tests/paper/test_registry.py)
+    departures: str = ""  # where ours departs from the paper's shape, the measured reason and where the docs show it
 
     def __post_init__(self) -> None:
         if not self.outputs:

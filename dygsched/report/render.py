@@ -1,4 +1,5 @@
-"""Render a results root into `report/index.html`, `report/runs.html` and `report/README.md`.
+"""Render a results root into `report/index.html`, `report/runs.html`, `report/README.md` and
+`report/reproduction.md` (the verdict table that `make reproduction` copies into docs/).
 
 The first screen is the verdict of every target (does the paper's shape reproduce here:
 ``dygsched.paper.verdict``); then one section per paper module (``dygsched.paper.registry``), where
@@ -297,9 +298,14 @@ def render(results: Path, smoke: bool = False) -> Path:
     for paper_target in registry.TARGETS:
         views[paper_target.paper].append(view_of(paper_target, results, published, building / "figures"))
     runs = runs_table(results)
+    verdicts = [view for section in registry.SECTIONS for view in views[section.key]]
+    built = [view.provenance for view in verdicts if view.status == "built" and view.provenance is not None]
     context = {
         "sections": registry.SECTIONS,
-        "verdicts": [view for section in registry.SECTIONS for view in views[section.key]],
+        "verdicts": verdicts,
+        "built_count": sum(view.status == "built" for view in verdicts),
+        "build_dates": sorted({record.date[:10] for record in built}),
+        "build_minutes": sum(record.wall_s for record in built) / 60,
         "views": views,
         "runs_count": len(runs),
         "smoke": smoke,
@@ -311,6 +317,7 @@ def render(results: Path, smoke: bool = False) -> Path:
     environment = _environment()
     (building / "index.html").write_text(environment.get_template("index.html.j2").render(**context))
     (building / "README.md").write_text(environment.get_template("README.md.j2").render(**context))
+    (building / "reproduction.md").write_text(environment.get_template("reproduction.md.j2").render(**context))
     (building / "runs.html").write_text(environment.get_template("runs.html.j2").render(table=_runs_html(runs), **context))
     if final.exists():
         shutil.rmtree(final)

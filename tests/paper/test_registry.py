@@ -32,7 +32,10 @@ def test_every_target_is_complete(paper_target):
     assert callable(paper_target.build) and callable(paper_target.reading)
     assert paper_target.outputs and all(path.endswith((".csv", ".png")) for path in paper_target.outputs)
     assert paper_target.tables, "the report reads at least one table"
-    assert paper_target.sweep is not None or paper_target.settings.smoke, "a smoke run smaller than the full one"
+    assert paper_target.smoke_is_smaller, "a smoke run smaller than the full one"
+    regime = paper_target.regime
+    assert regime is not None and regime.ours, "a target states where it measures at full size (its regime)"
+    assert bool(regime.paper) == paper_target.reproduces_paper, "the paper's setting, where there is a paper"
     for smoke in (False, True):  # the builder takes exactly its settings
         inspect.signature(paper_target.build).bind(Path("results"), **paper_target.settings.at(smoke))
     assert paper_target.minutes > 0 and paper_target.repeats
@@ -41,6 +44,10 @@ def test_every_target_is_complete(paper_target):
         assert len(rows), f"{paper_target.name} reproduces {paper_target.reproduces} but has no published rows"
     if rows.empty:
         assert paper_target.shape is None and paper_target.headlines is None
+    if paper_target.name in NO_PRINTED_NUMBERS:
+        assert paper_target.claims, "a figure without numbers is judged by what its text claims"
+    for claim in paper_target.claims:
+        assert claim.quote and claim.source
 
 
 def test_every_published_row_belongs_to_a_target_and_is_a_number():

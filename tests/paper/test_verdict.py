@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
-from dygsched.paper.target import Headline, PaperShape
-from dygsched.paper.verdict import check_headline, judge, published_frame, rank_correlation
+from dygsched.paper.target import ClaimCheck, Headline, PaperShape
+from dygsched.paper.verdict import SPREAD_COVERS_ONE, WITHIN_SPREAD, check_headline, judge, published_frame, rank_correlation
 
 PUBLISHED = pd.DataFrame(
     {
@@ -96,3 +96,28 @@ def test_the_word_combines_order_and_headlines():
     assert judge(None, PUBLISHED, ()).word == "not measured"
     summary = judge(same, PUBLISHED, (Headline("a", 1.5, 1.4), Headline("b", 2.0, None))).summary
     assert summary == "order ρ = +1.00 over 3 cells; 1 of 1 headline ratios agree and are within 2x"
+
+
+def test_a_spread_over_seeds_that_covers_the_papers_value_agrees():
+    # ours 0.97 alone points away from the paper's 1.01; over the seeds it runs 0.95-1.03, which covers it
+    within = check_headline(Headline("a", 1.01, 0.97, spread=(0.95, 1.03)))
+    assert within.agrees and within.close and within.note == SPREAD_COVERS_ONE  # and 1 too: no direction told
+    covers_paper = check_headline(Headline("a", 1.5, 1.3, spread=(1.2, 1.6)))
+    assert covers_paper.agrees and covers_paper.close and covers_paper.note == WITHIN_SPREAD
+    outside = check_headline(Headline("a", 1.5, 0.9, spread=(0.8, 1.1)))  # covers 1 but not the paper's: the rule as before
+    assert outside.agrees is False and outside.note == ""
+    assert check_headline(Headline("a", 1.5, 0.9)).note == ""  # one seed: no spread
+    summary = judge(None, PUBLISHED, (Headline("a", 1.5, 1.3, spread=(1.2, 1.6)), Headline("b", 2.0, 1.9))).summary
+    assert summary == "2 of 2 headline ratios agree and are within 2x (1 within our spread over seeds or rounds)"
+    with pytest.raises(ValueError, match="lowest, highest"):
+        Headline("a", 1.5, 1.3, spread=(1.6, 1.2))
+
+
+def test_a_figure_without_numbers_is_judged_by_its_texts_claims():
+    holds, fails, unmeasured = ClaimCheck("spread 1%", True), ClaimCheck("spread 7%", False), ClaimCheck("no PSG", None)
+    assert judge(None, PUBLISHED, (), (holds,)).word == "reproduced"
+    assert judge(None, PUBLISHED, (), (fails,)).word == "not"
+    assert judge(None, PUBLISHED, (), (holds, fails)).word == "partly"
+    assert judge(None, PUBLISHED, (), (unmeasured,)).word == "not measured"
+    assert judge(None, PUBLISHED, (Headline("a", 1.5, 1.4),), (fails,)).word == "partly"
+    assert judge(None, PUBLISHED, (), (holds, unmeasured)).summary == "1 of 1 claims of the paper's text hold"

@@ -174,3 +174,36 @@ def test_the_expected_time_in_words():
         "about 10 min",
         "under a minute",
     ]
+
+
+def test_text_is_left_aligned_and_numbers_right_aligned(results):
+    folder = render(results)
+    html = (folder / "index.html").read_text()
+    block = html.split('id="table-epoch-time"')[1].split('class="target"')[0]
+    assert "<td>synthetic</td>" in block and '<td class="num">2</td>' in block  # text left, numbers right
+    assert '<th>sched</th>' in block and '<th class="num">epoch_time_s</th>' in block
+    assert '<td class="num">—</td>' in block  # a missing number keeps its column's alignment
+    first = html.split('id="verdicts"')[1].split("</section>")[0]
+    assert 'class="num"' not in first  # the verdict table is all text: target, reproduces, status, word, checks
+    markdown = (folder / "README.md").read_text()
+    assert "| :--- | :--- | :--- | :--- | :--- |" in markdown  # the verdict table
+    header = next(line for line in markdown.splitlines() if line.startswith("| dataset") and "epoch_time_s" in line)
+    rule = markdown.splitlines()[markdown.splitlines().index(header) + 1]
+    cells = [cell.strip() for cell in rule.strip("|").split("|")]
+    names = [cell.strip() for cell in header.strip("|").split("|")]
+    assert cells[names.index("dataset")].startswith(":") and cells[names.index("epoch_time_s")].endswith(":")
+    assert not cells[names.index("epoch_time_s")].startswith(":")
+
+
+def test_the_reproduction_page_lists_every_target_and_when_it_was_built(results):
+    page = (render(results) / "reproduction.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    assert [row.split("`")[1] for row in rows] == [t.name for t in TARGETS]
+    epoch = next(row for row in rows if row.startswith("| `table-epoch-time`"))
+    assert "2026-11-25, abc123" in epoch and epoch.rstrip(" |").endswith("1.0")  # when and at what commit; 61 s
+    assert "| missing | —" in next(row for row in rows if row.startswith("| `table-sven-comm`"))
+    assert f"Built: 2 of {len(TARGETS)} targets, from 2026-11-25 to 2026-11-25" in page
+    departures = page.split("## Where ours departs")[1]
+    words = {row.split("`")[1]: row.split("|")[3].strip() for row in rows}
+    for name, word in words.items():
+        assert (f"**`{name}`**" in departures) == (word in ("**partly**", "**not**")), name

@@ -12,7 +12,7 @@ import pandas as pd
 from dygsched.paper.bench.common import SECTION
 from dygsched.paper.common import table_named, write_table
 from dygsched.paper.runner import run_or_fail
-from dygsched.paper.target import PaperTarget, Settings, Tables
+from dygsched.paper.target import PaperTarget, Regime, Settings, Tables
 
 FLOP_COUNTING_CSV = "bench_flop_counting.csv"
 
@@ -77,6 +77,10 @@ FLOP_COUNTING = PaperTarget(
     minutes=1.6,
     build=build_flop_counting,
     reading=read_flop_counting,
+    regime=Regime(
+        paper="",
+        ours="TGCN on Twitter-Tennis, one process, 6 epochs with and without FLOP counting, 3 alternating pairs",
+    ),
     settings=Settings(
         full={"dataset": "twitter_tennis", "model": "tgcn", "epochs": 6, "world_size": 1, "pairs": 3},
         smoke={"pairs": 1, "epochs": 2, "dataset": "synthetic"},

@@ -13,7 +13,7 @@ import pandas as pd
 from dygsched.paper.bench.common import EPOCH_LEVEL, SECTION, growth_exponent
 from dygsched.paper.common import table_named, write_table
 from dygsched.paper.runner import run_in_process_of_its_own
-from dygsched.paper.target import PaperTarget, Settings, Tables
+from dygsched.paper.target import PaperTarget, Regime, Settings, Tables
 
 SCALING_DIR = "scaling"
 SCALING_CSV = f"{SCALING_DIR}/scaling.csv"
@@ -228,6 +228,11 @@ SCALING = PaperTarget(
     minutes=39,
     build=build_scaling,
     reading=read_scaling,
+    regime=Regime(
+        paper="",
+        ours="PSG, greedy, FlareDTDG and DistDy on 2 ranks, synthetic graphs of 1,000-100,000 nodes (24 snapshots) and "
+        "24-240 snapshots (3,000 nodes), 2 epochs each",
+    ),
     settings=Settings(
         full={
             "scheds": ("psg", "greedy", "flare", "distdy"),

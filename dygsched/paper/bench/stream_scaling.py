@@ -9,7 +9,7 @@ import pandas as pd
 
 from dygsched.paper.bench.common import SECTION, growth_exponent
 from dygsched.paper.common import completed_runs, table_named, write_table
-from dygsched.paper.target import PaperTarget, Sweep, Tables
+from dygsched.paper.target import PaperTarget, Regime, Sweep, Tables
 
 STREAM_SCALING_DIR = "stream_scaling"
 STREAM_SCALING_CSV = f"{STREAM_SCALING_DIR}/stream_scaling.csv"
@@ -127,5 +127,10 @@ STREAM_SCALING = PaperTarget(
     minutes=19,
     build=build_stream_scaling,
     reading=read_stream_scaling,
+    regime=Regime(
+        paper="",
+        ours="TGN, JODIE and APAN in one process on generated streams of 10,984 vertices and 20,000 to 672,447 events "
+        "(REDDIT's size), 2 epochs each",
+    ),
     sweep=STREAM_SCALING_SWEEP,
 )

@@ -20,7 +20,7 @@ from dygsched.paper.sven.common import (
     epoch_share,
     epoch_time,
 )
-from dygsched.paper.target import Headline, PaperShape, PaperTarget, Sweep, Tables
+from dygsched.paper.target import Headline, PaperShape, PaperTarget, Regime, Sweep, Tables
 
 # Figure 15's steps, each one run: the mechanisms added one at a time to DepComm (DepCache beside it)
 BREAKDOWN_STEPS = {
@@ -179,6 +179,13 @@ BREAKDOWN = PaperTarget(
     minutes=20,
     build=build_breakdown,
     reading=read_breakdown,
+    regime=Regime(
+        paper="TGN, JODIE and APAN on LASTFM (1,980 vertices, 1.29M events) on V100 GPUs, one iteration per step",
+        ours="TGN on the REDDIT-sized stream (10,984 vertices, 672,447 events, generated), 2 gloo ranks on 2 CPU cores, "
+        "600 events per rank, one epoch per step",
+        why="two CPU cores take an epoch of TGN on REDDIT's size in 1.5-3.5 min, so one model of three; the micro-batches "
+        "and prefetching need a spare core to overlap anything, and two ranks on two cores have none",
+    ),
     sweep=BREAKDOWN_SWEEP,
     shape=shape_breakdown,
     headlines=headlines_breakdown,
