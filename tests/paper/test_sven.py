@@ -193,6 +193,22 @@ def test_accuracy_shape_is_table_4_and_its_verdict_follows_the_models_order():
     assert verdict_of(sven.accuracy.ACCURACY, sven.accuracy.accuracy_table(accuracy_runs(flipped))) == "not"
 
 
+def test_accuracy_ratio_carries_its_spread_over_seeds():
+    paper = papers_accuracy()
+    published = rows_of("table-sven-accuracy")
+    # seed 0 as the paper; seed 1 with Sven 3 points under TGL on every model: ours spreads from below 1 to the paper's
+    low = {"TGL": paper["TGL"], "Sven": {model: value - 3 for model, value in paper["TGL"].items()}}
+    runs = pd.concat([accuracy_runs(paper), accuracy_runs(low).assign(seed=1)], ignore_index=True)
+    tables = {sven.accuracy.ACCURACY_CSV: sven.accuracy.accuracy_table(runs), sven.accuracy.PER_SEED_CSV: runs}
+    (headline,) = sven.accuracy.headlines_accuracy(tables, published)
+    assert headline.spread is not None
+    assert headline.spread[0] < headline.ours < headline.spread[1]
+    assert headline.spread[1] == pytest.approx(headline.paper)  # seed 0 is the paper's ratio
+    assert judge(None, published, (headline,)).headlines[0].note  # the spread decides, and says so
+    one_seed = {sven.accuracy.ACCURACY_CSV: sven.accuracy.accuracy_table(accuracy_runs(paper))}
+    assert sven.accuracy.headlines_accuracy(one_seed, published)[0].spread is None
+
+
 # ---- table-sven-breakdown -------------------------------------------------------------------------
 def breakdown_runs(shares: dict[str, tuple[float, float, float]], speedups: dict[str, float]) -> pd.DataFrame:
     """TGN's steps: DepComm 100 s per epoch, each later step faster than the one before by
@@ -296,11 +312,15 @@ def test_sweeps_run_what_the_make_recipes_ran():
         ("dataset=events", "model=jodie", "sched=sven", "sched.batch_size=300", "sched.staleness=1"),
     ]
     steps = planned_runs(sven.breakdown.BREAKDOWN_SWEEP, smoke=False)
-    assert len(steps) == 6 and all(
-        run[:3] == ("dataset=events", "checkpoint=false", "model=tgn")
-        and run[-3:] == ("world_size=2", "epochs=5", "optim.lr=0.001")
+    assert len(steps) == 6 and all(  # at full size: REDDIT's size, one epoch at TGL's learning rate
+        run[:3] == ("dataset=reddit_like", "checkpoint=false", "model=tgn")
+        and run[-3:] == ("world_size=2", "epochs=1", "optim.lr=0.0001")
         for run in steps
     )
+    full = planned_runs(sven.accuracy.ACCURACY_SWEEP, smoke=False)
+    assert all("dataset=wikipedia_like" in run and "seed=0,1,2" in run for run in full)
+    global_batches = {("world_size=1" in run and "sched.batch_size=600" in run) or "sched.batch_size=300" in run for run in full}
+    assert global_batches == {True}  # equal global batch: 600 in one process, 300 per rank on 2 ranks
     assert [run[3:-2] for run in planned_runs(sven.breakdown.BREAKDOWN_SWEEP, smoke=True)] == [
         ("sched=depcomm",),
         ("sched=sven", "sched.micro_batches=2", "sched.staleness=1"),
