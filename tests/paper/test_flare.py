@@ -317,3 +317,84 @@ def test_the_heatmap_builds_at_smoke_size_from_an_empty_folder(tmp_path):
     table = pd.read_csv(tmp_path / flare.common.HEATMAP_CSV)
     assert list(table[["K", "alpha"]].itertuples(index=False, name=None)) == [(2, 0.3)] and table.test_mse.notna().all()
     assert flare.heatmap.read_heatmap({flare.common.HEATMAP_CSV: table}).startswith("lowest test MSE")
+
+
+# ---- regimes and figure 8's claims (issue 46) -----------------------------------------------------------
+@pytest.mark.parametrize("target", flare.TARGETS, ids=lambda t: t.name)
+def test_every_target_states_the_papers_regime_and_ours(target):  # noqa: ANN001 - a PaperTarget
+    assert target.regime is not None
+    assert target.regime.paper.strip() and target.regime.ours.strip() and target.regime.why.strip()
+
+
+def grid_table(mse, memory=None, time=None) -> pd.DataFrame:  # noqa: ANN001 - functions of (K, alpha)
+    """A 3 x 3 grid over K = 1, 4, 8 and alpha = 0, 0.3, 1 of test MSE, training memory and epoch time."""
+    cells = [(k, a) for k in (1, 4, 8) for a in (0.0, 0.3, 1.0)]
+    return pd.DataFrame(
+        {
+            "K": [k for k, _ in cells],
+            "alpha": [a for _, a in cells],
+            "test_mse": [mse(k, a) for k, a in cells],
+            "train_memory_mb": [(memory or (lambda k, a: 100.0 * k + 5 * a))(k, a) for k, a in cells],
+            "epoch_time_s": [(time or (lambda k, a: 1.0 + k + 0.1 * a))(k, a) for k, a in cells],
+        }
+    )
+
+
+def figure8_checks(table: pd.DataFrame) -> dict:
+    tables = {flare.common.HEATMAP_CSV: table}
+    return {claim.check.__name__: claim.check(tables) for claim in flare.heatmap.HEATMAP.claims}
+
+
+def bowl(k: float, a: float) -> float:
+    """Highest at K = 1, alpha = 0; lowest at K = 4, alpha = 0.3; one basin."""
+    return 0.1 + 0.01 * abs(k - 4) + 0.05 * abs(a - 0.3) + (0.2 if (k, a) == (1, 0.0) else 0.0)
+
+
+def test_figure_8s_claims_hold_on_a_grid_shaped_as_its_text_says():
+    checks = figure8_checks(grid_table(bowl))
+    assert {name: c.holds for name, c in checks.items()} == {
+        "check_memory_rises_with_k": True,
+        "check_time_rises_with_k": True,
+        "check_alpha_subtler": True,
+        "check_bottom_left_high": True,
+        "check_local_search": True,
+    }
+    assert checks["check_local_search"].measured == (
+        "from 9 of 9 cells a local search over neighbouring K and alpha reaches the lowest MSE 0.1000"
+    )
+    assert checks["check_memory_rises_with_k"].measured.endswith(
+        "K = 1: 102 MB, K = 4: 402 MB, K = 8: 802 MB; correlation with K 1.00 (near-linear: at least 0.95)"
+    )
+    paper = rows_of(flare.heatmap.HEATMAP.name)
+    tables = {flare.common.HEATMAP_CSV: grid_table(bowl)}
+    word = judge(None, paper, flare.heatmap.headlines_heatmap(tables, paper), tuple(checks.values())).word
+    assert word == "reproduced"  # K = 4 and alpha = 0.3 are the text's soc-youtube, and every claim holds
+
+
+def test_figure_8s_claims_fail_where_the_grid_contradicts_its_text():
+    def two_basins(k: float, a: float) -> float:  # minima at K = 1, alpha = 0 (low: no high-error corner) and K = 8, alpha = 1
+        rows = {1: (0.12, 0.2, 0.25), 4: (0.2, 0.1, 0.2), 8: (0.25, 0.2, 0.15)}
+        return rows[int(k)][(0.0, 0.3, 1.0).index(a)]
+
+    checks = figure8_checks(grid_table(two_basins, memory=lambda k, a: 100.0 + 50 * a, time=lambda k, a: 10.0 - k + 5 * a))
+    assert {name: c.holds for name, c in checks.items()} == {
+        "check_memory_rises_with_k": False,
+        "check_time_rises_with_k": False,
+        "check_alpha_subtler": False,
+        "check_bottom_left_high": False,
+        "check_local_search": False,
+    }
+    assert checks["check_local_search"].measured == (
+        "from 7 of 9 cells a local search over neighbouring K and alpha reaches the lowest MSE 0.1000; "
+        "it stops at K = 1, alpha = 0, K = 8, alpha = 1"
+    )
+    assert checks["check_bottom_left_high"].measured.startswith("at K = 1, alpha 0 the test MSE is 0.1200, below")
+
+
+def test_figure_8s_claims_are_missing_where_the_grid_does_not_vary_both_settings():
+    one_alpha = grid_table(bowl)
+    one_alpha = one_alpha[one_alpha.alpha == 0.3]
+    assert {c.holds for c in figure8_checks(one_alpha).values()} == {None}
+    no_corner = grid_table(bowl)
+    no_corner = no_corner[no_corner.alpha > 0]  # no alpha 0 cell: the bottom-left corner is not measured
+    assert figure8_checks(no_corner)["check_bottom_left_high"].holds is None
