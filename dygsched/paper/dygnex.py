@@ -18,7 +18,18 @@ from dygsched.paper.common import (
     times,
     write_table,
 )
-from dygsched.paper.target import Headline, PaperShape, PaperTarget, Section, Settings, Sweep, Tables
+from dygsched.paper.target import (
+    Claim,
+    ClaimCheck,
+    Headline,
+    PaperShape,
+    PaperTarget,
+    Regime,
+    Section,
+    Settings,
+    Sweep,
+    Tables,
+)
 
 if TYPE_CHECKING:
     from dygsched.planner import ScheduleProblem
@@ -116,6 +127,15 @@ EPOCH_TIME = PaperTarget(
     ),
     shape=shape_epoch_time,
     headlines=headlines_epoch_time,
+    regime=Regime(
+        paper="4 A100 GPUs; Arxiv, Products, Reddit (30 snapshots) and Stackoverflow (50), 63k-170k nodes and "
+        "1.3M-22M edges per snapshot on average, groups of 4; EvolveGCN, WD-GCN, TGCN and GAT-LSTM with two layers.",
+        ours="2 CPU ranks; a Stackoverflow-like synthetic graph of 6,000 nodes, about 32,000 edges per snapshot, 36 "
+        "snapshots (23 training groups of 4), the edge count's relative standard deviation 0.3; TGCN and WD-GCN, "
+        "two layers, hidden 64, 10 epochs.",
+        why="No GPU here; the fluctuation makes PSG's two groups of an iteration differ by up to 16% in edges (figure "
+        "1: up to 16-26%), yet by only 1.08x on average against figure 4's PSG imbalance of 1.26.",
+    ),
 )
 
 
@@ -186,9 +206,52 @@ def read_convergence(tables: Tables) -> str:
     return f"final test {metric}: {listed} (spread {final.max() - final.min():.3f} over {len(final)} strategies)"
 
 
-# Figure 3 prints curves, and its text states one bound: DyGNeX-L, DyGNeX-G and PSG end within 3% test
-# accuracy of each other. A bound is not a ratio: the verdict's closeness check would count a smaller
-# spread than 3% as a miss, so this target has no shape and no headline (the reading gives our spread).
+# Figure 3 prints curves; its text states one bound, quoted below as a claim and checked on our final
+# test metric. A bound is not a ratio (the verdict's closeness check would count a spread well under
+# 3% as a miss), so this target has no shape and no headline: the claim is its check.
+CONVERGENCE_BOUND = 0.03  # "within 3%"
+CLAIM_STRATEGIES = {"dygnex_l": "DyGNeX-L", "dygnex_g": "DyGNeX-G", "psg": "PSG"}
+
+
+def _either(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def check_convergence_claim(tables: Tables) -> ClaimCheck:
+    """DyGNeX-L's, DyGNeX-G's and PSG's final test metric (the last epoch of each run) and their
+    relative spread, highest over lowest - 1 (for a loss or an error the same relative difference):
+    the claim holds when it is within 3% for every (dataset, model) of the sweep."""
+    table = table_named(tables, "convergence.csv")
+    test = table[(table.phase == "test") & (table.metric != "loss")]
+    if test.empty:
+        return ClaimCheck("convergence.csv has no test metric: no run evaluated on the test groups", None)
+    metric = str(test.metric.iloc[0])
+    final = test[test.metric == metric].sort_values("epoch").groupby(["dataset", "model", "sched"], observed=True).value.last()
+    parts, verdicts = [], []
+    for (dataset, model), values in final.groupby(level=["dataset", "model"], sort=True):
+        values = values.droplevel(["dataset", "model"])
+        prefix = f"{dataset}/{model}: " if final.index.droplevel("sched").nunique() > 1 else ""
+        missing = [label for sched, label in CLAIM_STRATEGIES.items() if sched not in values.index]
+        if missing:
+            return ClaimCheck(
+                f"{prefix}no run of {_either(missing)} in convergence.csv: the claim compares "
+                f"{', '.join(CLAIM_STRATEGIES.values())} (run the sweep with sched={','.join(CLAIM_STRATEGIES)})",
+                None,
+            )
+        ours = values[list(CLAIM_STRATEGIES)]
+        low, high = float(ours.min()), float(ours.max())
+        if low <= 0:
+            return ClaimCheck(f"{prefix}final test {metric} {low:.4g} is not positive: no relative spread", None)
+        spread = high / low - 1
+        verdicts.append(spread <= CONVERGENCE_BOUND)
+        listed = ", ".join(f"{CLAIM_STRATEGIES[sched]} {value:.4f}" for sched, value in ours.items())
+        parts.append(
+            f"{prefix}final test {metric} {listed}: spread {100 * spread:.1f}% (highest over lowest), "
+            f"{'within' if verdicts[-1] else 'beyond'} 3%"
+        )
+    return ClaimCheck("; ".join(parts), all(verdicts))
+
+
 CONVERGENCE = PaperTarget(
     name="fig-convergence",
     paper=SECTION.key,
@@ -203,6 +266,22 @@ CONVERGENCE = PaperTarget(
         folder=CONVERGENCE_DIR,
         runs=(("+experiment=convergence", "sched=psg,dygnex_g,dygnex_l,greedy,ilp"),),
         smoke=(("+experiment=convergence", "sched=greedy", "+smoke=snapshots"),),
+    ),
+    claims=(
+        Claim(
+            quote="As shown in Figure 3, the test accuracy differences among DYGNEX-L, DYGNEX-G, and PSG are within 3%, "
+            "demonstrating that DYGNEX-L and DYGNEX-G have minimal impact on model accuracy.",
+            source="section 5.2 (test accuracy), on figure 3",
+            check=check_convergence_claim,
+        ),
+    ),
+    regime=Regime(
+        paper="Test accuracy over 100 epochs of DyGNeX-L, DyGNeX-G and PSG on Arxiv, Products and Reddit "
+        "(63k-170k nodes per snapshot, 30 snapshots), the four models, 4 A100 GPUs.",
+        ours="Node classification (4 classes) on a synthetic graph of 1,500 nodes and 30 snapshots, TGCN (2 layers, "
+        "hidden 32), 2 CPU ranks, 30 epochs; PSG, DyGNeX-G, DyGNeX-L, greedy and ilp, one run each.",
+        why="No GPU and no labelled graph of the paper's size here: a small labelled graph keeps the five runs of 30 "
+        "epochs to about 2 minutes on 2 cores.",
     ),
 )
 
@@ -385,6 +464,15 @@ SOLVE_TIME = PaperTarget(
     settings=Settings(full={"quick": True}, smoke={"max_snapshots": 50}),
     shape=shape_solve_time,
     headlines=headlines_solve_time,
+    regime=Regime(
+        paper="Table 5: DyGNeX-G on 10 to 10,000 snapshots; table 6: DyGNeX-L (Gurobi) on 10 to 300 snapshots at gaps "
+        "of 1-10% with a 30 s limit (its text names no GPU count for these solves).",
+        ours="DyGNeX-G and greedy on 10, 50, 100, 300, 1,000 and 10,000 simulated groups of 4 snapshots (DyGNeX-G with "
+        "8 candidate targets above 300), DyGNeX-L on CP-SAT at 10, 50, 100 and 300 and gaps of 1, 2, 5 and 10% with "
+        "a 5 s limit; 8 simulated GPUs.",
+        why="The quick sizes keep the target under a minute on 2 cores; with 5 s instead of 30 s, cells the paper "
+        "solved in 5-30 s (2% at 100 snapshots: 23.02 s) count as not converged, and CP-SAT stands in for Gurobi.",
+    ),
 )
 
 TARGETS: tuple[PaperTarget, ...] = (EPOCH_TIME, CONVERGENCE, SOLVE_TIME)

@@ -65,3 +65,19 @@ def test_classification_targets_are_classes():
 def test_bad_parameters(kwargs, message):
     with pytest.raises(DataError, match=message):
         SyntheticSource(**kwargs).load()
+
+
+def test_fluctuation_default_draws_the_same_graph_and_scales_only_the_edge_noise():
+    default = SyntheticSource(num_nodes=200, num_snapshots=8, seed=5).load()
+    explicit = SyntheticSource(num_nodes=200, num_snapshots=8, seed=5, fluctuation=0.02).load()
+    for a, b in zip(default.snapshots, explicit.snapshots, strict=True):
+        assert torch.equal(a.edge_index, b.edge_index) and torch.equal(a.y, b.y) and torch.equal(a.node_mask, b.node_mask)
+    wider = SyntheticSource(num_nodes=200, num_snapshots=8, seed=5, fluctuation=0.3).load()
+    assert [s.num_edges for s in wider.snapshots] != [s.num_edges for s in default.snapshots]
+    assert [s.num_active_nodes for s in wider.snapshots] == [s.num_active_nodes for s in default.snapshots]
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), "0.3", True])
+def test_a_bad_fluctuation_is_refused_in_one_line(bad):
+    with pytest.raises(DataError, match=r"^synthetic: fluctuation must be a number in \[0, 1\], got "):
+        SyntheticSource(num_nodes=50, num_snapshots=3, fluctuation=bad).load()

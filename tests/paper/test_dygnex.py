@@ -90,9 +90,40 @@ def test_convergence_gives_each_strategys_final_test_metric_and_the_spread():
     )
 
 
-def test_convergence_states_a_bound_only_so_it_has_no_shape_or_headline():
+def test_convergence_states_a_bound_only_so_it_has_no_shape_or_headline_and_checks_its_claim():
     assert dygnex.CONVERGENCE.shape is None and dygnex.CONVERGENCE.headlines is None
     assert not rows_of("fig-convergence").empty  # the bound is published; the report shows it beside ours
+    (claim,) = dygnex.CONVERGENCE.claims
+    assert "within 3%" in claim.quote and claim.check is dygnex.check_convergence_claim
+
+
+def final_metrics(values: dict[str, float], metric: str = "accuracy") -> dict[str, pd.DataFrame]:
+    """A convergence table whose runs end at ``values`` (an earlier epoch far off, to be ignored)."""
+    rows = [(sched, epoch, "test", metric, value if epoch else 0.1) for sched, value in values.items() for epoch in (0, 1)]
+    rows += [(sched, 1, "train", "loss", 9.0) for sched in values]
+    table = pd.DataFrame(rows, columns=["sched", "epoch", "phase", "metric", "value"]).assign(dataset="d", model="tgcn")
+    return {dygnex.CONVERGENCE_CSV: table}
+
+
+def test_convergence_claim_holds_within_3_percent_and_fails_beyond():
+    check = dygnex.check_convergence_claim(final_metrics({"psg": 0.500, "dygnex_g": 0.510, "dygnex_l": 0.505, "greedy": 0.2}))
+    assert check.holds is True
+    assert check.measured == (
+        "final test accuracy DyGNeX-L 0.5050, DyGNeX-G 0.5100, PSG 0.5000: spread 2.0% (highest over lowest), within 3%"
+    )
+    beyond = dygnex.check_convergence_claim(final_metrics({"psg": 0.49, "dygnex_g": 0.51, "dygnex_l": 0.52}))
+    assert beyond.holds is False and "spread 6.1%" in beyond.measured and "beyond 3%" in beyond.measured
+    mse = dygnex.check_convergence_claim(final_metrics({"psg": 0.100, "dygnex_g": 0.102, "dygnex_l": 0.101}, "mse"))
+    assert mse.holds is True and "final test mse" in mse.measured
+    verdict = judge(None, rows_of("fig-convergence"), (), (beyond,))
+    assert verdict.word == "not" and "0 of 1 claims" in verdict.summary
+
+
+def test_convergence_claim_is_not_measured_without_all_three_strategies():
+    check = dygnex.check_convergence_claim(final_metrics({"psg": 0.5, "greedy": 0.5}))
+    assert check.holds is None
+    assert check.measured.startswith("no run of DyGNeX-L or DyGNeX-G in convergence.csv")
+    assert judge(None, rows_of("fig-convergence"), (), (check,)).word == "not measured"
 
 
 # ---- table-solve-time --------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dygsched.paper import real
 from dygsched.paper.build import build_target
 from dygsched.paper.common import published_value
 from dygsched.paper.published import rows_of
-from dygsched.paper.verdict import judge
+from dygsched.paper.verdict import WITHIN_SPREAD, check_headline, judge
 
 
 def verdict_of(target, tables):
@@ -149,3 +149,61 @@ def test_reuse_memory_builds_at_smoke_size(tmp_path):
         table.total_bytes < table.full_graph_bytes
     ).all()
     assert "synthetic" in real.read_reuse_memory({real.REUSE_MEMORY_CSV: table})
+
+
+# ---- table-ablation: the spread over rounds ------------------------------------------------------------
+def ablation_runs(folder, psg: list[float], real_l: list[float]) -> None:
+    """A runs table of two steps over rounds, written as the sweep writes it: round after round."""
+    rows = []
+    for psg_s, real_s in zip(psg, real_l):
+        for sched, seconds in (("psg", psg_s), ("real_l", real_s)):
+            rows.append(
+                {
+                    "status": "ok",
+                    "dataset": "d",
+                    "model": "tgcn",
+                    "world_size": 2,
+                    "sched": sched,
+                    "epoch_time_s": seconds,
+                    "conv_flops_per_epoch": 1e9,
+                    "imbalance_ratio": 1.1,
+                    "final_train_loss": 0.2,
+                }
+            )
+    folder.mkdir(parents=True)
+    pd.DataFrame(rows).to_parquet(folder / "runs.parquet")
+
+
+def test_ablation_keeps_each_rounds_speedup_and_a_spread_over_the_papers_value_agrees(tmp_path):
+    ablation_runs(tmp_path / real.ABLATION_DIR, psg=[2.0, 2.2, 1.8], real_l=[2.0 / 1.5, 2.2 / 2.0, 1.8 / 1.7])
+    real.build_ablation(tmp_path)
+    table = pd.read_csv(tmp_path / real.ABLATION_CSV)
+    row = table[table.step == "+ REAL-L"].iloc[0]
+    assert row.rounds == 3 and math.isclose(row.speedup_vs_psg, 2.0 / 1.1)  # the medians' ratio, as before
+    assert math.isclose(row.speedup_vs_psg_min, 1.5) and math.isclose(row.speedup_vs_psg_max, 2.0)
+    assert {"epoch_time_min_s", "epoch_time_max_s", "flops_reduction_vs_psg"} <= set(table.columns)  # kept
+    published = rows_of("table-ablation")
+    headlines = real.headlines_ablation({real.ABLATION_CSV: table}, published)
+    real_l = next(h for h in headlines if h.label.startswith("+REAL-L"))
+    assert real_l.spread == (1.5, 2.0) and 1.5 < real_l.paper < 2.0  # the paper's sqrt(1.08 x 2.81) = 1.74
+    check = check_headline(real_l)
+    assert check.agrees and check.close and check.note == WITHIN_SPREAD
+    assert all(h.spread is None for h in headlines if h is not real_l)  # steps not run: no spread either
+
+
+def test_ablation_of_one_round_or_an_older_table_has_no_spread(tmp_path):
+    ablation_runs(tmp_path / real.ABLATION_DIR, psg=[2.0], real_l=[1.0])
+    real.build_ablation(tmp_path)
+    table = pd.read_csv(tmp_path / real.ABLATION_CSV)
+    published = rows_of("table-ablation")
+    assert all(h.spread is None for h in real.headlines_ablation({real.ABLATION_CSV: table}, published))
+    older = table.drop(columns=["speedup_vs_psg_min", "speedup_vs_psg_max"]).assign(rounds=3)
+    assert all(h.spread is None for h in real.headlines_ablation({real.ABLATION_CSV: older}, published))
+
+
+def test_bench_reuse_over_rounds_gives_the_rounds_spread():
+    tables = bench_table(1.5, 2.0)
+    frame = tables[real.bench_reuse_csv("tgcn", 1)].assign(rounds=2, epoch_time_s_per_round=["2 3", "1 2"])
+    speedup = real.headlines_bench_reuse({"t.csv": frame}, rows_of("bench-reuse"))[0]
+    assert speedup.spread == (1.5, 2.0)
+    assert real.headlines_bench_reuse(tables, rows_of("bench-reuse"))[0].spread is None
