@@ -172,12 +172,12 @@ class PaperTarget:
     minutes: float  # wall time at full size on a 2-core CPU machine
     build: Builder
     reading: Reading
+    regime: Regime
     sweep: Sweep | None = None
     settings: Settings = field(default_factory=Settings)
     shape: Shaper | None = None
     headlines: Headliner | None = None
     claims: tuple[Claim, ...] = ()  # the text's claims on a figure that prints no number
-    regime: Regime | None = None  # every registered target states one (tests/paper/test_registry.py)
     departures: str = ""  # where ours departs from the paper's shape, the measured reason and where the docs show it
 
     def __post_init__(self) -> None:
@@ -185,7 +185,7 @@ class PaperTarget:
             raise ValueError(f"target {self.name}: writes no outputs")
         if self.sweep is None and not self.settings.full and not self.settings.smoke:
             raise ValueError(f"target {self.name}: has neither a sweep nor settings for its measurement")
-        if self.regime is not None and self.reproduces_paper and not self.regime.paper.strip():
+        if self.reproduces_paper and not self.regime.paper.strip():
             raise ValueError(f"target {self.name}: reproduces a paper table but states no paper setting")
 
     @property

@@ -256,11 +256,6 @@ def test_storage_builds_at_smoke_size_and_reads(tmp_path):
 
 
 # ---- regimes and the text's claims (issue 46) ------------------------------------------------------------
-@pytest.mark.parametrize("paper_target", distdy.TARGETS, ids=lambda t: t.name)
-def test_every_target_states_its_regime(paper_target):
-    """Where the paper measured (none for our own benchmark) and where we do at full size."""
-    assert paper_target.regime is not None and paper_target.regime.ours.strip()
-    assert bool(paper_target.regime.paper.strip()) == paper_target.reproduces_paper
 
 
 def _traffic(mb: dict[tuple[int, str], dict[str, float]]) -> dict[str, pd.DataFrame]:

@@ -34,7 +34,7 @@ def test_every_target_is_complete(paper_target):
     assert paper_target.tables, "the report reads at least one table"
     assert paper_target.smoke_is_smaller, "a smoke run smaller than the full one"
     regime = paper_target.regime
-    assert regime is not None and regime.ours, "a target states where it measures at full size (its regime)"
+    assert regime.ours, "a target states where it measures at full size (its regime)"
     assert bool(regime.paper) == paper_target.reproduces_paper, "the paper's setting, where there is a paper"
     for smoke in (False, True):  # the builder takes exactly its settings
         inspect.signature(paper_target.build).bind(Path("results"), **paper_target.settings.at(smoke))

@@ -9,7 +9,7 @@ import pytest
 
 from dygsched.paper.provenance import read_provenance
 from dygsched.paper.runner import BenchmarkRunFailed, run_in_process_of_its_own, run_missing, run_or_fail, wall_time
-from dygsched.paper.target import PaperTarget, Settings
+from dygsched.paper.target import PaperTarget, Regime, Settings
 
 
 def writes_table(results: Path, rows: int) -> None:
@@ -37,6 +37,7 @@ def toy(name: str, build: Callable[..., None]) -> PaperTarget:
         minutes=12.4,
         build=build,
         reading=lambda tables: "",
+        regime=Regime(paper="", ours="3 rows"),
         settings=Settings(full={"rows": 3}, smoke={"rows": 1}),
     )
 

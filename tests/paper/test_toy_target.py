@@ -11,7 +11,7 @@ import pytest
 from dygsched.cli import main
 from dygsched.paper import published, registry
 from dygsched.paper.common import table_named, write_table
-from dygsched.paper.target import Headline, PaperShape, PaperTarget, Settings, Tables
+from dygsched.paper.target import Headline, PaperShape, PaperTarget, Regime, Settings, Tables
 
 PAPER_ROWS = """ref,target,dataset,row,column,value,unit,source
 Table 1,table-toy,Toy,PSG,seconds,2.0,s,"Table 1, epoch time"
@@ -57,6 +57,7 @@ TOY = PaperTarget(
     minutes=0.1,
     build=build_toy,
     reading=read_toy,
+    regime=Regime(paper="the toy paper's one GPU", ours="10 epochs on 2 CPU ranks", why="no GPU here"),
     settings=Settings(full={"epochs": 10}, smoke={"epochs": 1}),
     shape=shape_toy,
     headlines=headlines_toy,
