@@ -198,9 +198,9 @@ ACCURACY = PaperTarget(
     regime=Regime(
         paper="LASTFM (1,980 vertices, 1.29M events) on 4 V100 GPUs of one node, batch 600 as TGL, up to 100 epochs, "
         "test AP at the best validation epoch",
-        ours="the Wikipedia-sized stream (9,227 vertices, 157,474 events, generated), global batch 600 (one process, or "
+        ours="The Wikipedia-sized stream (9,227 vertices, 157,474 events, generated), global batch 600 (one process, or "
         "300 per rank on 2 gloo ranks), Adam 1e-4 as TGL, one epoch, 3 seeds, test AP after the epoch",
-        why="one epoch of the three models on this stream takes 28 min for the 27 runs on 2 CPU cores, so one epoch, not "
+        why="One epoch of the three models on this stream takes 28 min for the 27 runs on 2 CPU cores, so one epoch, not "
         "100; Enron's test AP (0.55-0.66) spreads 9 points over seeds, too much to tell a 1-point difference",
     ),
     sweep=ACCURACY_SWEEP,

@@ -183,7 +183,7 @@ BREAKDOWN = PaperTarget(
         paper="TGN, JODIE and APAN on LASTFM (1,980 vertices, 1.29M events) on V100 GPUs, one iteration per step",
         ours="TGN on the REDDIT-sized stream (10,984 vertices, 672,447 events, generated), 2 gloo ranks on 2 CPU cores, "
         "600 events per rank, one epoch per step",
-        why="two CPU cores take an epoch of TGN on REDDIT's size in 1.5-3.5 min, so one model of three; the micro-batches "
+        why="Two CPU cores take an epoch of TGN on REDDIT's size in 1.5-3.5 min, so one model of three; the micro-batches "
         "and prefetching need a spare core to overlap anything, and two ranks on two cores have none",
     ),
     sweep=BREAKDOWN_SWEEP,
