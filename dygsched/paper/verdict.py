@@ -167,9 +167,7 @@ def judge(
         word = "not measured"
     elif (order is None or order >= ORDER_REPRODUCED) and all(c.agrees and c.close for c in measured) and all(held):
         word = "reproduced"
-    elif (order is not None and order <= 0) or (
-        (measured or held) and not any(c.agrees for c in measured) and not any(held)
-    ):
+    elif (order is not None and order <= 0) or ((measured or held) and not any(c.agrees for c in measured) and not any(held)):
         word = "not"
     else:
         word = "partly"

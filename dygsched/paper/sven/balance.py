@@ -206,7 +206,7 @@ BALANCE = PaperTarget(
     departures="Against range the cut is 63-70% cheaper (the paper: 59.2%); against interval it is within -9% to +4% "
     "(the paper: 48.5%): each trainer's slice of a batch reads nearly every hot vertex, so owning what a trainer needs "
     "removes 0.3% of the dispatch, and interval already spreads the hot items evenly (docs/measurements.md, "
-    "\"Figure 14 as section 5.4 measures it\").",
+    '"Figure 14 as section 5.4 measures it").',
     settings=Settings(
         full={
             "datasets": ("reddit_like",),
