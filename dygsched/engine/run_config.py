@@ -102,7 +102,7 @@ class EarlyStop:
 
 
 _BLOCKS: dict[str, type] = {"split": Split, "grad_sync": GradSync, "metrics": Metrics, "early_stop": EarlyStop}
-_ADDED_LATER = {"early_stop": {}}  # keys a run folder written before them lacks: their defaults
+_ADDED_LATER: dict[str, dict[str, Any]] = {"early_stop": {}}  # keys a run folder written before them lacks: their defaults
 _COMPONENTS = ("dataset", "model", "sched", "optim", "launcher")
 
 

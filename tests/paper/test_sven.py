@@ -312,10 +312,13 @@ def test_sweeps_run_what_the_make_recipes_ran():
         ("dataset=events", "model=jodie", "sched=sven", "sched.batch_size=300", "sched.staleness=1"),
     ]
     steps = planned_runs(sven.breakdown.BREAKDOWN_SWEEP, smoke=False)
-    assert len(steps) == 6 and all(  # at full size: REDDIT's size, one epoch at TGL's learning rate
-        run[:3] == ("dataset=reddit_like", "checkpoint=false", "model=tgn")
-        and run[-3:] == ("world_size=2", "epochs=1", "optim.lr=0.0001")
-        for run in steps
+    assert (
+        len(steps) == 6
+        and all(  # at full size: REDDIT's size, one epoch at TGL's learning rate
+            run[:3] == ("dataset=reddit_like", "checkpoint=false", "model=tgn")
+            and run[-3:] == ("world_size=2", "epochs=1", "optim.lr=0.0001")
+            for run in steps
+        )
     )
     full = planned_runs(sven.accuracy.ACCURACY_SWEEP, smoke=False)
     assert all("dataset=wikipedia_like" in run and "seed=0,1,2" in run for run in full)

@@ -90,7 +90,9 @@ def test_a_target_shows_ours_the_papers_numbers_and_how_it_was_made(results):
     assert "dygnex Table 4 (Arxiv)" in block and "9.7 s" in block  # the paper's, side by side
     assert "dygsched paper table-epoch-time --results results" in block and "abc123" in block and "test CPU, 2 cores" in block
     assert "median over epochs" in block  # repeats
-    assert re.search(r"<td[^>]*>—</td>", block) and not re.search(r"<td[^>]*>\s*nan\s*</td>", block, flags=re.IGNORECASE)  # a dash, never 0 or nan
+    assert re.search(r"<td[^>]*>—</td>", block) and not re.search(
+        r"<td[^>]*>\s*nan\s*</td>", block, flags=re.IGNORECASE
+    )  # a dash, never 0 or nan
     by_hand = html.split('id="bench-planner"')[1].split('class="target"')[0]
     assert "built by other means" in by_hand
     missing = html.split('id="table-sven-comm"')[1].split('class="target"')[0]
@@ -181,7 +183,7 @@ def test_text_is_left_aligned_and_numbers_right_aligned(results):
     html = (folder / "index.html").read_text()
     block = html.split('id="table-epoch-time"')[1].split('class="target"')[0]
     assert "<td>synthetic</td>" in block and '<td class="num">2</td>' in block  # text left, numbers right
-    assert '<th>sched</th>' in block and '<th class="num">epoch_time_s</th>' in block
+    assert "<th>sched</th>" in block and '<th class="num">epoch_time_s</th>' in block
     assert '<td class="num">—</td>' in block  # a missing number keeps its column's alignment
     first = html.split('id="verdicts"')[1].split("</section>")[0]
     assert 'class="num"' not in first  # the verdict table is all text: target, reproduces, status, word, checks
