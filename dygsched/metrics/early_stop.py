@@ -54,9 +54,9 @@ class EarlyStopping:
 
     def observe(self, epoch: int, value: float | None) -> bool:
         """Record ``epoch``'s validation value; true when the run stops after this epoch."""
-        usable = value is not None and not math.isnan(value)
-        if usable and (self.best_value is None or self._better(float(value), self.best_value)):  # type: ignore[arg-type]
-            self.best_epoch, self.best_value = epoch, float(value)  # type: ignore[arg-type]
+        measured = float("nan") if value is None else float(value)
+        if not math.isnan(measured) and (self.best_value is None or self._better(measured, self.best_value)):
+            self.best_epoch, self.best_value = epoch, measured
             self.epochs_without_improvement = 0
         else:
             self.epochs_without_improvement += 1
