@@ -39,6 +39,13 @@ def test_every_model_instantiates(name):
         model = build_model(compose_config([f"model={name}"]).model, stream)
         assert model.num_nodes == 30 and model.memory_dim > 0
         return
+    if name == "edgebank":  # continuous-time and parameter-free: scores the pairs its memory holds
+        from dygsched.data.events import events_from_arrays
+
+        stream = events_from_arrays("toy", [0, 1, 2], [1, 2, 0], [1.0, 2.0, 3.0], num_nodes=30)
+        model = build_model(compose_config([f"model={name}"]).model, stream)
+        assert model.num_nodes == 30 and list(model.parameters()) == []
+        return
     cfg = compose_config([f"model={name}", "model.hidden_channels=8"])
     model = build_model(cfg.model, graph)
     if hasattr(model, "encode"):  # DistDy's sampled encoder: every node a target, its whole neighbourhood one block

@@ -59,6 +59,7 @@ def build_model(model_cfg: Mapping[str, Any], data: DynamicData) -> torch.nn.Mod
     from hydra.utils import get_class
 
     from dygsched.data.events import EventStream
+    from dygsched.models.edgebank import EdgeBank
     from dygsched.models.memory_base import MemoryModel
 
     params = {k: v for k, v in _plain(model_cfg).items() if k not in ("name", "default_lr")}  # default_lr is optim.lr's default
@@ -67,7 +68,7 @@ def build_model(model_cfg: Mapping[str, Any], data: DynamicData) -> torch.nn.Mod
     except Exception:  # not a class, or not importable: instantiate_component says which, in one line
         target = None
     streaming = isinstance(data, EventStream)
-    if target is not None and issubclass(target, MemoryModel) != streaming:
+    if target is not None and issubclass(target, (MemoryModel, EdgeBank)) != streaming:
         wanted = "event streams (dataset=events, sfhh_events or dataset.kind=events)" if not streaming else "snapshots"
         raise ConfigError(f"model={model_cfg.get('name')} trains on {wanted}, but the dataset gives {type(data).__name__}")
     return instantiate_component(params, "model", **data.model_dims())
@@ -76,4 +77,7 @@ def build_model(model_cfg: Mapping[str, Any], data: DynamicData) -> torch.nn.Mod
 def build_optimizer(optim_cfg: Mapping[str, Any], params: Any) -> torch.optim.Optimizer:
     """``cfg.optim``: an optimizer class (``_target_``) and its settings, e.g. Adam with ``lr``."""
     settings = {k: v for k, v in _plain(optim_cfg).items() if k != "name"}
+    params = list(params)
+    if not params:  # a model without parameters (EdgeBank): one empty placeholder, so the loop and checkpoints run unchanged
+        params = [torch.nn.Parameter(torch.zeros(0))]
     return instantiate_component(settings, "optimizer", params=params)

@@ -88,7 +88,21 @@ class Metrics:
     count_flops: bool = True
 
 
-_BLOCKS: dict[str, type] = {"split": Split, "grad_sync": GradSync, "metrics": Metrics}
+@dataclass(frozen=True)
+class EarlyStop:
+    """``early_stop.*``: off unless ``metric`` and ``patience`` are set (``dygsched.metrics.early_stop``)."""
+
+    metric: str | None = None
+    patience: int | None = None
+    mode: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.metric is not None or self.patience is not None
+
+
+_BLOCKS: dict[str, type] = {"split": Split, "grad_sync": GradSync, "metrics": Metrics, "early_stop": EarlyStop}
+_ADDED_LATER: dict[str, dict[str, Any]] = {"early_stop": {}}  # keys a run folder written before them lacks: their defaults
 _COMPONENTS = ("dataset", "model", "sched", "optim", "launcher")
 
 
@@ -110,6 +124,7 @@ class RunConfig:
     tgb_negatives: str | None
     grad_sync: GradSync
     metrics: Metrics
+    early_stop: EarlyStop
     device: str
     dist_backend: str
     dist_timeout_s: float
@@ -130,6 +145,7 @@ class RunConfig:
         if isinstance(config, DictConfig):
             config = plain_config(config)
         names = [f.name for f in dataclasses.fields(cls)]
+        config = {**_ADDED_LATER, **config}
         unknown = sorted(set(config) - set(names))
         missing = [name for name in names if name not in config]
         if unknown or missing:

@@ -296,6 +296,12 @@ class Strategy(ABC):
     def evaluate(self, phase: str) -> Mapping[str, MetricValue]:
         """Loss and the task's metric over the ``val`` or ``test`` part, the same on every rank."""
 
+    def evaluation_metrics(self, data: DynamicData, settings: RunSettings) -> frozenset[str]:
+        """The names ``evaluate`` reports on ``data`` (what ``early_stop.metric`` may name), known
+        before any rank starts: the loss and the task's metric (accuracy, or MSE for regression)."""
+        task = getattr(data, "task", None)
+        return frozenset({"loss", "accuracy" if getattr(task, "name", "") == "CLASSIFICATION" else "mse"})
+
     def lr_multiplier(self, epoch: int) -> float:
         """Factor on the configured learning rate in ``epoch`` (e.g. for more units per step)."""
         return 1.0

@@ -65,6 +65,7 @@ from dygsched.engine.strategy import (
 from dygsched.engine.timing import Region
 from dygsched.errors import ConfigError, DygschedError
 from dygsched.metrics.atomic import remove_stale_temporaries, write_json
+from dygsched.metrics.early_stop import EarlyStopping, default_mode, parse_metric
 from dygsched.metrics.log import configure_logging
 from dygsched.metrics.progress import StepBar
 from dygsched.metrics.recorder import MetricRecorder
@@ -267,8 +268,12 @@ def train_in_group(
     """The run, in a process group this rank already joined; rank 0 returns the summary."""
     rank_run = _RankRun(RunConfig.of(run), env, device, data, where, strategy)
     for epoch in range(rank_run.first_epoch, rank_run.settings.epochs):
+        if rank_run.stopped_early:  # a resumed run that had stopped already
+            break
         rank_run.train_epoch(epoch)
         rank_run.end_epoch(epoch)
+        if rank_run.stopped_early:  # every rank holds rank 0's decision (``_observe``)
+            break
     return rank_run.finish()
 
 
@@ -329,6 +334,9 @@ class _RankRun:
             self.optimizer.load_state_dict(resumed["optimizer"])
             restore_rng(resumed["rng"][self.rank], device)  # last: the generators continue where the checkpoint left them
         self.first_epoch = int(resumed["epoch"]) + 1 if resumed else 0
+        self.early_stop = _early_stopping(run)
+        if resumed and self.early_stop is not None and resumed.get("early_stop"):
+            self.early_stop.load_state_dict(resumed["early_stop"])
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
         self.checkpointing = run.checkpoint
         self.count_flops = run.metrics.count_flops
@@ -389,7 +397,9 @@ class _RankRun:
 
         loss_sum = torch.tensor([totals.loss_sum, float(totals.units)], dtype=torch.float64, device=self.device)
         comm.all_reduce(loss_sum)
-        train_loss = float(loss_sum[0] / loss_sum[1].clamp(min=1))
+        train_loss: MetricValue = (
+            float(loss_sum[0] / loss_sum[1]) if loss_sum[1] > 0 else Missing("no training step (a model without parameters)")
+        )
         self.where.enter(f"evaluation, epoch {epoch + 1} of {self.settings.epochs}")
         val, test = self.strategy.evaluate("val"), self.strategy.evaluate("test")
         if self.is_main:
@@ -403,8 +413,32 @@ class _RankRun:
                 if (k != "loss" or len(val) == 1) and "inductive" not in k and not isinstance(v, Missing)
             )
             log.info(
-                "epoch %d/%d  train_loss %.4f  %s  time %.2fs", epoch + 1, self.settings.epochs, train_loss, shown, epoch_time
+                "epoch %d/%d  train_loss %s  %s  time %.2fs",
+                epoch + 1,
+                self.settings.epochs,
+                f"{train_loss:.4f}" if not isinstance(train_loss, Missing) else "-",
+                shown,
+                epoch_time,
             )
+        self._observe(epoch, val)
+
+    @property
+    def stopped_early(self) -> bool:
+        return self.early_stop is not None and self.early_stop.stopped
+
+    def _observe(self, epoch: int, val: Mapping[str, MetricValue]) -> None:
+        """Rank 0 feeds the epoch's validation metric to the early stop and every rank takes its
+        state, so all ranks stop after the same epoch."""
+        if self.early_stop is None:
+            return
+        if self.is_main:
+            value = val.get(parse_metric(self.early_stop.metric))
+            self.early_stop.observe(epoch, None if value is None or isinstance(value, Missing) else float(value))
+            if self.early_stop.stopped:
+                log.info("stopping early after epoch %d: %s", epoch + 1, self.early_stop.reason())
+        state = broadcast_from_rank0(self.early_stop.state_dict() if self.is_main else None) if self.world_size > 1 else None
+        if state is not None:
+            self.early_stop.load_state_dict(state)
 
     def _collect(self, with_rng: bool) -> tuple[list[tuple[Any, ...]], list[Any]]:
         """Rank 0 collects every rank's new rows and missing-metric reasons (and RNG states);
@@ -437,6 +471,7 @@ class _RankRun:
             "strategy": self.strategy.state_dict(),
             "rng": rngs,
             "missing": dict(self.recorder.missing),
+            "early_stop": self.early_stop.state_dict() if self.early_stop is not None else None,
         }
         size = save_checkpoint(self.folder.path, state)
         # The checkpoint's own cost, saved at once: a resume from this checkpoint keeps these rows.
@@ -461,7 +496,18 @@ class _RankRun:
             "dist_backend": comm.backend(),  # the process group's backend, e.g. cpu:gloo,cuda:nccl
             "missing": dict(sorted(self.recorder.missing.items())),
         }
+        if self.early_stop is not None:
+            info["early_stop"] = self.early_stop.describe()
         return self.folder.finish(MetricRecorder.frame(self.rows), info)
+
+
+def _early_stopping(run: RunConfig) -> EarlyStopping | None:
+    """The run's early stop (``early_stop.*``, checked before the run started), or ``None`` when off."""
+    config = run.early_stop
+    if config.metric is None or config.patience is None:
+        return None
+    mode = config.mode or default_mode(parse_metric(config.metric))
+    return EarlyStopping(str(config.metric), int(config.patience), mode)
 
 
 def _gather_to_rank0(value: Any, world_size: int, is_main: bool) -> list[Any]:

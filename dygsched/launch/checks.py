@@ -135,9 +135,26 @@ def check_data(checked: CheckedRun, data: DynamicData, world_size: int) -> None:
     from dygsched.engine.build import build_model, build_optimizer
 
     checked.strategy.check(data, checked.run.settings, world_size)
+    check_early_stop_metric(checked, data)
     model = build_model(checked.run.model, data)  # a model that cannot be built fails here, before any worker starts
     checked.strategy.check_model(model)
     build_optimizer(checked.run.optim, model.parameters())
+
+
+def check_early_stop_metric(checked: CheckedRun, data: DynamicData) -> None:
+    """``early_stop.metric`` must name a validation metric this strategy records on this data."""
+    from dygsched.metrics.early_stop import parse_metric
+
+    early_stop = checked.run.early_stop
+    if early_stop.metric is None:
+        return
+    recorded = checked.strategy.evaluation_metrics(data, checked.run.settings)
+    if parse_metric(early_stop.metric) not in recorded:
+        shown = ", ".join(f"val.{name}" for name in sorted(recorded))
+        raise ConfigError(
+            f"early_stop.metric={early_stop.metric}: sched={checked.strategy.name} does not record it on this data "
+            f"(it records {shown})"
+        )
 
 
 def check_device_here(device: str) -> None:

@@ -56,6 +56,25 @@ def check_settings(cfg: Mapping[str, Any]) -> None:
         raise ConfigError(f"resume must be true, false or a run folder, got {resume!r}")
     if cfg.get("run_id") is not None:
         check_plain_name(str(cfg["run_id"]), "run_id")
+    check_early_stop(cfg.get("early_stop") or {})
+
+
+def check_early_stop(early_stop: Mapping[str, Any]) -> None:
+    """``early_stop.*`` from its values alone; whether the run records the metric is checked with the data."""
+    from dygsched.metrics.early_stop import parse_metric
+
+    metric, patience, mode = early_stop.get("metric"), early_stop.get("patience"), early_stop.get("mode")
+    if metric is None and patience is None:
+        if mode is not None:
+            raise ConfigError("early_stop.mode is set but early stopping is off: give early_stop.metric and early_stop.patience")
+        return
+    if metric is None or patience is None:
+        raise ConfigError("early stopping needs both early_stop.metric (e.g. val.ap) and early_stop.patience (epochs)")
+    parse_metric(str(metric))
+    if not _integer(patience) or patience < 1:
+        raise ConfigError(f"early_stop.patience must be an integer of at least 1 epoch, got {patience!r}")
+    if mode is not None and mode not in ("max", "min"):
+        raise ConfigError(f"early_stop.mode must be max or min, got {mode!r}")
 
 
 GROUPS_CHECKED = ("dataset", "model", "sched", "launcher")

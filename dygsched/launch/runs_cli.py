@@ -5,6 +5,7 @@ dygsched runs sched=greedy model=tgcn      only the runs whose columns have thos
 dygsched runs --compare RUN_A RUN_B        two runs side by side (ids or unique prefixes)
 dygsched runs --columns run_id,epoch_time_s --results results/table_epoch_time
 dygsched runs --plot loss sched=sven           a metric over the epochs of the selected runs, as a PNG
+dygsched runs --aggregate seed model=tgn       runs that differ only in seed: mean ± std per metric, and the seeds
 """
 
 from __future__ import annotations
@@ -49,7 +50,56 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--plot", metavar="METRIC", help="draw METRIC over the epochs of the selected runs into a PNG")
     parser.add_argument("--phase", default=None, help="with --plot: train, val or test (default: val, else train, else test)")
     parser.add_argument("--out", default=None, help="with --plot: the PNG to write (default: <results>/runs_<metric>.png)")
+    parser.add_argument(
+        "--aggregate",
+        choices=("seed",),
+        default=None,
+        help="seed: one row per group of runs whose configs differ only in seed (and bookkeeping), "
+        "each metric as mean ± std over the seeds that have it",
+    )
     return parser
+
+
+# What names a group of seeds in --aggregate's table (each group's configs are equal, so these are too).
+GROUP_COLUMNS = ("dataset", "model", "sched", "world_size", "epochs", "eval.metric")
+
+
+def run_configs(results: Path, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Each run's resolved ``config.yaml``; a run without a readable one gets a config of its own id
+    (it is then a group alone: nothing says it differs only in seed)."""
+    from omegaconf import OmegaConf
+
+    configs: dict[str, dict[str, Any]] = {}
+    for run_id in run_ids:
+        try:
+            loaded = OmegaConf.to_container(OmegaConf.load(results / run_id / "config.yaml"), resolve=False)
+        except Exception:  # missing or unreadable: not comparable
+            loaded = None
+        configs[run_id] = {str(k): v for k, v in loaded.items()} if isinstance(loaded, dict) else {"unreadable config": run_id}
+    return configs
+
+
+def aggregate_seeds(runs: pd.DataFrame, results: Path, metrics: list[str]) -> pd.DataFrame:
+    """One row per group of runs that differ only in seed: the group's columns, the seeds, and each
+    metric as mean ± std over the seeds that have it (``dygsched.metrics.seeds``)."""
+    from dygsched.metrics.seeds import over_seeds, seed_groups, shown
+
+    groups = seed_groups(run_configs(results, [str(r) for r in runs["run_id"]]))
+    runs = runs.assign(group=[groups[str(r)] for r in runs["run_id"]])
+    numeric = [m for m in metrics if pd.api.types.is_numeric_dtype(runs[m])]
+    long = runs.melt(id_vars=["group"], value_vars=numeric, var_name="metric")
+    stats = over_seeds(long, ["group", "metric"]) if numeric else pd.DataFrame()
+    rows = []
+    for group, members in runs.groupby("group", sort=True):
+        row: dict[str, Any] = {c: members[c].iloc[0] for c in GROUP_COLUMNS if c in members.columns}
+        row["seeds"] = len(members)
+        if "seed" in members.columns:
+            row["seed"] = ",".join(str(int(s)) if not pd.isna(s) else "?" for s in members["seed"])
+        for metric in numeric:
+            cell = stats[(stats["group"] == group) & (stats["metric"] == metric)].iloc[0]
+            row[metric] = shown(float(cell["mean"]), float(cell["std"]), int(cell["seeds"]), int(cell["runs"]))
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def parse_filters(filters: list[str], columns: pd.Index) -> list[tuple[str, str]]:
@@ -129,6 +179,15 @@ def main(argv: list[str]) -> int:
         columns = [c for c in HEADLINE if c in runs.columns]
     if runs.empty:
         print("no run matches")
+        return 0
+    if args.aggregate == "seed":
+        metrics = [c for c in columns if c not in (*GROUP_COLUMNS, "run_id", "status", "seed")]
+        if not args.columns:  # every test metric of the reported epoch beside the headline figures
+            metrics += [c for c in runs.columns if c.startswith("test_metrics.") and c not in metrics]
+        table = aggregate_seeds(runs, Path(args.results), metrics)
+        with pd.option_context("display.width", 200, "display.max_columns", None, "display.max_colwidth", 60):
+            print(table.to_string(index=False))
+        print(f"{len(table)} group(s) of {len(runs)} run(s); mean ± std over the seeds that have each metric")
         return 0
     if args.plot:
         from dygsched.metrics.run_plot import plot_runs

@@ -54,6 +54,15 @@ class MetricsSchema:
 
 
 @dataclass
+class EarlyStopSchema:
+    """Stop once a validation metric stopped improving; off unless both are set (docs/models.md)."""
+
+    metric: str | None = None  # val.<metric>, e.g. val.ap (event streams) or val.mse (snapshot regression)
+    patience: int | None = None  # epochs without improvement before the run stops (at least 1)
+    mode: str | None = None  # max | min; unset: min for loss, mse and mae, max otherwise
+
+
+@dataclass
 class RunSchema:
     dataset: Any = None
     model: Any = None
@@ -70,6 +79,7 @@ class RunSchema:
     tgb_negatives: str | None = None
     grad_sync: GradSyncSchema = field(default_factory=GradSyncSchema)
     metrics: MetricsSchema = field(default_factory=MetricsSchema)
+    early_stop: EarlyStopSchema = field(default_factory=EarlyStopSchema)
     device: str = "auto"  # auto | cpu | cuda
     # process group backend; auto: cpu:gloo,cuda:nccl when every rank has a GPU of its own, else gloo;
     # or e.g. gloo, nccl, cpu:gloo

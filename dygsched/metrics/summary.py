@@ -52,7 +52,12 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
 
     train_loss = epoch_metric("train", "loss").sort_values("epoch")
     last_epoch = int(epochs["epoch"].max()) if not epochs.empty else -1
-    test = epochs[(epochs["phase"] == "test") & (epochs["epoch"] == last_epoch) & (epochs["metric"] != "loss")]
+    # the epoch whose test metrics the run reports: with early stopping, its best validation epoch
+    # (DyGLib's and TGB's model selection), else its last
+    best = (run_info.get("early_stop") or {}).get("best_epoch")
+    eval_epoch = int(best) if best is not None else last_epoch
+    tested = epochs[(epochs["phase"] == "test") & (epochs["epoch"] == eval_epoch)]
+    test = tested[tested["metric"] != "loss"]
 
     comm = dict.fromkeys(BYTE_KINDS, 0)  # every kind, so "PSG sends no hidden state" reads as 0
     recorded = epochs.loc[epochs["metric"].str.startswith("bytes_"), "metric"].unique() if not epochs.empty else []
@@ -78,6 +83,12 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
         "eval": {"split": "test", "metric": str(test["metric"].iloc[0]), "value": float(test["value"].iloc[0])}
         if not test.empty
         else None,
+        "eval_epoch": eval_epoch if not tested.empty else None,
+        # every test metric of that epoch (None: not measured, e.g. ap_inductive with no new node)
+        "test_metrics": {
+            str(metric): (None if pd.isna(value) else float(value))
+            for metric, value in tested.groupby("metric", sort=True)["value"].first().items()
+        },
         "comm_bytes_per_epoch": comm,
         # memory, each measure under its own name, the largest over epochs and ranks (None: not measured)
         **{metric: largest(metric) for metric in MEMORY_METRICS},

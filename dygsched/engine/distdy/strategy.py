@@ -420,6 +420,9 @@ class DistDyStrategy(Strategy):
         return out
 
     # ---- evaluation -----------------------------------------------------------------------------------
+    def evaluation_metrics(self, data: DynamicData, settings: RunSettings) -> frozenset[str]:
+        return frozenset({"loss", "mse"})  # node regression only
+
     def evaluate(self, phase: str) -> dict[str, float]:
         """The ``phase`` nodes of the latest snapshot trained on (the last one, once the run has seen
         them all), with its window, in batches; summed over ranks."""

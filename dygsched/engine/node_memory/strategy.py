@@ -63,6 +63,7 @@ from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, Missing
 from dygsched.engine.timing import timed
 from dygsched.errors import ConfigError
 from dygsched.metrics.link_prediction import EvaluationScores, link_prediction_metrics
+from dygsched.models.edgebank import EdgeBank
 from dygsched.models.memory_base import MemoryModel, gather_rows
 
 PHASES = ("train", "val", "test")
@@ -105,8 +106,10 @@ class NodeMemoryStrategy(Strategy):
             )
 
     def check_model(self, model: nn.Module) -> None:
-        if not isinstance(model, MemoryModel):
-            raise ConfigError(f"sched={self.name} trains memory-based continuous-time models: use model=tgn, jodie or apan")
+        if not isinstance(model, (MemoryModel, EdgeBank)):
+            raise ConfigError(
+                f"sched={self.name} trains memory-based continuous-time models: use model=tgn, jodie or apan (or edgebank)"
+            )
 
     # ---- on every rank ----------------------------------------------------------------------------
     def setup(self, run: RunContext) -> None:
@@ -208,6 +211,8 @@ class NodeMemoryStrategy(Strategy):
         """This rank's loss sum, positive logits ``[n]``, negative logits ``[n, m]`` (``m`` negatives
         per event), and state writes for ``batch`` (``upcoming``: the series of the next
         micro-batch of the same batch, if any)."""
+        if isinstance(self.model, EdgeBank):
+            return self._edgebank_step(batch, inputs)
         model, n = self.model, batch.events
         src, dst, t, roots, root_times, sampled, series = (
             inputs.src,
@@ -250,6 +255,38 @@ class NodeMemoryStrategy(Strategy):
         )
         negative = negative.detach().view(per_event, n).t()
         return loss_sum, positive.detach(), negative, self._updates(batch, memory[: 2 * n].detach(), src, dst, t)
+
+    def _edgebank_step(
+        self, batch: RankBatch, inputs: BatchInputs
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, StateUpdates]:
+        """EdgeBank's probabilities for ``batch``'s pairs, its memory the events before the global
+        batch (stream order; training events hidden by ``split.new_nodes`` left out), and no state writes."""
+        n, phase = batch.events, batch.phase
+        a = self.split.phase("train")[1]
+        train = self.new_nodes.train_events if self.new_nodes.drops_events else torch.arange(a)
+        first = self.split.phase(phase)[0]
+        history = (
+            train[: batch.global_start] if phase == "train" else torch.cat([train, torch.arange(a, first + batch.global_start)])
+        )
+        bank = cast(EdgeBank, self.model)
+        negatives = inputs.roots[2 * n :].view(-1, n).t()  # [n, m]: m blocks of n in the roots
+        start, stop = self.split.phase(phase)
+        scored = bank(
+            self.stream.src[history],
+            self.stream.dst[history],
+            self.times[history],
+            inputs.src,
+            torch.cat([inputs.dst[:, None], negatives], dim=1),
+            proportion=(stop - start) / self.stream.num_events,
+        ).to(self.device)
+        positive, negative = scored[:, 0], scored[:, 1:]
+        table, none = self.memory.table, torch.zeros(0, dtype=torch.int64)
+        nothing = StateUpdates(
+            none, none, table.memory.new_zeros(0, table.memory_dim), table.memory.new_zeros(0, table.mail_dim),
+            table.memory_time.new_zeros(0), none, none, table.memory.new_zeros(0, table.mail_dim),
+            table.memory_time.new_zeros(0),
+        )  # fmt: skip
+        return bank.loss_sum(positive, negative.reshape(-1)), positive, negative, nothing
 
     def _embedded_roots(self, roots: torch.Tensor, root_times: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The roots to embed (the first of each distinct (vertex, time) pair) and the index that
@@ -310,6 +347,8 @@ class NodeMemoryStrategy(Strategy):
     # ---- an epoch ---------------------------------------------------------------------------------
     def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
         self._epoch = epoch.index
+        if isinstance(self.model, EdgeBank):  # nothing to train: evaluation streams the phases it scores
+            return {}
         self.memory.table.reset()
         self.model.train()
         self._series_vertices = self._series_unique = self._endpoints = self._endpoints_unique = 0
@@ -388,6 +427,10 @@ class NodeMemoryStrategy(Strategy):
         self.transport.counting = True
         self.model.train()
         return EvaluationScores(loss, torch.cat(positives).numpy(), torch.cat(negatives).numpy(), torch.cat(inductive).numpy())
+
+    def evaluation_metrics(self, data: DynamicData, settings: RunSettings) -> frozenset[str]:
+        ranking = ("mrr", "mrr_inductive") if settings.eval_negatives > 1 or settings.tgb_negatives else ()
+        return frozenset({"loss", "ap", "auc", "ap_inductive", "auc_inductive", "inductive_share", *ranking})
 
     def _metrics(self, mine: EvaluationScores) -> dict[str, MetricValue]:
         scores = EvaluationScores.cat(comm.all_gather_object(mine))

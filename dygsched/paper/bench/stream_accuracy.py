@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 
 from dygsched.errors import DygschedError
+from dygsched.metrics.early_stop import best_epoch
+from dygsched.metrics.seeds import over_seeds
 from dygsched.paper.bench.common import EPOCH_LEVEL, SECTION
 from dygsched.paper.common import completed_runs, table_named, write_table
 from dygsched.paper.target import PaperTarget, Regime, Sweep, Tables
@@ -51,10 +53,9 @@ def selected_epoch(metrics: pd.DataFrame) -> dict[str, float]:
     """One run's test metrics at the epoch of its best validation AP (the first such epoch: model
     selection on validation, as DyGLib does), that epoch, and its median training epoch time."""
     epochs = metrics[metrics["iteration"] == EPOCH_LEVEL]
-    val_ap = epochs[(epochs["phase"] == "val") & (epochs["metric"] == "ap")].groupby("epoch")["value"].first()
-    if val_ap.empty:
+    best = best_epoch(metrics, "ap", "max")
+    if best is None:
         raise DygschedError("table-stream-accuracy: a run recorded no validation AP to select its epoch by")
-    best = int(val_ap.idxmax())
     test = epochs[(epochs["phase"] == "test") & (epochs["epoch"] == best)].groupby("metric")["value"].first()
     train_time = epochs[(epochs["phase"] == "train") & (epochs["metric"] == "epoch_time_s")]["value"].median()
     return {
@@ -71,11 +72,7 @@ def accuracy_table(runs: pd.DataFrame, epochs_of: dict[str, int]) -> pd.DataFram
     long = runs.melt(id_vars=["dataset", "model", "seed"], value_vars=list(named), var_name="key")
     long["metric"] = long["key"].map(lambda key: named[key][0])
     long["setting"] = long["key"].map(lambda key: named[key][1])
-    table = (
-        long.groupby(["dataset", "model", "setting", "metric"], sort=False)["value"]
-        .agg(mean="mean", std="std", seeds="count")
-        .reset_index()
-    )
+    table = over_seeds(long, ["dataset", "model", "setting", "metric"]).drop(columns="runs")
     table["epochs"] = table["dataset"].map(epochs_of)
     return table
 

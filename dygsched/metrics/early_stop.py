@@ -1,0 +1,119 @@
+"""Early stopping on a validation metric, and model selection at the best validation epoch.
+
+``early_stop.metric=val.ap early_stop.patience=N`` stops a run once the validation metric has not
+improved for ``N`` epochs in a row, and the run then reports the test metrics of its best
+validation epoch (DyGLib's and TGB's protocol). ``early_stop.mode`` says which way is better
+(``max`` or ``min``; unset: ``min`` for ``loss``, ``mse`` and ``mae``, ``max`` otherwise).
+
+An epoch improves on the best only when its value is strictly better, so ties keep the earlier
+epoch (as ``idxmax`` does). A value that is missing or NaN never improves: it counts as an epoch
+without improvement. ``EarlyStopping`` is plain Python, decided on rank 0 and broadcast by the
+worker; its state is a small dict a checkpoint keeps, so a resumed run stops where the uninterrupted
+run would have. ``best_epoch`` selects an epoch from a run's metric rows (the paper targets' model
+selection).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from dygsched.errors import ConfigError
+from dygsched.metrics.recorder import EPOCH_LEVEL
+
+LOWER_IS_BETTER = ("loss", "mse", "mae")
+PHASE = "val"
+
+
+def parse_metric(name: str) -> str:
+    """``val.ap`` -> ``ap``: the validation metric an early stop watches (one ``ConfigError`` line otherwise)."""
+    phase, dot, metric = str(name).partition(".")
+    if not dot or phase != PHASE or not metric:
+        raise ConfigError(f"early_stop.metric names a validation metric as val.<metric> (e.g. val.ap, val.loss), got {name!r}")
+    return metric
+
+
+def default_mode(metric: str) -> str:
+    return "min" if metric in LOWER_IS_BETTER else "max"
+
+
+@dataclass
+class EarlyStopping:
+    """The best validation value so far, its epoch, and the epochs since it improved."""
+
+    metric: str  # as configured, e.g. val.ap
+    patience: int
+    mode: str = "max"
+    best_epoch: int | None = None
+    best_value: float | None = None
+    epochs_without_improvement: int = 0
+    stopped_epoch: int | None = None  # the epoch after which the run stopped, if it stopped early
+
+    def observe(self, epoch: int, value: float | None) -> bool:
+        """Record ``epoch``'s validation value; true when the run stops after this epoch."""
+        measured = float("nan") if value is None else float(value)
+        if not math.isnan(measured) and (self.best_value is None or self._better(measured, self.best_value)):
+            self.best_epoch, self.best_value = epoch, measured
+            self.epochs_without_improvement = 0
+        else:
+            self.epochs_without_improvement += 1
+        if self.epochs_without_improvement >= self.patience:
+            self.stopped_epoch = epoch
+        return self.stopped
+
+    def _better(self, value: float, best: float) -> bool:
+        return value > best if self.mode == "max" else value < best
+
+    @property
+    def stopped(self) -> bool:
+        return self.stopped_epoch is not None
+
+    def reason(self) -> str | None:
+        if not self.stopped:
+            return None
+        if self.best_epoch is None:
+            return f"{self.metric} was never measured in {self.patience} epochs"
+        return (
+            f"{self.metric} did not improve on epoch {self.best_epoch}'s {self.best_value:.6g} "
+            f"for {self.patience} epoch(s) (mode={self.mode})"
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "best_epoch": self.best_epoch,
+            "best_value": self.best_value,
+            "epochs_without_improvement": self.epochs_without_improvement,
+            "stopped_epoch": self.stopped_epoch,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.best_epoch = state.get("best_epoch")
+        self.best_value = state.get("best_value")
+        self.epochs_without_improvement = int(state.get("epochs_without_improvement", 0))
+        self.stopped_epoch = state.get("stopped_epoch")
+
+    def describe(self) -> dict[str, Any]:
+        """The summary's ``early_stop`` block (flattened into the runs table as ``early_stop.*``)."""
+        return {
+            "metric": self.metric,
+            "mode": self.mode,
+            "patience": self.patience,
+            "best_epoch": self.best_epoch,
+            "best_value": self.best_value,
+            "stopped_early": self.stopped,
+            "stopped_epoch": self.stopped_epoch,
+            "reason": self.reason(),
+        }
+
+
+def best_epoch(metrics: pd.DataFrame, metric: str, mode: str = "max", phase: str = PHASE) -> int | None:
+    """The first epoch whose ``phase`` ``metric`` is the best (``mode``) among a run's epoch-level
+    rows (NaN rows skipped); ``None`` when no epoch measured it."""
+    rows = metrics[(metrics["iteration"] == EPOCH_LEVEL) & (metrics["phase"] == phase) & (metrics["metric"] == metric)]
+    values = rows.groupby("epoch")["value"].first().dropna()
+    if values.empty:
+        return None
+    return int(values.idxmax() if mode == "max" else values.idxmin())
