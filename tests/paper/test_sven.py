@@ -361,3 +361,13 @@ def test_comm_builds_at_smoke_size(tmp_path):
     assert set(table.strategy) == {"depcache", "depcomm", "sven"} and sorted(table.ranks.unique()) == [2, 4]
     assert (table[table.strategy == "sven"].vs_sven == 1).all()
     assert sven.comm.read_comm({sven.comm.COMM_CSV: table}).startswith("bytes per epoch against Sven's: at 2 ranks depcache")
+
+
+def test_accuracy_over_seeds_leaves_a_missing_seed_out_and_says_so():
+    paper = papers_accuracy()
+    runs = pd.concat([accuracy_runs(paper).assign(seed=seed) for seed in (0, 1, 2)], ignore_index=True)
+    runs.loc[(runs.seed == 2) & (runs.model == "tgn"), "test_ap"] = float("nan")  # seed 2 of TGN measured no test AP
+    table = sven.accuracy.accuracy_table(runs).set_index(["model", "sched", "staleness"])
+    assert table.loc[("tgn", "single", 0), "seeds"] == 2 and table.loc[("apan", "single", 0), "seeds"] == 3
+    assert table.loc[("tgn", "single", 0), "test_ap"] == pytest.approx(paper["TGL"]["TGN"] / 100)  # not pulled to 0
+    assert table.loc[("apan", "single", 0), "test_ap_std"] == pytest.approx(0.0)

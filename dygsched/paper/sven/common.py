@@ -50,6 +50,12 @@ def stream_and_model(dataset: str, model_name: str) -> tuple[dict[str, Any], Eve
     return cfg, stream, model
 
 
+def at_epoch(metrics: pd.DataFrame, phase: str, metric: str, epoch: int | None) -> float:
+    """``metric`` in ``phase`` at ``epoch`` (the run's selected one); NaN where the run has none."""
+    rows = metrics[(metrics.phase == phase) & (metrics.metric == metric) & (metrics.epoch == epoch)]
+    return float(rows.value.iloc[0]) if epoch is not None and len(rows) else float("nan")
+
+
 def final(metrics: pd.DataFrame, phase: str, metric: str) -> float:
     """The last epoch's value of ``metric`` in ``phase``; NaN where the run has none."""
     rows = metrics[(metrics.phase == phase) & (metrics.metric == metric)]
