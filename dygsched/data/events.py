@@ -17,6 +17,8 @@ import torch
 
 from dygsched.errors import ConfigError, DataError
 
+SPLIT_BY = ("events", "time")  # ``split.by``: by event count (TGL) or by timestamp quantiles (DyGLib, TGB, PyG)
+
 
 @dataclass(frozen=True)
 class EventSplit:
@@ -99,14 +101,35 @@ class EventStream:
         width of each event's features (``edge_matrix``)."""
         return {"num_nodes": self.num_nodes, "edge_dim": self.edge_dim}
 
-    def split(self, train: float, val: float) -> EventSplit:
-        """Chronological train / validation / test by event count (test gets the rest)."""
+    def split(self, train: float, val: float, by: str = "events") -> EventSplit:
+        """Chronological train / validation / test (test gets the rest), ``by="events"``: by event
+        count (TGL's split); ``by="time"``: by quantiles of the timestamps (DyGLib's, TGB's and
+        PyG's ``TemporalData.train_val_test_split``): train holds the events at or before the
+        ``train`` quantile, validation those after it and at or before the ``train + val``
+        quantile, so events with equal timestamps never straddle two phases."""
+        if by not in SPLIT_BY:
+            raise ConfigError(f"split.by must be one of {', '.join(SPLIT_BY)}, got {by!r}")
         if not (0 < train < 1 and 0 < val < 1 and train + val < 1):
             raise ConfigError(f"split fractions must be positive and sum below 1, got train={train} val={val}")
         n = self.num_events
+        if by == "time":
+            return self._split_by_time(train, val)
         a, b = int(round(n * train)), int(round(n * (train + val)))
         if a < 1 or b <= a or b >= n:
             raise ConfigError(f"{n} events are too few for a train/validation/test split ({train}/{val}/rest)")
+        return EventSplit((0, a), (a, b), (b, n))
+
+    def _split_by_time(self, train: float, val: float) -> EventSplit:
+        t = self.t.double().numpy()
+        val_time, test_time = np.quantile(t, [train, train + val])  # numpy's linear rule, as DyGLib's and TGB's
+        n = self.num_events
+        a, b = int(np.searchsorted(t, val_time, side="right")), int(np.searchsorted(t, test_time, side="right"))
+        if a < 1 or b <= a or b >= n:
+            empty = [name for name, size in (("train", a), ("validation", b - a), ("test", n - b)) if size < 1]
+            raise ConfigError(
+                f"split.by=time leaves {' and '.join(empty)} empty: the {train}/{val}/rest quantiles of the "
+                f"{n} events' timestamps ({self.t.unique().numel()} distinct) fall on tied times; use split.by=events"
+            )
         return EventSplit((0, a), (a, b), (b, n))
 
     def batches(self, start: int, stop: int, size: int) -> list[tuple[int, int]]:

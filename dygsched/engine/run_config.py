@@ -75,6 +75,15 @@ class Split:
     train: float = 0.7
     val: float = 0.15
     new_nodes: float = 0.0
+    by: str = "events"
+
+
+@dataclass(frozen=True)
+class Eval:
+    negatives: Any = "random"  # a sampler, "a,b" or a list (dygsched/data/negative_edges.py)
+    negative_pool: str = "all"
+    random_share: float = 0.0
+    hits_k: int = 10
 
 
 @dataclass(frozen=True)
@@ -101,8 +110,16 @@ class EarlyStop:
         return self.metric is not None or self.patience is not None
 
 
-_BLOCKS: dict[str, type] = {"split": Split, "grad_sync": GradSync, "metrics": Metrics, "early_stop": EarlyStop}
-_ADDED_LATER: dict[str, dict[str, Any]] = {"early_stop": {}}  # keys a run folder written before them lacks: their defaults
+_BLOCKS: dict[str, type] = {"split": Split, "eval": Eval, "grad_sync": GradSync, "metrics": Metrics, "early_stop": EarlyStop}
+
+
+def _listed(value: Any) -> str:
+    """A setting that is a name, ``a,b`` or a list, as ``a,b`` (what the runs table shows)."""
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    return ",".join(str(item).strip() for item in items)
+
+
+_ADDED_LATER: dict[str, Any] = {"eval": {}, "early_stop": {}}  # blocks older run folders' config.yaml lacks
 _COMPONENTS = ("dataset", "model", "sched", "optim", "launcher")
 
 
@@ -122,6 +139,7 @@ class RunConfig:
     split: Split
     eval_negatives: int
     tgb_negatives: str | None
+    eval: Eval
     grad_sync: GradSync
     metrics: Metrics
     early_stop: EarlyStop
@@ -145,7 +163,7 @@ class RunConfig:
         if isinstance(config, DictConfig):
             config = plain_config(config)
         names = [f.name for f in dataclasses.fields(cls)]
-        config = {**_ADDED_LATER, **config}
+        config = {**_ADDED_LATER, **config}  # a run folder written before a block existed reads its defaults
         unknown = sorted(set(config) - set(names))
         missing = [name for name in names if name not in config]
         if unknown or missing:
@@ -180,6 +198,7 @@ class RunConfig:
     @property
     def settings(self) -> RunSettings:
         """The run-level settings a strategy reads."""
+        from dygsched.data.negative_edges import sampler_names
         from dygsched.engine.strategy import RunSettings
 
         return RunSettings(
@@ -191,6 +210,11 @@ class RunConfig:
             new_node_fraction=float(self.split.new_nodes),
             eval_negatives=int(self.eval_negatives),
             tgb_negatives=str(self.tgb_negatives) if self.tgb_negatives else None,
+            split_by=str(self.split.by),
+            eval_samplers=sampler_names(self.eval.negatives),
+            negative_pool=str(self.eval.negative_pool),
+            random_share=float(self.eval.random_share),
+            hits_k=int(self.eval.hits_k),
         )
 
     def identity(self, run_id: str, world_size: int) -> dict[str, Any]:
@@ -203,4 +227,8 @@ class RunConfig:
             "world_size": world_size,
             "epochs": int(self.epochs),
             "seed": int(self.seed),
+            # link prediction on event streams: AP, AUC, MRR and hits@k compare only under one rule
+            "negatives": _listed(self.eval.negatives),
+            "negative_pool": str(self.eval.negative_pool),
+            "split_by": str(self.split.by),
         }

@@ -109,6 +109,16 @@ class RunSettings:
     new_node_fraction: float = 0.0
     eval_negatives: int = 1
     tgb_negatives: str | None = None
+    split_by: str = "events"  # event streams: by event count, or by timestamp quantiles ("time")
+    eval_samplers: tuple[str, ...] = ("random",)  # eval.negatives (dygsched/data/negative_edges.py)
+    negative_pool: str = "all"  # the random sampler's destinations: all nodes or the stream's destinations
+    random_share: float = 0.0  # the share of a historical or inductive batch drawn at random anyway
+    hits_k: int = 10
+
+    @property
+    def default_negatives(self) -> bool:
+        """TGL's rule alone: uniform destinations among all nodes (metric names carry no sampler)."""
+        return self.eval_samplers == ("random",) and self.negative_pool == "all"
 
 
 @dataclass(frozen=True)
@@ -268,10 +278,15 @@ class Strategy(ABC):
                 "(for an edge list, set dataset.kind)"
             )
         if not self.predicts_links and (
-            settings.new_node_fraction != 0.0 or settings.eval_negatives != 1 or settings.tgb_negatives
+            settings.new_node_fraction != 0.0
+            or settings.eval_negatives != 1
+            or settings.tgb_negatives
+            or not settings.default_negatives
+            or settings.split_by != "events"
         ):
             raise ConfigError(
-                "split.new_nodes, eval_negatives and tgb_negatives set link prediction on event streams; "
+                "split.new_nodes, split.by, eval_negatives, eval.negatives and tgb_negatives set link prediction on "
+                "event streams; "
                 f"sched={self.name} does not predict links"
             )
 

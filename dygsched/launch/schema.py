@@ -38,6 +38,17 @@ class SplitSchema:
     train: float = 0.7
     val: float = 0.15
     new_nodes: float = 0.0  # event streams: share of nodes hidden from training (DyGLib's inductive split: 0.1)
+    by: str = "events"  # event streams: events (count, TGL) | time (timestamp quantiles: DyGLib, TGB, PyG)
+
+
+@dataclass
+class EvalSchema:
+    """Link prediction on event streams: how validation and test draw their negatives (docs/models.md)."""
+
+    negatives: Any = "random"  # random | historical | inductive, or several: [random,historical,inductive]
+    negative_pool: str = "all"  # random's destinations: all (TGL) | destinations (DyGLib)
+    random_share: float = 0.0  # historical/inductive: share drawn at random anyway (0: DyGLib; 0.5: TGB's mix)
+    hits_k: int = 10  # hits@k beside MRR when eval_negatives > 1
 
 
 @dataclass
@@ -77,6 +88,7 @@ class RunSchema:
     eval_negatives: int = 1  # event streams: negatives per validation/test event (1: TGL's AP/AUC; e.g. 100 adds TGB's MRR)
     # event streams: <folder>/<name> reads TGB's fixed negatives <name>_val_ns.pkl, <name>_test_ns.pkl
     tgb_negatives: str | None = None
+    eval: EvalSchema = field(default_factory=EvalSchema)
     grad_sync: GradSyncSchema = field(default_factory=GradSyncSchema)
     metrics: MetricsSchema = field(default_factory=MetricsSchema)
     early_stop: EarlyStopSchema = field(default_factory=EarlyStopSchema)

@@ -5,10 +5,9 @@ logits, and which events have an endpoint no training event touched). ``link_pre
 gives the loss per event, average precision and ROC AUC of every positive against every negative
 (``ap``, ``auc``: transductive), the same over the events with a new endpoint (``ap_inductive``,
 ``auc_inductive``; DyGLib's inductive setting), the share of such events, and with ``m > 1``
-negatives per event TGB's mean reciprocal rank (``mrr``, ``mrr_inductive``). A negative given as
-NaN (a place TGB's files leave empty) is left out of every metric.
-
-This is the home of link-prediction evaluation: a new ranking metric (hits@k) goes here beside MRR.
+negatives per event TGB's mean reciprocal rank and hits@k (``mrr``, ``hits@10``, and their
+``_inductive`` variants), exactly as TGB's ``Evaluator`` computes them. A negative given as NaN (a
+place TGB's files leave empty) is left out of every metric.
 """
 
 from __future__ import annotations
@@ -52,16 +51,29 @@ def ranking_metrics(positive: np.ndarray, negative: np.ndarray) -> tuple[float, 
     return float(average_precision_score(labels, scores)), float(roc_auc_score(labels, scores))
 
 
-def mean_reciprocal_rank(positive: np.ndarray, negative: np.ndarray) -> float:
-    """TGB's MRR: each positive ranked among its own row of negatives, ties counted half (the mean
-    of the optimistic and pessimistic ranks), ``1 / rank`` averaged over the events."""
+def ranks(positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
+    """TGB's rank of each positive among its own row of negatives: ``1 + (optimistic + pessimistic) / 2``
+    (optimistic: negatives scored above it; pessimistic: negatives scored at least as high), so a tie
+    counts half. Row-wise on a batch (TGB's issue 59: its numpy branch once summed over the whole
+    batch); NaN negatives (places TGB's files leave empty) rank below every positive."""
     above = (negative > positive[:, None]).sum(1)
-    tied = (negative == positive[:, None]).sum(1)
-    return float(np.mean(1.0 / (1.0 + above + 0.5 * tied)))
+    at_least = (negative >= positive[:, None]).sum(1)
+    return 1.0 + 0.5 * (above + at_least)
 
 
-def link_prediction_metrics(scores: EvaluationScores, with_mrr: bool) -> dict[str, MetricValue]:
-    """Transductive (every event) and inductive (events with a new endpoint) AP and AUC, and TGB's MRR."""
+def mean_reciprocal_rank(positive: np.ndarray, negative: np.ndarray) -> float:
+    """TGB's MRR: ``1 / rank`` averaged over the events (``ranks``)."""
+    return float(np.mean(1.0 / ranks(positive, negative)))
+
+
+def hits_at(positive: np.ndarray, negative: np.ndarray, k: int) -> float:
+    """TGB's hits@k: the share of events whose rank (``ranks``, ties counted half) is at most ``k``."""
+    return float(np.mean(ranks(positive, negative) <= k))
+
+
+def link_prediction_metrics(scores: EvaluationScores, with_mrr: bool, hits_k: int = 10) -> dict[str, MetricValue]:
+    """Transductive (every event) and inductive (events with a new endpoint) AP and AUC, and TGB's
+    MRR and hits@k (``hits@10`` by default)."""
     new = scores.inductive
     out: dict[str, MetricValue] = {"loss": scores.loss / max(scores.positive.size, 1)}
     out["ap"], out["auc"] = ranking_metrics(scores.positive, scores.negative)
@@ -71,8 +83,12 @@ def link_prediction_metrics(scores: EvaluationScores, with_mrr: bool) -> dict[st
         out["ap_inductive"] = out["auc_inductive"] = Missing(NO_NEW_ENDPOINT)
     out["inductive_share"] = float(new.mean())
     if with_mrr:
+        hits = f"hits@{hits_k}"
         out["mrr"] = mean_reciprocal_rank(scores.positive, scores.negative)
-        out["mrr_inductive"] = (
-            mean_reciprocal_rank(scores.positive[new], scores.negative[new]) if new.any() else Missing(NO_NEW_ENDPOINT)
-        )
+        out[hits] = hits_at(scores.positive, scores.negative, hits_k)
+        if new.any():
+            out["mrr_inductive"] = mean_reciprocal_rank(scores.positive[new], scores.negative[new])
+            out[f"{hits}_inductive"] = hits_at(scores.positive[new], scores.negative[new], hits_k)
+        else:
+            out["mrr_inductive"] = out[f"{hits}_inductive"] = Missing(NO_NEW_ENDPOINT)
     return out

@@ -119,9 +119,10 @@ class EdgeBank(nn.Module):
         dst: torch.Tensor,
         proportion: float = 0.15,
     ) -> torch.Tensor:
-        """The probability (1.0 or 0.0) of each pair ``(src[i], dst[i])``, ``dst`` of any shape ``[n, ...]``."""
+        """The probability (1.0 or 0.0) of each pair ``(src[i], dst[i])``, ``dst`` of any shape ``[n, ...]``
+        and ``src`` of ``dst``'s shape (a source per pair) or ``[n]`` (one per row)."""
         memory = self.remembered(history_src, history_dst, history_t, proportion)
-        expanded = src.reshape(-1, *([1] * (dst.dim() - 1))).expand_as(dst)
+        expanded = src if src.shape == dst.shape else src.reshape(-1, *([1] * (dst.dim() - 1))).expand_as(dst)
         return torch.isin(self._keys(expanded, dst), memory).to(torch.float32)
 
     @staticmethod

@@ -42,3 +42,21 @@ def test_malformed_streams_are_refused_with_one_line():
         EventStream("bad", torch.tensor([], dtype=torch.long), torch.tensor([], dtype=torch.long), torch.tensor([]), 2)
     with pytest.raises(DataError, match="unknown kind 'stream'"):
         EdgeListSource("unused.csv", kind="stream").load()
+
+
+def test_a_time_split_never_puts_equal_timestamps_in_two_phases():
+    times = [0.0] * 3 + [1.0] * 10 + [2.0] * 4 + [3.0] * 3  # the 0.5 quantile is t = 1, the 0.75 one t = 2
+    stream = events_from_arrays("ties", list(range(20)), list(range(1, 21)), times)
+    split = stream.split(0.5, 0.25, by="time")
+    assert split.train == (0, 13) and split.val == (13, 17) and split.test == (17, 20)  # every t = 1 trains
+    for _, b in (split.train, split.val):
+        assert stream.t[b - 1] < stream.t[b]  # a phase boundary always lies between two distinct times
+    assert stream.split(0.5, 0.25).train == (0, 10)  # by event count (the default) it cuts the t = 1 events
+
+
+def test_a_time_split_that_leaves_a_phase_empty_is_one_line():
+    flat = events_from_arrays("flat", list(range(10)), list(range(1, 11)), [5.0] * 10)
+    with pytest.raises(ConfigError, match="split.by=time leaves validation and test empty"):
+        flat.split(0.7, 0.15, by="time")
+    with pytest.raises(ConfigError, match="split.by must be one of events, time"):
+        flat.split(0.7, 0.15, by="days")

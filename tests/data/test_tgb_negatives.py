@@ -116,14 +116,41 @@ def test_a_run_scores_every_event_against_the_files_negatives(tmp_path):
     strategy.run_epoch(
         Epoch(0, module, optimizer, GradientSync(module, 1), torch.device("cpu"), 0, 1, lambda s: None, lambda *r: None)
     )
-    val, test = strategy.evaluate("val"), strategy.evaluate("test")
+    import dygsched.engine.node_memory.strategy as node_memory
+
+    seen = []
+    scored = node_memory.link_prediction_metrics
+
+    def keep(scores, **kwargs):
+        seen.append(scores)
+        return scored(scores, **kwargs)
+
+    node_memory.link_prediction_metrics = keep
+    try:
+        val, test = strategy.evaluate("val"), strategy.evaluate("test")
+    finally:
+        node_memory.link_prediction_metrics = scored
     assert 0 < val["mrr"] <= 1 and 0 < test["mrr"] <= 1 and isinstance(val["loss"], float)
+    assert 0 <= val["hits@10"] <= 1 and 0 <= test["hits@10"] <= 1
+    evaluate = pytest.importorskip("tgb.linkproppred.evaluate")
+    evaluator = evaluate.Evaluator(name="tgbl-wiki", k_value=10)
+    positive, negative = seen[0].positive, seen[0].negative  # validation: 6 negatives for every event
+    theirs = [
+        evaluator.eval({"y_pred_pos": positive[i : i + 1], "y_pred_neg": negative[i : i + 1], "eval_metric": ["mrr"]})
+        for i in range(positive.size)
+    ]
+    assert val["mrr"] == pytest.approx(np.mean([r["mrr"] for r in theirs]))
+    assert val["hits@10"] == pytest.approx(np.mean([r["hits@10"] for r in theirs]))
     assert "fewer negatives" in test["loss"].reason
     batch = strategy.batches("val")[0]
     negatives = strategy.negatives.destinations(batch, epoch=0).view(6, batch.events).t()
     assert torch.equal(negatives, strategy.negatives.fixed["val"].destinations[batch.start : batch.stop])
     with pytest.raises(ConfigError, match="not both"):
         SingleProcessStrategy(NodeMemoryConfig(batch_size=60)).check(data, dataclasses.replace(settings, eval_negatives=3), 1)
+    with pytest.raises(ConfigError, match="tgb_negatives gives TGB's fixed negatives"):
+        SingleProcessStrategy(NodeMemoryConfig(batch_size=60)).check(
+            data, dataclasses.replace(settings, eval_samplers=("historical",)), 1
+        )
 
 
 def test_the_files_of_tgbs_later_releases_are_found_by_the_same_prefix(tmp_path):

@@ -51,3 +51,75 @@ def test_the_protocol_settings_are_refused_where_they_mean_nothing():
     cfg = compose_config(["sched=single", "eval_negatives=0"])
     with pytest.raises(ConfigError, match="eval_negatives must be at least 1"):
         build_strategy(cfg.sched).check(stream(), run_settings(cfg), 1)
+
+
+def trained(settings):
+    data = stream()
+    strategy = SingleProcessStrategy(NodeMemoryConfig(batch_size=60))
+    strategy.check(data, settings, 1)
+    strategy.setup(RunContext(data, settings, 0, 1, torch.device("cpu"), Artifacts(None, True)))
+    module = strategy.objective(TGN(NODES, 1, memory_dim=8, time_dim=4, neighbours=3, heads=2, dropout=0.0))
+    optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+    strategy.run_epoch(
+        Epoch(0, module, optimizer, GradientSync(module, 1), torch.device("cpu"), 0, 1, lambda s: None, lambda *r: None)
+    )
+    return strategy
+
+
+def test_one_run_is_scored_under_every_sampler_and_each_metric_names_its_own():
+    import dataclasses
+
+    settings = dataclasses.replace(
+        INDUCTIVE, eval_samplers=("random", "historical", "inductive"), negative_pool="destinations", split_by="time"
+    )
+    strategy = trained(settings)
+    test = strategy.evaluate("test")
+    for label in ("random-destinations", "historical", "inductive"):
+        assert {f"ap[{label}]", f"mrr[{label}]", f"hits@10[{label}]", f"ap_inductive[{label}]"} <= set(test)
+    assert "ap" not in test  # no unlabelled figure that could be compared across rules
+    assert test["inductive_share[historical]"] == test["inductive_share[inductive]"]  # the same events
+    assert test["ap[historical]"] != test["ap[random-destinations]"]
+    batch = strategy.batches("test")[0]
+    assert strategy.inputs(batch, "historical").negative_sources and not strategy.inputs(batch, "random").negative_sources
+
+
+def test_the_default_rule_keeps_its_metric_names_and_evaluation_replays_the_same_figures():
+    strategy = trained(INDUCTIVE)
+    first = strategy.evaluate("test")
+    assert {"ap", "mrr", "hits@10", "hits@10_inductive"} <= set(first)
+    assert strategy.evaluate("val")["ap"] == strategy.evaluate("val")["ap"]
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["eval.negatives=adversarial"], "eval.negatives must name samplers among random, historical, inductive"),
+        (["eval.negative_pool=sources", "eval.negatives=historical"], "eval.negative_pool must be one of all, destinations"),
+        (["eval.hits_k=0"], "eval.hits_k must be at least 1"),
+        (["split.by=days"], "split.by must be one of events, time"),
+    ],
+)
+def test_bad_evaluation_settings_are_one_line_before_training(overrides, message):
+    from dygsched.engine.build import build_strategy, run_settings
+    from dygsched.launch.compose import compose_config
+
+    cfg = compose_config(["sched=single", *overrides])
+    with pytest.raises(ConfigError, match=message):
+        build_strategy(cfg.sched).check(stream(), run_settings(cfg), 1)
+
+
+def test_an_inductive_sampler_without_edges_new_after_training_and_a_flat_time_split_are_refused():
+    import dataclasses
+
+    import numpy as np
+
+    from dygsched.data.events import events_from_arrays
+
+    # the same four edges over and over: none is first seen after training
+    repeated = events_from_arrays("loop", np.tile([0, 1, 2, 3], 50), np.tile([1, 2, 3, 0], 50), np.arange(200.0))
+    settings = dataclasses.replace(INDUCTIVE, new_node_fraction=0.0, eval_samplers=("inductive",))
+    with pytest.raises(ConfigError, match="eval.negatives=inductive draws edges first seen after training"):
+        SingleProcessStrategy(NodeMemoryConfig(batch_size=20)).check(repeated, settings, 1)
+    flat = events_from_arrays("flat", np.arange(200) % 7, (np.arange(200) + 1) % 7, np.zeros(200))
+    with pytest.raises(ConfigError, match="split.by=time leaves"):
+        SingleProcessStrategy(NodeMemoryConfig(batch_size=20)).check(flat, dataclasses.replace(INDUCTIVE, split_by="time"), 1)

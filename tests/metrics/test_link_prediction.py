@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dygsched.metrics.link_prediction import EvaluationScores, link_prediction_metrics, mean_reciprocal_rank
+from dygsched.metrics.link_prediction import EvaluationScores, hits_at, link_prediction_metrics, mean_reciprocal_rank
 from dygsched.metrics.missing import Missing
 
 
@@ -27,3 +27,36 @@ def test_inductive_metrics_are_those_of_the_new_endpoints_events_and_missing_wit
     assert got["ap"] != pytest.approx(got["ap_inductive"]) and got["inductive_share"] == pytest.approx(0.25)
     assert got["loss"] == pytest.approx(10.0 / 200) and 0 < got["mrr"] <= 1
     assert isinstance(only_new["ap_inductive"], Missing) and "mrr" not in only_new
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_mrr_and_hits_at_k_equal_tgbs_evaluator(tied):
+    """TGB's ``Evaluator`` as fixed after its issues 59 (rows summed over the whole batch) and 61/81
+    (ties: the mean of the optimistic and pessimistic ranks, the same in its numpy and torch paths)."""
+    evaluate = pytest.importorskip("tgb.linkproppred.evaluate")
+    rng = np.random.default_rng(7)
+    positive, negative = rng.random(300), rng.random((300, 20))
+    if tied:  # scores from a few levels: many ties, some with the positive
+        positive, negative = np.round(positive * 4) / 4, np.round(negative * 4) / 4
+    for k in (1, 3, 10):
+        evaluator = evaluate.Evaluator(name="tgbl-wiki", k_value=k)
+        # TGB evaluates one positive at a time; the mean over events is its reported figure
+        theirs = [
+            evaluator.eval({"y_pred_pos": positive[i : i + 1], "y_pred_neg": negative[i : i + 1], "eval_metric": ["mrr"]})
+            for i in range(positive.size)
+        ]
+        assert mean_reciprocal_rank(positive, negative) == pytest.approx(np.mean([r["mrr"] for r in theirs]))
+        assert hits_at(positive, negative, k) == pytest.approx(np.mean([r[f"hits@{k}"] for r in theirs]))
+        batched = evaluator.eval({"y_pred_pos": positive, "y_pred_neg": negative, "eval_metric": ["mrr"]})
+        assert mean_reciprocal_rank(positive, negative) == pytest.approx(float(batched["mrr"]))
+    scores = EvaluationScores(0.0, positive, negative, np.zeros(positive.size, dtype=bool))
+    metrics = link_prediction_metrics(scores, with_mrr=True, hits_k=5)
+    assert metrics["hits@5"] == pytest.approx(hits_at(positive, negative, 5))
+    assert isinstance(metrics["hits@5_inductive"], Missing)
+
+
+def test_hits_at_k_counts_a_tie_half_as_tgb_does():
+    positive, negative = np.array([0.5]), np.array([[0.5, 0.5, 0.9]])
+    # one above, two tied: rank 1 + (1 + 3) / 2 = 3
+    assert hits_at(positive, negative, 3) == 1.0 and hits_at(positive, negative, 2) == 0.0
+    assert mean_reciprocal_rank(positive, negative) == pytest.approx(1 / 3)

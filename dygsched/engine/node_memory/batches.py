@@ -51,3 +51,4 @@ class BatchInputs:
     root_times: torch.Tensor
     neighbours: SampledNeighbours
     series: Series
+    negative_sources: bool = False  # the roots end with the negatives' own sources (whole-edge samplers)

@@ -50,8 +50,9 @@ from torch import nn
 from dygsched.data.event_batches import RecentNeighbours, batch_series, rank_slice, relative_times
 from dygsched.data.events import EventSplit, EventStream
 from dygsched.data.kinds import DynamicData
+from dygsched.data.negative_edges import NegativeEdges, sampler_names
 from dygsched.data.new_nodes import NewNodeSplit, new_node_split
-from dygsched.data.tgb_negatives import read_phase_negatives
+from dygsched.data.tgb_negatives import FixedNegatives, read_phase_negatives
 from dygsched.engine import comm
 from dygsched.engine.node_memory.backend import MemoryRun, NodeMemory
 from dygsched.engine.node_memory.batches import BatchInputs, RankBatch, Series
@@ -90,10 +91,15 @@ class NodeMemoryStrategy(Strategy):
         assert isinstance(data, EventStream)
         if settings.eval_negatives < 1:
             raise ConfigError(f"eval_negatives must be at least 1 negative per event, got {settings.eval_negatives}")
-        split = data.split(settings.train_fraction, settings.val_fraction)
+        split = data.split(settings.train_fraction, settings.val_fraction, settings.split_by)
+        check_samplers(data, split, settings)
         if settings.tgb_negatives:
             if settings.eval_negatives != 1:
                 raise ConfigError("give eval_negatives (uniform negatives) or tgb_negatives (TGB's fixed ones), not both")
+            if not settings.default_negatives:
+                raise ConfigError(
+                    "tgb_negatives gives TGB's fixed negatives: leave eval.negatives and eval.negative_pool at random, all"
+                )
             read_phase_negatives(
                 settings.tgb_negatives, data, {"val": split.val, "test": split.test}
             )  # one line if it does not fit
@@ -119,7 +125,7 @@ class NodeMemoryStrategy(Strategy):
         self.artifacts = run.artifacts
         self.transport = Transport(self.rank, self.world_size, self.device)
         self.times = relative_times(stream)
-        self.split: EventSplit = stream.split(run.settings.train_fraction, run.settings.val_fraction)
+        self.split: EventSplit = stream.split(run.settings.train_fraction, run.settings.val_fraction, run.settings.split_by)
         self.new_nodes: NewNodeSplit = new_node_split(stream, self.split, run.settings.new_node_fraction)
         self.neighbours = RecentNeighbours(stream, self.times)
         # training samples neighbours among the events it trains on (all of them unless nodes are hidden)
@@ -131,7 +137,7 @@ class NodeMemoryStrategy(Strategy):
             if run.settings.tgb_negatives
             else {}
         )
-        self.negatives = NegativeSampler(run.settings.seed, stream.num_nodes, int(run.settings.eval_negatives), fixed)
+        self.negatives = negative_sampler(stream, self.split, run.settings, fixed)
         self.edge = stream.edge_matrix().to(self.times.dtype)  # weight and edge features, as the models read them
 
     def objective(self, model: nn.Module) -> nn.Module:
@@ -195,14 +201,23 @@ class NodeMemoryStrategy(Strategy):
             yield batch, [(part, self.inputs(part)) for part in self.parts(batch)]
 
     # ---- one batch ----------------------------------------------------------------------------------
-    def inputs(self, batch: RankBatch) -> BatchInputs:
-        """The events of ``batch``, its roots (sources, destinations, negatives), their sampled neighbours and the series."""
+    def inputs(self, batch: RankBatch, sampler: str = "random") -> BatchInputs:
+        """The events of ``batch``, its roots (sources, destinations, negatives under ``sampler``:
+        destinations, then sources where it corrupts whole edges), their sampled neighbours and the series."""
         events = self.events_of(batch)
         src, dst, t = self.stream.src[events], self.stream.dst[events], self.times[events]
-        negatives = self.negatives.destinations(batch, self._epoch)
-        read = batch_series(self.sampler(batch.phase), src, dst, negatives, t, int(self.model.embedding_neighbours))
+        negatives = self.negatives.of(batch, self._epoch, sampler)
+        roots = negatives.destinations if negatives.sources is None else torch.cat([negatives.destinations, negatives.sources])
+        read = batch_series(self.sampler(batch.phase), src, dst, roots, t, int(self.model.embedding_neighbours))
         return BatchInputs(
-            src, dst, t, read.roots, read.root_times, read.neighbours, self.memory.prepare(Series(read.vertices, read.times))
+            src,
+            dst,
+            t,
+            read.roots,
+            read.root_times,
+            read.neighbours,
+            self.memory.prepare(Series(read.vertices, read.times)),
+            negative_sources=negatives.sources is not None,
         )
 
     def _step(
@@ -247,9 +262,13 @@ class NodeMemoryStrategy(Strategy):
             neighbour_edge_index=event_index.to(dev),
         )
         z = gather_rows(z, expand)
-        per_event = (roots.numel() - 2 * n) // max(n, 1)
+        per_event = (roots.numel() - 2 * n) // max(n, 1) // (2 if inputs.negative_sources else 1)
         positive = model.score(z[:n], z[n : 2 * n])
-        negative = model.score(z[:n].repeat(per_event, 1) if per_event > 1 else z[:n], z[2 * n :])
+        negative_dst = z[2 * n : (2 + per_event) * n]
+        negative_src = (
+            z[(2 + per_event) * n :] if inputs.negative_sources else z[:n].repeat(per_event, 1) if per_event > 1 else z[:n]
+        )
+        negative = model.score(negative_src, negative_dst)
         loss_sum = F.binary_cross_entropy_with_logits(positive, torch.ones_like(positive), reduction="sum") + (
             F.binary_cross_entropy_with_logits(negative, torch.zeros_like(negative), reduction="sum")
         )
@@ -269,13 +288,17 @@ class NodeMemoryStrategy(Strategy):
             train[: batch.global_start] if phase == "train" else torch.cat([train, torch.arange(a, first + batch.global_start)])
         )
         bank = cast(EdgeBank, self.model)
-        negatives = inputs.roots[2 * n :].view(-1, n).t()  # [n, m]: m blocks of n in the roots
+        # the roots: sources, destinations, m blocks of n negative destinations, then (whole-edge samplers)
+        # m blocks of n negative sources; a negative without its own source pairs with the event's
+        m = (inputs.roots.numel() - 2 * n) // max(n, 1) // (2 if inputs.negative_sources else 1)
+        negatives = inputs.roots[2 * n : (2 + m) * n].view(m, n).t()
+        sources = inputs.roots[(2 + m) * n :].view(m, n).t() if inputs.negative_sources else inputs.src[:, None].expand(n, m)
         start, stop = self.split.phase(phase)
         scored = bank(
             self.stream.src[history],
             self.stream.dst[history],
             self.times[history],
-            inputs.src,
+            torch.cat([inputs.src[:, None], sources], dim=1),
             torch.cat([inputs.dst[:, None], negatives], dim=1),
             proportion=(stop - start) / self.stream.num_events,
         ).to(self.device)
@@ -403,41 +426,63 @@ class NodeMemoryStrategy(Strategy):
                 self._stream_through(earlier)
         return self._metrics(self._stream_through(phase))
 
-    def _stream_through(self, phase: str) -> EvaluationScores:
-        """Every batch of ``phase`` without training: scores and state writes."""
+    def _stream_through(self, phase: str) -> dict[str, EvaluationScores]:
+        """Every batch of ``phase`` without training: its scores under each sampler of
+        ``eval.negatives`` (training's phase: TGL's rule), and its state writes, once."""
+        samplers = self.settings.eval_samplers if phase in ("val", "test") else ("random",)
         self.model.eval()
         self.transport.counting = False
-        loss, positives, negatives, inductive = 0.0, [], [], []
+        losses = dict.fromkeys(samplers, 0.0)
+        positives: dict[str, list[torch.Tensor]] = {name: [] for name in samplers}
+        negatives: dict[str, list[torch.Tensor]] = {name: [] for name in samplers}
+        inductive: list[torch.Tensor] = []
         with torch.no_grad():
             for batch in self.batches(phase):
                 stats = IterationStats(batch.index)
-                self.transport.new_step()  # evaluation's exchanges are not reported
-                inputs = self.inputs(batch)
-                loss_sum, positive, negative, updates = self._step(batch, inputs, stats)
+                for sampler in samplers:  # negatives never change the state: each sampler scores the same state
+                    self.transport.new_step()  # evaluation's exchanges are not reported
+                    inputs = self.inputs(batch, sampler)
+                    loss_sum, positive, negative, updates = self._step(batch, inputs, stats)
+                    losses[sampler] += float(loss_sum)
+                    positives[sampler].append(positive.cpu())
+                    if phase in self.negatives.fixed:  # places an event has no negative for: left out of every metric
+                        negative = negative.masked_fill(
+                            ~self.negatives.fixed[phase].present[batch.start : batch.stop].to(negative.device), float("nan")
+                        )
+                    negatives[sampler].append(negative.cpu())
                 self.memory.aggregate(updates, stats)
-                loss += float(loss_sum)
-                positives.append(positive.cpu())
-                if phase in self.negatives.fixed:  # places an event has no negative for: left out of every metric
-                    negative = negative.masked_fill(
-                        ~self.negatives.fixed[phase].present[batch.start : batch.stop].to(negative.device), float("nan")
-                    )
-                negatives.append(negative.cpu())
                 inductive.append(self.new_nodes.inductive(inputs.src, inputs.dst))
         self._position = phase
         self.transport.counting = True
         self.model.train()
-        return EvaluationScores(loss, torch.cat(positives).numpy(), torch.cat(negatives).numpy(), torch.cat(inductive).numpy())
+        new = torch.cat(inductive).numpy()
+        return {
+            name: EvaluationScores(losses[name], torch.cat(positives[name]).numpy(), torch.cat(negatives[name]).numpy(), new)
+            for name in samplers
+        }
 
     def evaluation_metrics(self, data: DynamicData, settings: RunSettings) -> frozenset[str]:
-        ranking = ("mrr", "mrr_inductive") if settings.eval_negatives > 1 or settings.tgb_negatives else ()
-        return frozenset({"loss", "ap", "auc", "ap_inductive", "auc_inductive", "inductive_share", *ranking})
+        ranking = settings.eval_negatives > 1 or bool(settings.tgb_negatives)
+        hits = f"hits@{settings.hits_k}"
+        names = {"loss", "ap", "auc", "ap_inductive", "auc_inductive", "inductive_share"}
+        if ranking:
+            names |= {"mrr", "mrr_inductive", hits, f"{hits}_inductive"}
+        if settings.default_negatives:
+            return frozenset(names)
+        labels = [sampler_label(sampler, settings.negative_pool) for sampler in settings.eval_samplers]
+        return frozenset(f"{name}[{label}]" for name in names for label in labels)
 
-    def _metrics(self, mine: EvaluationScores) -> dict[str, MetricValue]:
-        scores = EvaluationScores.cat(comm.all_gather_object(mine))
-        metrics = link_prediction_metrics(scores, with_mrr=scores.negative.shape[1] > 1)
-        fixed = self.negatives.fixed.get(self._position or "")
-        if fixed is not None and fixed.uneven:
-            metrics["loss"] = Missing("TGB's file gives some events fewer negatives: their loss would count stand-ins")
+    def _metrics(self, mine: dict[str, EvaluationScores]) -> dict[str, MetricValue]:
+        """Each sampler's metrics; with any rule but TGL's alone, every name says its sampler: ``ap[historical]``."""
+        metrics: dict[str, MetricValue] = {}
+        for sampler, scores_mine in mine.items():
+            scores = EvaluationScores.cat(comm.all_gather_object(scores_mine))
+            found = link_prediction_metrics(scores, with_mrr=scores.negative.shape[1] > 1, hits_k=self.settings.hits_k)
+            fixed = self.negatives.fixed.get(self._position or "")
+            if fixed is not None and fixed.uneven:
+                found["loss"] = Missing("TGB's file gives some events fewer negatives: their loss would count stand-ins")
+            suffix = "" if self.settings.default_negatives else f"[{sampler_label(sampler, self.settings.negative_pool)}]"
+            metrics.update({f"{name}{suffix}": value for name, value in found.items()})
         return metrics
 
     def describe(self) -> dict[str, Any]:
@@ -447,3 +492,34 @@ class NodeMemoryStrategy(Strategy):
             "state_rows_per_rank": self.memory.ownership.rows_on(self.rank) if hasattr(self.memory, "ownership") else None,
             **self.memory.describe(),
         }
+
+
+def sampler_label(sampler: str, pool: str) -> str:
+    """What a metric's name says of its negatives: the sampler, and the random sampler's pool when
+    it is not all nodes (``random-destinations``)."""
+    return f"{sampler}-{pool}" if sampler == "random" and pool != "all" else sampler
+
+
+def negative_sampler(
+    stream: EventStream, split: EventSplit, settings: RunSettings, fixed: dict[str, FixedNegatives]
+) -> NegativeSampler:
+    """TGL's rule alone needs no edge history; any other sampler or pool reads the stream's."""
+    edges = None
+    if not settings.default_negatives:
+        edges = NegativeEdges(stream, float(stream.t[split.train[1] - 1]), settings.negative_pool, settings.random_share)
+    return NegativeSampler(settings.seed, stream.num_nodes, int(settings.eval_negatives), fixed, edges, stream, split)
+
+
+def check_samplers(stream: EventStream, split: EventSplit, settings: RunSettings) -> None:
+    """``eval.negatives``, ``eval.negative_pool``, ``eval.random_share`` and ``eval.hits_k``: one line each if wrong."""
+    if settings.hits_k < 1:
+        raise ConfigError(f"eval.hits_k must be at least 1, got {settings.hits_k}")
+    sampler_names(settings.eval_samplers)  # an unknown sampler
+    if settings.default_negatives:
+        return
+    edges = NegativeEdges(stream, float(stream.t[split.train[1] - 1]), settings.negative_pool, settings.random_share)
+    if "inductive" in settings.eval_samplers and edges.edges_after_training() == 0:
+        raise ConfigError(
+            "eval.negatives=inductive draws edges first seen after training, but every edge of this split "
+            "occurs in training (or before its last time): use random or historical"
+        )
