@@ -57,7 +57,7 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
     best = (run_info.get("early_stop") or {}).get("best_epoch")
     eval_epoch = int(best) if best is not None else last_epoch
     tested = epochs[(epochs["phase"] == "test") & (epochs["epoch"] == eval_epoch)]
-    test = tested[tested["metric"] != "loss"]
+    test = tested[tested["metric"].str.split("[", regex=False).str[0] != "loss"]  # "loss[historical]" is a loss too
 
     comm = dict.fromkeys(BYTE_KINDS, 0)  # every kind, so "PSG sends no hidden state" reads as 0
     recorded = epochs.loc[epochs["metric"].str.startswith("bytes_"), "metric"].unique() if not epochs.empty else []

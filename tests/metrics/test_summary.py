@@ -69,3 +69,12 @@ def test_each_memory_measure_keeps_its_own_name():
     measures = ("gpu_peak_allocated_bytes", "peak_rss_bytes", "saved_for_backward_bytes")
     assert [summary[m] for m in measures] == [501, 9000, 70]
     assert "peak_mem_bytes" not in summary
+
+
+def test_a_samplers_loss_is_not_the_runs_evaluation_metric():
+    rec = MetricRecorder("r", 0)
+    rec.add(0, "train", "epoch_time_s", 1.0)
+    for name, value in (("loss[random]", 0.7), ("ap[random]", 0.8), ("loss[historical]", 0.9), ("ap[historical]", 0.6)):
+        rec.add(0, "test", name, value)
+    summary = summarize(MetricRecorder.frame(rec.rows), {"run_id": "r", "status": "ok"})
+    assert summary["eval"] == {"split": "test", "metric": "ap[random]", "value": pytest.approx(0.8)}
