@@ -9,8 +9,11 @@ batch whose events span the times ``[t0, t1]``:
   the wrong side is an easy negative).
 * ``historical``: whole edges ``(u', v')`` drawn without replacement from the edges that occur
   before ``t0`` and not within ``[t0, t1]`` (in the whole stream, not only the batch's events).
-* ``inductive``: the same, restricted to edges first seen after training (the last training event's
-  time): no occurrence at or before it, one before ``t0``, none within ``[t0, t1]``.
+* ``inductive``: the same, restricted to edges not observed before the phase: for validation,
+  none of their occurrences at or before the last training event's time; for test, at or before the
+  last validation event's time (DyGLib's ``last_observed_time``: the training data's last time for
+  its validation sampler, the validation data's for its test sampler). One occurrence before
+  ``t0``, none within ``[t0, t1]``.
 
 Where a pool holds fewer edges than the batch needs, every pool edge is taken and the remainder is
 random: a uniform source among the stream's distinct sources and a uniform destination among its
@@ -55,7 +58,14 @@ def sampler_names(value: object) -> tuple[str, ...]:
 class NegativeEdges:
     """A stream's edge history and the seeded draws of each sampler (see the module docstring)."""
 
-    def __init__(self, stream: EventStream, train_last_time: float, pool: str = "all", random_share: float = 0.0) -> None:
+    def __init__(
+        self,
+        stream: EventStream,
+        train_last_time: float,
+        pool: str = "all",
+        random_share: float = 0.0,
+        val_last_time: float | None = None,
+    ) -> None:
         if pool not in POOLS:
             raise ConfigError(f"eval.negative_pool must be one of {', '.join(POOLS)}, got {pool!r}")
         if not 0.0 <= random_share <= 1.0:
@@ -68,6 +78,13 @@ class NegativeEdges:
         order = np.argsort(first_event, kind="stable")  # distinct edges in order of first occurrence
         self.keys_by_first, self.first_time = keys[order], self.t[first_event[order]]
         self.train_last_time = float(train_last_time)
+        # what each phase's inductive pool counts as observed: validation, training; test, training and
+        # validation (DyGLib's test sampler takes the validation data's last time); None: training's
+        self.observed_until = {
+            "train": self.train_last_time,
+            "val": self.train_last_time,
+            "test": self.train_last_time if val_last_time is None else float(val_last_time),
+        }
         self.sources, self.destinations = np.unique(src), np.unique(dst)
 
     # ---- the pools ---------------------------------------------------------------------------------
@@ -80,11 +97,11 @@ class NegativeEdges:
         a, b = np.searchsorted(self.t, t0, side="left"), np.searchsorted(self.t, t1, side="right")
         return np.unique(self.event_keys[a:b])
 
-    def pool_of(self, sampler: str, t0: float, t1: float) -> np.ndarray:
-        """The sorted edge keys ``u * num_nodes + v`` ``sampler`` draws from for a batch spanning ``[t0, t1]``."""
+    def pool_of(self, sampler: str, t0: float, t1: float, phase: str = "val") -> np.ndarray:
+        """The sorted edge keys ``u * num_nodes + v`` ``sampler`` draws from for a ``phase`` batch spanning ``[t0, t1]``."""
         before = self.keys_by_first[: np.searchsorted(self.first_time, t0, side="left")]
         if sampler == "inductive":
-            before = before[self.first_time[: before.size] > self.train_last_time]
+            before = before[self.first_time[: before.size] > self.observed_until[phase]]
         elif sampler != "historical":
             raise ValueError(sampler)
         return np.setdiff1d(before, self.window_edges(t0, t1))
@@ -114,7 +131,7 @@ class NegativeEdges:
         generator = np.random.default_rng(
             np.random.SeedSequence([int(seed), PHASE_CODES[phase], SAMPLER_CODES[sampler], int(global_batch)])
         )
-        pool = self.pool_of(sampler, t0, t1)
+        pool = self.pool_of(sampler, t0, t1, phase)
         from_pool = min(size - int(self.random_share * size), pool.size)
         chosen = pool[np.sort(generator.choice(pool.size, size=from_pool, replace=False))] if from_pool else pool[:0]
         batch_keys = np.unique(src.numpy().astype(np.int64) * self.num_nodes + dst.numpy().astype(np.int64))

@@ -506,7 +506,13 @@ def negative_sampler(
     """TGL's rule alone needs no edge history; any other sampler or pool reads the stream's."""
     edges = None
     if not settings.default_negatives:
-        edges = NegativeEdges(stream, float(stream.t[split.train[1] - 1]), settings.negative_pool, settings.random_share)
+        edges = NegativeEdges(
+            stream,
+            float(stream.t[split.train[1] - 1]),
+            settings.negative_pool,
+            settings.random_share,
+            val_last_time=float(stream.t[split.val[1] - 1]),
+        )
     return NegativeSampler(settings.seed, stream.num_nodes, int(settings.eval_negatives), fixed, edges, stream, split)
 
 
