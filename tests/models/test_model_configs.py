@@ -23,7 +23,9 @@ EXPECTED = {
 
 
 def test_there_is_one_config_per_model() -> None:
-    assert sorted(path.stem for path in CONF.glob("*.yaml")) == sorted([*EXPECTED, "sage_temporal", "tgn", "jodie", "apan", "edgebank"])
+    assert sorted(path.stem for path in CONF.glob("*.yaml")) == sorted(
+        [*EXPECTED, "sage_temporal", "tgn", "jodie", "apan", "edgebank"]
+    )
 
 
 def test_distdy_model_config_instantiates_a_sampled_encoder_reading_the_run_window() -> None:

@@ -145,7 +145,7 @@ COMM = PaperTarget(
     departures="DepComm over Sven lies in the paper's 1.25-5.26x (2.8-5.4x); DepCache's ratio grows with the rank count "
     "(0.7x at 4 ranks to 12-13x at 64, the paper: 1.16-2.01x), because its all-gather sends every distinct write to "
     "every rank and a REDDIT-sized batch's endpoints repeat less than the paper's Enron figure (eta2 0.61-0.75 against "
-    "0.94): docs/measurements.md, \"Figure 12 at REDDIT's size\".",
+    '0.94): docs/measurements.md, "Figure 12 at REDDIT\'s size".',
     settings=Settings(
         full={"datasets": ("reddit_like",), "model": "tgn", "batches": (400, 1200, 2400), "ranks": (2, 4, 8, 16, 32, 64)},
         smoke={"datasets": ("events",), "batches": (600,), "ranks": (2, 4)},
