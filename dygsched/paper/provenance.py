@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 PROVENANCE_DIR = "provenance"
 
@@ -26,6 +27,21 @@ class Provenance:
     wall_s: float
     exit_code: int
     smoke: bool
+    # where the target's runs came from, when it has a sweep: made by this build, or reused from an
+    # earlier one (its folder, commit, start and seconds; None where its record does not say)
+    sweep: dict[str, Any] | None = None
+
+    @property
+    def reused_runs(self) -> bool:
+        return bool(self.sweep and self.sweep.get("reused"))
+
+    @property
+    def minutes_with_runs(self) -> float | None:
+        """The build's minutes with those of the runs it reused; ``None`` where their time is not recorded."""
+        if not self.reused_runs:
+            return self.wall_s / 60
+        earlier = (self.sweep or {}).get("wall_s")
+        return None if earlier is None else (self.wall_s + float(earlier)) / 60
 
     @property
     def ok(self) -> bool:

@@ -21,9 +21,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from dygsched.errors import DygschedError
-from dygsched.paper.build import build_target, recipe, results_root
+from dygsched.paper.build import build_target, recipe, results_root, split_overrides
 from dygsched.paper.provenance import PROVENANCE_DIR, Provenance, commit, machine, write_provenance
 from dygsched.paper.target import Overrides, PaperTarget
+from dygsched.paper.sweep import is_complete, sweep_made
 
 
 def paper_command(paper_target: PaperTarget, results: Path, smoke: bool, extra: Overrides = ()) -> list[str]:
@@ -72,6 +73,9 @@ def run_target(
     log.write_text("")
     command = paper_command(paper_target, results, smoke, extra)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    _, extra_overrides = split_overrides(paper_target, smoke, extra)
+    sweep = paper_target.sweep
+    reused = sweep is not None and is_complete(sweep, root, smoke, extra_overrides)
     begin = time.perf_counter()
     if in_process:
         exit_code = 0
@@ -104,6 +108,7 @@ def run_target(
         wall_s=round(time.perf_counter() - begin, 1),
         exit_code=exit_code,
         smoke=smoke,
+        sweep={**sweep_made(sweep, root), "reused": reused} if sweep is not None else None,
     )
     write_provenance(root, record)
     return record

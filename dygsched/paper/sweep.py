@@ -14,9 +14,11 @@ import json
 import logging
 import shlex
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from dygsched.paper.provenance import commit
 from dygsched.paper.target import Overrides, Sweep
 
 RECORD = "sweep.json"
@@ -86,6 +88,7 @@ def run_sweep(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -
         folder.rename(aside)
         log.info("sweep %s: an earlier, incomplete sweep moved aside to %s", folder, aside)
     folder.mkdir(parents=True)
+    started, begin = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.perf_counter()
     for number, (point, cfg) in enumerate(jobs, start=1):
         log.info(
             "sweep: run %d of %d: %s",
@@ -94,5 +97,16 @@ def run_sweep(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -
             " ".join(o for o in point if not o.startswith(("results_dir=", "progress="))),
         )
         run(cfg, overrides=point, settings_checked=True)  # checked_points ran precheck on every point
-    (folder / RECORD).write_text(json.dumps({"runs": [list(run) for run in multiruns]}, indent=2))
+    made = {"commit": commit(), "started": started, "wall_s": round(time.perf_counter() - begin, 1)}
+    (folder / RECORD).write_text(json.dumps({"runs": [list(run) for run in multiruns], **made}, indent=2))
     return folder
+
+
+def sweep_made(sweep: Sweep, results: Path) -> dict[str, Any]:
+    """When and at what commit the sweep's runs were made, and in how many seconds, from its record
+    (``None`` for what a record written before these were kept does not say)."""
+    try:
+        raw = json.loads((results / sweep.folder / RECORD).read_text())
+    except (OSError, ValueError):
+        raw = {}
+    return {"folder": sweep.folder, **{key: raw.get(key) for key in ("commit", "started", "wall_s")}}

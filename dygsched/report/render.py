@@ -305,7 +305,7 @@ def render(results: Path, smoke: bool = False) -> Path:
         "verdicts": verdicts,
         "built_count": sum(view.status == "built" for view in verdicts),
         "build_dates": sorted({record.date[:10] for record in built}),
-        "build_minutes": sum(record.wall_s for record in built) / 60,
+        "build_minutes": sum(record.wall_s for record in built) / 60,  # a reused sweep's time is its maker's
         "views": views,
         "runs_count": len(runs),
         "smoke": smoke,

@@ -1,6 +1,8 @@
 """Running the missing targets: progress lines, a target that writes nothing, one that writes and then fails."""
 
+import json
 import re
+from dataclasses import replace
 from collections.abc import Callable
 from pathlib import Path
 
@@ -8,8 +10,16 @@ import pandas as pd
 import pytest
 
 from dygsched.paper.provenance import read_provenance
-from dygsched.paper.runner import BenchmarkRunFailed, run_in_process_of_its_own, run_missing, run_or_fail, wall_time
-from dygsched.paper.target import PaperTarget, Regime, Settings
+from dygsched.paper.runner import (
+    BenchmarkRunFailed,
+    run_in_process_of_its_own,
+    run_missing,
+    run_or_fail,
+    run_target,
+    wall_time,
+)
+from dygsched.paper.sweep import RECORD
+from dygsched.paper.target import PaperTarget, Regime, Settings, Sweep
 
 
 def writes_table(results: Path, rows: int) -> None:
@@ -76,3 +86,19 @@ def test_a_run_that_fails_stops_the_benchmark_with_its_own_one_line_reason():
     assert "unknown key 'dataset.num_nodez'" in run_in_process_of_its_own(["dataset.num_nodez=3"])
     with pytest.raises(BenchmarkRunFailed, match="bench-x: the run failed: dygsched: error: unknown key"):
         run_or_fail(["dataset.num_nodez=3"], "bench-x: the run")
+
+
+def test_a_target_that_reuses_runs_says_when_they_were_made_and_counts_their_minutes(tmp_path):
+    sweep = Sweep(folder="runs", runs=(("sched=psg",),), smoke=(("sched=psg",),))
+    reusing = replace(toy("bench-reusing", writes_table), sweep=sweep)
+    (tmp_path / "runs").mkdir(parents=True)
+    pd.DataFrame({"run_id": ["a"]}).to_parquet(tmp_path / "runs" / "runs.parquet")
+    made = {"commit": "abc123", "started": "2026-11-26T09:00:00+00:00", "wall_s": 600.0}
+    (tmp_path / "runs" / RECORD).write_text(json.dumps({"runs": [["sched=psg"]], **made}))
+    record = run_target(reusing, tmp_path, smoke=False, in_process=True)
+    assert record.sweep == {"folder": "runs", **made, "reused": True} and record.reused_runs
+    assert record.minutes_with_runs == pytest.approx((record.wall_s + 600.0) / 60)
+    (tmp_path / "runs" / RECORD).write_text(json.dumps({"runs": [["sched=psg"]]}))  # a record from before: no time kept
+    record = run_target(reusing, tmp_path, smoke=False, in_process=True)
+    assert record.reused_runs and record.minutes_with_runs is None
+    assert toy("bench-alone", writes_table).sweep is None

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from dygsched.errors import ConfigError
-from dygsched.paper.sweep import RECORD, command_lines, is_complete, planned_runs, run_sweep
+from dygsched.paper.sweep import RECORD, command_lines, is_complete, planned_runs, run_sweep, sweep_made
 from dygsched.paper.target import Sweep
 
 TINY = ("world_size=1", "dataset.num_nodes=60", "dataset.num_snapshots=10", "epochs=1", "checkpoint=false")
@@ -32,7 +32,10 @@ def test_the_sweep_runs_every_point_once_then_is_reused(tmp_path):
     folder = run_sweep(sweep, tmp_path, smoke=False)
     runs = pd.read_parquet(folder / "runs.parquet")
     assert sorted(runs.seed) == [0, 1] and set(runs.status) == {"ok"}
-    assert json.loads((folder / RECORD).read_text())["runs"] == [list(sweep.runs[0])]
+    record = json.loads((folder / RECORD).read_text())
+    assert record["runs"] == [list(sweep.runs[0])]
+    made = sweep_made(sweep, tmp_path)  # when, at what commit and in how long the runs were made
+    assert made["folder"] == "tiny" and made["started"] == record["started"] and made["wall_s"] > 0 and made["commit"]
     assert is_complete(sweep, tmp_path, smoke=False) and not is_complete(sweep, tmp_path, smoke=True)
     run_sweep(sweep, tmp_path, smoke=False)  # complete: nothing runs again
     assert len(pd.read_parquet(folder / "runs.parquet")) == 2
@@ -67,3 +70,9 @@ def test_a_users_override_replaces_the_sweeps_own_for_its_key_or_is_added():
         "dataset=twitter_tennis",
     )
     assert with_overrides(run, ("+smoke=flare",)) == ("+experiment=epoch_time", "sched=psg,esdg", "model=tgcn", "+smoke=flare")
+
+
+def test_a_record_from_before_it_kept_its_making_says_nothing_of_it(tmp_path):
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / RECORD).write_text(json.dumps({"runs": [["sched=psg"]]}))
+    assert sweep_made(SWEEP, tmp_path) == {"folder": "tiny", "commit": None, "started": None, "wall_s": None}

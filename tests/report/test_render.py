@@ -207,3 +207,15 @@ def test_the_reproduction_page_lists_every_target_and_when_it_was_built(results)
     words = {row.split("`")[1]: row.split("|")[3].strip() for row in rows}
     for name, word in words.items():
         assert (f"**`{name}`**" in departures) == (word in ("**partly**", "**not**")), name
+
+
+def test_the_reproduction_page_says_when_reused_runs_were_made(results):
+    path = results / PROVENANCE_DIR / "table-epoch-time.json"
+    record = json.loads(path.read_text())
+    made = {"folder": "table_epoch_time", "commit": "def456", "started": "2026-11-20T08:00:00+00:00", "wall_s": 540.0}
+    path.write_text(json.dumps({**record, "sweep": {**made, "reused": True}}))
+    row = next(line for line in (render(results) / "reproduction.md").read_text().splitlines() if "`table-epoch-time`" in line)
+    assert "2026-11-25, abc123 (its runs: 2026-11-20, def456)" in row and row.rstrip(" |").endswith("10.0")  # 61 s + 540 s
+    path.write_text(json.dumps({**record, "sweep": {**made, "commit": None, "started": None, "wall_s": None, "reused": True}}))
+    row = next(line for line in (render(results) / "reproduction.md").read_text().splitlines() if "`table-epoch-time`" in line)
+    assert "(its runs: made earlier, when not recorded)" in row and "1.0 and its runs' (not recorded)" in row
