@@ -23,8 +23,8 @@ from pathlib import Path
 from dygsched.errors import DygschedError
 from dygsched.paper.build import build_target, recipe, results_root, split_overrides
 from dygsched.paper.provenance import PROVENANCE_DIR, Provenance, commit, machine, write_provenance
-from dygsched.paper.target import Overrides, PaperTarget
 from dygsched.paper.sweep import is_complete, sweep_made
+from dygsched.paper.target import Overrides, PaperTarget
 
 
 def paper_command(paper_target: PaperTarget, results: Path, smoke: bool, extra: Overrides = ()) -> list[str]:
