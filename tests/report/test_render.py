@@ -171,7 +171,7 @@ def test_an_older_runs_one_memory_figure_shows_under_a_name_that_says_it_is_eith
 
 def test_the_expected_time_in_words():
     assert [paper_target.expected for paper_target in TARGETS if paper_target.name in ("table-epoch-time", "simulate")] == [
-        "about 10 min",
+        "about 13 min",
         "under a minute",
     ]
 
