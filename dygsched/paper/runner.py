@@ -73,6 +73,7 @@ def run_target(
     log.write_text("")
     command = paper_command(paper_target, results, smoke, extra)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    made_at = commit()  # the code that builds it, read before: the checkout may move on while it runs
     _, extra_overrides = split_overrides(paper_target, smoke, extra)
     sweep = paper_target.sweep
     reused = sweep is not None and is_complete(sweep, root, smoke, extra_overrides)
@@ -102,7 +103,7 @@ def run_target(
         target=paper_target.name,
         command=shlex.join(command),
         recipe=recipe(paper_target, root, smoke, extra),
-        commit=commit(),
+        commit=made_at,
         date=started,
         machine=machine(),
         wall_s=round(time.perf_counter() - begin, 1),
