@@ -219,3 +219,14 @@ def test_the_reproduction_page_says_when_reused_runs_were_made(results):
     path.write_text(json.dumps({**record, "sweep": {**made, "commit": None, "started": None, "wall_s": None, "reused": True}}))
     row = next(line for line in (render(results) / "reproduction.md").read_text().splitlines() if "`table-epoch-time`" in line)
     assert "(its runs: made earlier, when not recorded)" in row and "1.0 and its runs' (not recorded)" in row
+
+
+def test_the_docs_reproduction_page_is_the_renderers_and_lists_every_target():
+    """docs/reproduction.md comes from `make reproduction` (the renderer), never from a hand: its fixed
+    opening is the template's, and it has one row per registered target, in the report's order."""
+    from tests.conftest import ROOT
+
+    page = (ROOT / "docs" / "reproduction.md").read_text()
+    assert page.startswith("# Reproduction: the verdict of every paper target on this project's machine\n\nThis page is written")
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    assert [row.split("`")[1] for row in rows] == [t.name for t in TARGETS]
