@@ -56,12 +56,6 @@ def at_epoch(metrics: pd.DataFrame, phase: str, metric: str, epoch: int | None) 
     return float(rows.value.iloc[0]) if epoch is not None and len(rows) else float("nan")
 
 
-def final(metrics: pd.DataFrame, phase: str, metric: str) -> float:
-    """The last epoch's value of ``metric`` in ``phase``; NaN where the run has none."""
-    rows = metrics[(metrics.phase == phase) & (metrics.metric == metric)]
-    return float(rows.sort_values("epoch").value.iloc[-1]) if len(rows) else float("nan")
-
-
 def epoch_time(metrics: pd.DataFrame) -> float:
     """The median training epoch time (the first epoch's warm-up included in the median only)."""
     rows = metrics[(metrics.iteration == -1) & (metrics.phase == "train") & (metrics.metric == "epoch_time_s")]
