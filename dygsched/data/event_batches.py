@@ -23,7 +23,15 @@ import torch
 
 from dygsched.data.events import EventStream
 
-PHASE_CODES = {"train": 0, "val": 1, "test": 2}
+PHASE_CODES = {"train": 0, "val": 1, "test": 2, "val_new": 3, "test_new": 4}
+# ``eval.inductive=apart`` (DyGLib's protocol): a second pass over a phase's events with a new
+# endpoint, replayed alone; its batches name the pass, so its draws are seeded apart from the phase's
+NEW_NODE_PASSES = {"val": "val_new", "test": "test_new"}
+
+
+def evaluated_phase(phase: str) -> str:
+    """The phase whose events a batch's phase reads: ``test`` for ``test_new`` (a new-node pass)."""
+    return next((base for base, new_node_pass in NEW_NODE_PASSES.items() if new_node_pass == phase), phase)
 
 
 @dataclass(frozen=True)

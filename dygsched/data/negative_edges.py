@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from dygsched.data.event_batches import PHASE_CODES, negative_destinations
+from dygsched.data.event_batches import NEW_NODE_PASSES, PHASE_CODES, negative_destinations
 from dygsched.data.events import EventStream
 from dygsched.errors import ConfigError
 
@@ -85,6 +85,8 @@ class NegativeEdges:
             "val": self.train_last_time,
             "test": self.train_last_time if val_last_time is None else float(val_last_time),
         }
+        for phase, new_node_pass in NEW_NODE_PASSES.items():  # a new-node pass observes what its phase does
+            self.observed_until[new_node_pass] = self.observed_until[phase]
         self.sources, self.destinations = np.unique(src), np.unique(dst)
 
     # ---- the pools ---------------------------------------------------------------------------------

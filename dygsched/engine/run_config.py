@@ -84,6 +84,7 @@ class Eval:
     negative_pool: str = "all"
     random_share: float = 0.0
     hits_k: int = 10
+    inductive: str = "in_phase"
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,7 @@ class RunConfig:
             negative_pool=str(self.eval.negative_pool),
             random_share=float(self.eval.random_share),
             hits_k=int(self.eval.hits_k),
+            inductive_events=str(self.eval.inductive),
         )
 
     def identity(self, run_id: str, world_size: int) -> dict[str, Any]:
@@ -231,4 +233,5 @@ class RunConfig:
             "negatives": _listed(self.eval.negatives),
             "negative_pool": str(self.eval.negative_pool),
             "split_by": str(self.split.by),
+            "inductive": str(self.eval.inductive),
         }

@@ -114,6 +114,9 @@ class RunSettings:
     negative_pool: str = "all"  # the random sampler's destinations: all nodes or the stream's destinations
     random_share: float = 0.0  # the share of a historical or inductive batch drawn at random anyway
     hits_k: int = 10
+    # how *_inductive metrics score the events with a new endpoint: "in_phase", inside the phase's
+    # pass; "apart", replayed alone from the state before the phase (DyGLib's new-node evaluation)
+    inductive_events: str = "in_phase"
 
     @property
     def default_negatives(self) -> bool:

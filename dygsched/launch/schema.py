@@ -49,6 +49,7 @@ class EvalSchema:
     negative_pool: str = "all"  # random's destinations: all (TGL) | destinations (DyGLib)
     random_share: float = 0.0  # historical/inductive: share drawn at random anyway (0: DyGLib; 0.5: TGB's mix)
     hits_k: int = 10  # hits@k beside MRR when eval_negatives > 1
+    inductive: str = "in_phase"  # *_inductive metrics: in_phase (the phase's pass) | apart (DyGLib's new-node pass)
 
 
 @dataclass

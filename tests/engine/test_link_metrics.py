@@ -53,9 +53,9 @@ def test_the_protocol_settings_are_refused_where_they_mean_nothing():
         build_strategy(cfg.sched).check(stream(), run_settings(cfg), 1)
 
 
-def trained(settings):
+def trained(settings, batch_size=60):
     data = stream()
-    strategy = SingleProcessStrategy(NodeMemoryConfig(batch_size=60))
+    strategy = SingleProcessStrategy(NodeMemoryConfig(batch_size=batch_size))
     strategy.check(data, settings, 1)
     strategy.setup(RunContext(data, settings, 0, 1, torch.device("cpu"), Artifacts(None, True)))
     module = strategy.objective(TGN(NODES, 1, memory_dim=8, time_dim=4, neighbours=3, heads=2, dropout=0.0))
@@ -97,6 +97,8 @@ def test_the_default_rule_keeps_its_metric_names_and_evaluation_replays_the_same
         (["eval.negative_pool=sources", "eval.negatives=historical"], "eval.negative_pool must be one of all, destinations"),
         (["eval.hits_k=0"], "eval.hits_k must be at least 1"),
         (["split.by=days"], "split.by must be one of events, time"),
+        (["eval.inductive=sideways"], "eval.inductive must be one of in_phase, apart"),
+        (["eval.inductive=apart", "tgb_negatives=anything.npz"], "eval.inductive=apart draws its own negatives"),
     ],
 )
 def test_bad_evaluation_settings_are_one_line_before_training(overrides, message):
@@ -106,6 +108,57 @@ def test_bad_evaluation_settings_are_one_line_before_training(overrides, message
     cfg = compose_config(["sched=single", *overrides])
     with pytest.raises(ConfigError, match=message):
         build_strategy(cfg.sched).check(stream(), run_settings(cfg), 1)
+
+
+def test_new_node_events_are_scored_apart_from_the_state_before_the_phase_as_dyglib_does():
+    """``eval.inductive=apart``: the phase's pass is untouched; the *_inductive figures come from a
+    second pass over the new-node events alone, whose memory absorbs only them and whose negatives
+    come from them alone; the state is then the end of the phase again."""
+    import dataclasses
+
+    settings = dataclasses.replace(
+        INDUCTIVE, eval_samplers=("random", "historical"), negative_pool="destinations", split_by="time"
+    )
+    torch.manual_seed(0)
+    in_phase = trained(settings, batch_size=15)
+    torch.manual_seed(0)
+    apart = trained(dataclasses.replace(settings, inductive_events="apart"), batch_size=15)
+    assert in_phase.evaluate("val")["ap[historical]"] == apart.evaluate("val")["ap[historical]"]
+    before_test = apart.memory.table.snapshot()
+    together, alone = in_phase.evaluate("test"), apart.evaluate("test")
+    for label in ("random-destinations", "historical"):
+        assert alone[f"ap[{label}]"] == together[f"ap[{label}]"]  # the phase's own pass is the same
+        assert alone[f"inductive_share[{label}]"] == together[f"inductive_share[{label}]"]
+        assert alone[f"ap_inductive[{label}]"] != together[f"ap_inductive[{label}]"]  # a pass of its own
+        assert 0.0 < alone[f"ap_inductive[{label}]"] <= 1.0 and f"mrr_inductive[{label}]" in alone
+    assert torch.equal(apart.memory.table.memory, in_phase.memory.table.memory)  # back at the end of test
+
+    events = apart.new_node_events["test_new"]
+    start, stop = apart.split.test
+    assert events.numel() and bool(apart.new_nodes.inductive(apart.stream.src[events], apart.stream.dst[events]).all())
+    assert events.numel() < stop - start  # only the events with a new endpoint
+    alone_src, alone_dst = apart.stream.src[events], apart.stream.dst[events]
+    pools = []
+    for batch in apart.batches("test_new"):
+        random = apart.inputs(batch, "random")
+        negatives = random.roots[2 * batch.events :]
+        assert bool(torch.isin(negatives, alone_dst).all())  # random destinations among the new-node events' own
+        historical = apart.inputs(batch, "historical")
+        n, edges = batch.events, set(zip(alone_src.tolist(), alone_dst.tolist()))
+        sources, destinations = historical.roots[(2 + 4) * n :], historical.roots[2 * n : (2 + 4) * n]
+        t = apart.stream.t[events[batch.start : batch.stop]]
+        pool = apart.new_node_negatives["test_new"].edges.pool_of("historical", float(t[0]), float(t[-1]), "test_new")
+        assert set(zip((pool // NODES).tolist(), (pool % NODES).tolist())) <= edges  # the pool: theirs alone
+        drawn = set(zip(sources.tolist(), destinations.tolist()))
+        assert drawn & edges or pool.size == 0
+        pools.append(pool.size)
+    assert max(pools) > 0
+
+    # replayed from the state before test, the pass writes only the new-node events' endpoints
+    apart.memory.table.restore(before_test)
+    apart._stream_through("test_new")
+    changed = (apart.memory.table.memory != before_test[0]).any(dim=1).nonzero().flatten()
+    assert changed.numel() and bool(torch.isin(changed, torch.cat([alone_src, alone_dst])).all())
 
 
 def test_an_inductive_sampler_without_edges_new_after_training_and_a_flat_time_split_are_refused():

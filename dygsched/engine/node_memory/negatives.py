@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from dygsched.data.event_batches import negative_destinations
+from dygsched.data.event_batches import evaluated_phase, negative_destinations
 from dygsched.data.events import EventSplit, EventStream
 from dygsched.data.negative_edges import NegativeEdges
 from dygsched.data.tgb_negatives import FixedNegatives
@@ -75,7 +75,7 @@ class NegativeSampler:
         if self._last is not None and self._last[0] == key:
             return self._last[1]
         assert self.edges is not None and self.stream is not None and self.split is not None
-        first = self.split.phase(batch.phase)[0]
+        first = self.split.phase(evaluated_phase(batch.phase))[0]
         events = slice(first + batch.global_start, first + batch.global_stop)
         t = self.stream.t[events]
         drawn = self.edges.draw(

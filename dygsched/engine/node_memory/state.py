@@ -68,8 +68,19 @@ class NodeStateTable:
         self.next_slot = torch.zeros(rows, dtype=torch.int64, device=device)
 
     def reset(self) -> None:
-        for tensor in (self.memory, self.memory_time, self.mail, self.mail_time, self.next_slot):
+        for tensor in self._tensors():
             tensor.zero_()
+
+    def _tensors(self) -> tuple[torch.Tensor, ...]:
+        return (self.memory, self.memory_time, self.mail, self.mail_time, self.next_slot)
+
+    def snapshot(self) -> tuple[torch.Tensor, ...]:
+        """A copy of every row's state (``restore`` puts it back): DyGLib's memory backup."""
+        return tuple(tensor.clone() for tensor in self._tensors())
+
+    def restore(self, snapshot: tuple[torch.Tensor, ...]) -> None:
+        for tensor, saved in zip(self._tensors(), snapshot, strict=True):
+            tensor.copy_(saved)
 
     @property
     def row_width(self) -> int:
@@ -78,9 +89,7 @@ class NodeStateTable:
 
     @property
     def nbytes(self) -> int:
-        return sum(
-            t.numel() * t.element_size() for t in (self.memory, self.memory_time, self.mail, self.mail_time, self.next_slot)
-        )
+        return sum(t.numel() * t.element_size() for t in self._tensors())
 
     def read(self, rows: torch.Tensor) -> NodeState:
         return NodeState(self.memory[rows], self.memory_time[rows], self.mail[rows], self.mail_time[rows])

@@ -47,7 +47,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dygsched.data.event_batches import RecentNeighbours, batch_series, rank_slice, relative_times
+from dygsched.data.event_batches import (
+    NEW_NODE_PASSES,
+    RecentNeighbours,
+    batch_series,
+    evaluated_phase,
+    rank_slice,
+    relative_times,
+)
 from dygsched.data.events import EventSplit, EventStream
 from dygsched.data.kinds import DynamicData
 from dygsched.data.negative_edges import NegativeEdges, sampler_names
@@ -68,6 +75,7 @@ from dygsched.models.edgebank import EdgeBank
 from dygsched.models.memory_base import MemoryModel, gather_rows
 
 PHASES = ("train", "val", "test")
+INDUCTIVE_EVENTS = ("in_phase", "apart")  # eval.inductive
 
 
 class NodeMemoryStrategy(Strategy):
@@ -93,6 +101,12 @@ class NodeMemoryStrategy(Strategy):
             raise ConfigError(f"eval_negatives must be at least 1 negative per event, got {settings.eval_negatives}")
         split = data.split(settings.train_fraction, settings.val_fraction, settings.split_by)
         check_samplers(data, split, settings)
+        if settings.inductive_events not in INDUCTIVE_EVENTS:
+            raise ConfigError(f"eval.inductive must be one of {', '.join(INDUCTIVE_EVENTS)}, got {settings.inductive_events!r}")
+        if settings.inductive_events == "apart" and settings.tgb_negatives:
+            raise ConfigError(
+                "eval.inductive=apart draws its own negatives for the new-node pass: TGB's fixed ones have none for it"
+            )
         if settings.tgb_negatives:
             if settings.eval_negatives != 1:
                 raise ConfigError("give eval_negatives (uniform negatives) or tgb_negatives (TGB's fixed ones), not both")
@@ -138,6 +152,15 @@ class NodeMemoryStrategy(Strategy):
             else {}
         )
         self.negatives = negative_sampler(stream, self.split, run.settings, fixed)
+        # eval.inductive=apart: each evaluated phase's events with a new endpoint, and their own negatives
+        self.new_node_events: dict[str, torch.Tensor] = {}
+        self.new_node_negatives: dict[str, NegativeSampler] = {}
+        if run.settings.inductive_events == "apart":
+            for phase, new_node_pass in NEW_NODE_PASSES.items():
+                start, stop = self.split.phase(phase)
+                new = self.new_nodes.inductive(stream.src[start:stop], stream.dst[start:stop])
+                events = self.new_node_events[new_node_pass] = torch.arange(start, stop)[new]
+                self.new_node_negatives[new_node_pass] = new_node_sampler(stream, self.split, run.settings, events)
         self.edge = stream.edge_matrix().to(self.times.dtype)  # weight and edge features, as the models read them
 
     def objective(self, model: nn.Module) -> nn.Module:
@@ -163,13 +186,18 @@ class NodeMemoryStrategy(Strategy):
 
     # ---- batches ----------------------------------------------------------------------------------
     def phase_size(self, phase: str) -> int:
+        if phase in self.new_node_events:
+            return int(self.new_node_events[phase].numel())
         if phase == "train" and self.new_nodes.drops_events:
             return int(self.new_nodes.train_events.numel())
         start, stop = self.split.phase(phase)
         return stop - start
 
     def events_of(self, batch: RankBatch) -> slice | torch.Tensor:
-        """The stream indices of ``batch``'s events (a slice unless training skips hidden nodes' events)."""
+        """The stream indices of ``batch``'s events (a slice, unless training skips hidden nodes' events
+        or the batch is a new-node pass's)."""
+        if batch.phase in self.new_node_events:
+            return self.new_node_events[batch.phase][batch.start : batch.stop]
         if batch.phase == "train" and self.new_nodes.drops_events:
             return self.new_nodes.train_events[batch.start : batch.stop]
         first = self.split.phase(batch.phase)[0]
@@ -206,7 +234,7 @@ class NodeMemoryStrategy(Strategy):
         destinations, then sources where it corrupts whole edges), their sampled neighbours and the series."""
         events = self.events_of(batch)
         src, dst, t = self.stream.src[events], self.stream.dst[events], self.times[events]
-        negatives = self.negatives.of(batch, self._epoch, sampler)
+        negatives = self.new_node_negatives.get(batch.phase, self.negatives).of(batch, self._epoch, sampler)
         roots = negatives.destinations if negatives.sources is None else torch.cat([negatives.destinations, negatives.sources])
         read = batch_series(self.sampler(batch.phase), src, dst, roots, t, int(self.model.embedding_neighbours))
         return BatchInputs(
@@ -283,17 +311,20 @@ class NodeMemoryStrategy(Strategy):
         n, phase = batch.events, batch.phase
         a = self.split.phase("train")[1]
         train = self.new_nodes.train_events if self.new_nodes.drops_events else torch.arange(a)
-        first = self.split.phase(phase)[0]
-        history = (
-            train[: batch.global_start] if phase == "train" else torch.cat([train, torch.arange(a, first + batch.global_start)])
+        # the stream's events before the global batch's first (a new-node pass: the whole stream's, as in its phase)
+        upto = (
+            int(self.new_node_events[phase][batch.global_start])
+            if phase in self.new_node_events
+            else self.split.phase(evaluated_phase(phase))[0] + batch.global_start
         )
+        history = train[: batch.global_start] if phase == "train" else torch.cat([train, torch.arange(a, upto)])
         bank = cast(EdgeBank, self.model)
         # the roots: sources, destinations, m blocks of n negative destinations, then (whole-edge samplers)
         # m blocks of n negative sources; a negative without its own source pairs with the event's
         m = (inputs.roots.numel() - 2 * n) // max(n, 1) // (2 if inputs.negative_sources else 1)
         negatives = inputs.roots[2 * n : (2 + m) * n].view(m, n).t()
         sources = inputs.roots[(2 + m) * n :].view(m, n).t() if inputs.negative_sources else inputs.src[:, None].expand(n, m)
-        start, stop = self.split.phase(phase)
+        start, stop = self.split.phase(evaluated_phase(phase))
         scored = bank(
             self.stream.src[history],
             self.stream.dst[history],
@@ -424,12 +455,32 @@ class NodeMemoryStrategy(Strategy):
             self._position = None
             for earlier in PHASES[: PHASES.index(phase)]:
                 self._stream_through(earlier)
-        return self._metrics(self._stream_through(phase))
+        new_node_pass = NEW_NODE_PASSES[phase]
+        before = self.memory.table.snapshot() if new_node_pass in self.new_node_events else None
+        metrics = self._metrics(self._stream_through(phase))
+        if before is not None:
+            metrics.update(self._new_node_pass(phase, before))
+        return metrics
+
+    def _new_node_pass(self, phase: str, before: tuple[torch.Tensor, ...]) -> dict[str, MetricValue]:
+        """``eval.inductive=apart``, DyGLib's new-node evaluation: the phase's events with a new
+        endpoint streamed alone, in their own batches, from the state before the phase (its memory
+        absorbing only them), against negatives drawn from those events alone; its ``*_inductive``
+        metrics replace the phase pass's. The state is then put back to the end of the phase."""
+        new_node_pass = NEW_NODE_PASSES[phase]
+        if not self.new_node_events[new_node_pass].numel():
+            return {}  # the phase pass already says no event has a new endpoint
+        after = self.memory.table.snapshot()
+        self.memory.table.restore(before)
+        found = self._metrics(self._stream_through(new_node_pass))
+        self.memory.table.restore(after)
+        self._position = phase
+        return {name: value for name, value in found.items() if name.split("[")[0].endswith("_inductive")}
 
     def _stream_through(self, phase: str) -> dict[str, EvaluationScores]:
         """Every batch of ``phase`` without training: its scores under each sampler of
         ``eval.negatives`` (training's phase: TGL's rule), and its state writes, once."""
-        samplers = self.settings.eval_samplers if phase in ("val", "test") else ("random",)
+        samplers = self.settings.eval_samplers if evaluated_phase(phase) in ("val", "test") else ("random",)
         self.model.eval()
         self.transport.counting = False
         losses = dict.fromkeys(samplers, 0.0)
@@ -514,6 +565,27 @@ def negative_sampler(
             val_last_time=float(stream.t[split.val[1] - 1]),
         )
     return NegativeSampler(settings.seed, stream.num_nodes, int(settings.eval_negatives), fixed, edges, stream, split)
+
+
+def new_node_sampler(stream: EventStream, split: EventSplit, settings: RunSettings, events: torch.Tensor) -> NegativeSampler:
+    """The negatives of a new-node pass over ``events`` (DyGLib's samplers built on those events
+    alone: random destinations among theirs, historical and inductive edges among theirs seen
+    earlier); TGL's rule draws from all nodes, as in the phase's pass, seeded apart."""
+    if settings.default_negatives or not events.numel():
+        return negative_sampler(stream, split, settings, {})
+    alone = EventStream(
+        f"{stream.name} (new-node events)", stream.src[events], stream.dst[events], stream.t[events], stream.num_nodes
+    )
+    count = int(events.numel())
+    edges = NegativeEdges(
+        alone,
+        float(stream.t[split.train[1] - 1]),
+        settings.negative_pool,
+        settings.random_share,
+        val_last_time=float(stream.t[split.val[1] - 1]),
+    )
+    whole = EventSplit((0, 0), (0, count), (0, count))  # positions in ``alone``
+    return NegativeSampler(settings.seed, stream.num_nodes, int(settings.eval_negatives), {}, edges, alone, whole)
 
 
 def check_samplers(stream: EventStream, split: EventSplit, settings: RunSettings) -> None:
