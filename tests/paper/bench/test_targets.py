@@ -9,7 +9,7 @@ from dygsched.paper.published import rows_of
 PLAIN = (str, int, float, bool)
 
 
-def test_each_benchmark_is_a_project_benchmark_with_plain_settings_and_no_published_rows():
+def test_each_benchmark_is_a_project_benchmark_with_plain_settings_and_no_published_rows_but_dyglibs():
     assert [t.name for t in bench.TARGETS] == [
         "bench-flop-counting",
         "bench-vs-pygt",
@@ -20,7 +20,12 @@ def test_each_benchmark_is_a_project_benchmark_with_plain_settings_and_no_publis
     ]
     for paper_target in bench.TARGETS:
         assert paper_target.paper == bench.SECTION.key and not paper_target.reproduces_paper
-        assert paper_target.shape is None and paper_target.headlines is None and rows_of(paper_target.name).empty
+        assert paper_target.shape is None and paper_target.headlines is None
+        published = rows_of(paper_target.name)
+        if paper_target is stream_accuracy.STREAM_ACCURACY:  # DyGLib's UCI figures beside ours, with no verdict
+            assert set(published.paper) == {"dyglib"} and len(published) == 15
+        else:
+            assert published.empty
         for value in [*paper_target.settings.full.values(), *paper_target.settings.smoke.values()]:
             assert isinstance(value, PLAIN) or (isinstance(value, tuple) and all(isinstance(v, PLAIN) for v in value)), value
 
@@ -34,7 +39,7 @@ def test_the_sweeps_compose_at_full_and_smoke_size(tmp_path):
 
     for sweep in (stream_scaling.STREAM_SCALING_SWEEP, stream_accuracy.STREAM_ACCURACY_SWEEP):
         for run in (*sweep.runs, *sweep.smoke):
-            assert "model=tgn,jodie,apan" in run
+            assert "model=tgn,jodie,apan" in run or "model=tgn,jodie" in run
             points = sweep_points([*run, f"results_dir={tmp_path}", "progress=false"])
             for point in (points[0], points[-1]):
                 precheck(compose_config(point), point)
