@@ -117,3 +117,23 @@ def best_epoch(metrics: pd.DataFrame, metric: str, mode: str = "max", phase: str
     if values.empty:
         return None
     return int(values.idxmax() if mode == "max" else values.idxmin())
+
+
+def all_metrics_selection(values: pd.DataFrame, patience: int, planned_epochs: int) -> int | None:
+    """The epoch DyGLib's early stopping selects from a run's validation figures (``values``: one row
+    per epoch, in order, one column per metric, higher better): an epoch is better when every metric
+    is at least its best so far (a tie counts, so it selects the later epoch), and the run stops after
+    ``patience`` epochs that are not. ``None`` where that rule would still be training after the
+    epochs recorded (the run stopped sooner under another rule, short of ``planned_epochs``)."""
+    best: pd.Series | None = None
+    selected, waited = None, 0
+    for epoch, row in values.iterrows():
+        if row.isna().any():
+            waited += 1
+        elif best is None or bool((row >= best).all()):
+            best, selected, waited = row, int(epoch), 0
+        else:
+            waited += 1
+        if waited >= patience:
+            return selected
+    return selected if len(values) >= planned_epochs else None

@@ -106,3 +106,22 @@ def test_bad_early_stop_settings_are_one_line_before_training(tmp_path, override
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "dygsched: error:" in lines[0]
     assert not [p for p in (tmp_path / "results").glob("*") if p.is_dir()]
+
+
+@pytest.mark.parametrize(
+    "ap, auc, patience, planned, selected",
+    [
+        ([0.5, 0.6, 0.6, 0.7], [0.5, 0.6, 0.6, 0.65], 2, 4, 3),  # every epoch at least as good: the last
+        ([0.5, 0.6, 0.6, 0.5], [0.5, 0.6, 0.6, 0.6], 2, 4, 2),  # a tie counts: the later epoch
+        ([0.5, 0.6, 0.55], [0.5, 0.4, 0.45], 2, 3, 0),  # AP up but AUC down is no better
+        ([0.5, float("nan"), 0.4], [0.5, 0.6, 0.4], 2, 3, 0),  # a missing figure is no better
+        ([0.5, 0.6, 0.7], [0.5, 0.6, 0.7], 5, 10, None),  # stopped short of its epochs while still improving
+    ],
+)
+def test_dyglibs_rule_selects_the_last_epoch_where_every_metric_is_at_least_its_best(ap, auc, patience, planned, selected):
+    import pandas as pd
+
+    from dygsched.metrics.early_stop import all_metrics_selection
+
+    values = pd.DataFrame({"ap": ap, "auc": auc})
+    assert all_metrics_selection(values, patience, planned) == selected

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from dygsched.errors import DygschedError
-from dygsched.metrics.early_stop import best_epoch
+from dygsched.metrics.early_stop import all_metrics_selection, best_epoch
 from dygsched.metrics.seeds import over_seeds
 from dygsched.paper.bench.common import EPOCH_LEVEL, SECTION
 from dygsched.paper.common import completed_runs, table_named, write_table
@@ -21,6 +21,7 @@ STREAM_ACCURACY_DIR = "stream_accuracy"
 STREAM_ACCURACY_CSV = f"{STREAM_ACCURACY_DIR}/stream_accuracy.csv"
 STREAM_ACCURACY_RUNS_CSV = f"{STREAM_ACCURACY_DIR}/stream_accuracy_runs.csv"  # each run's selected numbers, beside the table
 NEGATIVES = ("random-destinations", "historical", "inductive")  # DyGLib's three samplers, as our metric names label them
+PATIENCE = 20  # DyGLib's
 SELECTED_BY = "ap[random-destinations]"  # validation AP under random negatives: the early stop's metric and the selection's
 ACCURACY_METRICS = {  # (measure, setting) -> the test metric's name in metrics.parquet, before its sampler's label
     ("ap", "transductive"): "ap",
@@ -42,7 +43,7 @@ DYGLIB_PROTOCOL = (
     "eval.negative_pool=destinations",
     "eval.inductive=apart",
     f"early_stop.metric='val.{SELECTED_BY}'",
-    "early_stop.patience=20",
+    f"early_stop.patience={PATIENCE}",
     "checkpoint=false",
 )
 
@@ -74,16 +75,24 @@ STREAM_ACCURACY_SWEEP = Sweep(
 )
 
 
-def selected_epoch(metrics: pd.DataFrame) -> list[dict[str, float | str]]:
+def selected_epoch(metrics: pd.DataFrame, planned_epochs: int, patience: int = PATIENCE) -> list[dict[str, float | str]]:
     """One run's test metrics under each sampler at the epoch of its best validation AP under random
     negatives (the first such epoch: model selection on validation, as DyGLib does), that epoch, how
-    many epochs it trained before its early stop, and its median training epoch time."""
+    many epochs it trained before its early stop, and its median training epoch time; beside them,
+    the epoch DyGLib's own rule (validation AP and AUC both at least their best) selects from the
+    same figures, and the test AP under random negatives there."""
     epochs = metrics[metrics["iteration"] == EPOCH_LEVEL]
     best = best_epoch(metrics, SELECTED_BY, "max")
     if best is None:
         raise DygschedError(f"table-stream-accuracy: a run recorded no validation {SELECTED_BY} to select its epoch by")
     test = epochs[(epochs["phase"] == "test") & (epochs["epoch"] == best)].groupby("metric")["value"].first()
     trained = epochs[(epochs["phase"] == "train") & (epochs["metric"] == "epoch_time_s")]
+    watched = [SELECTED_BY, SELECTED_BY.replace("ap[", "auc[", 1)]
+    validation = epochs[(epochs["phase"] == "val") & epochs["metric"].isin(watched)]
+    by_epoch = validation.pivot_table(index="epoch", columns="metric", values="value", aggfunc="first").sort_index()
+    dyglib = all_metrics_selection(by_epoch.reindex(columns=watched), patience, planned_epochs)
+    test_ap = epochs[(epochs["phase"] == "test") & (epochs["metric"] == SELECTED_BY)].groupby("epoch")["value"].first()
+    dyglib_test_ap = float(test_ap.get(dyglib, np.nan)) if dyglib is not None else np.nan
     return [
         {
             "negatives": negatives,
@@ -95,6 +104,8 @@ def selected_epoch(metrics: pd.DataFrame) -> list[dict[str, float | str]]:
             "epochs_trained": int(trained["epoch"].max()) + 1,
             "epoch_time_s": float(trained["value"].median()),
             "inductive_share": float(test.get(f"inductive_share[{negatives}]", np.nan)),
+            "dyglib_rule_epoch": np.nan if dyglib is None else dyglib,
+            "dyglib_rule_test_ap": dyglib_test_ap,
         }
         for negatives in NEGATIVES
     ]
@@ -137,7 +148,7 @@ def build_stream_accuracy(results: Path) -> None:
     rows = [
         {"dataset": run.dataset, "model": run.model, "seed": int(run.seed), **selected}
         for run in runs.itertuples()
-        for selected in selected_epoch(pd.read_parquet(folder / run.run_id / "metrics.parquet"))
+        for selected in selected_epoch(pd.read_parquet(folder / run.run_id / "metrics.parquet"), int(run.epochs))
     ]
     per_run = pd.DataFrame(rows)
     write_table(per_run, results / STREAM_ACCURACY_RUNS_CSV)

@@ -17,7 +17,7 @@ def accuracy_metrics(run_id: str, val_ap: list[float], test_ap: list[float]) -> 
     for epoch, (val, test) in enumerate(zip(val_ap, test_ap)):
         for label, lower in (("random-destinations", 0.0), ("historical", 0.2), ("inductive", 0.3)):
             rows += [(epoch, -1, 0, "val", f"ap[{label}]", val - lower), (epoch, -1, 0, "test", f"ap[{label}]", test - lower)]
-            rows += [(epoch, -1, 0, "test", f"auc[{label}]", test + 0.01)]
+            rows += [(epoch, -1, 0, "test", f"auc[{label}]", test + 0.01), (epoch, -1, 0, "val", f"auc[{label}]", val)]
             rows += [(epoch, -1, 0, "test", f"ap_inductive[{label}]", test - 0.1)]
         rows += [(epoch, -1, 0, "train", "epoch_time_s", 2.0 + epoch)]
         rows += [(epoch, -1, 0, "val", "ap[historical]", 1.0)] if epoch == 2 else []  # never the selection's metric
@@ -31,7 +31,7 @@ def test_stream_accuracy_reads_each_run_at_its_best_validation_epoch_and_average
     cases = {  # run -> (model, seed, validation AP per epoch, test AP per epoch)
         "a": ("tgn", 0, [0.6, 0.8, 0.7], [0.5, 0.9, 0.95]),  # best validation at epoch 1: test 0.9, not the last epoch's 0.95
         "b": ("tgn", 1, [0.9, 0.8, 0.7], [0.7, 0.8, 0.9]),  # best at epoch 0: test 0.7
-        "c": ("jodie", 0, [0.5, 0.5, 0.6], [0.6, 0.6, 0.6]),
+        "c": ("jodie", 0, [0.5, 0.5, 0.4], [0.6, 0.6, 0.6]),  # a tie: ours keeps epoch 0, DyGLib's rule takes 1
     }
     for run_id, (model, seed, val, test) in cases.items():
         (folder / run_id).mkdir(parents=True)
@@ -41,6 +41,9 @@ def test_stream_accuracy_reads_each_run_at_its_best_validation_epoch_and_average
     per_run = pd.read_csv(tmp_path / stream_accuracy.STREAM_ACCURACY_RUNS_CSV)
     assert per_run[per_run.model == "tgn"].epoch.tolist() == [1, 1, 1, 0, 0, 0]  # one row per sampler
     assert (per_run.epochs_trained == 3).all()
+    assert per_run[per_run.model == "jodie"].epoch.tolist() == [0] * 3
+    assert per_run[per_run.model == "jodie"].dyglib_rule_epoch.tolist() == [1] * 3
+    assert per_run[per_run.model == "tgn"].dyglib_rule_epoch.tolist() == [1] * 3 + [0] * 3  # the same as ours
     table = pd.read_csv(tmp_path / stream_accuracy.STREAM_ACCURACY_CSV)
     table = table[table.negatives == "random-destinations"]
     historical = pd.read_csv(tmp_path / stream_accuracy.STREAM_ACCURACY_CSV).query("negatives == 'historical'")
