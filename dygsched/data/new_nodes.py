@@ -12,10 +12,18 @@ Here the dropped events are gone from training entirely (steps, memory writes an
 neighbours training samples); validation and test read the whole stream, as DyGLib's evaluation
 does with its full neighbour sampler. The draw is seeded apart from the run's seed
 (``NEW_NODE_SEED``, DyGLib's 2020), so every seed and every strategy evaluates the same split.
+
+``split.new_nodes_draw`` says how the hidden nodes are drawn: ``ours`` (the default) takes
+``round(fraction x N)`` of them with numpy's generator; ``dyglib`` takes ``int(fraction x N)`` with
+Python's ``random`` seeded 2020, over the set of the later events' node ids as the stream's file
+numbers them (its ``node_ids``), in the order Python's ``set`` iterates them, which is DyGLib's own
+draw wherever the file's ids are DyGLib's (CollegeMsg's are: 1 to 1,899). The two draws hide
+different nodes; docs/measurements.md measures what that moves.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +33,7 @@ from dygsched.data.events import EventSplit, EventStream
 from dygsched.errors import ConfigError
 
 NEW_NODE_SEED = 2020
+NEW_NODE_DRAWS = ("ours", "dyglib")  # split.new_nodes_draw
 
 
 @dataclass(frozen=True)
@@ -45,20 +54,22 @@ class NewNodeSplit:
         return self.new[src] | self.new[dst]
 
 
-def new_node_split(stream: EventStream, split: EventSplit, fraction: float) -> NewNodeSplit:
-    """Hide ``round(fraction x num_nodes)`` nodes of the validation and test events from training
-    (``fraction = 0``: none; the new nodes are then those that first appear after training)."""
+def new_node_split(stream: EventStream, split: EventSplit, fraction: float, draw: str = "ours") -> NewNodeSplit:
+    """Hide ``fraction`` of the nodes, drawn among those of the validation and test events, from
+    training (``fraction = 0``: none; the new nodes are then those that first appear after training);
+    ``draw``: how they are drawn (see the module docstring)."""
     if not 0.0 <= fraction < 1.0:
         raise ConfigError(f"split.new_nodes must be in [0, 1), got {fraction}")
+    if draw not in NEW_NODE_DRAWS:
+        raise ConfigError(f"split.new_nodes_draw must be one of {', '.join(NEW_NODE_DRAWS)}, got {draw!r}")
     train_start, train_stop = split.train
     later = torch.unique(torch.cat([stream.src[train_stop:], stream.dst[train_stop:]]))
-    count = int(round(fraction * stream.num_nodes))
+    count = int(round(fraction * stream.num_nodes)) if draw == "ours" else int(fraction * stream.num_nodes)
     if count > later.numel():
         raise ConfigError(
             f"split.new_nodes={fraction} hides {count} nodes, but the validation and test events touch only {later.numel()}"
         )
-    generator = np.random.default_rng(NEW_NODE_SEED)
-    hidden = later[torch.from_numpy(np.sort(generator.choice(later.numel(), size=count, replace=False)))]
+    hidden = _drawn(stream, train_stop, later, count) if draw == "dyglib" else _ours(later, count)
     is_hidden = torch.zeros(stream.num_nodes, dtype=torch.bool)
     is_hidden[hidden] = True
     src, dst = stream.src[train_start:train_stop], stream.dst[train_start:train_stop]
@@ -70,3 +81,22 @@ def new_node_split(stream: EventStream, split: EventSplit, fraction: float) -> N
     new[dst[kept]] = False
     train_events = torch.arange(train_start, train_stop)[kept]
     return NewNodeSplit(train_events, hidden, new)
+
+
+def _ours(later: torch.Tensor, count: int) -> torch.Tensor:
+    generator = np.random.default_rng(NEW_NODE_SEED)
+    return later[torch.from_numpy(np.sort(generator.choice(later.numel(), size=count, replace=False)))]
+
+
+def _drawn(stream: EventStream, train_stop: int, later: torch.Tensor, count: int) -> torch.Tensor:
+    """DyGLib's draw: Python's ``random`` seeded 2020 samples ``count`` ids from the set of the later
+    events' source ids joined with their destination ids (the file's numbering), as a tuple in the
+    set's own order; the ids are mapped back to the stream's nodes."""
+    file_ids = stream.node_ids if stream.node_ids is not None else torch.arange(stream.num_nodes)
+    sources, destinations = file_ids[stream.src[train_stop:]].tolist(), file_ids[stream.dst[train_stop:]].tolist()
+    population = tuple(set(sources).union(set(destinations)))
+    chosen = torch.tensor(sorted(random.Random(NEW_NODE_SEED).sample(population, count)), dtype=torch.int64)
+    node_of = {int(file_id): node for node, file_id in enumerate(file_ids.tolist())}
+    hidden = torch.tensor(sorted(node_of[int(i)] for i in chosen.tolist()), dtype=torch.int64)
+    assert bool(torch.isin(hidden, later).all())
+    return hidden

@@ -76,6 +76,7 @@ class Split:
     val: float = 0.15
     new_nodes: float = 0.0
     by: str = "events"
+    new_nodes_draw: str = "ours"
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class Eval:
     random_share: float = 0.0
     hits_k: int = 10
     inductive: str = "in_phase"
+    average: str = "pooled"
 
 
 @dataclass(frozen=True)
@@ -217,6 +219,8 @@ class RunConfig:
             random_share=float(self.eval.random_share),
             hits_k=int(self.eval.hits_k),
             inductive_events=str(self.eval.inductive),
+            new_node_draw=str(self.split.new_nodes_draw),
+            score_average=str(self.eval.average),
         )
 
     def identity(self, run_id: str, world_size: int) -> dict[str, Any]:
@@ -234,4 +238,6 @@ class RunConfig:
             "negative_pool": str(self.eval.negative_pool),
             "split_by": str(self.split.by),
             "inductive": str(self.eval.inductive),
+            "new_nodes_draw": str(self.split.new_nodes_draw),
+            "average": str(self.eval.average),
         }

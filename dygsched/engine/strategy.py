@@ -117,6 +117,8 @@ class RunSettings:
     # how *_inductive metrics score the events with a new endpoint: "in_phase", inside the phase's
     # pass; "apart", replayed alone from the state before the phase (DyGLib's new-node evaluation)
     inductive_events: str = "in_phase"
+    new_node_draw: str = "ours"  # split.new_nodes_draw: which nodes split.new_nodes hides (dygsched/data/new_nodes.py)
+    score_average: str = "pooled"  # eval.average: AP and AUC pooled over a phase's pairs, or averaged per batch
 
     @property
     def default_negatives(self) -> bool:

@@ -39,6 +39,7 @@ class SplitSchema:
     val: float = 0.15
     new_nodes: float = 0.0  # event streams: share of nodes hidden from training (DyGLib's inductive split: 0.1)
     by: str = "events"  # event streams: events (count, TGL) | time (timestamp quantiles: DyGLib, TGB, PyG)
+    new_nodes_draw: str = "ours"  # which nodes new_nodes hides: ours (numpy, round) | dyglib (Python's random, as DyGLib)
 
 
 @dataclass
@@ -50,6 +51,7 @@ class EvalSchema:
     random_share: float = 0.0  # historical/inductive: share drawn at random anyway (0: DyGLib; 0.5: TGB's mix)
     hits_k: int = 10  # hits@k beside MRR when eval_negatives > 1
     inductive: str = "in_phase"  # *_inductive metrics: in_phase (the phase's pass) | apart (DyGLib's new-node pass)
+    average: str = "pooled"  # AP and AUC: pooled over the phase's pairs | per_batch (the mean over batches: TGL, DyGLib)
 
 
 @dataclass

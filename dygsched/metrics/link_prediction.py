@@ -8,6 +8,11 @@ gives the loss per event, average precision and ROC AUC of every positive agains
 negatives per event TGB's mean reciprocal rank and hits@k (``mrr``, ``hits@10``, and their
 ``_inductive`` variants), exactly as TGB's ``Evaluator`` computes them. A negative given as NaN (a
 place TGB's files leave empty) is left out of every metric.
+
+AP and AUC are pooled over the phase's pairs by default (``average="pooled"``); TGL, TGN's code and
+DyGLib compute them per batch and report the mean over batches (``average="per_batch"``,
+``eval.average``), which weighs a small batch as much as a full one and, with tied scores (EdgeBank's
+0/1), can read a point or more away from the pooled figure.
 """
 
 from __future__ import annotations
@@ -24,12 +29,14 @@ NO_NEW_ENDPOINT = "no event of this phase has an endpoint that no training event
 @dataclass(frozen=True)
 class EvaluationScores:
     """One phase's scores: the loss sum, ``positive [n]`` and ``negative [n, m]`` logits, and
-    ``inductive [n]`` (the event has an endpoint no training event touched)."""
+    ``inductive [n]`` (the event has an endpoint no training event touched) and ``batch [n]`` (the
+    global batch each event was scored in; None where no batch is known)."""
 
     loss: float
     positive: np.ndarray
     negative: np.ndarray
     inductive: np.ndarray
+    batch: np.ndarray | None = None
 
     @staticmethod
     def cat(parts: list[EvaluationScores]) -> EvaluationScores:
@@ -38,6 +45,7 @@ class EvaluationScores:
             np.concatenate([p.positive for p in parts]),
             np.concatenate([p.negative for p in parts]),
             np.concatenate([p.inductive for p in parts]),
+            None if any(p.batch is None for p in parts) else np.concatenate([p.batch for p in parts]),
         )
 
 
@@ -71,14 +79,36 @@ def hits_at(positive: np.ndarray, negative: np.ndarray, k: int) -> float:
     return float(np.mean(ranks(positive, negative) <= k))
 
 
-def link_prediction_metrics(scores: EvaluationScores, with_mrr: bool, hits_k: int = 10) -> dict[str, MetricValue]:
-    """Transductive (every event) and inductive (events with a new endpoint) AP and AUC, and TGB's
-    MRR and hits@k (``hits@10`` by default)."""
+def per_batch_ranking_metrics(positive: np.ndarray, negative: np.ndarray, batch: np.ndarray) -> tuple[float, float]:
+    """AP and ROC AUC of each batch's positives against its negatives, averaged over the batches."""
+    figures = [ranking_metrics(positive[batch == b], negative[batch == b]) for b in np.unique(batch)]
+    return float(np.mean([ap for ap, _ in figures])), float(np.mean([auc for _, auc in figures]))
+
+
+AVERAGES = ("pooled", "per_batch")  # eval.average
+
+
+def link_prediction_metrics(
+    scores: EvaluationScores, with_mrr: bool, hits_k: int = 10, average: str = "pooled"
+) -> dict[str, MetricValue]:
+    """Transductive (every event) and inductive (events with a new endpoint) AP and AUC, pooled or
+    averaged per batch (``average``), and TGB's MRR and hits@k (``hits@10`` by default)."""
+    if average not in AVERAGES:
+        raise ValueError(average)
+    if average == "per_batch" and scores.batch is None:
+        raise ValueError("per-batch AP needs each event's batch")
     new = scores.inductive
+
+    def ranking(rows: np.ndarray | slice) -> tuple[float, float]:
+        if average == "pooled":
+            return ranking_metrics(scores.positive[rows], scores.negative[rows])
+        assert scores.batch is not None
+        return per_batch_ranking_metrics(scores.positive[rows], scores.negative[rows], scores.batch[rows])
+
     out: dict[str, MetricValue] = {"loss": scores.loss / max(scores.positive.size, 1)}
-    out["ap"], out["auc"] = ranking_metrics(scores.positive, scores.negative)
+    out["ap"], out["auc"] = ranking(slice(None))
     if new.any():
-        out["ap_inductive"], out["auc_inductive"] = ranking_metrics(scores.positive[new], scores.negative[new])
+        out["ap_inductive"], out["auc_inductive"] = ranking(new)
     else:
         out["ap_inductive"] = out["auc_inductive"] = Missing(NO_NEW_ENDPOINT)
     out["inductive_share"] = float(new.mean())

@@ -71,3 +71,32 @@ def test_a_sampler_over_some_events_never_returns_the_others():
     assert set(got.events[got.mask].tolist()) <= set(kept.tolist())
     everything = RecentNeighbours(data).sample(nodes, torch.full((data.num_nodes,), 10_000.0), 5)
     assert not set(everything.events[everything.mask].tolist()) <= set(kept.tolist())
+
+
+def test_dyglibs_draw_hides_the_floor_share_drawn_by_pythons_random_and_on_collegemsg_keeps_dyglibs_training_events():
+    data = stream()
+    split = data.split(0.7, 0.15)
+    got = new_node_split(data, split, 0.105, draw="dyglib")
+    stop = split.train[1]
+    later = set(data.src[stop:].tolist()) | set(data.dst[stop:].tolist())
+    assert got.hidden.numel() == 6 and set(got.hidden.tolist()) <= later  # int(0.105 x 60) = 6; round would give 6 too
+    assert new_node_split(data, split, 0.11, draw="dyglib").hidden.numel() == 6  # int(6.6), where round gives 7
+    assert torch.equal(got.hidden, new_node_split(data, split, 0.105, draw="dyglib").hidden)
+    assert not torch.equal(got.hidden, new_node_split(data, split, 0.105).hidden)  # another generator, other nodes
+    with pytest.raises(ConfigError, match="split.new_nodes_draw must be one of ours, dyglib"):
+        new_node_split(data, split, 0.1, draw="mine")
+
+
+def test_dyglibs_draw_on_collegemsg_keeps_the_training_events_dyglibs_loader_keeps():
+    """DyGLib's loader on UCI (its `get_link_prediction_data`, commit 3aacc36) prints that 189 nodes are
+    hidden and that training keeps 34,353 interactions; the same draw over CollegeMsg's ids does too."""
+    from omegaconf import OmegaConf
+
+    from dygsched.data.loading import load_data
+    from dygsched.launch.compose import compose_config
+
+    collegemsg = load_data(OmegaConf.to_container(compose_config(["dataset=collegemsg"]).dataset, resolve=True))
+    split = collegemsg.split(0.7, 0.15, "time")
+    got = new_node_split(collegemsg, split, 0.1, draw="dyglib")
+    assert got.hidden.numel() == 189 and got.train_events.numel() == 34_353
+    assert new_node_split(collegemsg, split, 0.1).train_events.numel() == 29_781  # ours: 190 other nodes

@@ -98,6 +98,8 @@ def test_the_default_rule_keeps_its_metric_names_and_evaluation_replays_the_same
         (["eval.hits_k=0"], "eval.hits_k must be at least 1"),
         (["split.by=days"], "split.by must be one of events, time"),
         (["eval.inductive=sideways"], "eval.inductive must be one of in_phase, apart"),
+        (["eval.average=median"], "eval.average must be one of pooled, per_batch"),
+        (["split.new_nodes=0.1", "split.new_nodes_draw=mine"], "split.new_nodes_draw must be one of ours, dyglib"),
         (["eval.inductive=apart", "tgb_negatives=anything.npz"], "eval.inductive=apart draws its own negatives"),
     ],
 )

@@ -60,3 +60,28 @@ def test_hits_at_k_counts_a_tie_half_as_tgb_does():
     # one above, two tied: rank 1 + (1 + 3) / 2 = 3
     assert hits_at(positive, negative, 3) == 1.0 and hits_at(positive, negative, 2) == 0.0
     assert mean_reciprocal_rank(positive, negative) == pytest.approx(1 / 3)
+
+
+def test_per_batch_ap_is_the_mean_of_each_batchs_ap_as_tgl_and_dyglib_report_it():
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    positive = np.array([1.0, 1.0, 0.0, 0.2, 0.9])
+    negative = np.array([[1.0], [0.0], [0.5], [0.1], [0.3]])  # ties, as EdgeBank's 0/1 scores make
+    batch = np.array([0, 0, 0, 1, 1])
+    scores = EvaluationScores(0.0, positive, negative, np.array([True, False, True, True, False]), batch)
+    pooled = link_prediction_metrics(scores, with_mrr=False)
+    per_batch = link_prediction_metrics(scores, with_mrr=False, average="per_batch")
+
+    def figures(rows):
+        labels = np.r_[np.ones(rows.sum()), np.zeros(rows.sum())]
+        values = np.r_[positive[rows], negative[rows, 0]]
+        return average_precision_score(labels, values), roc_auc_score(labels, values)
+
+    first, second = figures(batch == 0), figures(batch == 1)
+    assert per_batch["ap"] == pytest.approx((first[0] + second[0]) / 2)
+    assert per_batch["auc"] == pytest.approx((first[1] + second[1]) / 2)
+    assert per_batch["ap"] != pytest.approx(pooled["ap"])
+    new = np.array([True, False, True, True, False])  # the inductive subset averaged over the batches it has
+    assert per_batch["ap_inductive"] == pytest.approx((figures((batch == 0) & new)[0] + figures((batch == 1) & new)[0]) / 2)
+    with pytest.raises(ValueError, match="each event's batch"):
+        link_prediction_metrics(EvaluationScores(0.0, positive, negative, new), with_mrr=False, average="per_batch")

@@ -70,7 +70,7 @@ from dygsched.engine.node_memory.updates import StateUpdates
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, Missing, RunContext, RunSettings, Strategy
 from dygsched.engine.timing import timed
 from dygsched.errors import ConfigError
-from dygsched.metrics.link_prediction import EvaluationScores, link_prediction_metrics
+from dygsched.metrics.link_prediction import AVERAGES, EvaluationScores, link_prediction_metrics
 from dygsched.models.edgebank import EdgeBank
 from dygsched.models.memory_base import MemoryModel, gather_rows
 
@@ -103,6 +103,8 @@ class NodeMemoryStrategy(Strategy):
         check_samplers(data, split, settings)
         if settings.inductive_events not in INDUCTIVE_EVENTS:
             raise ConfigError(f"eval.inductive must be one of {', '.join(INDUCTIVE_EVENTS)}, got {settings.inductive_events!r}")
+        if settings.score_average not in AVERAGES:
+            raise ConfigError(f"eval.average must be one of {', '.join(AVERAGES)}, got {settings.score_average!r}")
         if settings.inductive_events == "apart" and settings.tgb_negatives:
             raise ConfigError(
                 "eval.inductive=apart draws its own negatives for the new-node pass: TGB's fixed ones have none for it"
@@ -118,7 +120,7 @@ class NodeMemoryStrategy(Strategy):
                 settings.tgb_negatives, data, {"val": split.val, "test": split.test}
             )  # one line if it does not fit
         training_events = int(
-            new_node_split(data, split, settings.new_node_fraction).train_events.numel()
+            new_node_split(data, split, settings.new_node_fraction, settings.new_node_draw).train_events.numel()
         )  # refuses an impossible share
         if self.batch_size * world_size > training_events:
             raise ConfigError(
@@ -140,7 +142,9 @@ class NodeMemoryStrategy(Strategy):
         self.transport = Transport(self.rank, self.world_size, self.device)
         self.times = relative_times(stream)
         self.split: EventSplit = stream.split(run.settings.train_fraction, run.settings.val_fraction, run.settings.split_by)
-        self.new_nodes: NewNodeSplit = new_node_split(stream, self.split, run.settings.new_node_fraction)
+        self.new_nodes: NewNodeSplit = new_node_split(
+            stream, self.split, run.settings.new_node_fraction, run.settings.new_node_draw
+        )
         self.neighbours = RecentNeighbours(stream, self.times)
         # training samples neighbours among the events it trains on (all of them unless nodes are hidden)
         self.train_neighbours = (
@@ -487,6 +491,7 @@ class NodeMemoryStrategy(Strategy):
         positives: dict[str, list[torch.Tensor]] = {name: [] for name in samplers}
         negatives: dict[str, list[torch.Tensor]] = {name: [] for name in samplers}
         inductive: list[torch.Tensor] = []
+        batch_of: list[torch.Tensor] = []  # each event's global batch (eval.average=per_batch)
         with torch.no_grad():
             for batch in self.batches(phase):
                 stats = IterationStats(batch.index)
@@ -503,12 +508,15 @@ class NodeMemoryStrategy(Strategy):
                     negatives[sampler].append(negative.cpu())
                 self.memory.aggregate(updates, stats)
                 inductive.append(self.new_nodes.inductive(inputs.src, inputs.dst))
+                batch_of.append(torch.full((batch.events,), batch.index, dtype=torch.int64))
         self._position = phase
         self.transport.counting = True
         self.model.train()
-        new = torch.cat(inductive).numpy()
+        new, batches = torch.cat(inductive).numpy(), torch.cat(batch_of).numpy()
         return {
-            name: EvaluationScores(losses[name], torch.cat(positives[name]).numpy(), torch.cat(negatives[name]).numpy(), new)
+            name: EvaluationScores(
+                losses[name], torch.cat(positives[name]).numpy(), torch.cat(negatives[name]).numpy(), new, batches
+            )
             for name in samplers
         }
 
@@ -528,7 +536,12 @@ class NodeMemoryStrategy(Strategy):
         metrics: dict[str, MetricValue] = {}
         for sampler, scores_mine in mine.items():
             scores = EvaluationScores.cat(comm.all_gather_object(scores_mine))
-            found = link_prediction_metrics(scores, with_mrr=scores.negative.shape[1] > 1, hits_k=self.settings.hits_k)
+            found = link_prediction_metrics(
+                scores,
+                with_mrr=scores.negative.shape[1] > 1,
+                hits_k=self.settings.hits_k,
+                average=self.settings.score_average,
+            )
             fixed = self.negatives.fixed.get(self._position or "")
             if fixed is not None and fixed.uneven:
                 found["loss"] = Missing("TGB's file gives some events fewer negatives: their loss would count stand-ins")
