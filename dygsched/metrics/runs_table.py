@@ -80,6 +80,16 @@ def append_run(results_dir: Path, summary: dict[str, Any]) -> Path:
     return path
 
 
+def keep_runs(results_dir: Path, run_ids: set[str]) -> None:
+    """Drop every row whose ``run_id`` is not one of ``run_ids`` (an interrupted sweep's unfinished runs)."""
+    path = Path(results_dir) / RUNS_TABLE
+    if not path.exists():
+        return
+    with _locked(path):
+        frame = _read_table(path)
+        write_parquet(path, frame[frame["run_id"].isin(run_ids)].reset_index(drop=True))
+
+
 def read_runs(results_dir: Path) -> pd.DataFrame:
     path = Path(results_dir) / RUNS_TABLE
     return _read_table(path).rename(columns=LEGACY_COLUMNS) if path.exists() else pd.DataFrame()

@@ -4,8 +4,13 @@ expand), every run into one results folder that keeps one ``runs.parquet``.
 
 Every point of the sweep is composed and checked before the first one trains, so a bad override is
 one line and nothing half-written. A sweep that finished writes ``sweep.json`` (what it ran); a
-folder with the same record is reused, any other is moved aside and the sweep runs anew, so a crashed
-sweep never leaves duplicate rows behind.
+folder with the same record is reused. A folder without it is an interrupted sweep: the runs it
+finished whose configuration is one of the sweep's points (as composed, but for the run id, the
+results folder and the progress switch) are kept and those points are not run again, so a sweep
+longer than one sitting resumes where it stopped; its unfinished runs (their folders and rows) are
+removed first, so no duplicate row is left behind. A folder holding none of the sweep's runs is
+moved aside and the sweep runs anew. Each sitting's commit, start and seconds are kept
+(``sweep.parts.json`` while it runs, ``parts`` in the record).
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from dygsched.paper.provenance import commit
 from dygsched.paper.target import Overrides, Sweep
 
 RECORD = "sweep.json"
+PARTS = "sweep.parts.json"  # each sitting of a sweep not yet finished: its commit, start, seconds and runs
+PER_INVOCATION = ("run_id", "results_dir", "progress")  # what differs between two runs of one point
+SHIPPED_MARK = "/dygsched/data/shipped/"  # a dataset file inside the package, wherever the checkout is
 log = logging.getLogger("dygsched")
 
 
@@ -83,23 +91,103 @@ def run_sweep(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -
         return folder
     multiruns = planned_runs(sweep, smoke, extra)
     jobs = [job for run in multiruns for job in _points(run, folder)]  # all checked before the first trains
-    if folder.exists():
+    done = finished_points(folder, [cfg for _, cfg in jobs]) if folder.exists() else {}
+    if done:
+        _drop_unfinished(folder, set(done.values()))
+        log.info("sweep %s: resumed, %d of %d runs already finished", folder, len(done), len(jobs))
+    elif folder.exists():
         aside = folder.with_name(f"{folder.name}.incomplete-{time.strftime('%Y%m%d-%H%M%S')}")
         folder.rename(aside)
         log.info("sweep %s: an earlier, incomplete sweep moved aside to %s", folder, aside)
-    folder.mkdir(parents=True)
-    started, begin = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.perf_counter()
+    folder.mkdir(parents=True, exist_ok=True)
+    parts = _read_parts(folder) if done else []
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    parts.append({"commit": commit(), "started": now, "wall_s": 0.0, "runs": 0})
     for number, (point, cfg) in enumerate(jobs, start=1):
+        if number - 1 in done:
+            continue
         log.info(
             "sweep: run %d of %d: %s",
             number,
             len(jobs),
             " ".join(o for o in point if not o.startswith(("results_dir=", "progress="))),
         )
+        begin = time.perf_counter()
         run(cfg, overrides=point, settings_checked=True)  # checked_points ran precheck on every point
-    made = {"commit": commit(), "started": started, "wall_s": round(time.perf_counter() - begin, 1)}
+        parts[-1]["wall_s"] = round(float(parts[-1]["wall_s"]) + time.perf_counter() - begin, 1)
+        parts[-1]["runs"] = int(parts[-1]["runs"]) + 1
+        (folder / PARTS).write_text(json.dumps(parts, indent=2))
+    made = {
+        "commit": parts[-1]["commit"],
+        "started": parts[0]["started"],
+        "wall_s": round(sum(float(part["wall_s"]) for part in parts), 1),  # the seconds its runs took, every sitting
+        "parts": parts,
+    }
     (folder / RECORD).write_text(json.dumps({"runs": [list(run) for run in multiruns], **made}, indent=2))
+    (folder / PARTS).unlink(missing_ok=True)
     return folder
+
+
+def _as_ran(config: Any) -> dict[str, Any]:
+    """A run's configuration as it ran (resolved, as its folder's ``config.yaml`` keeps it), less what
+    differs per invocation, a shipped dataset named by its file alone (the checkout may have moved)."""
+    from dygsched.engine.run_config import plain_config
+
+    return {key: _shipped_by_name(value) for key, value in plain_config(config).items() if key not in PER_INVOCATION}
+
+
+def _shipped_by_name(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _shipped_by_name(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shipped_by_name(item) for item in value]
+    if isinstance(value, str) and SHIPPED_MARK in value:
+        return "shipped:" + value.split(SHIPPED_MARK, 1)[1]
+    return value
+
+
+def finished_points(folder: Path, configs: list[Any]) -> dict[int, str]:
+    """Which of a sweep's points (their composed ``configs``) an earlier sitting already ran to the
+    end in ``folder``: point index -> run id, each run matched to one point (rounds repeat a point)."""
+    from omegaconf import OmegaConf
+
+    from dygsched.metrics.runs_table import read_runs
+
+    runs = read_runs(folder)
+    if runs.empty or "status" not in runs.columns:
+        return {}
+    ran = {}
+    for run_id in runs.loc[runs["status"] == "ok", "run_id"]:
+        saved = folder / str(run_id) / "config.yaml"
+        if saved.is_file():
+            ran[str(run_id)] = _as_ran(OmegaConf.load(saved))
+    done: dict[int, str] = {}
+    for index, config in enumerate(configs):
+        wanted = _as_ran(config)
+        match = next((run_id for run_id, saved in ran.items() if saved == wanted and run_id not in done.values()), None)
+        if match is not None:
+            done[index] = match
+    return done
+
+
+def _drop_unfinished(folder: Path, kept: set[str]) -> None:
+    """Remove the run folders and runs-table rows of an interrupted sweep's runs other than ``kept``."""
+    import shutil
+
+    from dygsched.metrics.runs_table import keep_runs
+
+    for child in folder.iterdir():
+        if child.is_dir() and (child / "config.yaml").is_file() and child.name not in kept:
+            shutil.rmtree(child)
+    keep_runs(folder, kept)
+
+
+def _read_parts(folder: Path) -> list[dict[str, Any]]:
+    try:
+        parts = json.loads((folder / PARTS).read_text())
+    except (OSError, ValueError):
+        return [{"commit": None, "started": None, "wall_s": 0.0, "runs": None}]  # a sitting that kept no record
+    return list(parts) if isinstance(parts, list) else []
 
 
 def sweep_made(sweep: Sweep, results: Path) -> dict[str, Any]:

@@ -76,3 +76,37 @@ def test_a_record_from_before_it_kept_its_making_says_nothing_of_it(tmp_path):
     (tmp_path / "tiny").mkdir()
     (tmp_path / "tiny" / RECORD).write_text(json.dumps({"runs": [["sched=psg"]]}))
     assert sweep_made(SWEEP, tmp_path) == {"folder": "tiny", "commit": None, "started": None, "wall_s": None}
+
+
+def test_an_interrupted_sweep_resumes_keeping_the_runs_it_finished(tmp_path, monkeypatch):
+    """A sweep cut off after two of its three runs runs only the third when built again; the cut-off
+    run's folder and row are gone, and the record keeps both sittings."""
+    import dygsched.launch.app as app
+    from dygsched.metrics.runs_table import append_run
+
+    sweep = Sweep(folder="tiny", runs=(("sched=psg", *TINY, "seed=0,1,2"),), smoke=(("sched=psg", *TINY),))
+    real_run, calls = app.run, []
+
+    def cut_off_after_two(cfg, **kwargs):
+        if len(calls) == 2:
+            (tmp_path / "tiny" / "20990101-000000-cut-off").mkdir()
+            (tmp_path / "tiny" / "20990101-000000-cut-off" / "config.yaml").write_text("seed: 2\n")
+            append_run(tmp_path / "tiny", {"run_id": "20990101-000000-cut-off", "status": "failed", "seed": 2})
+            raise KeyboardInterrupt
+        calls.append(cfg.seed)
+        return real_run(cfg, **kwargs)
+
+    monkeypatch.setattr(app, "run", cut_off_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(sweep, tmp_path, smoke=False)
+    assert not is_complete(sweep, tmp_path, smoke=False) and calls == [0, 1]
+    monkeypatch.setattr(app, "run", lambda cfg, **kwargs: (calls.append(cfg.seed), real_run(cfg, **kwargs))[1])
+    folder = run_sweep(sweep, tmp_path, smoke=False)
+    assert calls == [0, 1, 2]  # only the third point ran again
+    runs = pd.read_parquet(folder / "runs.parquet")
+    assert sorted(runs.seed) == [0, 1, 2] and set(runs.status) == {"ok"}
+    assert not (folder / "20990101-000000-cut-off").exists() and not (folder / "sweep.parts.json").exists()
+    record = json.loads((folder / RECORD).read_text())
+    assert [part["runs"] for part in record["parts"]] == [2, 1] and record["started"] == record["parts"][0]["started"]
+    assert record["wall_s"] == pytest.approx(sum(part["wall_s"] for part in record["parts"]), abs=0.2)
+    assert is_complete(sweep, tmp_path, smoke=False)
