@@ -52,7 +52,13 @@ def test_the_test_phase_counts_validation_as_observed():
     # the run's sampler passes the last validation event's time
     settings = RunSettings(1, 0.5, 0.25, 0, 1, eval_samplers=("inductive",))
     run_edges = negative_sampler(hand_made(), EventSplit((0, 4), (4, 6), (6, 8)), settings, {}).edges
-    assert run_edges is not None and run_edges.observed_until == {"train": 4.0, "val": 4.0, "test": 6.0}
+    assert run_edges is not None and run_edges.observed_until == {
+        "train": 4.0,
+        "val": 4.0,
+        "test": 6.0,
+        "val_new": 4.0,
+        "test_new": 6.0,
+    }
 
 
 def test_a_large_pool_gives_every_negative_and_a_small_one_is_topped_up_at_random():
