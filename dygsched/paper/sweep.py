@@ -120,7 +120,8 @@ def run_sweep(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -
     made = {
         "commit": parts[-1]["commit"],
         "started": parts[0]["started"],
-        "wall_s": round(sum(float(part["wall_s"]) for part in parts), 1),  # the seconds its runs took, every sitting
+        # the seconds its runs took, every sitting; unknown where a sitting kept no record
+        "wall_s": None if any(part.get("commit") is None for part in parts) else round(sum(part["wall_s"] for part in parts), 1),
         "parts": parts,
     }
     (folder / RECORD).write_text(json.dumps({"runs": [list(run) for run in multiruns], **made}, indent=2))
@@ -186,7 +187,7 @@ def _read_parts(folder: Path) -> list[dict[str, Any]]:
     try:
         parts = json.loads((folder / PARTS).read_text())
     except (OSError, ValueError):
-        return [{"commit": None, "started": None, "wall_s": 0.0, "runs": None}]  # a sitting that kept no record
+        return [{"commit": None, "started": None, "wall_s": None, "runs": None}]  # a sitting that kept no record
     return list(parts) if isinstance(parts, list) else []
 
 

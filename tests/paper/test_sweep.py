@@ -78,9 +78,11 @@ def test_a_record_from_before_it_kept_its_making_says_nothing_of_it(tmp_path):
     assert sweep_made(SWEEP, tmp_path) == {"folder": "tiny", "commit": None, "started": None, "wall_s": None}
 
 
-def test_an_interrupted_sweep_resumes_keeping_the_runs_it_finished(tmp_path, monkeypatch):
+@pytest.mark.parametrize("first_sitting_recorded", [True, False])
+def test_an_interrupted_sweep_resumes_keeping_the_runs_it_finished(tmp_path, monkeypatch, first_sitting_recorded):
     """A sweep cut off after two of its three runs runs only the third when built again; the cut-off
-    run's folder and row are gone, and the record keeps both sittings."""
+    run's folder and row are gone, and the record keeps both sittings (a first sitting that kept no
+    record leaves the sweep's seconds unknown)."""
     import dygsched.launch.app as app
     from dygsched.metrics.runs_table import append_run
 
@@ -100,6 +102,8 @@ def test_an_interrupted_sweep_resumes_keeping_the_runs_it_finished(tmp_path, mon
     with pytest.raises(KeyboardInterrupt):
         run_sweep(sweep, tmp_path, smoke=False)
     assert not is_complete(sweep, tmp_path, smoke=False) and calls == [0, 1]
+    if not first_sitting_recorded:
+        (tmp_path / "tiny" / "sweep.parts.json").unlink()
     monkeypatch.setattr(app, "run", lambda cfg, **kwargs: (calls.append(cfg.seed), real_run(cfg, **kwargs))[1])
     folder = run_sweep(sweep, tmp_path, smoke=False)
     assert calls == [0, 1, 2]  # only the third point ran again
@@ -107,6 +111,9 @@ def test_an_interrupted_sweep_resumes_keeping_the_runs_it_finished(tmp_path, mon
     assert sorted(runs.seed) == [0, 1, 2] and set(runs.status) == {"ok"}
     assert not (folder / "20990101-000000-cut-off").exists() and not (folder / "sweep.parts.json").exists()
     record = json.loads((folder / RECORD).read_text())
-    assert [part["runs"] for part in record["parts"]] == [2, 1] and record["started"] == record["parts"][0]["started"]
-    assert record["wall_s"] == pytest.approx(sum(part["wall_s"] for part in record["parts"]), abs=0.2)
+    if first_sitting_recorded:
+        assert [part["runs"] for part in record["parts"]] == [2, 1] and record["started"] == record["parts"][0]["started"]
+        assert record["wall_s"] == pytest.approx(sum(part["wall_s"] for part in record["parts"]), abs=0.2)
+    else:
+        assert record["parts"][0]["commit"] is None and record["wall_s"] is None and record["parts"][1]["runs"] == 1
     assert is_complete(sweep, tmp_path, smoke=False)
