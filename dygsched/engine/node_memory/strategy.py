@@ -568,16 +568,19 @@ def negative_sampler(
     stream: EventStream, split: EventSplit, settings: RunSettings, fixed: dict[str, FixedNegatives]
 ) -> NegativeSampler:
     """TGL's rule alone needs no edge history; any other sampler or pool reads the stream's."""
-    edges = None
-    if not settings.default_negatives:
-        edges = NegativeEdges(
-            stream,
-            float(stream.t[split.train[1] - 1]),
-            settings.negative_pool,
-            settings.random_share,
-            val_last_time=float(stream.t[split.val[1] - 1]),
-        )
+    edges = None if settings.default_negatives else negative_edges(stream, stream, split, settings)
     return NegativeSampler(settings.seed, stream.num_nodes, int(settings.eval_negatives), fixed, edges, stream, split)
+
+
+def negative_edges(pool: EventStream, stream: EventStream, split: EventSplit, settings: RunSettings) -> NegativeEdges:
+    """DyGLib's samplers over ``pool``'s edges, observing up to the ends of ``stream``'s training and validation."""
+    return NegativeEdges(
+        pool,
+        float(stream.t[split.train[1] - 1]),
+        settings.negative_pool,
+        settings.random_share,
+        val_last_time=float(stream.t[split.val[1] - 1]),
+    )
 
 
 def new_node_sampler(stream: EventStream, split: EventSplit, settings: RunSettings, events: torch.Tensor) -> NegativeSampler:
@@ -590,13 +593,7 @@ def new_node_sampler(stream: EventStream, split: EventSplit, settings: RunSettin
         f"{stream.name} (new-node events)", stream.src[events], stream.dst[events], stream.t[events], stream.num_nodes
     )
     count = int(events.numel())
-    edges = NegativeEdges(
-        alone,
-        float(stream.t[split.train[1] - 1]),
-        settings.negative_pool,
-        settings.random_share,
-        val_last_time=float(stream.t[split.val[1] - 1]),
-    )
+    edges = negative_edges(alone, stream, split, settings)
     whole = EventSplit((0, 0), (0, count), (0, count))  # positions in ``alone``
     return NegativeSampler(settings.seed, stream.num_nodes, int(settings.eval_negatives), {}, edges, alone, whole)
 
