@@ -184,11 +184,18 @@ def _drop_unfinished(folder: Path, kept: set[str]) -> None:
 
 
 def _read_parts(folder: Path) -> list[dict[str, Any]]:
-    try:
-        parts = json.loads((folder / PARTS).read_text())
-    except (OSError, ValueError):
-        return [{"commit": None, "started": None, "wall_s": None, "runs": None}]  # a sitting that kept no record
-    return list(parts) if isinstance(parts, list) else []
+    """The sittings so far of a sweep being resumed: those of one cut off (``sweep.parts.json``), else
+    those of one finished before its definition grew (its record's ``parts``), else one sitting that
+    kept no record."""
+    for name, key in ((PARTS, None), (RECORD, "parts")):
+        try:
+            raw = json.loads((folder / name).read_text())
+        except (OSError, ValueError):
+            continue
+        parts = raw.get(key) if key is not None and isinstance(raw, dict) else raw
+        if isinstance(parts, list) and parts:
+            return list(parts)
+    return [{"commit": None, "started": None, "wall_s": None, "runs": None}]  # a sitting that kept no record
 
 
 def sweep_made(sweep: Sweep, results: Path) -> dict[str, Any]:

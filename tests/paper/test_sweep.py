@@ -117,3 +117,20 @@ def test_an_interrupted_sweep_resumes_keeping_the_runs_it_finished(tmp_path, mon
     else:
         assert record["parts"][0]["commit"] is None and record["wall_s"] is None and record["parts"][1]["runs"] == 1
     assert is_complete(sweep, tmp_path, smoke=False)
+
+
+def test_a_finished_sweep_whose_definition_grows_runs_only_the_new_points_and_keeps_its_sittings(tmp_path, monkeypatch):
+    """A sweep built in full, then given a third seed, runs that seed alone; its record keeps the first
+    sitting (from the finished record, as no sweep.parts.json is left) beside the new one."""
+    import dygsched.launch.app as app
+
+    real_run, calls = app.run, []
+    monkeypatch.setattr(app, "run", lambda cfg, **kwargs: (calls.append(cfg.seed), real_run(cfg, **kwargs))[1])
+    two = Sweep(folder="tiny", runs=(("sched=psg", *TINY, "seed=0,1"),), smoke=(("sched=psg", *TINY),))
+    run_sweep(two, tmp_path, smoke=False)
+    three = Sweep(folder="tiny", runs=(("sched=psg", *TINY, "seed=0,1,2"),), smoke=two.smoke)
+    folder = run_sweep(three, tmp_path, smoke=False)
+    assert calls == [0, 1, 2]
+    record = json.loads((folder / RECORD).read_text())
+    assert [part["runs"] for part in record["parts"]] == [2, 1] and record["wall_s"] is not None
+    assert is_complete(three, tmp_path, smoke=False)
