@@ -23,7 +23,7 @@ from pathlib import Path
 from dygsched.errors import DygschedError
 from dygsched.paper.build import build_target, recipe, results_root, split_overrides
 from dygsched.paper.provenance import PROVENANCE_DIR, Provenance, commit, machine, write_provenance
-from dygsched.paper.sweep import is_complete, sweep_made
+from dygsched.paper.sweep import RECORD, is_complete, sweep_made
 from dygsched.paper.target import Overrides, PaperTarget
 
 
@@ -135,11 +135,13 @@ def run_missing(
     ran, present, failed = [], 0, 0
     for number, paper_target in enumerate(targets, start=1):
         label = f"target {number} of {len(targets)}: {paper_target.name}"
-        if not paper_target.missing_outputs(root):
+        grown = _sweep_grew(paper_target, root, smoke, extra)
+        if not paper_target.missing_outputs(root) and not grown:
             say(f"{label}: present, not rerun" + (" (--rerun builds it again with --set)" if extra else ""))
             present += 1
             continue
-        say(f"{label} ({'smoke size' if smoke else paper_target.expected}) ...")
+        resumes = " (its sweep's runs changed since it was built: the runs still planned are kept)" if grown else ""
+        say(f"{label} ({'smoke size' if smoke else paper_target.expected}){resumes} ...")
         record = run_target(paper_target, results, smoke, extra, in_process)
         log = f"log: {root / PROVENANCE_DIR / paper_target.name}.log"
         if record.ok:
@@ -153,6 +155,16 @@ def run_missing(
         ran.append(record)
     say(f"targets: {len(ran)} run ({len(ran) - failed} built, {failed} failed), {present} present")
     return ran
+
+
+def _sweep_grew(paper_target: PaperTarget, root: Path, smoke: bool, extra: Overrides) -> bool:
+    """Whether a built target's sweep is no longer the one it declares (a new version changed its
+    runs), so that building it again resumes the sweep; with ``--set`` the user's runs stand until
+    ``--rerun``."""
+    sweep = paper_target.sweep
+    if sweep is None or extra or not (root / sweep.folder / RECORD).is_file():
+        return False
+    return not is_complete(sweep, root, smoke)
 
 
 def wall_time(seconds: float) -> str:

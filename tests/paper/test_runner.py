@@ -102,3 +102,24 @@ def test_a_target_that_reuses_runs_says_when_they_were_made_and_counts_their_min
     record = run_target(reusing, tmp_path, smoke=False, in_process=True)
     assert record.reused_runs and record.minutes_with_runs is None
     assert toy("bench-alone", writes_table).sweep is None
+
+
+def test_a_built_target_whose_sweep_changed_is_built_again_and_one_built_by_the_user_with_set_is_not(
+    tmp_path, monkeypatch, capsys
+):
+    import dygsched.paper.build as build
+
+    swept = []
+    monkeypatch.setattr(build, "run_sweep", lambda sweep, root, smoke, extra: swept.append(extra))
+    sweep = Sweep(folder="runs", runs=(("sched=psg", "seed=0,1,2"),), smoke=(("sched=psg",),))
+    target = replace(toy("bench-swept", writes_table), sweep=sweep)
+    writes_table(tmp_path, 3)
+    (tmp_path / "runs").mkdir()
+    pd.DataFrame({"run_id": ["a"]}).to_parquet(tmp_path / "runs" / "runs.parquet")
+    (tmp_path / "runs" / RECORD).write_text(json.dumps({"runs": [["sched=psg", "seed=0,1,2"]]}))
+    assert run_missing((target,), tmp_path, smoke=False, in_process=True) == [] and swept == []
+    (tmp_path / "runs" / RECORD).write_text(json.dumps({"runs": [["sched=psg", "seed=0"]]}))  # built by an older version
+    (record,) = run_missing((target,), tmp_path, smoke=False, in_process=True)
+    assert record.ok and swept == [()]
+    assert "its sweep's runs changed since it was built" in capsys.readouterr().err
+    assert run_missing((target,), tmp_path, smoke=False, extra=("seed=5",), in_process=True) == [] and swept == [()]
