@@ -35,7 +35,7 @@ MB = 2**20
 # Older runs wrote one `peak_mem_bytes`: the allocator's peak on a GPU, the peak resident set on a CPU.
 LEGACY_MEMORY = {"cuda": "gpu_peak_allocated_bytes", "cpu": "peak_rss_bytes"}
 MEMORY_MEASURES = ("gpu_peak_allocated_mb", "peak_rss_mb", "saved_for_backward_mb", "train_memory_mb")
-# the heatmap's graph: 25 runs of MPNN-LSTM at 50,000 nodes take about 12 minutes on 2 CPU cores
+# the heatmap's graph: 25 runs of MPNN-LSTM at 50,000 nodes took 16.5 minutes on 2 CPU cores
 HEATMAP_NODES = 50_000
 VARIANTS_SWEEP = Sweep(  # tables 5/7, 6 and 12 read the same runs
     folder="flare/variants",

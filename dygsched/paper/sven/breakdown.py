@@ -186,6 +186,11 @@ BREAKDOWN = PaperTarget(
         why="Two CPU cores take an epoch of TGN on REDDIT's size in 1.5-3.5 min, so one model of three; the micro-batches "
         "and prefetching need a spare core to overlap anything, and two ranks on two cores have none",
     ),
+    departures="On 2 CPU cores computation is 86-93% of an epoch (the paper's table 2 on V100s: 34-38%), so the shares "
+    "do not order as the paper's, and the steps that shrink or hide communication move the epoch little: Re-FlexBiCut "
+    "1.04x (the paper 1.41x), micro-batches with prefetching 0.97x (1.42x; no spare core to overlap on), while "
+    "redundancy-free speeds the epoch 2.24x (1.78x); the full Sven is 2.28x DepComm's speed (the paper 2.5-4.33x) "
+    '(docs/measurements.md, "Figure 15 at REDDIT\'s size").',
     sweep=BREAKDOWN_SWEEP,
     shape=shape_breakdown,
     headlines=headlines_breakdown,
