@@ -36,11 +36,23 @@ class Provenance:
         return bool(self.sweep and self.sweep.get("reused"))
 
     @property
+    def resumed_runs(self) -> bool:
+        """Whether the build finished a sweep that earlier sittings had begun."""
+        return bool(self.sweep and not self.reused_runs and (self.sweep.get("sittings") or 1) > 1)
+
+    @property
     def minutes_with_runs(self) -> float | None:
-        """The build's minutes with those of the runs it reused; ``None`` where their time is not recorded."""
-        if not self.reused_runs:
+        """The build's minutes with those of the runs it reused, or of the earlier sittings of the sweep
+        it resumed; ``None`` where their time is not recorded."""
+        sweep = self.sweep or {}
+        if not sweep:
             return self.wall_s / 60
-        earlier = (self.sweep or {}).get("wall_s")
+        if self.reused_runs:
+            earlier = sweep.get("wall_s")
+        elif "earlier_wall_s" in sweep:
+            earlier = sweep["earlier_wall_s"]
+        else:  # a record from before sittings were counted: a sweep of unknown time had a sitting without record
+            earlier = None if sweep.get("wall_s") is None else 0.0
         return None if earlier is None else (self.wall_s + float(earlier)) / 60
 
     @property

@@ -200,9 +200,21 @@ def _read_parts(folder: Path) -> list[dict[str, Any]]:
 
 def sweep_made(sweep: Sweep, results: Path) -> dict[str, Any]:
     """When and at what commit the sweep's runs were made, and in how many seconds, from its record
-    (``None`` for what a record written before these were kept does not say)."""
+    (``None`` for what a record written before these were kept does not say); for a sweep resumed
+    across sittings, how many, and the seconds of those before the last (``None`` where one of them
+    kept no record)."""
     try:
         raw = json.loads((results / sweep.folder / RECORD).read_text())
     except (OSError, ValueError):
         raw = {}
-    return {"folder": sweep.folder, **{key: raw.get(key) for key in ("commit", "started", "wall_s")}}
+    made = {"folder": sweep.folder, **{key: raw.get(key) for key in ("commit", "started", "wall_s")}}
+    parts = raw.get("parts")
+    if isinstance(parts, list) and parts:
+        earlier = parts[:-1]
+        made["sittings"] = len(parts)
+        made["earlier_wall_s"] = (
+            None
+            if any(part.get("commit") is None for part in earlier)
+            else round(sum(float(part.get("wall_s") or 0.0) for part in earlier), 1)
+        )
+    return made

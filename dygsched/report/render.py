@@ -286,6 +286,20 @@ def _environment() -> jinja2.Environment:
     )
 
 
+def _own_minutes(record: Provenance) -> float:
+    """A built target's minutes for the page's total: a reused sweep's time is its maker's; a resumed
+    sweep's earlier sittings count with the build that finished it, where they were recorded."""
+    if record.resumed_runs and record.minutes_with_runs is not None:
+        return record.minutes_with_runs
+    return record.wall_s / 60
+
+
+def _runs_began(record: Provenance) -> str | None:
+    """The day a resumed sweep's first sitting began, where recorded."""
+    started = (record.sweep or {}).get("started") if record.resumed_runs else None
+    return started[:10] if started else None
+
+
 def render(results: Path, smoke: bool = False) -> Path:
     """Write `<results>/report/` (index.html, runs.html, README.md, figures/); returns the report folder."""
     results = Path(results)
@@ -304,8 +318,8 @@ def render(results: Path, smoke: bool = False) -> Path:
         "sections": registry.SECTIONS,
         "verdicts": verdicts,
         "built_count": sum(view.status == "built" for view in verdicts),
-        "build_dates": sorted({record.date[:10] for record in built}),
-        "build_minutes": sum(record.wall_s for record in built) / 60,  # a reused sweep's time is its maker's
+        "build_dates": sorted({record.date[:10] for record in built} | {_runs_began(record) for record in built} - {None}),
+        "build_minutes": sum(_own_minutes(record) for record in built),
         "views": views,
         "runs_count": len(runs),
         "smoke": smoke,

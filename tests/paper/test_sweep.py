@@ -111,11 +111,15 @@ def test_an_interrupted_sweep_resumes_keeping_the_runs_it_finished(tmp_path, mon
     assert sorted(runs.seed) == [0, 1, 2] and set(runs.status) == {"ok"}
     assert not (folder / "20990101-000000-cut-off").exists() and not (folder / "sweep.parts.json").exists()
     record = json.loads((folder / RECORD).read_text())
+    made = sweep_made(sweep, tmp_path)  # what a target built from it records: two sittings, the first one's seconds
+    assert made["sittings"] == 2
     if first_sitting_recorded:
         assert [part["runs"] for part in record["parts"]] == [2, 1] and record["started"] == record["parts"][0]["started"]
         assert record["wall_s"] == pytest.approx(sum(part["wall_s"] for part in record["parts"]), abs=0.2)
+        assert made["earlier_wall_s"] == record["parts"][0]["wall_s"] > 0
     else:
         assert record["parts"][0]["commit"] is None and record["wall_s"] is None and record["parts"][1]["runs"] == 1
+        assert made["earlier_wall_s"] is None
     assert is_complete(sweep, tmp_path, smoke=False)
 
 

@@ -221,6 +221,24 @@ def test_the_reproduction_page_says_when_reused_runs_were_made(results):
     assert "(its runs: made earlier, when not recorded)" in row and "1.0 and its runs' (not recorded)" in row
 
 
+def test_the_reproduction_page_counts_the_earlier_sittings_of_a_sweep_the_build_resumed(results):
+    path = results / PROVENANCE_DIR / "table-epoch-time.json"
+    record = json.loads(path.read_text())
+    made = {"folder": "table_epoch_time", "commit": "abc123", "started": "2026-11-20T08:00:00+00:00", "wall_s": 600.0}
+    path.write_text(json.dumps({**record, "sweep": {**made, "sittings": 3, "earlier_wall_s": 540.0, "reused": False}}))
+    page = (render(results) / "reproduction.md").read_text()
+    row = next(line for line in page.splitlines() if "`table-epoch-time`" in line)
+    assert "2026-11-25, abc123 (its runs: from 2026-11-20, over 3 sittings)" in row and row.rstrip(" |").endswith("10.0")
+    assert "from 2026-11-20 to 2026-11-25" in page  # the first sitting's day opens the build's dates
+    unrecorded = {**made, "started": None, "wall_s": None, "sittings": 2, "earlier_wall_s": None, "reused": False}
+    path.write_text(json.dumps({**record, "sweep": unrecorded}))
+    row = next(line for line in (render(results) / "reproduction.md").read_text().splitlines() if "`table-epoch-time`" in line)
+    assert "(its runs: from an unrecorded date, over 2 sittings)" in row and "1.0 and its earlier sittings' (not recorded)" in row
+    path.write_text(json.dumps({**record, "sweep": {**made, "wall_s": None, "reused": False}}))  # a record from before sittings were counted
+    row = next(line for line in (render(results) / "reproduction.md").read_text().splitlines() if "`table-epoch-time`" in line)
+    assert "1.0 and its earlier sittings' (not recorded)" in row
+
+
 def test_the_docs_reproduction_page_is_the_renderers_and_lists_every_target():
     """docs/reproduction.md comes from `make reproduction` (the renderer), never from a hand: its fixed
     opening is the template's, and it has one row per registered target, in the report's order."""
