@@ -234,7 +234,8 @@ def test_the_reproduction_page_counts_the_earlier_sittings_of_a_sweep_the_build_
     path.write_text(json.dumps({**record, "sweep": unrecorded}))
     row = next(line for line in (render(results) / "reproduction.md").read_text().splitlines() if "`table-epoch-time`" in line)
     assert "(its runs: from an unrecorded date, over 2 sittings)" in row and "1.0 and its earlier sittings' (not recorded)" in row
-    path.write_text(json.dumps({**record, "sweep": {**made, "wall_s": None, "reused": False}}))  # a record from before sittings were counted
+    before_sittings = {**made, "wall_s": None, "reused": False}  # a record from before sittings were counted
+    path.write_text(json.dumps({**record, "sweep": before_sittings}))
     row = next(line for line in (render(results) / "reproduction.md").read_text().splitlines() if "`table-epoch-time`" in line)
     assert "1.0 and its earlier sittings' (not recorded)" in row
 
