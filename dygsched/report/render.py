@@ -318,7 +318,7 @@ def render(results: Path, smoke: bool = False) -> Path:
         "sections": registry.SECTIONS,
         "verdicts": verdicts,
         "built_count": sum(view.status == "built" for view in verdicts),
-        "build_dates": sorted({record.date[:10] for record in built} | {_runs_began(record) for record in built} - {None}),
+        "build_dates": sorted({record.date[:10] for record in built} | {day for day in map(_runs_began, built) if day}),
         "build_minutes": sum(_own_minutes(record) for record in built),
         "views": views,
         "runs_count": len(runs),
