@@ -120,8 +120,7 @@ def run_sweep(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -
     made = {
         "commit": parts[-1]["commit"],
         "started": parts[0]["started"],
-        # the seconds its runs took, every sitting; unknown where a sitting kept no record
-        "wall_s": None if any(part.get("commit") is None for part in parts) else round(sum(part["wall_s"] for part in parts), 1),
+        "wall_s": _seconds(parts),  # the seconds its runs took, every sitting
         "parts": parts,
     }
     (folder / RECORD).write_text(json.dumps({"runs": [list(run) for run in multiruns], **made}, indent=2))
@@ -210,11 +209,13 @@ def sweep_made(sweep: Sweep, results: Path) -> dict[str, Any]:
     made = {"folder": sweep.folder, **{key: raw.get(key) for key in ("commit", "started", "wall_s")}}
     parts = raw.get("parts")
     if isinstance(parts, list) and parts:
-        earlier = parts[:-1]
         made["sittings"] = len(parts)
-        made["earlier_wall_s"] = (
-            None
-            if any(part.get("commit") is None for part in earlier)
-            else round(sum(float(part.get("wall_s") or 0.0) for part in earlier), 1)
-        )
+        made["earlier_wall_s"] = _seconds(parts[:-1])
     return made
+
+
+def _seconds(parts: list[dict[str, Any]]) -> float | None:
+    """The seconds the sittings ``parts`` ran; ``None`` where one of them kept no record."""
+    if any(part.get("commit") is None for part in parts):
+        return None
+    return round(sum(float(part.get("wall_s") or 0.0) for part in parts), 1)
