@@ -36,3 +36,20 @@ def load_graph(dataset_cfg: Mapping[str, Any]) -> TemporalGraph:
             f"dataset '{dataset_cfg.get('name')}' gives an event stream here, not snapshots (set dataset.kind=snapshots)"
         )
     return data
+
+
+def for_task(data: DynamicData, task: str | None, embedding_dim: int) -> DynamicData:
+    """``data`` as the run's task reads it: snapshots with link targets for ``task=link``
+    (``dygsched.data.link_targets``), else as loaded. ``task=node`` on an event stream is refused."""
+    if isinstance(data, TemporalGraph):
+        if task == "link":
+            from dygsched.data.link_targets import link_prediction_graph
+
+            return link_prediction_graph(data, embedding_dim)
+        return data
+    if task == "node":
+        raise ConfigError(
+            f"task=node: dataset '{data.name}' is an event stream, whose models predict links (task=link); "
+            "cut it into snapshots for node targets (dataset.snapshot)"
+        )
+    return data

@@ -11,10 +11,12 @@ from dygsched.errors import DataError
 
 
 class Task(str, Enum):
-    """What the targets are: a float per node (MSE) or a class per node (accuracy)."""
+    """What the targets are: a float per node (MSE), a class per node (accuracy), or the pairs of
+    nodes that link in the next snapshot (link prediction: ``Snapshot.links``)."""
 
     REGRESSION = "regression"
     CLASSIFICATION = "classification"
+    LINK = "link"
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,11 @@ class Snapshot:
     (float), ``x`` is ``[N, F]`` (float), ``y`` is ``[N]`` (float for regression, long for
     classification) and ``node_mask`` is ``[N]`` (bool): which nodes exist at this time.
     Nodes that do not exist have no edges and are ignored by the loss.
+
+    ``links`` (link prediction only, ``dygsched.data.link_targets``): the ``[2, P]`` distinct pairs
+    ``(source, destination)`` that link in the next snapshot, which the node embeddings after
+    this snapshot score, and ``target_index``, that next snapshot's index in its graph (it seeds
+    the training negatives, so every strategy and rank count draws the same ones).
     """
 
     edge_index: torch.Tensor
@@ -32,6 +39,8 @@ class Snapshot:
     x: torch.Tensor
     y: torch.Tensor
     node_mask: torch.Tensor
+    links: torch.Tensor | None = None
+    target_index: int = -1
 
     @property
     def num_nodes(self) -> int:
@@ -52,11 +61,18 @@ class Snapshot:
             x=self.x.to(device, non_blocking=True),
             y=self.y.to(device, non_blocking=True),
             node_mask=self.node_mask.to(device, non_blocking=True),
+            links=None if self.links is None else self.links.to(device, non_blocking=True),
+            target_index=self.target_index,
         )
+
+    def tensors(self) -> tuple[torch.Tensor, ...]:
+        """Every tensor the snapshot holds (``links`` only where it has them)."""
+        held = (self.edge_index, self.edge_weight, self.x, self.y, self.node_mask)
+        return held if self.links is None else (*held, self.links)
 
     def nbytes(self) -> int:
         """Bytes this snapshot occupies (what a host-to-device copy moves)."""
-        return sum(t.element_size() * t.nelement() for t in (self.edge_index, self.edge_weight, self.x, self.y, self.node_mask))
+        return sum(t.element_size() * t.nelement() for t in self.tensors())
 
 
 @dataclass(frozen=True)
@@ -67,12 +83,15 @@ class TemporalGraph:
     snapshots: tuple[Snapshot, ...]
     task: Task
     num_classes: int = 0  # only for classification
+    embedding_dim: int = 0  # only for link prediction: the width of the node embeddings the pairs are scored from
 
     def __post_init__(self) -> None:
         if not self.snapshots:
             raise DataError(f"dataset '{self.name}' has no snapshots")
         if self.task is Task.CLASSIFICATION and self.num_classes < 2:
             raise DataError(f"dataset '{self.name}': a classification dataset needs at least 2 classes")
+        if self.task is Task.LINK and self.embedding_dim < 1:
+            raise DataError(f"dataset '{self.name}': link prediction needs an embedding width of at least 1")
         if self.snapshots[0].x.dim() != 2 or self.snapshots[0].x.shape[0] == 0:
             raise DataError(f"dataset '{self.name}': features must be [nodes, features] with at least one node")
         n, f = self.snapshots[0].x.shape
@@ -113,6 +132,12 @@ class TemporalGraph:
                 fail(f"has class targets of type {snap.y.dtype}, expected integers")
             if int(snap.y.min()) < 0 or int(snap.y.max()) >= self.num_classes:
                 fail(f"has class targets outside [0, {self.num_classes})")
+        if self.task is Task.LINK:
+            links = snap.links
+            if links is None or links.dim() != 2 or links.shape[0] != 2 or links.is_floating_point():
+                fail("has no link targets (a [2, P] integer tensor of the next snapshot's pairs)")
+            elif links.numel() and (int(links.min()) < 0 or int(links.max()) >= n):
+                fail(f"has link targets outside [0, {n})")
         checked.update((id(snap.x), id(snap.edge_weight), id(snap.y)))
 
     @property
@@ -129,7 +154,10 @@ class TemporalGraph:
 
     @property
     def out_channels(self) -> int:
-        """Width of the model's output head: 1 for regression, the class count otherwise."""
+        """Width of the model's output head: 1 for regression, the class count for classification,
+        the embedding width for link prediction."""
+        if self.task is Task.LINK:
+            return self.embedding_dim
         return self.num_classes if self.task is Task.CLASSIFICATION else 1
 
     def model_dims(self) -> dict[str, int]:

@@ -1,14 +1,23 @@
 """The snapshot-group objective: a model's loss on the last snapshot of a group of snapshots.
 
 What the strategies that train on sliding snapshot groups share (the snapshot-group strategies and
-FlareDTDG): the groups split by time (``build_split``), the loss (``GroupObjective``) and the name
-of the task's metric (``metric_name``).
+FlareDTDG): the groups split by time (``build_split``), the task's loss and its evaluation. A
+strategy decides where each piece of a loss is computed, never what the loss is:
+
+* ``GroupObjective``: node targets (regression: MSE; classification: cross-entropy and accuracy);
+* ``LinkObjective`` (``dygsched.engine.link_objective``): link prediction, the node embeddings
+  after a group's last snapshot scoring the pairs of the next one.
+
+``group_objective`` builds the one the graph's task asks for. Both are called the same way by
+every executor (``forward`` or ``loss_from_predictions`` on the group's last snapshot), start
+each epoch with ``start_epoch`` and evaluate a phase through ``phase_evaluation``: ``add`` each
+group's predictions, then ``metrics`` (one collective over the ranks).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -16,7 +25,8 @@ from torch import nn
 
 from dygsched.data.groups import Split, sliding_groups, split_by_time
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
-from dygsched.engine.strategy import RunSettings
+from dygsched.engine import comm
+from dygsched.engine.strategy import MetricValue, RunSettings
 from dygsched.models.dgnn import DGNN
 from dygsched.models.hooks import PLAIN, LayerHooks
 
@@ -28,17 +38,47 @@ def build_split(graph: TemporalGraph, settings: RunSettings) -> Split:
 
 
 def metric_name(task: Task) -> str:
-    """The task's evaluation metric: accuracy for classification, MSE for regression."""
-    return "accuracy" if task is Task.CLASSIFICATION else "mse"
+    """The task's headline metric: accuracy for classification, MSE for regression, AP for links
+    (which every link evaluation gives; MRR only with several negatives per positive)."""
+    return {Task.CLASSIFICATION: "accuracy", Task.REGRESSION: "mse", Task.LINK: "ap"}[task]
 
 
-@dataclass(frozen=True)
-class EvalSums:
-    """Additive evaluation sums over groups (so ranks can all-reduce them)."""
+class PhaseEvaluation(ABC):
+    """One phase's evaluation: ``add`` each evaluated group's predictions (the model's output on
+    the group, this rank's rows), then ``metrics`` once, the same on every rank."""
 
-    loss_sum: float
-    correct: float
-    count: float
+    @abstractmethod
+    def add(self, predictions: torch.Tensor, last: Snapshot) -> None:
+        """Score one group: ``predictions`` of the model after ``last``, the group's last snapshot."""
+
+    @abstractmethod
+    def metrics(self, shared: bool = False) -> dict[str, MetricValue]:
+        """The phase's metrics over every rank's groups (a collective; ``shared``: every rank added
+        the same groups, so nothing is combined)."""
+
+
+class NodeEvaluation(PhaseEvaluation):
+    """Mean loss and the task's metric over the scored nodes: sums kept on the device, read once."""
+
+    def __init__(self, objective: GroupObjective) -> None:
+        self.objective = objective
+        self.sums: torch.Tensor | None = None
+
+    def add(self, predictions: torch.Tensor, last: Snapshot) -> None:
+        losses, correct = self.objective.node_losses(predictions, last)
+        count = losses.new_full((), float(losses.numel()))  # a fill on the device, no copy from the host
+        part = torch.stack([losses.sum(), correct.sum(), count]).double()
+        self.sums = part if self.sums is None else self.sums + part
+
+    def metrics(self, shared: bool = False) -> dict[str, MetricValue]:
+        sums = torch.zeros(3, dtype=torch.float64) if self.sums is None else self.sums.cpu()
+        if not shared:
+            comm.all_reduce(sums)  # host float64 sums: gloo under a device-keyed backend, read on the host once
+        loss_sum, correct, count = sums.tolist()
+        count = max(count, 1.0)
+        loss = loss_sum / count
+        task = self.objective.task
+        return {"loss": loss, metric_name(task): correct / count if task is Task.CLASSIFICATION else loss}
 
 
 class GroupObjective(nn.Module):
@@ -54,6 +94,9 @@ class GroupObjective(nn.Module):
         super().__init__()
         self.model = model
         self.task = task
+
+    def start_epoch(self, epoch: int) -> None:
+        """What the objective draws anew each epoch (node targets: nothing)."""
 
     def node_losses(
         self, predictions: torch.Tensor, last: Snapshot, owned: torch.Tensor | None = None
@@ -87,7 +130,24 @@ class GroupObjective(nn.Module):
     ) -> torch.Tensor:
         return self.loss_from_predictions(self.model(snapshots, hooks=hooks), snapshots[-1], scale, owned)
 
-    @torch.no_grad()
-    def evaluate(self, snapshots: Sequence[Snapshot]) -> EvalSums:
-        losses, correct = self.node_losses(self.model(snapshots), snapshots[-1])
-        return EvalSums(float(losses.sum()), float(correct.sum()), float(losses.numel()))
+    def phase_evaluation(self, phase: str) -> PhaseEvaluation:
+        """An empty evaluation of ``phase`` (``val`` or ``test``)."""
+        return NodeEvaluation(self)
+
+
+def check_task(graph: TemporalGraph, split: Split) -> None:
+    """Refuse what the graph's task cannot train on this split, before any rank starts: link
+    prediction needs every group's last snapshot to have pairs in the next one."""
+    if graph.task is Task.LINK:
+        from dygsched.data.link_targets import check_targets
+
+        check_targets(graph, range(split.train[0].stop - 1, split.test[-1].stop))
+
+
+def group_objective(model: DGNN, graph: TemporalGraph, split: Split, settings: RunSettings) -> GroupObjective:
+    """The objective ``graph``'s task asks for: node targets, or link prediction (``Task.LINK``)."""
+    if graph.task is Task.LINK:
+        from dygsched.engine.link_objective import LinkObjective, LinkProtocol
+
+        return LinkObjective(model, LinkProtocol.build(graph, split, settings))
+    return GroupObjective(model, graph.task)

@@ -89,6 +89,23 @@ class Eval:
     average: str = "pooled"
 
 
+TASKS = ("node", "link")
+
+
+@dataclass(frozen=True)
+class Link:
+    """``link.*``: link prediction with snapshot models (``task=link``)."""
+
+    negatives: int = 1
+    embedding_dim: int = 64
+
+    def __post_init__(self) -> None:
+        for name in ("negatives", "embedding_dim"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"link.{name} must be an integer of at least 1, got {value!r}")
+
+
 @dataclass(frozen=True)
 class GradSync:
     bucket_mb: float = 25.0
@@ -113,7 +130,14 @@ class EarlyStop:
         return self.metric is not None or self.patience is not None
 
 
-_BLOCKS: dict[str, type] = {"split": Split, "eval": Eval, "grad_sync": GradSync, "metrics": Metrics, "early_stop": EarlyStop}
+_BLOCKS: dict[str, type] = {
+    "split": Split,
+    "eval": Eval,
+    "grad_sync": GradSync,
+    "metrics": Metrics,
+    "early_stop": EarlyStop,
+    "link": Link,
+}
 
 
 def _listed(value: Any) -> str:
@@ -122,7 +146,8 @@ def _listed(value: Any) -> str:
     return ",".join(str(item).strip() for item in items)
 
 
-_ADDED_LATER: dict[str, Any] = {"eval": {}, "early_stop": {}}  # blocks older run folders' config.yaml lacks
+# what older run folders' config.yaml lacks
+_ADDED_LATER: dict[str, Any] = {"eval": {}, "early_stop": {}, "task": None, "link": {}}
 _COMPONENTS = ("dataset", "model", "sched", "optim", "launcher")
 
 
@@ -139,6 +164,8 @@ class RunConfig:
     epochs: int
     seed: int
     window: int
+    task: str | None
+    link: Link
     split: Split
     eval_negatives: int
     tgb_negatives: str | None
@@ -155,6 +182,10 @@ class RunConfig:
     run_id: str | None
     overwrite: bool
     progress: bool
+
+    def __post_init__(self) -> None:
+        if self.task is not None and self.task not in TASKS:
+            raise ConfigError(f"task must be one of {', '.join(TASKS)} (or null: the data's own), got {self.task!r}")
 
     @classmethod
     def of(cls, config: Mapping[str, Any] | RunConfig) -> RunConfig:
@@ -221,6 +252,9 @@ class RunConfig:
             inductive_events=str(self.eval.inductive),
             new_node_draw=str(self.split.new_nodes_draw),
             score_average=str(self.eval.average),
+            task=self.task,
+            train_negatives=int(self.link.negatives),
+            embedding_dim=int(self.link.embedding_dim),
         )
 
     def identity(self, run_id: str, world_size: int) -> dict[str, Any]:

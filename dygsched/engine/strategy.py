@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from dygsched.data.kinds import DynamicData
+from dygsched.data.temporal_graph import Task, TemporalGraph
 from dygsched.engine import comm
 from dygsched.engine.gradient_sync import GradientSync
 from dygsched.engine.strategy_config import StrategyConfig
@@ -119,11 +120,26 @@ class RunSettings:
     inductive_events: str = "in_phase"
     new_node_draw: str = "ours"  # split.new_nodes_draw: which nodes split.new_nodes hides (dygsched/data/new_nodes.py)
     score_average: str = "pooled"  # eval.average: AP and AUC pooled over a phase's pairs, or averaged per batch
+    task: str | None = None  # node | link; None: the data's own (node targets on snapshots, links on streams)
+    train_negatives: int = 1  # link prediction on snapshots: negatives per positive pair in training (link.negatives)
+    embedding_dim: int = 64  # link prediction on snapshots: the node embeddings' width (link.embedding_dim)
 
     @property
     def default_negatives(self) -> bool:
         """TGL's rule alone: uniform destinations among all nodes (metric names carry no sampler)."""
         return self.eval_samplers == ("random",) and self.negative_pool == "all"
+
+    def link_metric_names(self, ranking: bool) -> frozenset[str]:
+        """What link prediction's evaluation reports under these samplers (``ranking``: with MRR and hits@k)."""
+        from dygsched.metrics.link_prediction import link_metric_names, sampler_label
+
+        labels = None if self.default_negatives else tuple(sampler_label(s, self.negative_pool) for s in self.eval_samplers)
+        return link_metric_names(ranking, self.hits_k, labels)
+
+
+def is_link_task(data: DynamicData) -> bool:
+    """Whether a run on ``data`` predicts links: an event stream, or snapshots under ``task=link``."""
+    return not isinstance(data, TemporalGraph) or data.task is Task.LINK
 
 
 @dataclass(frozen=True)
@@ -257,8 +273,9 @@ class Strategy(ABC):
     whether its parameters after any number of steps equal single-process training on the same
     units, step for step (the contract tests hold it to that). ``gradient_staleness``: 1 when each
     step applies the previous step's summed gradients (``GradientSync``), so the all-reduce
-    overlaps the next step; 0 (the default) for fresh gradients. ``predicts_links``: it reads the
-    link-prediction settings (``split.new_nodes``, ``eval_negatives``); others refuse them.
+    overlaps the next step; 0 (the default) for fresh gradients. ``predicts_links``: it trains link
+    prediction (event streams, or snapshots under ``task=link``) and reads its settings
+    (``eval_negatives``, ``eval.negatives``; on streams ``split.new_nodes``, ``split.by``); others refuse them.
     ``communicates_in_backward``: its backward pass runs collectives of its own (all-to-alls of
     halos or rows), which bucket all-reduces started during that backward would interleave with in
     a different order on each rank, so ``grad_sync.overlap=true`` is refused for it.
@@ -282,17 +299,29 @@ class Strategy(ABC):
                 f"sched={self.name} trains on {self.data_kind.__name__} data, but the dataset gives {type(data).__name__} "
                 "(for an edge list, set dataset.kind)"
             )
-        if not self.predicts_links and (
-            settings.new_node_fraction != 0.0
-            or settings.eval_negatives != 1
-            or settings.tgb_negatives
-            or not settings.default_negatives
-            or settings.split_by != "events"
-        ):
+        links = is_link_task(data)
+        if links and not self.predicts_links:
+            raise ConfigError(f"sched={self.name} does not train link prediction (task=link): use task=node or another sched")
+        stream_only = {
+            "split.new_nodes": settings.new_node_fraction != 0.0,
+            "split.by": settings.split_by != "events",
+            "tgb_negatives": bool(settings.tgb_negatives),
+        }
+        link_only = {
+            "eval_negatives": settings.eval_negatives != 1,
+            "eval.negatives": not settings.default_negatives,
+            **stream_only,
+        }
+        if not links and any(link_only.values()):
+            named = ", ".join(name for name, given in link_only.items() if given)
             raise ConfigError(
-                "split.new_nodes, split.by, eval_negatives, eval.negatives and tgb_negatives set link prediction on "
-                "event streams; "
-                f"sched={self.name} does not predict links"
+                f"{named} set link prediction's evaluation, and this run trains node targets (task=link predicts links)"
+            )
+        if links and isinstance(data, TemporalGraph) and any(stream_only.values()):
+            named = ", ".join(name for name, given in stream_only.items() if given)
+            raise ConfigError(
+                f"{named} split or score event streams; snapshot link prediction splits its groups by time "
+                "(split.train, split.val) and draws its negatives by eval.negatives"
             )
 
     def check_model(self, model: nn.Module) -> None:
@@ -320,6 +349,8 @@ class Strategy(ABC):
         """The names ``evaluate`` reports on ``data`` (what ``early_stop.metric`` may name), known
         before any rank starts: the loss and the task's metric (accuracy, or MSE for regression)."""
         task = getattr(data, "task", None)
+        if getattr(task, "name", "") == "LINK":
+            return settings.link_metric_names(ranking=settings.eval_negatives > 1)
         return frozenset({"loss", "accuracy" if getattr(task, "name", "") == "CLASSIFICATION" else "mse"})
 
     def lr_multiplier(self, epoch: int) -> float:

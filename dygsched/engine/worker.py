@@ -29,7 +29,7 @@ from omegaconf import OmegaConf
 
 import dygsched.engine.comm as comm
 from dygsched.data.kinds import DynamicData
-from dygsched.data.loading import load_data
+from dygsched.data.loading import for_task, load_data
 from dygsched.engine.build import build_model, build_optimizer, build_strategy
 from dygsched.engine.checkpoint import (
     capture_rng,
@@ -309,10 +309,11 @@ class _RankRun:
                 remove_stale_temporaries(self.folder.path)
         _record_ranks(self.folder, self.rank, self.world_size, device)
         where.enter("loading the data")
-        data = data if data is not None else load_data(run.dataset)
+        self.settings = run.settings
+        loaded = data if data is not None else load_data(run.dataset)
+        data = for_task(loaded, self.settings.task, self.settings.embedding_dim)  # a no-op where the launcher did it
         self.recorder = MetricRecorder(self.run_id, self.rank)
 
-        self.settings = run.settings
         self.strategy = strategy if strategy is not None else build_strategy(run.sched)
         where.enter(f"the setup of sched={self.strategy.name} (partitioning, planning)")
         self.strategy.setup(

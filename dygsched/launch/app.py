@@ -21,7 +21,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from dygsched.data.kinds import DynamicData
-from dygsched.data.loading import load_data
+from dygsched.data.loading import for_task, load_data
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.checkpoint import mark_failed
 from dygsched.engine.distributed import DistEnv
@@ -49,7 +49,8 @@ class RunFailed(DygschedError):
 
 def prepare(checked: CheckedRun, world_size: int) -> DynamicData:
     """Load and validate the data and everything that depends on it, before any rank trains."""
-    data = load_data(checked.run.dataset)
+    settings = checked.run.settings
+    data = for_task(load_data(checked.run.dataset), settings.task, settings.embedding_dim)
     check_data(checked, data, world_size)
     return data
 

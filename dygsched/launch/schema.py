@@ -55,6 +55,14 @@ class EvalSchema:
 
 
 @dataclass
+class LinkSchema:
+    """Link prediction with snapshot models (``task=link``): docs/models.md."""
+
+    negatives: int = 1  # training negatives per positive pair (uniform destinations, drawn anew each epoch)
+    embedding_dim: int = 64  # the width of the node embeddings the decoder scores
+
+
+@dataclass
 class GradSyncSchema:
     """One bucketed all-reduce of the gradients per optimizer step."""
 
@@ -87,6 +95,10 @@ class RunSchema:
     epochs: int = 5
     seed: int = 0
     window: int = 4  # snapshots per group (sliding windows)
+    # node | link; null: node targets on snapshots (regression or classification, as the dataset's),
+    # link prediction on event streams. task=link with a snapshot model scores the next snapshot's pairs
+    task: str | None = None
+    link: LinkSchema = field(default_factory=LinkSchema)
     split: SplitSchema = field(default_factory=SplitSchema)
     eval_negatives: int = 1  # event streams: negatives per validation/test event (1: TGL's AP/AUC; e.g. 100 adds TGB's MRR)
     # event streams: <folder>/<name> reads TGB's fixed negatives <name>_val_ns.pkl, <name>_test_ns.pkl

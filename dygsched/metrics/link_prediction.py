@@ -88,6 +88,25 @@ def per_batch_ranking_metrics(positive: np.ndarray, negative: np.ndarray, batch:
 AVERAGES = ("pooled", "per_batch")  # eval.average
 
 
+def link_metric_names(ranking: bool, hits_k: int, labels: tuple[str, ...] | None = None) -> frozenset[str]:
+    """The names ``link_prediction_metrics`` reports: with ``ranking`` (several negatives per positive)
+    MRR and hits@k too; with sampler ``labels`` (any rule but TGL's alone) each name once per label,
+    ``ap[historical]``."""
+    hits = f"hits@{hits_k}"
+    names = {"loss", "ap", "auc", "ap_inductive", "auc_inductive", "inductive_share"}
+    if ranking:
+        names |= {"mrr", "mrr_inductive", hits, f"{hits}_inductive"}
+    if labels is None:
+        return frozenset(names)
+    return frozenset(f"{name}[{label}]" for name in names for label in labels)
+
+
+def sampler_label(sampler: str, pool: str) -> str:
+    """What a metric's name says of its negatives: the sampler, and the random sampler's pool when
+    it is not all nodes (``random-destinations``)."""
+    return f"{sampler}-{pool}" if sampler == "random" and pool != "all" else sampler
+
+
 def link_prediction_metrics(
     scores: EvaluationScores, with_mrr: bool, hits_k: int = 10, average: str = "pooled"
 ) -> dict[str, MetricValue]:

@@ -5,7 +5,8 @@ It shows what adding a strategy takes: this module, one config file
 ``(group, shard)`` pairs, planned as one group per iteration with shard ``r`` on rank ``r``; rank
 ``r`` owns the nodes whose id is ``r`` modulo the number of ranks and scores only those, divided by
 every existing node, so the ranks' losses add up to the group's and the step is single-process
-training's, one group per step.
+training's, one group per step. Its task is the objective's (``group_objective``): node targets, or
+link prediction under ``task=link``, whose owned pairs are those with an owned source.
 """
 
 from __future__ import annotations
@@ -15,17 +16,17 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from torch import nn
 
 from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.engine.objective import GroupObjective, build_split
+from dygsched.engine.objective import build_split, group_objective
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, Strategy
 from dygsched.planner.plan import Plan, SolverStatus
 
 
 class NodeShardStrategy(Strategy):
     data_kind = TemporalGraph
+    predicts_links = True
 
     def __init__(self, name: str = "node_shard") -> None:
         self.name = name
@@ -33,7 +34,7 @@ class NodeShardStrategy(Strategy):
 
     def setup(self, run: RunContext) -> None:
         assert isinstance(run.data, TemporalGraph)
-        self.graph, self.rank, self.world_size = run.data, run.rank, run.world_size
+        self.graph, self.rank, self.world_size, self.settings = run.data, run.rank, run.world_size, run.settings
         self.split = build_split(self.graph, run.settings)
         cells = [tuple(((k, r),) for r in range(run.world_size)) for k in range(len(self.split.train))]
         self.plan = Plan(tuple(cells), run.world_size, 1, 0.0, 0.0, self.name, SolverStatus.HEURISTIC, 0.0)
@@ -41,10 +42,11 @@ class NodeShardStrategy(Strategy):
         run.artifacts.write_plan(self.plan)
 
     def objective(self, model: nn.Module) -> nn.Module:
-        self.loss = GroupObjective(model, self.graph.task)  # type: ignore[arg-type]
+        self.loss = group_objective(model, self.graph, self.split, self.settings)  # type: ignore[arg-type]
         return self.loss
 
     def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
+        self.loss.start_epoch(epoch.index)
         for i, iteration in enumerate(self.plan.iterations):
             ((group, shard),) = iteration[self.rank]
             assert shard == self.rank
@@ -58,15 +60,13 @@ class NodeShardStrategy(Strategy):
         self.done = epoch.index
         return {}
 
-    def evaluate(self, phase: str) -> dict[str, float]:
-        sums = torch.zeros(2, dtype=torch.float64)
-        for group in self.split.phase(phase)[self.rank :: self.world_size]:
-            result = self.loss.evaluate(group.snapshots(self.graph))
-            sums += torch.tensor([result.loss_sum, result.count], dtype=torch.float64)
-        if self.world_size > 1:
-            dist.all_reduce(sums)
-        loss = float(sums[0] / sums[1].clamp(min=1))
-        return {"loss": loss, "mse": loss}
+    def evaluate(self, phase: str) -> dict[str, MetricValue]:
+        evaluation = self.loss.phase_evaluation(phase)
+        with torch.no_grad():
+            for group in self.split.phase(phase)[self.rank :: self.world_size]:
+                snapshots = group.snapshots(self.graph)
+                evaluation.add(self.loss.model(snapshots), snapshots[-1])
+        return evaluation.metrics()
 
     def describe(self) -> dict[str, Any]:
         return {"training_units": sum(len(cell) for it in self.plan.iterations for cell in it)}

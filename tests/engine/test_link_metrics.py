@@ -40,14 +40,19 @@ def test_training_never_reads_or_writes_a_hidden_nodes_events():
 
 
 def test_the_protocol_settings_are_refused_where_they_mean_nothing():
+    from dygsched.data.link_targets import link_prediction_graph
     from dygsched.data.synthetic import SyntheticSource
     from dygsched.engine.build import build_strategy, run_settings
     from dygsched.launch.compose import compose_config
 
     cfg = compose_config(["sched=psg", "split.new_nodes=0.1"])
     snapshots = SyntheticSource(num_nodes=10, num_snapshots=6, feature_dim=2).load()
-    with pytest.raises(ConfigError, match="does not predict links"):
+    with pytest.raises(ConfigError, match=r"^split.new_nodes set link prediction's evaluation, and this run trains node targets"):
         build_strategy(cfg.sched).check(snapshots, run_settings(cfg), 1)
+    cfg = compose_config(["sched=psg", "task=link", "split.new_nodes=0.1"])
+    links = link_prediction_graph(snapshots, 4)
+    with pytest.raises(ConfigError, match=r"^split.new_nodes split or score event streams; snapshot link prediction splits"):
+        build_strategy(cfg.sched).check(links, run_settings(cfg), 1)
     cfg = compose_config(["sched=single", "eval_negatives=0"])
     with pytest.raises(ConfigError, match="eval_negatives must be at least 1"):
         build_strategy(cfg.sched).check(stream(), run_settings(cfg), 1)

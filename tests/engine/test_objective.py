@@ -12,12 +12,13 @@ def test_classification_loss_and_accuracy_cover_only_existing_nodes():
     group = sliding_groups(graph.num_snapshots, 4)[0].snapshots(graph)
     torch.manual_seed(0)
     objective = GroupObjective(TGCN(4, 3, hidden_channels=8, num_layers=1), graph.task)
-    sums = objective.evaluate(group)
+    evaluation = objective.phase_evaluation("val")
+    evaluation.add(objective.model(group), group[-1])
+    found = evaluation.metrics(shared=True)
     last = group[-1]
-    assert sums.count == int(last.node_mask.sum())
     logits = objective.model(group)[last.node_mask]
-    assert sums.correct == float((logits.argmax(-1) == last.y[last.node_mask]).sum())
-    assert abs(sums.loss_sum / sums.count - float(objective(group).detach())) < 1e-5
+    assert found["accuracy"] == float((logits.argmax(-1) == last.y[last.node_mask]).sum()) / int(last.node_mask.sum())
+    assert abs(found["loss"] - float(objective(group).detach())) < 1e-5
 
 
 def test_a_group_whose_last_snapshot_has_no_nodes_contributes_zero():

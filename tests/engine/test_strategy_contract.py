@@ -1,10 +1,12 @@
 """The strategy contract: every strategy in ``conf/sched`` (and a toy one that lives only in the
-tests), on 1 and 2 gloo ranks, through the worker's own code path.
+tests), on 1 and 2 gloo ranks, through the worker's own code path, for each task it trains: node
+targets, and link prediction (``task=link``).
 
 For each: the run finishes; where the strategy claims exactness, its parameters after every step of
 two epochs equal single-process SGD on the same iterations' groups; every metric is measured or
 declared missing with a reason (never a 0 for "not measured"); and a run checkpointed after one
-epoch and resumed trains exactly the same losses as the uninterrupted run.
+epoch and resumed trains exactly the same losses as the uninterrupted run. A strategy that does not
+train a task refuses it in one line before any rank starts.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ import torch
 import torch.distributed as dist
 from omegaconf import OmegaConf
 
-from dygsched.data.loading import load_data
+from dygsched.data.loading import for_task, load_data
 from dygsched.engine.build import build_model, build_strategy, run_settings
 from dygsched.engine.checkpoint import load_checkpoint
 from dygsched.engine.distributed import DistEnv
-from dygsched.engine.objective import GroupObjective, build_split
+from dygsched.engine.objective import build_split, group_objective
 from dygsched.engine.worker import _RunPlace, seed_everything, train_in_group
 from dygsched.launch.compose import compose_config
 from tests.conftest import ROOT, TINY_SYNTHETIC
@@ -37,6 +39,9 @@ TEST_CONF = ROOT / "tests" / "conf"
 STRATEGIES = sorted(
     p.stem for p in (ROOT / "conf" / "sched").glob("*.yaml") if "node_memory" not in OmegaConf.load(p).get("_target_", "")
 ) + ["node_shard"]
+# The strategies that train link prediction on snapshots (task=link); DistDy refuses it.
+LINK_STRATEGIES = [name for name in STRATEGIES if name != "distdy"]
+TASKS = {"node": [], "link": ["task=link", "link.embedding_dim=8"]}
 EPOCHS = 2
 LR = 0.05
 # Every strategy's settings for a quick run; the planners still solve, the timeline still switches.
@@ -73,27 +78,40 @@ DEVICE_KEYED = "cpu:gloo"
 BACKEND = {1: "gloo", 2: DEVICE_KEYED}
 
 
-def _rank(rank: int, world_size: int, results: str) -> None:
+def _rank(rank: int, world_size: int, results: str, task: str) -> None:
     env = DistEnv(rank, world_size, 0)
     cpu = torch.device("cpu")
     data = None
     backend = [f"dist_backend={BACKEND[world_size]}"] if world_size == 2 else []
-    for name in STRATEGIES:
+    for name in STRATEGIES if task == "node" else LINK_STRATEGIES:
         root = Path(results) / name
-        full = config(name, root, f"epochs={EPOCHS}", "run_id=full", *backend)
+        full = config(name, root, f"epochs={EPOCHS}", "run_id=full", *backend, *TASKS[task])
         data = data or load_data(full["dataset"])
         train_in_group(full, env, cpu, data, _RunPlace(None))
-        train_in_group(config(name, root, "epochs=1", "run_id=resumed", *backend), env, cpu, data, _RunPlace(None))
-        resumed = config(name, root, f"epochs={EPOCHS}", "run_id=resumed", f"resume={root / 'resumed'}", *backend)
+        first = config(name, root, "epochs=1", "run_id=resumed", *backend, *TASKS[task])
+        train_in_group(first, env, cpu, data, _RunPlace(None))
+        resumed = config(name, root, f"epochs={EPOCHS}", "run_id=resumed", f"resume={root / 'resumed'}", *backend, *TASKS[task])
         train_in_group(resumed, env, cpu, data, _RunPlace(None))
         dist.barrier()
 
 
-@pytest.fixture(scope="module", params=[1, 2], ids=["1rank", "2ranks"])
-def contract_runs(request, tmp_path_factory) -> Path:
-    results = tmp_path_factory.mktemp(f"contract{request.param}")
-    run_ranks(_rank, (request.param, str(results)), nprocs=request.param, timeout_s=600, backend=BACKEND[request.param])
-    return results
+RUNS = [(1, "node"), (2, "node"), (1, "link"), (2, "link")]
+
+
+@pytest.fixture(scope="module", params=RUNS, ids=[f"{task}-{size}rank{'s' if size > 1 else ''}" for size, task in RUNS])
+def contract_runs(request, tmp_path_factory) -> tuple[Path, str]:
+    world_size, task = request.param
+    results = tmp_path_factory.mktemp(f"contract{world_size}{task}")
+    run_ranks(_rank, (world_size, str(results), task), nprocs=world_size, timeout_s=600, backend=BACKEND[world_size])
+    return results, task
+
+
+def trained(contract_runs: tuple[Path, str], name: str) -> tuple[Path, str]:
+    """The results folder of ``name``'s runs under the fixture's task (skipped where the strategy does not train it)."""
+    results, task = contract_runs
+    if task == "link" and name not in LINK_STRATEGIES:
+        pytest.skip(f"sched={name} does not train task=link (it refuses it: test_a_strategy_refuses_a_task_it_does_not_train)")
+    return results, task
 
 
 def epoch_groups(folder: Path) -> list[list[list[int]]]:
@@ -109,15 +127,17 @@ def epoch_groups(folder: Path) -> list[list[list[int]]]:
     return [[sorted(set(groups)) for groups in epoch] for epoch in epochs]
 
 
-def reference_parameters(name: str, folder: Path) -> dict[str, torch.Tensor]:
+def reference_parameters(name: str, folder: Path, task: str = "node") -> dict[str, torch.Tensor]:
     """Single-process SGD on each iteration's mean group loss, from the worker's own initial model."""
-    cfg = config(name, folder.parent)
-    graph = load_data(cfg["dataset"])
-    split = build_split(graph, run_settings(cfg))
+    cfg = config(name, folder.parent, *TASKS[task])
+    settings = run_settings(cfg)
+    graph = for_task(load_data(cfg["dataset"]), settings.task, settings.embedding_dim)
+    split = build_split(graph, settings)
     seed_everything(int(cfg["seed"]))
-    objective = GroupObjective(build_model(cfg["model"], graph), graph.task)
+    objective = group_objective(build_model(cfg["model"], graph), graph, split, settings)
     optimizer = torch.optim.SGD(objective.parameters(), lr=LR)
-    for epoch in epoch_groups(folder):
+    for index, epoch in enumerate(epoch_groups(folder)):
+        objective.start_epoch(index)
         for members in epoch:
             optimizer.zero_grad()
             loss = sum(objective(split.train[k].snapshots(graph)) for k in members) / len(members)
@@ -128,7 +148,7 @@ def reference_parameters(name: str, folder: Path) -> dict[str, torch.Tensor]:
 
 def loss_rows(folder: Path) -> list[tuple]:
     metrics = pd.read_parquet(folder / "metrics.parquet")
-    rows = metrics[metrics.metric.isin(["loss", "mse", "accuracy"])].sort_values(
+    rows = metrics[metrics.metric.isin(["loss", "mse", "accuracy", "ap", "auc"])].sort_values(
         ["epoch", "iteration", "rank", "phase", "metric"]
     )
     return list(rows[["epoch", "iteration", "rank", "phase", "metric", "value"]].itertuples(index=False, name=None))
@@ -136,7 +156,8 @@ def loss_rows(folder: Path) -> list[tuple]:
 
 @pytest.mark.parametrize("name", STRATEGIES)
 def test_the_run_finishes_and_every_metric_is_measured_or_declared_missing(contract_runs, name):
-    folder = contract_runs / name / "full"
+    results, task = trained(contract_runs, name)
+    folder = results / name / "full"
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["status"] == "ok" and summary["epochs_completed"] == EPOCHS
     metrics = pd.read_parquet(folder / "metrics.parquet")
@@ -161,13 +182,18 @@ def test_the_run_finishes_and_every_metric_is_measured_or_declared_missing(contr
     assert set(metrics["rank"]) == set(range(world_size))
     if world_size > 1:
         assert summary["comm_bytes_per_epoch"]["allreduce"] > 0
+    evaluated = set(metrics[metrics.phase == "test"].metric)
+    assert ({"loss", "ap", "auc"} if task == "link" else {"loss"}) <= evaluated, evaluated
+    if task == "link" and name == "flare" and world_size > 1:  # a pair's destination row fetched from its owner
+        assert summary["comm_bytes_per_epoch"]["link_pair_rows"] > 0
 
 
 @pytest.mark.parametrize("name", STRATEGIES)
 def test_a_planned_epoch_trains_every_unit_and_the_plan_files_say_how(contract_runs, name):
     """A strategy with a plan trains every unit of it each epoch; one without (FlareDTDG's random
     split leaves out the windows that cross it) trains some and never more than there are."""
-    folder = contract_runs / name / "full"
+    results, task = trained(contract_runs, name)
+    folder = results / name / "full"
     summary = json.loads((folder / "summary.json").read_text())
     metrics = pd.read_parquet(folder / "metrics.parquet")
     units = metrics[(metrics.metric == "units") & (metrics.phase == "train")].groupby("epoch")["value"].sum()
@@ -184,23 +210,24 @@ def test_a_planned_epoch_trains_every_unit_and_the_plan_files_say_how(contract_r
     profiling = json.loads((folder / "plan_profiling.json").read_text())
     plan = json.loads((folder / "plan.json").read_text())
     assert profiling["solver"] == "psg" and profiling["capacity"] == 1
-    assert plan["solver"].startswith(config(name, contract_runs)["sched"]["planner"]["solver"]) and plan["capacity"] == 2
+    assert plan["solver"].startswith(config(name, results)["sched"]["planner"]["solver"]) and plan["capacity"] == 2
     profile = json.loads((folder / "profile.json").read_text())
     assert len(profile["group_times"]) == summary["training_units"] and set(profile["cost_model"]) == {"a1", "a2", "a3"}
 
 
 @pytest.mark.parametrize("name", STRATEGIES)
 def test_parameters_equal_single_process_training(contract_runs, name):
-    strategy = build_strategy(config(name, contract_runs)["sched"])
+    results, task = trained(contract_runs, name)
+    strategy = build_strategy(config(name, results)["sched"])
     if not strategy.exact:
         pytest.skip(f"sched={name} does not claim exactness")
-    folder = contract_runs / name / "full"
-    trained = load_checkpoint(folder)["model"]
+    folder = results / name / "full"
+    parameters = load_checkpoint(folder)["model"]
     # float32, as the worker trains (DistDy's feature store is float32): ranks and node blocks sum the same
     # gradients in another order, a few float32 roundings (6e-8) of each step's terms; 2 epochs of SGD at lr 0.05
     # carry that to a few 1e-8: at most 0.4% of 1e-5 + 1e-5 |value|, measured on the default, AVX2 and AVX-512 kernels.
-    for key, value in reference_parameters(name, folder).items():
-        assert torch.allclose(trained[key], value, atol=1e-5), (name, key, float((trained[key] - value).abs().max()))
+    for key, value in reference_parameters(name, folder, task).items():
+        assert torch.allclose(parameters[key], value, atol=1e-5), (name, key, float((parameters[key] - value).abs().max()))
 
 
 @pytest.mark.parametrize("name", STRATEGIES)
@@ -208,16 +235,17 @@ def test_checkpoint_then_resume_trains_the_same_losses(contract_runs, name):
     """Resumed after epoch 0, a run trains what the uninterrupted one did. A plan solved on measured
     times may differ between the two runs (timing noise); then the first epoch still matches, and
     the resumed run kept its own plan and trained exactly by it."""
-    full, resumed = contract_runs / name / "full", contract_runs / name / "resumed"
+    results, task = trained(contract_runs, name)
+    full, resumed = results / name / "full", results / name / "resumed"
     assert json.loads((resumed / "summary.json").read_text())["epochs_completed"] == EPOCHS
     plans = [folder / "plan.json" for folder in (full, resumed)]
     if not all(p.exists() for p in plans) or plans[0].read_text() == plans[1].read_text():
         assert loss_rows(resumed) == loss_rows(full)
         return
     assert [row for row in loss_rows(resumed) if row[0] == 0] == [row for row in loss_rows(full) if row[0] == 0]
-    trained = load_checkpoint(resumed)["model"]
-    for key, value in reference_parameters(name, resumed).items():
-        assert torch.allclose(trained[key], value, atol=1e-5), (name, key)
+    parameters = load_checkpoint(resumed)["model"]
+    for key, value in reference_parameters(name, resumed, task).items():
+        assert torch.allclose(parameters[key], value, atol=1e-5), (name, key)
 
 
 @pytest.mark.parametrize("name", STRATEGIES)
@@ -225,8 +253,9 @@ def test_the_run_files_say_which_backend_carried_the_collectives(contract_runs, 
     """The two-rank runs (whose parameters the tests above hold to single-process SGD, and whose
     resumes to the uninterrupted losses) ran in a group routing collectives by device type
     (``cpu:gloo``); the one-rank runs in plain gloo. The run's files say which."""
+    results, _ = trained(contract_runs, name)
     for run_id in ("full", "resumed"):
-        folder = contract_runs / name / run_id
+        folder = results / name / run_id
         summary = json.loads((folder / "summary.json").read_text())
         expected = BACKEND[int(summary["world_size"])]
         assert summary["status"] == "ok" and summary["dist_backend"] == expected
@@ -271,3 +300,13 @@ def test_a_strategy_that_cannot_train_on_the_data_is_one_line(tmp_path):
     data = load_data(cfg["dataset"])
     with pytest.raises(ConfigError, match="trains on TemporalGraph data, but the dataset gives EventStream"):
         build_strategy(cfg["sched"]).check(data, run_settings(cfg), 1)
+
+
+def test_a_strategy_refuses_a_task_it_does_not_train():
+    from dygsched.errors import ConfigError
+
+    cfg = config("distdy", Path("unused"), *TASKS["link"])
+    settings = run_settings(cfg)
+    data = for_task(load_data(cfg["dataset"]), settings.task, settings.embedding_dim)
+    with pytest.raises(ConfigError, match=r"^sched=distdy does not train link prediction \(task=link\)"):
+        build_strategy(cfg["sched"]).check(data, settings, 1)

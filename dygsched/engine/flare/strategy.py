@@ -33,6 +33,7 @@ from torch import nn
 
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.kinds import DynamicData
+from dygsched.data.link_targets import links_of
 from dygsched.data.partition.nodes import NodePartition, partition_nodes
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.engine import comm
@@ -40,15 +41,18 @@ from dygsched.engine.flare.config import FlareConfig
 from dygsched.engine.flare.decay import decay_counts
 from dygsched.engine.flare.memory import SavedTensors, tensor_bytes
 from dygsched.engine.flare.window import InheritedStates
+from dygsched.engine.link_objective import LinkObjective
 from dygsched.engine.node_partition.exchange import HaloAccounting
 from dygsched.engine.node_partition.hooks import PartitionHooks
 from dygsched.engine.node_partition.layout import GCNNorm, PartitionedSnapshot, RankLayout
 from dygsched.engine.node_partition.overlap import OverlapSchedule
-from dygsched.engine.objective import GroupObjective, build_split, metric_name
+from dygsched.engine.node_partition.pairs import PairRows
+from dygsched.engine.objective import GroupObjective, build_split, check_task, group_objective
 from dygsched.engine.strategy import (
     Epoch,
     IterationStats,
     MetricValue,
+    Missing,
     RunContext,
     RunSettings,
     Strategy,
@@ -105,6 +109,7 @@ class FlareStrategy(Strategy):
     exact = False  # decayed blocks depend on the partition; with full blocks only, P ranks equal one process (tests)
 
     config_type = FlareConfig
+    predicts_links = True  # task=link: a pair is scored where its source lives (node_partition.pairs)
     communicates_in_backward = True  # halo/row all-to-alls inside backward: no overlapped gradient buckets
 
     def __init__(self, config: FlareConfig, name: str = "flare") -> None:
@@ -112,6 +117,8 @@ class FlareStrategy(Strategy):
         self.full, self.alpha = config.full, config.alpha  # where the decay starts; the auto-tuning moves them
         self.overlap_schedule = OverlapSchedule(config.overlap) if config.overlap != "none" else None
         self._state_bytes = 0
+        self._pair_exchange, self._pair_bytes = Tally(), 0  # a step's link-pair row exchanges (task=link)
+        self._local_rows: np.ndarray | None = None
         self._last_epoch = -1
         self._partition_reported = False
 
@@ -121,7 +128,12 @@ class FlareStrategy(Strategy):
         assert isinstance(data, TemporalGraph)
         if self.full > settings.window:
             raise ConfigError(f"sched.full (K={self.full}) must be at most the window (W={settings.window})")
-        build_split(data, settings)
+        check_task(data, build_split(data, settings))
+        if data.task is Task.LINK and self.config.loss_on != "last":
+            raise ConfigError(
+                "sched=flare with task=link scores the pairs of a window's last block, which holds every node; "
+                "a decayed block holds only part of them (sched.loss_on=all): use sched.loss_on=last"
+            )
         decay_counts(self.config.schedule, self.config.chunks, settings.window - self.full, self.alpha)
         if world_size * self.config.chunks > data.num_nodes:
             raise ConfigError(
@@ -179,7 +191,7 @@ class FlareStrategy(Strategy):
         self.check_model(model)
         self.model = cast(DGNN, model)  # check_model refuses any other model
         self.layout = RankLayout(self.graph, self.partition, self.rank, model_norm(model))
-        self.loss = GroupObjective(self.model, self.graph.task)
+        self.loss: GroupObjective = group_objective(self.model, self.graph, self.split, self.settings)
         return self.loss
 
     # ---- one epoch ----------------------------------------------------------------------------------
@@ -212,6 +224,8 @@ class FlareStrategy(Strategy):
         if self.config.shrink:
             with clock.phase("remap"):
                 self.layout.reorder(self.order)
+        self.loss.start_epoch(index)
+        self._local_rows = self.layout.local_ids(self.order) if self.graph.task is Task.LINK else None
 
     def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
         schedule = self.overlap_schedule
@@ -293,11 +307,15 @@ class FlareStrategy(Strategy):
         clock: Breakdown,
     ) -> int:
         """One window: forward, loss and backward; returns the bytes its forward saved for the backward."""
+        self._pair_exchange, self._pair_bytes = Tally(), 0
         with SavedTensors() as kept:
             loss = self.window_loss(group, saved, accounting, clock)
         with clock.phase("backward"):
             epoch.backward(loss, final=True)
         stats.loss_sum = float(loss.detach())
+        if self.graph.task is Task.LINK:  # the link pairs' destination rows from their owners
+            stats.comm_s += self._pair_exchange.seconds("exchange")
+            stats.add_bytes("link_pair_rows", self._pair_bytes)
         if saved is not None:
             self._state_bytes = tensor_bytes(saved)
         return kept.bytes
@@ -323,6 +341,8 @@ class FlareStrategy(Strategy):
             if self.config.loss_on == "last":
                 last = partitioned[-1]
                 assert last is not None, "the last block of a window is always full"
+                if self.graph.task is Task.LINK:
+                    return self._link_loss(h, self.graph.snapshots[ids[-1]])
                 return self._partial_loss(h, snapshots[-1], last.active_nodes)
             counts = comm.all_reduce(
                 torch.tensor([float(s.node_mask.sum()) for s in snapshots], dtype=torch.float64)
@@ -368,7 +388,9 @@ class FlareStrategy(Strategy):
                 epoch.sync.synchronize()
                 epoch.optimizer.step()
                 epoch.sync.zero_grad()
-            results[(full, alpha)] = self.evaluate("val")["loss"]
+            val_loss = self.evaluate("val")["loss"]
+            assert not isinstance(val_loss, Missing), "evaluation always measures the loss"
+            results[(full, alpha)] = float(val_loss)
             self.loss.load_state_dict(weights)
             epoch.optimizer.load_state_dict(copy.deepcopy(optimizer))
         best = min(results, key=lambda option: (results[option], option != current))
@@ -385,23 +407,52 @@ class FlareStrategy(Strategy):
         losses, _ = self.loss.node_losses(self.model.readout(h), snapshot.to(self.device))
         return losses.sum() / count if count > 0 else losses.sum()
 
+    def _link_loss(self, h: torch.Tensor, last: Snapshot) -> torch.Tensor:
+        """This rank's share of the window's link loss: the pairs whose source it owns, each
+        destination's embedding fetched from its owner where another rank owns it (``PairRows``)."""
+        assert isinstance(self.loss, LinkObjective) and self._local_rows is not None
+        negatives, _ = self.loss.negatives_of(last)
+        pairs = links_of(last)
+        plan = PairRows.plan(pairs.numpy(), negatives.numpy(), self.partition.part, self._local_rows, self.rank, self.world_size)
+        z = self.model.readout(h)
+        with timed(self.device) as exchanging:
+            rows = plan.rows(z)
+        self._pair_exchange.add("exchange", exchanging)
+        self._pair_bytes += 2 * plan.rows_sent * z.shape[1] * z.element_size()  # the rows, and their gradients back
+        device = z.device
+        return self.loss.pair_loss(
+            rows,
+            plan.src_rows.to(device),
+            plan.dst_rows.to(device),
+            plan.negative_dst_rows.to(device),
+            int(pairs.shape[1]),
+            1.0,
+        )
+
     # ---- evaluation ---------------------------------------------------------------------------------
-    def evaluate(self, phase: str) -> dict[str, float]:
-        """Every window of ``phase`` in full from zero states, on every rank's own nodes; summed over ranks."""
+    def evaluate(self, phase: str) -> dict[str, MetricValue]:
+        """Every window of ``phase`` in full from zero states, on every rank's own nodes; summed over
+        ranks (link prediction: every rank scores the pairs on the whole graph's embeddings)."""
         self.loss.eval()
-        sums = torch.zeros(3, dtype=torch.float64)
+        evaluation = self.loss.phase_evaluation(phase)
         with torch.no_grad():
             for group in self.split.phase(phase):
-                snapshots, partitioned, _ = self.blocks(group, full_only=True)
+                snapshots, partitioned, ids = self.blocks(group, full_only=True)
                 h, _ = self.model.unroll([s.to(self.device) for s in snapshots], hooks=PartitionHooks(partitioned))
-                losses, correct = self.loss.node_losses(self.model.readout(h), snapshots[-1].to(self.device))
-                sums += torch.tensor([float(losses.sum()), float(correct.sum()), float(losses.numel())], dtype=torch.float64)
+                if self.graph.task is Task.LINK:
+                    evaluation.add(self._every_embedding(self.model.readout(h)), self.graph.snapshots[ids[-1]].to(self.device))
+                else:
+                    evaluation.add(self.model.readout(h), snapshots[-1].to(self.device))
         self.loss.train()
-        comm.all_reduce(sums)  # host float64 sums: gloo under a device-keyed backend
-        loss_sum, correct, count = sums.tolist()
-        count = max(count, 1.0)
-        loss = loss_sum / count
-        return {"loss": loss, metric_name(self.graph.task): correct / count if self.graph.task is Task.CLASSIFICATION else loss}
+        return evaluation.metrics(shared=self.graph.task is Task.LINK)
+
+    def _every_embedding(self, z: torch.Tensor) -> torch.Tensor:
+        """Every node's embedding row, in node order, from each rank's owned rows (evaluation only)."""
+        nodes = self.layout.owned[self.layout.order]  # local row i holds node owned[order[i]]
+        every = torch.zeros(self.graph.num_nodes, z.shape[1], dtype=z.dtype)
+        for held, rows in comm.all_gather_object((nodes, z.cpu())):
+            every[torch.from_numpy(held)] = rows
+        return every.to(z.device)
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -70,7 +70,7 @@ from dygsched.engine.node_memory.updates import StateUpdates
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, Missing, RunContext, RunSettings, Strategy
 from dygsched.engine.timing import timed
 from dygsched.errors import ConfigError
-from dygsched.metrics.link_prediction import AVERAGES, EvaluationScores, link_prediction_metrics
+from dygsched.metrics.link_prediction import AVERAGES, EvaluationScores, link_prediction_metrics, sampler_label
 from dygsched.models.edgebank import EdgeBank
 from dygsched.models.memory_base import MemoryModel, gather_rows
 
@@ -521,15 +521,7 @@ class NodeMemoryStrategy(Strategy):
         }
 
     def evaluation_metrics(self, data: DynamicData, settings: RunSettings) -> frozenset[str]:
-        ranking = settings.eval_negatives > 1 or bool(settings.tgb_negatives)
-        hits = f"hits@{settings.hits_k}"
-        names = {"loss", "ap", "auc", "ap_inductive", "auc_inductive", "inductive_share"}
-        if ranking:
-            names |= {"mrr", "mrr_inductive", hits, f"{hits}_inductive"}
-        if settings.default_negatives:
-            return frozenset(names)
-        labels = [sampler_label(sampler, settings.negative_pool) for sampler in settings.eval_samplers]
-        return frozenset(f"{name}[{label}]" for name in names for label in labels)
+        return settings.link_metric_names(ranking=settings.eval_negatives > 1 or bool(settings.tgb_negatives))
 
     def _metrics(self, mine: dict[str, EvaluationScores]) -> dict[str, MetricValue]:
         """Each sampler's metrics; with any rule but TGL's alone, every name says its sampler: ``ap[historical]``."""
@@ -556,12 +548,6 @@ class NodeMemoryStrategy(Strategy):
             "state_rows_per_rank": self.memory.ownership.rows_on(self.rank) if hasattr(self.memory, "ownership") else None,
             **self.memory.describe(),
         }
-
-
-def sampler_label(sampler: str, pool: str) -> str:
-    """What a metric's name says of its negatives: the sampler, and the random sampler's pool when
-    it is not all nodes (``random-destinations``)."""
-    return f"{sampler}-{pool}" if sampler == "random" and pool != "all" else sampler
 
 
 def negative_sampler(

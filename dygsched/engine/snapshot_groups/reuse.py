@@ -88,7 +88,7 @@ class LoadedChain:
     x: torch.Tensor
     first: EdgeSet
     diffs: tuple[DiffMap, ...]
-    targets: tuple[tuple[torch.Tensor, torch.Tensor], ...]  # (y, node_mask) per snapshot
+    targets: tuple[tuple[torch.Tensor, ...], ...]  # (y, node_mask) per snapshot, and its links under task=link
     moved: int
 
 
@@ -280,18 +280,18 @@ class ReuseExecutor(SequentialExecutor):
         first = cache.edge_set(chain.start)
         diffs = tuple(cache.diff(t) for t in range(chain.start + 1, chain.stop))
         x = snapshots[chain.start].x
-        targets = tuple((snapshots[t].y, snapshots[t].node_mask) for t in range(chain.start, chain.stop))
+        targets = tuple(target_tensors(snapshots[t]) for t in range(chain.start, chain.stop))
         if device.type == "cpu":
             return LoadedChain(chain, x, first, diffs, targets, 0)
         moved = first.nbytes() + sum(d.nbytes() for d in diffs) + x.element_size() * x.nelement()
-        moved += sum(y.element_size() * y.nelement() + m.nelement() for y, m in targets)
+        moved += sum(t.element_size() * t.nelement() for held in targets for t in held)
         with self.streams.on(self.streams.copy):
             return LoadedChain(
                 chain,
                 x.to(device, non_blocking=True),
                 first.to(device, non_blocking=True),
                 tuple(d.to(device, non_blocking=True) for d in diffs),
-                tuple((y.to(device, non_blocking=True), m.to(device, non_blocking=True)) for y, m in targets),
+                tuple(tuple(t.to(device, non_blocking=True) for t in held) for held in targets),
                 moved,
             )
 
@@ -338,12 +338,20 @@ class ReuseExecutor(SequentialExecutor):
             return list(graph.snapshots[chain.start : chain.stop])
         edges, x = loaded.first, loaded.x
         rebuilt = []
-        for offset, (y, mask) in enumerate(loaded.targets):
+        for offset, (y, mask, *links) in enumerate(loaded.targets):
             if offset:
                 diff = loaded.diffs[offset - 1]
                 edges = apply_diff(edges, diff)
                 if diff.changed_nodes.numel():
                     x = x.index_copy(0, diff.changed_nodes, diff.changed_x)
             edge_index, edge_weight = edges.expanded()
-            rebuilt.append(Snapshot(edge_index, edge_weight, x, y, mask))
+            target_index = graph.snapshots[chain.start + offset].target_index
+            rebuilt.append(Snapshot(edge_index, edge_weight, x, y, mask, links[0] if links else None, target_index))
         return rebuilt
+
+
+def target_tensors(snapshot: Snapshot) -> tuple[torch.Tensor, ...]:
+    """What a rebuilt snapshot takes from the graph's own: targets and node mask, and the pairs it
+    scores under link prediction."""
+    held = (snapshot.y, snapshot.node_mask)
+    return held if snapshot.links is None else (*held, snapshot.links)

@@ -26,9 +26,8 @@ import torch
 from torch import nn
 
 from dygsched.data.kinds import DynamicData
-from dygsched.data.temporal_graph import Task, TemporalGraph
-from dygsched.engine import comm
-from dygsched.engine.objective import GroupObjective, build_split, metric_name
+from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.engine.objective import build_split, check_task, group_objective
 from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor, fetch
 from dygsched.engine.snapshot_groups.streams import pinned_graph
 from dygsched.engine.snapshot_groups.timeline import Timeline, TimelineConfig
@@ -44,6 +43,7 @@ class SnapshotGroupStrategy(Strategy):
     """Sliding snapshot groups, planned onto ranks and iterations, trained by an executor."""
 
     data_kind = TemporalGraph
+    predicts_links = True  # under task=link (dygsched.engine.link_objective)
 
     def __init__(
         self, name: str, planner: PlannerConfig, executor: GroupExecutor, timeline: TimelineConfig | None = None
@@ -62,6 +62,7 @@ class SnapshotGroupStrategy(Strategy):
         super().check(data, settings, world_size)
         assert isinstance(data, TemporalGraph)
         split = build_split(data, settings)
+        check_task(data, split)
         self.executor.check(settings.window, world_size, self.timeline_config.profile_epochs)
         try:
             if self.planner.plan_file:
@@ -79,6 +80,7 @@ class SnapshotGroupStrategy(Strategy):
         self.graph = pinned_graph(run.data, run.device)  # page-locked on CUDA: the groups' copies are asynchronous
         self.split = build_split(self.graph, run.settings)
         self.rank, self.world_size, self.device = run.rank, run.world_size, run.device
+        self.settings = run.settings
         groups = self.split.train
         self.timeline = Timeline(
             self.planner,
@@ -92,13 +94,15 @@ class SnapshotGroupStrategy(Strategy):
         )
 
     def objective(self, model: nn.Module) -> nn.Module:
-        self._objective = GroupObjective(cast(DGNN, model), self.graph.task)  # the snapshot models are DGNNs
+        # the snapshot models are DGNNs
+        self._objective = group_objective(cast(DGNN, model), self.graph, self.split, self.settings)
         return self._objective
 
     def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
         if self.plan is None:
             self.plan = self.timeline.initial_plan()
         plan = self.timeline.plan_for(epoch.index, self.plan)
+        self._objective.start_epoch(epoch.index)
         profiler = self.timeline.profiler_for(epoch.index)
         run = EpochRun(
             self._objective,
@@ -125,23 +129,17 @@ class SnapshotGroupStrategy(Strategy):
         self._last_epoch = epoch.index
         return self.executor.epoch_metrics()
 
-    def evaluate(self, phase: str) -> dict[str, float]:
-        """Mean loss and the task's metric over every node of every group of ``phase``, sharded over ranks."""
-        groups = self.split.phase(phase)
+    def evaluate(self, phase: str) -> dict[str, MetricValue]:
+        """The task's loss and metrics over every group of ``phase``, sharded over ranks."""
         objective = self._objective
         objective.eval()
-        sums = torch.zeros(3, dtype=torch.float64)
-        for group in groups[self.rank :: self.world_size]:
-            snapshots, _ = fetch(self.graph, group, self.device)
-            result = objective.evaluate(snapshots)
-            sums += torch.tensor([result.loss_sum, result.correct, result.count], dtype=torch.float64)
+        evaluation = objective.phase_evaluation(phase)
+        with torch.no_grad():
+            for group in self.split.phase(phase)[self.rank :: self.world_size]:
+                snapshots, _ = fetch(self.graph, group, self.device)
+                evaluation.add(objective.model(snapshots), snapshots[-1])
         objective.train()
-        comm.all_reduce(sums)  # host float64 sums: gloo under a device-keyed backend, read on the host once
-        loss_sum, correct, count = sums.tolist()
-        count = max(count, 1.0)
-        loss = loss_sum / count
-        metric = correct / count if self.graph.task is Task.CLASSIFICATION else loss
-        return {"loss": loss, metric_name(self.graph.task): metric}
+        return evaluation.metrics()
 
     def lr_multiplier(self, epoch: int) -> float:
         return self.timeline.lr_multiplier(epoch)

@@ -13,7 +13,7 @@ run on CUDA pins its graph's tensors once (``pinned_graph``) when the data reach
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -53,7 +53,19 @@ def pinned_graph(graph: TemporalGraph, device: torch.device) -> TemporalGraph:
             pinned[id(tensor)] = tensor if tensor.is_cuda or tensor.is_pinned() else tensor.pin_memory()
         return pinned[id(tensor)]
 
-    snapshots = tuple(Snapshot(**{f.name: pin(getattr(s, f.name)) for f in fields(s)}) for s in graph.snapshots)
+    def pinned_snapshot(s: Snapshot) -> Snapshot:
+        links = None if s.links is None else pin(s.links)
+        return replace(
+            s,
+            edge_index=pin(s.edge_index),
+            edge_weight=pin(s.edge_weight),
+            x=pin(s.x),
+            y=pin(s.y),
+            node_mask=pin(s.node_mask),
+            links=links,
+        )
+
+    snapshots = tuple(pinned_snapshot(s) for s in graph.snapshots)
     return replace(graph, snapshots=snapshots)
 
 
