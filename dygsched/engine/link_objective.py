@@ -31,11 +31,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from dygsched.data.catalog import cache_dir
 from dygsched.data.event_batches import negative_destinations
 from dygsched.data.groups import Split
+from dygsched.data.link_negatives import stored
 from dygsched.data.link_targets import link_events, links_of
 from dygsched.data.negative_edges import NegativeEdges
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
+from dygsched.data.tgb_negatives import FixedNegatives, read_phase_negatives
 from dygsched.engine import comm
 from dygsched.engine.objective import GroupObjective, PhaseEvaluation
 from dygsched.engine.strategy import MetricValue, RunSettings
@@ -61,6 +64,9 @@ class LinkProtocol:
     edges: NegativeEdges | None  # the link history the samplers draw from (None: uniform destinations only)
     seen: torch.Tensor  # [N] bool: nodes that an edge up to the last training target touched
     training_pairs: dict[int, int]  # target snapshot -> its pair count, for every snapshot a training window reads
+    # eval.one_vs_many: each evaluated phase's stored negatives, and each target snapshot's rows in them
+    fixed: dict[str, FixedNegatives]
+    fixed_rows: dict[int, tuple[int, int]]
 
     @classmethod
     def build(cls, graph: TemporalGraph, split: Split, settings: RunSettings) -> LinkProtocol:
@@ -72,6 +78,7 @@ class LinkProtocol:
             edges = NegativeEdges(
                 link_events(graph), train_last, settings.negative_pool, settings.random_share, val_last_time=val_last
             )
+        fixed, fixed_rows = stored_negatives(graph, split, settings)
         seen = torch.zeros(graph.num_nodes, dtype=torch.bool)
         for snapshot in graph.snapshots[:train_stop]:
             seen[snapshot.edge_index.reshape(-1)] = True
@@ -90,6 +97,8 @@ class LinkProtocol:
             edges=edges,
             seen=seen,
             training_pairs={s.target_index: links_of(s).shape[1] for s in graph.snapshots[:train_stop]},
+            fixed=fixed,
+            fixed_rows=fixed_rows,
         )
 
     def training_negatives(self, epoch: int) -> dict[int, torch.Tensor]:
@@ -101,12 +110,58 @@ class LinkProtocol:
 
     def evaluation_negatives(self, phase: str, sampler: str, last: Snapshot) -> tuple[torch.Tensor | None, torch.Tensor]:
         """The negatives of ``last``'s pairs in ``phase`` under ``sampler``: sources (None: each pair's
-        own source) and destinations, each ``[m, P]`` (host)."""
+        own source) and destinations, each ``[m, P]`` (host); the stored ones where ``eval.one_vs_many``
+        asks for them (a place a positive has no negative for holds its own destination: see ``present``)."""
+        if phase in self.fixed:
+            start, stop = self.fixed_rows[last.target_index]
+            return None, self.fixed[phase].destinations[start:stop].t()
         pairs = links_of(last).cpu()
         count, t = int(pairs.shape[1]), last.target_index
         if self.edges is None:
             return None, negative_destinations(self.seed, phase, 0, t, count, self.num_nodes, self.eval_negatives)
         return self.edges.draw(sampler, self.seed, phase, t, pairs[0], pairs[1], t, t, self.eval_negatives)
+
+
+def evaluated_ranges(graph: TemporalGraph, split: Split) -> tuple[np.ndarray, dict[str, tuple[int, int]], int]:
+    """Where each snapshot's positives start in ``link_events(graph)`` (``offsets``, one more than
+    snapshots), each evaluated phase's range of positives there, and where training's end."""
+    offsets = np.concatenate([[0], np.cumsum([links_of(s).shape[1] for s in graph.snapshots])]).astype(np.int64)
+    phases = {
+        phase: (int(offsets[groups[0].stop - 1]), int(offsets[groups[-1].stop]))
+        for phase, groups in (("val", split.val), ("test", split.test))
+    }
+    return offsets, phases, int(offsets[split.train[-1].stop])
+
+
+def negatives_prefix(graph: TemporalGraph, split: Split, settings: RunSettings) -> str | None:
+    """The stored negatives' files of this run: ``tgb_negatives``'s, or ``eval.one_vs_many``'s, generated
+    into the cache first where they are not there yet (``dygsched.data.link_negatives``); None without either."""
+    if settings.tgb_negatives:
+        return settings.tgb_negatives
+    if not settings.one_vs_many:
+        return None
+    _, phases, train_stop = evaluated_ranges(graph, split)
+    folder = cache_dir() / "negatives"
+    return str(stored(link_events(graph), train_stop, phases, settings.one_vs_many, settings.seed, folder))
+
+
+def stored_negatives(
+    graph: TemporalGraph, split: Split, settings: RunSettings
+) -> tuple[dict[str, FixedNegatives], dict[int, tuple[int, int]]]:
+    """The stored negatives of the validation and test positives (``negatives_prefix``), and each
+    evaluated target snapshot's rows in its phase's."""
+    prefix = negatives_prefix(graph, split, settings)
+    if prefix is None:
+        return {}, {}
+    offsets, phases, _ = evaluated_ranges(graph, split)
+    fixed = read_phase_negatives(prefix, link_events(graph), phases)
+    rows = {}
+    for phase, groups in (("val", split.val), ("test", split.test)):
+        first = phases[phase][0]
+        for group in groups:
+            position = group.stop - 1
+            rows[graph.snapshots[position].target_index] = (int(offsets[position]) - first, int(offsets[position + 1]) - first)
+    return fixed, rows
 
 
 def pair_losses(positive: torch.Tensor, negative: torch.Tensor) -> torch.Tensor:
@@ -197,9 +252,13 @@ class LinkEvaluation(PhaseEvaluation):
             negative_dst = negative_dst.to(predictions.device)
             sources = src.expand_as(negative_dst) if negative_src is None else negative_src.to(predictions.device)
             negative = objective.score(predictions, sources, negative_dst)
+            if self.phase in protocol.fixed:  # places a positive has no negative for: left out of every metric
+                start, stop = protocol.fixed_rows[last.target_index]
+                absent = ~protocol.fixed[self.phase].present[start:stop].t().to(negative.device)
+                negative = negative.masked_fill(absent, float("nan"))
             self.parts[sampler].append(
                 {
-                    "loss": pair_losses(positive, negative),
+                    "loss": pair_losses(positive, negative[~negative.isnan()]),  # an absent negative is not scored
                     "positive": positive,
                     "negative": negative.t(),
                     "inductive": inductive,
@@ -218,7 +277,7 @@ class LinkEvaluation(PhaseEvaluation):
                 raise ValueError(f"no {self.phase} snapshot was evaluated")
             found = link_prediction_metrics(
                 EvaluationScores.cat(everything),
-                with_mrr=protocol.eval_negatives > 1,
+                with_mrr=protocol.eval_negatives > 1 or bool(protocol.fixed),
                 hits_k=protocol.hits_k,
                 average=protocol.average,
             )

@@ -135,13 +135,16 @@ class GroupObjective(nn.Module):
         return NodeEvaluation(self)
 
 
-def check_task(graph: TemporalGraph, split: Split) -> None:
+def check_task(graph: TemporalGraph, split: Split, settings: RunSettings) -> None:
     """Refuse what the graph's task cannot train on this split, before any rank starts: link
-    prediction needs every group's last snapshot to have pairs in the next one."""
+    prediction needs every group's last snapshot to have pairs in the next one, and its stored
+    negatives (``eval.one_vs_many``) are generated here, once, before the ranks read them."""
     if graph.task is Task.LINK:
         from dygsched.data.link_targets import check_targets
+        from dygsched.engine.link_objective import stored_negatives
 
         check_targets(graph, range(split.train[0].stop - 1, split.test[-1].stop))
+        stored_negatives(graph, split, settings)  # files that do not match the cut: one line here
 
 
 def group_objective(model: DGNN, graph: TemporalGraph, split: Split, settings: RunSettings) -> GroupObjective:

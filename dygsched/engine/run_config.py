@@ -87,6 +87,11 @@ class Eval:
     hits_k: int = 10
     inductive: str = "in_phase"
     average: str = "pooled"
+    one_vs_many: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.one_vs_many, bool) or not isinstance(self.one_vs_many, int) or self.one_vs_many < 0:
+            raise ConfigError(f"eval.one_vs_many must be a whole number of negatives (0: off), got {self.one_vs_many!r}")
 
 
 TASKS = ("node", "link")
@@ -255,6 +260,7 @@ class RunConfig:
             task=self.task,
             train_negatives=int(self.link.negatives),
             embedding_dim=int(self.link.embedding_dim),
+            one_vs_many=int(self.eval.one_vs_many),
         )
 
     def identity(self, run_id: str, world_size: int) -> dict[str, Any]:

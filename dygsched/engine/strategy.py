@@ -123,6 +123,7 @@ class RunSettings:
     task: str | None = None  # node | link; None: the data's own (node targets on snapshots, links on streams)
     train_negatives: int = 1  # link prediction on snapshots: negatives per positive pair in training (link.negatives)
     embedding_dim: int = 64  # link prediction on snapshots: the node embeddings' width (link.embedding_dim)
+    one_vs_many: int = 0  # eval.one_vs_many: stored TGB-style negatives per evaluated positive (0: off)
 
     @property
     def default_negatives(self) -> bool:
@@ -305,17 +306,23 @@ class Strategy(ABC):
         stream_only = {
             "split.new_nodes": settings.new_node_fraction != 0.0,
             "split.by": settings.split_by != "events",
-            "tgb_negatives": bool(settings.tgb_negatives),
         }
         link_only = {
             "eval_negatives": settings.eval_negatives != 1,
             "eval.negatives": not settings.default_negatives,
+            "eval.one_vs_many": settings.one_vs_many != 0,
+            "tgb_negatives": bool(settings.tgb_negatives),
             **stream_only,
         }
         if not links and any(link_only.values()):
             named = ", ".join(name for name, given in link_only.items() if given)
             raise ConfigError(
                 f"{named} set link prediction's evaluation, and this run trains node targets (task=link predicts links)"
+            )
+        if settings.one_vs_many and (settings.eval_negatives != 1 or not settings.default_negatives or settings.tgb_negatives):
+            raise ConfigError(
+                f"eval.one_vs_many={settings.one_vs_many} ranks every positive against stored negatives: leave "
+                "eval_negatives at 1, eval.negatives at random and tgb_negatives unset"
             )
         if links and isinstance(data, TemporalGraph) and any(stream_only.values()):
             named = ", ".join(name for name, given in stream_only.items() if given)

@@ -52,6 +52,9 @@ class EvalSchema:
     hits_k: int = 10  # hits@k beside MRR when eval_negatives > 1
     inductive: str = "in_phase"  # *_inductive metrics: in_phase (the phase's pass) | apart (DyGLib's new-node pass)
     average: str = "pooled"  # AP and AUC: pooled over the phase's pairs | per_batch (the mean over batches: TGL, DyGLib)
+    # > 0: rank every positive against this many fixed negatives (TGB's hist_rnd, half historical), generated
+    # once per dataset, cut, split and seed and stored in the cache, read by snapshot and event models alike
+    one_vs_many: int = 0
 
 
 @dataclass

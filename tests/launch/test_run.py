@@ -119,6 +119,17 @@ def test_twitter_tennis_two_ranks(tmp_path, shipped_data):
         (["dataset=events", "model=tgn", "sched=sven", "sched.prefetch=yes"], "sched.prefetch must be true or false, got 'yes'"),
         (["dataset=events", "model=tgn", "sched=sven", "sched.staleness=2"], "sched.staleness must be 0 or 1, got 2"),
         (["dataset=events", "model=tgn", "sched=sven", "+sched.stalenes=1"], "unknown key 'sched.stalenes': SvenConfig has"),
+        ([*TINY_SYNTHETIC, "task=links"], "task must be one of node, link"),
+        ([*TINY_SYNTHETIC, "task=link", "link.negatives=0"], "link.negatives must be an integer of at least 1, got 0"),
+        ([*TINY_SYNTHETIC, "task=link", "eval.one_vs_many=-1"], "eval.one_vs_many must be a whole number"),
+        ([*TINY_SYNTHETIC, "eval.one_vs_many=5"], "eval.one_vs_many set link prediction's evaluation, and this run trains node"),
+        (
+            [*TINY_SYNTHETIC, "task=link", "eval.one_vs_many=5", "eval_negatives=3"],
+            "eval.one_vs_many=5 ranks every positive against stored negatives",
+        ),
+        (["dataset=edgelist", "dataset.num_snapshots=100", "task=link"], "task=link: 2 snapshot group(s) of edgelist end where"),
+        (["dataset=events", "model=tgn", "sched=single", "task=node"], "task=node: dataset 'events' is an event stream"),
+        ([*TINY_SYNTHETIC, "task=link", "split.new_nodes=0.1"], "split.new_nodes split or score event streams"),
     ],
 )
 def test_bad_input_is_one_line_and_starts_no_run(tmp_path, overrides, message):

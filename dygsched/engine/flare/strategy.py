@@ -128,7 +128,7 @@ class FlareStrategy(Strategy):
         assert isinstance(data, TemporalGraph)
         if self.full > settings.window:
             raise ConfigError(f"sched.full (K={self.full}) must be at most the window (W={settings.window})")
-        check_task(data, build_split(data, settings))
+        check_task(data, build_split(data, settings), settings)
         if data.task is Task.LINK and self.config.loss_on != "last":
             raise ConfigError(
                 "sched=flare with task=link scores the pairs of a window's last block, which holds every node; "

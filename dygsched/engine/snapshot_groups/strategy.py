@@ -62,7 +62,7 @@ class SnapshotGroupStrategy(Strategy):
         super().check(data, settings, world_size)
         assert isinstance(data, TemporalGraph)
         split = build_split(data, settings)
-        check_task(data, split)
+        check_task(data, split, settings)
         self.executor.check(settings.window, world_size, self.timeline_config.profile_epochs)
         try:
             if self.planner.plan_file:

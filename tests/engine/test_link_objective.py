@@ -1,0 +1,101 @@
+"""Link prediction's objective and evaluation on snapshots (``dygsched.engine.link_objective``)."""
+
+import os
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dygsched.data.link_targets import link_prediction_graph
+from dygsched.data.synthetic import SyntheticSource
+from dygsched.engine.link_objective import LinkObjective, LinkProtocol
+from dygsched.engine.objective import build_split
+from dygsched.engine.strategy import RunSettings
+from dygsched.metrics.link_prediction import mean_reciprocal_rank
+from dygsched.models.tgcn import TGCN
+from tests.cli_process import run_dygsched
+from tests.conftest import TINY_SYNTHETIC
+
+
+def setup(**settings):
+    graph = link_prediction_graph(SyntheticSource(num_nodes=40, num_snapshots=8, feature_dim=3).load(), embedding_dim=6)
+    run = RunSettings(window=2, train_fraction=0.6, val_fraction=0.2, seed=3, epochs=2, **settings)
+    split = build_split(graph, run)
+    torch.manual_seed(0)
+    objective = LinkObjective(TGCN(3, 6, hidden_channels=8, num_layers=1), LinkProtocol.build(graph, split, run))
+    return graph, split, objective
+
+
+def test_the_loss_is_the_summed_cross_entropy_of_the_pairs_and_their_negatives_per_pair():
+    graph, split, objective = setup(train_negatives=3)
+    group = split.train[1].snapshots(graph)
+    last = group[-1]
+    z = objective.model(group)
+    _, negatives = objective.negatives_of(last)
+    u, v = last.links
+    positive = objective.decoder(z[u], z[v])
+    negative = objective.decoder(z[u].repeat(3, 1), z[negatives.reshape(-1)])
+    expected = (F.softplus(-positive).sum() + F.softplus(negative).sum()) / u.numel()
+    assert negatives.shape == (3, u.numel())
+    assert torch.allclose(objective.loss_from_predictions(z, last, scale=0.5), 0.5 * expected, atol=1e-6)
+
+
+def test_owned_shares_add_up_to_the_groups_loss():
+    graph, split, objective = setup()
+    group = split.train[0].snapshots(graph)
+    z = objective.model(group)
+    owned = torch.arange(graph.num_nodes) % 3 == 0
+    whole = objective.loss_from_predictions(z, group[-1])
+    parts = objective.loss_from_predictions(z, group[-1], owned=owned) + objective.loss_from_predictions(
+        z, group[-1], owned=~owned
+    )
+    assert torch.allclose(whole, parts, atol=1e-6)
+
+
+def test_training_negatives_are_drawn_anew_each_epoch_and_the_same_for_every_objective():
+    graph, split, objective = setup()
+    last = split.train[0].snapshots(graph)[-1]
+    objective.start_epoch(0)
+    first = objective.negatives_of(last)[0].clone()
+    _, _, other = setup()
+    other.start_epoch(0)
+    assert torch.equal(other.negatives_of(last)[0], first)
+    objective.start_epoch(1)
+    assert not torch.equal(objective.negatives_of(last)[0], first)
+    with pytest.raises(ValueError, match="not a training target"):
+        objective.negatives_of(split.test[0].snapshots(graph)[-1])
+
+
+def test_evaluation_ranks_each_positive_against_its_own_negatives(tmp_path, monkeypatch):
+    monkeypatch.setenv("DYGSCHED_CACHE", str(tmp_path))
+    graph, split, objective = setup(one_vs_many=7)
+    evaluation = objective.phase_evaluation("test")
+    expected_positive, expected_negative = [], []
+    with torch.no_grad():
+        for group in split.test:
+            snapshots = group.snapshots(graph)
+            z = objective.model(snapshots)
+            evaluation.add(z, snapshots[-1])
+            last = snapshots[-1]
+            start, stop = objective.protocol.fixed_rows[last.target_index]
+            stored = objective.protocol.fixed["test"].destinations[start:stop]  # [P, 7]
+            u, v = last.links
+            expected_positive.append(objective.decoder(z[u], z[v]).numpy())
+            expected_negative.append(objective.decoder(z[u].repeat_interleave(7, 0), z[stored.reshape(-1)]).view(-1, 7).numpy())
+        found = evaluation.metrics(shared=True)
+    positive, negative = np.concatenate(expected_positive), np.concatenate(expected_negative)
+    assert found["mrr"] == pytest.approx(mean_reciprocal_rank(positive.astype(np.float64), negative.astype(np.float64)))
+    assert {"ap", "auc", "mrr", "hits@10"} <= set(found)
+
+
+def test_stored_negatives_of_another_cut_are_refused_in_one_line(tmp_path):
+    env = {**os.environ, "DYGSCHED_CACHE": str(tmp_path / "cache")}
+    common = dict(cwd=tmp_path, env=env)
+    made = run_dygsched("run", *TINY_SYNTHETIC, "task=link", "eval.one_vs_many=4", "epochs=1", "world_size=1", **common)
+    assert made.returncode == 0, made.stderr
+    (prefix,) = {str(p).removesuffix("_val_ns.pkl") for p in (tmp_path / "cache" / "negatives").glob("*_val_ns.pkl")}
+    other = [*TINY_SYNTHETIC, "dataset.num_snapshots=10", "task=link", f"tgb_negatives={prefix}", "world_size=1"]
+    refused = run_dygsched("run", *other, **common)
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 1 and len(lines) == 1 and "has no negatives for event" in lines[0], refused.stderr
