@@ -95,6 +95,7 @@ class Eval:
 
 
 TASKS = ("node", "link")
+LINK_PROCEDURES = ("windows", "utg")
 
 
 @dataclass(frozen=True)
@@ -103,12 +104,15 @@ class Link:
 
     negatives: int = 1
     embedding_dim: int = 64
+    procedure: str = "windows"
 
     def __post_init__(self) -> None:
         for name in ("negatives", "embedding_dim"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"link.{name} must be an integer of at least 1, got {value!r}")
+        if self.procedure not in LINK_PROCEDURES:
+            raise ConfigError(f"link.procedure must be one of {', '.join(LINK_PROCEDURES)}, got {self.procedure!r}")
 
 
 @dataclass(frozen=True)
@@ -261,6 +265,7 @@ class RunConfig:
             train_negatives=int(self.link.negatives),
             embedding_dim=int(self.link.embedding_dim),
             one_vs_many=int(self.eval.one_vs_many),
+            link_procedure=str(self.link.procedure),
         )
 
     def identity(self, run_id: str, world_size: int) -> dict[str, Any]:

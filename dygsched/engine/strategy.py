@@ -124,6 +124,7 @@ class RunSettings:
     train_negatives: int = 1  # link prediction on snapshots: negatives per positive pair in training (link.negatives)
     embedding_dim: int = 64  # link prediction on snapshots: the node embeddings' width (link.embedding_dim)
     one_vs_many: int = 0  # eval.one_vs_many: stored TGB-style negatives per evaluated positive (0: off)
+    link_procedure: str = "windows"  # link.procedure: windows (groups from zero states) | utg (UTG's, states carried)
 
     @property
     def default_negatives(self) -> bool:
@@ -289,6 +290,7 @@ class Strategy(ABC):
     data_kind: ClassVar[type] = object
     exact: bool = True  # a class default; a strategy whose exactness depends on its settings sets it per instance
     predicts_links: ClassVar[bool] = False
+    link_procedures: ClassVar[tuple[str, ...]] = ("windows",)  # the link.procedure values it trains
     communicates_in_backward: ClassVar[bool] = False
     gradient_staleness: int = 0
 
@@ -318,6 +320,11 @@ class Strategy(ABC):
             named = ", ".join(name for name, given in link_only.items() if given)
             raise ConfigError(
                 f"{named} set link prediction's evaluation, and this run trains node targets (task=link predicts links)"
+            )
+        if links and isinstance(data, TemporalGraph) and settings.link_procedure not in self.link_procedures:
+            raise ConfigError(
+                f"link.procedure={settings.link_procedure}: sched={self.name} trains {', '.join(self.link_procedures)} "
+                "(UTG's procedure carries each window's state into the next: sched=psg at world_size=1 trains it)"
             )
         if settings.one_vs_many and (settings.eval_negatives != 1 or not settings.default_negatives or settings.tgb_negatives):
             raise ConfigError(

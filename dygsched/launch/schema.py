@@ -63,6 +63,9 @@ class LinkSchema:
 
     negatives: int = 1  # training negatives per positive pair (uniform destinations, drawn anew each epoch)
     embedding_dim: int = 64  # the width of the node embeddings the decoder scores
+    # windows: each group from zero states, evaluated alone | utg: UTG's training procedure (each window starts
+    # from the state the one before left; evaluation streams every snapshot in order, scoring the next)
+    procedure: str = "windows"
 
 
 @dataclass

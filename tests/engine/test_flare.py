@@ -23,7 +23,6 @@ from dygsched.data.groups import SnapshotGroup
 from dygsched.data.partition.nodes import partition_nodes
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.engine.flare import FlareConfig, FlareStrategy, decay_counts
-from dygsched.engine.flare.window import InheritedStates
 from dygsched.engine.node_partition import HaloAccounting, PartitionHooks, RankLayout
 from dygsched.engine.node_partition.overlap import OverlapSchedule
 from dygsched.engine.objective import GroupObjective
@@ -32,6 +31,7 @@ from dygsched.errors import ConfigError
 from dygsched.models.evolvegcn_h import EvolveGCNH
 from dygsched.models.evolvegcn_o import EvolveGCNO
 from dygsched.models.gat_lstm import GATLSTM
+from dygsched.models.inherited_states import InheritedStates
 from dygsched.models.mpnn_lstm import MPNNLSTM
 from dygsched.models.tgcn import TGCN
 from dygsched.models.wdgcn import WDGCN

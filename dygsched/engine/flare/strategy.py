@@ -11,7 +11,7 @@ Per epoch each rank draws a survival order of its chunks and renumbers its nodes
 nodes of the first ``c`` chunks are the row prefix ``[0, ends[c])`` (shrinking, section 3.3); a
 decayed block is then a slice. ``shrink=false`` is the baseline the paper measures against: the
 same renumbering done again at every step. Hidden states are inherited from window to window
-(``window.InheritedStates``) and reset at each epoch's start and at its random split point: the
+(``dygsched.models.inherited_states``) and reset at each epoch's start and at its random split point: the
 training snapshots are cut at a random point, the part after it trained first, and no window
 crosses the cut (Algorithm 1, section 3.2). The loss is on the last block's nodes (``loss_on=last``)
 or the mean over blocks (``all``); each rank's loss is its nodes' share of the whole mean, so the
@@ -40,7 +40,6 @@ from dygsched.engine import comm
 from dygsched.engine.flare.config import FlareConfig
 from dygsched.engine.flare.decay import decay_counts
 from dygsched.engine.flare.memory import SavedTensors, tensor_bytes
-from dygsched.engine.flare.window import InheritedStates
 from dygsched.engine.link_objective import LinkObjective
 from dygsched.engine.node_partition.exchange import HaloAccounting
 from dygsched.engine.node_partition.hooks import PartitionHooks
@@ -61,6 +60,7 @@ from dygsched.engine.strategy import (
 from dygsched.engine.timing import Tally, timed
 from dygsched.errors import ConfigError
 from dygsched.models.dgnn import DGNN
+from dygsched.models.inherited_states import InheritedStates
 
 
 class Breakdown:

@@ -28,8 +28,9 @@ from dygsched.engine.objective import GroupObjective
 from dygsched.engine.snapshot_groups.profiler import PhaseTimer, Profiler, TimedHooks
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue
 from dygsched.errors import ConfigError
-from dygsched.models.dgnn import DGNN, DGNNLayer
+from dygsched.models.dgnn import DGNN, DGNNLayer, State
 from dygsched.models.hooks import PLAIN, LayerHooks
+from dygsched.models.inherited_states import InheritedStates
 
 Iteration = tuple[tuple[int, ...], ...]  # one plan iteration: the group indices of each rank
 
@@ -54,6 +55,8 @@ class EpochRun:
     device: torch.device
     epoch: Epoch | None = None
     profiler: Profiler | None = None
+    # link.procedure=utg: the states each window leaves for the next (``InheritedStates``); None: zero states
+    inherited: dict[int, list[State | None]] | None = None
 
     def backward(self, loss: torch.Tensor, final: bool) -> None:
         """``loss.backward()``; ``final`` marks this rank's last backward of the iteration."""
@@ -129,6 +132,9 @@ class SequentialExecutor(GroupExecutor):
         """Forward and backward of one group; returns its unscaled loss."""
         timer = PhaseTimer(run.device) if run.profiler is not None else None
         hooks: LayerHooks = TimedHooks(timer) if timer is not None else PLAIN
+        if run.inherited is not None:  # UTG's procedure: the window starts from the state the one before left
+            group = run.train_groups[index]
+            hooks = InheritedStates(run.objective.model, range(group.start, group.stop), run.inherited, hooks)
         with timer.phase("host_to_device") if timer else nullcontext():
             snapshots, moved = fetch(run.graph, run.train_groups[index], run.device)
         stats.add_bytes("host_to_device", moved)

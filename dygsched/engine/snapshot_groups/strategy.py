@@ -25,16 +25,18 @@ from typing import Any, cast
 import torch
 from torch import nn
 
+from dygsched.data.groups import SnapshotGroup
 from dygsched.data.kinds import DynamicData
-from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.data.temporal_graph import Task, TemporalGraph
 from dygsched.engine.objective import build_split, check_task, group_objective
-from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor, fetch
+from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor, SequentialExecutor, fetch
 from dygsched.engine.snapshot_groups.streams import pinned_graph
 from dygsched.engine.snapshot_groups.timeline import Timeline, TimelineConfig
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy
 from dygsched.engine.timing import timed
 from dygsched.errors import ConfigError, ScheduleError
 from dygsched.models.dgnn import DGNN
+from dygsched.models.inherited_states import InheritedStates
 from dygsched.planner.plan import Plan
 from dygsched.planner.planning import PlannerConfig, load_plan_file
 
@@ -44,6 +46,7 @@ class SnapshotGroupStrategy(Strategy):
 
     data_kind = TemporalGraph
     predicts_links = True  # under task=link (dygsched.engine.link_objective)
+    link_procedures = ("windows", "utg")  # utg: one window after another, each from the state the one before left
 
     def __init__(
         self, name: str, planner: PlannerConfig, executor: GroupExecutor, timeline: TimelineConfig | None = None
@@ -63,6 +66,11 @@ class SnapshotGroupStrategy(Strategy):
         assert isinstance(data, TemporalGraph)
         split = build_split(data, settings)
         check_task(data, split, settings)
+        if settings.link_procedure == "utg" and data.task is Task.LINK and not self.trains_in_time_order(world_size):
+            raise ConfigError(
+                f"link.procedure=utg carries each window's state into the next (UTG's training), so the windows train one "
+                f"after another in time order: sched=psg at world_size=1 does, sched={self.name} at {world_size} rank(s) does not"
+            )
         self.executor.check(settings.window, world_size, self.timeline_config.profile_epochs)
         try:
             if self.planner.plan_file:
@@ -74,6 +82,21 @@ class SnapshotGroupStrategy(Strategy):
             raise ConfigError(
                 f"world_size={world_size} is larger than the {len(split.train)} training groups: some ranks would never train"
             )
+
+    def trains_in_time_order(self, world_size: int) -> bool:
+        """Whether every iteration trains one group, in time order, one after another (PSG on one rank)."""
+        return (
+            world_size == 1
+            and type(self.executor) is SequentialExecutor
+            and self.planner.solver == "psg"
+            and self.planner.capacity == 1
+            and not self.planner.plan_file
+        )
+
+    @property
+    def carries_states(self) -> bool:
+        """UTG's procedure (``link.procedure=utg``) on a link graph."""
+        return self.settings.link_procedure == "utg" and self.graph.task is Task.LINK
 
     def setup(self, run: RunContext) -> None:
         assert isinstance(run.data, TemporalGraph)
@@ -114,6 +137,7 @@ class SnapshotGroupStrategy(Strategy):
             self.device,
             epoch,
             profiler,
+            inherited={} if self.carries_states else None,  # the states reset at each epoch's start
         )
         comm_seconds = []
         epoch.expect_steps(len(plan.iterations), "iteration")
@@ -134,8 +158,19 @@ class SnapshotGroupStrategy(Strategy):
         objective = self._objective
         objective.eval()
         evaluation = objective.phase_evaluation(phase)
+        groups = self.split.phase(phase)
         with torch.no_grad():
-            for group in self.split.phase(phase)[self.rank :: self.world_size]:
+            if self.carries_states:  # UTG's: every snapshot in order from the first, scoring the next one's pairs
+                model = objective.model
+                stop = groups[-1].stop
+                snapshots, _ = fetch(self.graph, SnapshotGroup(-1, 0, stop), self.device)
+                hooks = InheritedStates(model, range(stop), None)
+                model.unroll(snapshots, hooks=hooks)
+                for group in groups:
+                    evaluation.add(model.readout(hooks.outputs[group.stop - 1]), snapshots[group.stop - 1])
+                objective.train()
+                return evaluation.metrics(shared=True)
+            for group in groups[self.rank :: self.world_size]:
                 snapshots, _ = fetch(self.graph, group, self.device)
                 evaluation.add(objective.model(snapshots), snapshots[-1])
         objective.train()

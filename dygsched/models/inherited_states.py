@@ -1,7 +1,10 @@
-"""One FlareDTDG window as the model's layer loop runs it: hidden-state inheritance and block outputs.
+"""Hidden states inherited from window to window, as the model's layer loop runs a window.
 
-Blocks run oldest to newest (``DGNN.unroll``); a block's rows are a prefix of the rank's owned
-rows (the shrinking order), growing from the oldest decayed block to the full ones.
+Used by FlareDTDG (its windows' blocks, oldest to newest: a block's rows are a prefix of the rank's
+owned rows in the shrinking order, growing from the oldest decayed block to the full ones) and by
+UTG's training procedure on snapshot groups (``link.procedure=utg``: whole snapshots, each window
+starting from the state the window before left; truncated backpropagation through time). Blocks
+run oldest to newest (``DGNN.unroll``).
 
 Inheritance (the authors' rule; the spec's "Hidden-state inheritance"): ``saved[k]`` is the
 detached state entering snapshot ``k``, left by the window before. The window's oldest block starts
