@@ -15,6 +15,7 @@ from typing import TypeAlias
 import numpy as np
 import torch
 
+from dygsched.data.memory_budget import check_fits
 from dygsched.errors import ConfigError, DataError
 
 SPLIT_BY = ("events", "time")  # ``split.by``: by event count (TGL) or by timestamp quantiles (DyGLib, TGB, PyG)
@@ -166,6 +167,7 @@ def events_from_arrays(
         ids, inverse = torch.unique(torch.cat([src_t, dst_t]), return_inverse=True)
         src_t, dst_t, num_nodes = inverse[:count], inverse[count:], int(ids.numel())
     else:
+        check_fits(8 * int(num_nodes), f"dataset '{name}': an id map of {int(num_nodes):,} nodes (num_nodes too large?)")
         ids = torch.arange(int(num_nodes))
     order = torch.sort(times_t, stable=True).indices
     weight_t = None if weight is None else torch.as_tensor(weight, dtype=torch.float32)[order]

@@ -280,7 +280,8 @@ class Strategy(ABC):
         if not isinstance(data, self.data_kind):
             raise ConfigError(
                 f"sched={self.name} trains on {self.data_kind.__name__} data, but the dataset gives {type(data).__name__} "
-                "(for an edge list, set dataset.kind)"
+                "(cut a stream into snapshots with dataset.snapshot=daily, weekly, ... or a number of time units; "
+                "for an edge list, set dataset.kind)"
             )
         if not self.predicts_links and (
             settings.new_node_fraction != 0.0

@@ -308,12 +308,12 @@ class _RankRun:
                 self.rows = resumed_rows(self.folder, resumed)
                 remove_stale_temporaries(self.folder.path)
         _record_ranks(self.folder, self.rank, self.world_size, device)
+        self.strategy = strategy if strategy is not None else build_strategy(run.sched)
         where.enter("loading the data")
-        data = data if data is not None else load_data(run.dataset)
+        data = data if data is not None else load_data(run.dataset, kind=self.strategy.data_kind)
         self.recorder = MetricRecorder(self.run_id, self.rank)
 
         self.settings = run.settings
-        self.strategy = strategy if strategy is not None else build_strategy(run.sched)
         where.enter(f"the setup of sched={self.strategy.name} (partitioning, planning)")
         self.strategy.setup(
             RunContext(data, self.settings, self.rank, self.world_size, device, Artifacts(self.folder, self.is_main))

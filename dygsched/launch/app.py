@@ -49,7 +49,7 @@ class RunFailed(DygschedError):
 
 def prepare(checked: CheckedRun, world_size: int) -> DynamicData:
     """Load and validate the data and everything that depends on it, before any rank trains."""
-    data = load_data(checked.run.dataset)
+    data = load_data(checked.run.dataset, kind=checked.strategy.data_kind)  # a cut stream: the kind the strategy trains on
     check_data(checked, data, world_size)
     return data
 
