@@ -1,0 +1,83 @@
+"""``load_data``: the kind a strategy trains on, from one config, and ``dataset.snapshot``'s refusals
+through the command line (one line, before any rank starts, nothing written)."""
+
+import os
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from dygsched.data.events import EventStream
+from dygsched.data.loading import load_data, load_graph
+from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.errors import ConfigError
+from dygsched.launch.compose import compose_config
+from tests.cli_process import run_dygsched
+from tests.conftest import ROOT
+
+
+def dataset(*overrides: str) -> dict:
+    return OmegaConf.to_container(compose_config(list(overrides)).dataset, resolve=True)
+
+
+def test_one_config_gives_a_snapshot_strategy_the_cut_and_an_event_strategy_the_stream():
+    config = dataset("dataset=collegemsg", "dataset.snapshot=weekly")
+    graph, stream = load_data(config, kind=TemporalGraph), load_data(config, kind=EventStream)
+    assert isinstance(graph, TemporalGraph) and isinstance(stream, EventStream)
+    assert graph.num_snapshots == 28 and graph.num_nodes == stream.num_nodes == 1899
+    assert torch.equal(load_data(config).snapshots[3].edge_index, graph.snapshots[3].edge_index)  # no kind: the cut
+    before_last = stream.t < graph.snapshot_times[-1]  # the events the 28 snapshots hold
+    assert sum(float(s.edge_weight.sum()) for s in graph.snapshots) == int(before_last.sum())
+    assert isinstance(load_data(dataset("dataset=collegemsg")), EventStream)  # no snapshot: the stream as it is
+
+
+@pytest.mark.parametrize(
+    "overrides, features",
+    [
+        (["dataset=events", "dataset.snapshot=monthly"], 2),  # an edge list's rows as events
+        (["dataset=bipartite", "dataset.num_events=3000", "dataset.edge_dim=4", "dataset.snapshot=daily"], 6),  # generated
+    ],
+)
+def test_every_kind_of_stream_source_can_be_cut(overrides, features):
+    graph = load_graph(dataset(*overrides))
+    assert graph.num_snapshots >= 3 and graph.snapshot_times is not None and graph.num_features == features
+
+
+def test_a_source_of_snapshots_is_refused_and_a_stream_without_a_cut_too():
+    with pytest.raises(ConfigError, match="gives snapshots already .an edge list: set dataset.kind=events"):
+        load_data(dataset("dataset=edgelist", "dataset.snapshot=weekly"))
+    synthetic = {**dataset("dataset=synthetic", "dataset.num_nodes=20", "dataset.num_snapshots=4"), "snapshot": "weekly"}
+    with pytest.raises(ConfigError, match="dataset 'synthetic' gives snapshots already"):
+        load_data(synthetic)
+    with pytest.raises(ConfigError, match="cut it with dataset.snapshot=daily"):
+        load_graph(dataset("dataset=collegemsg"))
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["dataset=collegemsg", "dataset.snapshot=fortnightly"], "unknown unit (choose from hourly, daily, weekly, monthly"),
+        (["dataset=collegemsg", "dataset.snapshot=0"], "dataset.snapshot=0: a snapshot must last a positive"),
+        (["dataset=collegemsg", "dataset.snapshot=-3600"], "dataset.snapshot=-3600: a snapshot must last a positive"),
+        (["dataset=collegemsg", "dataset.snapshot=monthly"], "into 7 snapshots, fewer than the 9 that window=4 and a 0.7/0.15"),
+        (["dataset=collegemsg", "dataset.snapshot=1"], "cuts the timestamps into 16,736,161 snapshots (at most 100,000)"),
+        (["dataset=sfhh_events", "dataset.snapshot=hourly"], "snapshots empty between events"),
+        (["dataset=synthetic", "dataset.snapshot=weekly"], "dataset=synthetic is not one (it gives snapshots already)"),
+        (["dataset=edgelist", "dataset.snapshot=weekly"], "an edge list: set dataset.kind=events"),
+    ],
+)
+def test_the_command_line_refuses_a_bad_cut_in_one_line(tmp_path, overrides, message):
+    done = run_dygsched(
+        "run",
+        *overrides,
+        "model=tgcn",
+        "sched=psg",
+        f"results_dir={tmp_path / 'results'}",
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith("dygsched: error: ") and message in lines[0], lines[0]
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
