@@ -24,8 +24,9 @@ which interval each event falls in; here:
   holds the events of ``[snapshot_times[s], snapshot_times[s+1])``, the same boundaries an event
   model's split can use.
 
-Everything is array operations over all events at once (a sort, run lengths, ``bincount`` and
-``index_add_``); the only loop is over snapshots, to hand each its tensors.
+Everything is array operations over all events at once (one sort, run lengths, ``bincount``), and
+one sparse product per snapshot for the feature means; the only loops are over snapshots
+(docs/measurements.md: the REDDIT-sized stream cut daily in 1-2 s).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def cut_stream(
         x[..., 0], x[..., 1] = np.log1p(in_deg), np.log1p(out_deg)
         y = np.log1p(in_deg[1:] + out_deg[1:]).astype(np.float32)
     if width > 2:
-        _mean_edge_features(stream, members, torch.from_numpy(x).view(graphs * n, width)[:, 2:])
+        _mean_edge_features(stream, intervals.index, lags, x[..., 2:])
     mask = (in_deg + out_deg) > 0
     weight = edges.weight.astype(np.float32)
     offsets = np.concatenate([[0], np.cumsum(np.bincount(edges.graph, minlength=graphs))])
@@ -148,15 +149,21 @@ def _edges(stream: EventStream, members: _Members, graphs: int) -> _Edges:
     return _Edges(edge_graph, edge_src, edge_dst, weight, n)
 
 
-def _mean_edge_features(stream: EventStream, members: _Members, into: torch.Tensor) -> None:
-    """``into[g * n + v]``: the mean edge features of node ``v``'s events in graph ``g`` (summed in
-    place, without a copy of the features when every event is in one graph)."""
+def _mean_edge_features(stream: EventStream, intervals: np.ndarray, lags: int, into: np.ndarray) -> None:
+    """``into[g, v]``: the mean edge features of node ``v``'s events in graph ``g``. The stream is in
+    time order, so a graph's events (intervals ``g .. g + lags``) are one slice of it; each graph's
+    sums are one sparse product (node-by-event incidence times the slice's features), so only one
+    graph's worth of memory is needed besides the result."""
+    from scipy.sparse import csr_matrix
+
     assert stream.edge_features is not None  # the caller checked
     n = stream.num_nodes
-    features = stream.edge_features if members.event is None else stream.edge_features[torch.from_numpy(members.event)]
-    counts = np.zeros(into.size(0), dtype=np.int64)
-    for ends in (stream.src.numpy(), stream.dst.numpy()):
-        rows = members.graph * n + members.of(ends)
-        into.index_add_(0, torch.from_numpy(rows), features.float())
-        counts += np.bincount(rows, minlength=into.size(0))
-    into.div_(torch.from_numpy(np.maximum(counts, 1)).to(into.dtype)[:, None])
+    first = np.searchsorted(intervals, np.arange(intervals.max() + 2))  # each interval's first event
+    src, dst, features = stream.src.numpy(), stream.dst.numpy(), stream.edge_features.float().numpy()
+    for g in range(into.shape[0]):
+        a, b = int(first[g]), int(first[min(g + lags + 1, first.size - 1)])
+        ends = np.concatenate([src[a:b], dst[a:b]])  # an event counts at both its ends (a self-loop twice)
+        events = np.tile(np.arange(b - a), 2)
+        incidence = csr_matrix((np.ones(ends.size, dtype=np.float32), (ends, events)), shape=(n, b - a))
+        counts = np.bincount(ends, minlength=n)
+        into[g] = (incidence @ features[a:b]) / np.maximum(counts, 1)[:, None]
