@@ -49,7 +49,7 @@ SETTING = "dataset.snapshot"
 
 
 class CutRule(str, Enum):
-    UNIT = "unit"  # UTG's calendar unit (TGX's rule)
+    UNIT = "unit"  # UTG's units, fixed numbers of seconds (TGX's rule)
     LENGTH = "length"  # windows of a fixed length from the first timestamp
     PARTS = "parts"  # the span in equal parts
 

@@ -308,8 +308,8 @@ class _RankRun:
                 self.rows = resumed_rows(self.folder, resumed)
                 remove_stale_temporaries(self.folder.path)
         _record_ranks(self.folder, self.rank, self.world_size, device)
-        self.strategy = strategy if strategy is not None else build_strategy(run.sched)
         where.enter("loading the data")
+        self.strategy = strategy if strategy is not None else build_strategy(run.sched)  # its data kind: a stream or its cut
         data = data if data is not None else load_data(run.dataset, kind=self.strategy.data_kind)
         self.recorder = MetricRecorder(self.run_id, self.rank)
 

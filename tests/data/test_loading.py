@@ -31,6 +31,17 @@ def test_one_config_gives_a_snapshot_strategy_the_cut_and_an_event_strategy_the_
     assert isinstance(load_data(dataset("dataset=collegemsg")), EventStream)  # no snapshot: the stream as it is
 
 
+def test_the_runs_table_names_the_cut():
+    from dygsched.engine.run_config import RunConfig
+    from dygsched.launch.compose import resolved
+
+    def identity(*overrides: str) -> dict:
+        return RunConfig.of(resolved(compose_config(["dataset=collegemsg", *overrides]))).identity("run", 1)
+
+    assert identity("dataset.snapshot=weekly")["snapshot"] == "weekly" and identity("dataset.snapshot=3600")["snapshot"] == "3600"
+    assert identity()["snapshot"] is None
+
+
 @pytest.mark.parametrize(
     "overrides, features",
     [
