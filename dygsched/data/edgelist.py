@@ -1,17 +1,18 @@
 """Timestamped edge lists (CSV) cut into snapshots, with FlareDTDG's features and targets.
 
-Time is cut into ``num_snapshots`` equal intervals or into windows of ``snapshot_duration``
-time units. Repeated interactions inside one snapshot become one edge whose weight is their
-count. As in FlareDTDG section 4.1, a node's features at snapshot ``t`` are its in- and
-out-degree there (as ``log(1 + d)``) and its target is ``log(1 + degree)`` in snapshot ``t + 1``,
-so the last cut only provides targets. A node exists in a snapshot when it has an edge there.
-With ``features="flare"`` (the FlareDTDG authors' code) the features are the raw weighted in- and
-out-degrees and the target is ``log(1 + weighted in-degree)`` in snapshot ``t + 1``; with
-``lags = L`` every snapshot holds the edges of ``L + 1`` consecutive intervals, so neighbouring
-snapshots overlap. With ``kind="events"`` the rows become an ``EventStream`` instead (one event per row, in time
-order, ties in row order), for continuous-time models; validation is the same.
-Node ids are compacted to ``0..n-1`` in sorted order unless ``num_nodes`` is given, in which case
-they must already lie in ``[0, num_nodes)``.
+Time is cut into ``num_snapshots`` equal intervals or into windows of ``snapshot_duration`` time
+units from the first timestamp (``dygsched.data.time_cut``); the rows become snapshots through the
+code that cuts any event stream (``dygsched.data.stream_cut``). Repeated interactions inside one
+snapshot become one edge whose weight is their count. As in FlareDTDG section 4.1, a node's features
+at snapshot ``t`` are its in- and out-degree there (as ``log(1 + d)``) and its target is
+``log(1 + degree)`` in snapshot ``t + 1``, so the last cut only provides targets. A node exists in a
+snapshot when it has an edge there. With ``features="flare"`` (the FlareDTDG authors' code) the
+features are the raw weighted in- and out-degrees and the target is ``log(1 + weighted in-degree)``
+in snapshot ``t + 1``; with ``lags = L`` every snapshot holds the edges of ``L + 1`` consecutive
+intervals, so neighbouring snapshots overlap. With ``kind="events"`` the rows become an
+``EventStream`` instead (one event per row, in time order, ties in row order), for continuous-time
+models; validation is the same. Node ids are compacted to ``0..n-1`` in sorted order unless
+``num_nodes`` is given, in which case they must already lie in ``[0, num_nodes)``.
 
 What the rows may hold, and what happens: rows in any order (snapshots are cut by time value);
 repeated edges (one weighted edge per snapshot, weight = count, or the sum of ``weight_col``);
@@ -20,7 +21,8 @@ graph convolutions add no second self-loop); gaps in time (an empty snapshot: no
 exists in it, a group ending there contributes no loss). Refused with a ``DataError``: missing
 columns, non-numeric or boolean columns, missing values, non-integer, negative or too large node
 ids, non-finite timestamps or a span too wide to cut, negative or non-finite weights, a single
-snapshot, more than ``MAX_SNAPSHOTS`` snapshots, or a graph that would not fit in memory.
+snapshot, more than 100,000 snapshots (``time_cut.MAX_SNAPSHOTS``), or a graph that would not fit in
+memory.
 """
 
 from __future__ import annotations
@@ -30,19 +32,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 
 from dygsched.data.events import EventStream, events_from_arrays
-from dygsched.data.memory_budget import check_fits
-from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
+from dygsched.data.stream_cut import FEATURES, cut_stream
+from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.data.time_cut import TimeCut
 from dygsched.errors import DataError
 
 KINDS = ("snapshots", "events")
-FEATURES = ("log_degree", "flare")
-
-MAX_SNAPSHOTS = 100_000
 MAX_NODE_ID = 2**53  # ids read as floats are exact below this
-BYTES_PER_NODE = 2 * 4 + 4 + 1 + 2 * 8  # features, target, mask, and the two degree counts while building
 
 
 @dataclass(frozen=True)
@@ -105,29 +103,13 @@ class EdgeListSource:
                 )
         return frame
 
-    def _snapshot_ids(self, times: np.ndarray) -> np.ndarray:
+    def _cut(self) -> TimeCut:
         if (self.num_snapshots is None) == (self.snapshot_duration is None):
             raise DataError(f"dataset '{self.name}': set exactly one of num_snapshots and snapshot_duration")
-        start, stop = float(times.min()), float(times.max())
-        if not np.isfinite(stop - start):
-            raise DataError(f"dataset '{self.name}': timestamps span [{start:g}, {stop:g}], too wide to cut into snapshots")
         if self.snapshot_duration is not None:
-            if not self.snapshot_duration > 0:
-                raise DataError(f"dataset '{self.name}': snapshot_duration must be positive, got {self.snapshot_duration}")
-            count = (stop - start) / self.snapshot_duration + 1
-            if count > MAX_SNAPSHOTS:
-                raise DataError(
-                    f"dataset '{self.name}': snapshot_duration={self.snapshot_duration:g} cuts the timestamps "
-                    f"into {count:.3g} snapshots (at most {MAX_SNAPSHOTS:,}); use a longer duration"
-                )
-            return np.floor((times - start) / self.snapshot_duration).astype(np.int64)
+            return TimeCut.length(self.snapshot_duration, "snapshot_duration", f"dataset '{self.name}': ")
         assert self.num_snapshots is not None  # exactly one of the two is set (checked above)
-        if not 2 <= self.num_snapshots <= MAX_SNAPSHOTS:
-            raise DataError(
-                f"dataset '{self.name}': num_snapshots must be in [2, {MAX_SNAPSHOTS:,}] (the last one only gives targets)"
-            )
-        span = max(stop - start, 1e-12)
-        return np.minimum(((times - start) / span * self.num_snapshots).astype(np.int64), self.num_snapshots - 1)
+        return TimeCut.parts(self.num_snapshots, "num_snapshots", f"dataset '{self.name}': ")
 
     def load(self) -> TemporalGraph | EventStream:
         if self.kind not in KINDS:
@@ -139,69 +121,29 @@ class EdgeListSource:
         frame = self._read()
         if self.kind == "events":
             return self._events(frame)
+        cut = self._cut()
         src = frame[self.src_col].to_numpy().astype(np.int64)
         dst = frame[self.dst_col].to_numpy().astype(np.int64)
-        if self.num_nodes is None:
-            ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
-            n = ids.size
-            src, dst = inverse[: src.size], inverse[src.size :]
-        else:
-            n = int(self.num_nodes)
+        self._check_range(src, dst)
+        weight = frame[self.weight_col].to_numpy(dtype=np.float32) if self.weight_col else None
+        times = frame[self.time_col].to_numpy(float)
+        if not self.directed:  # both directions of every row, in the same snapshot
+            src, dst, times = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([times, times])
+            weight = None if weight is None else np.concatenate([weight, weight])
+        stream = events_from_arrays(self.name, src, dst, times, weight, self.num_nodes)
+        return cut_stream(stream, cut, features=self.features, lags=self.lags, refuse_gaps=False)
+
+    def _check_range(self, src: np.ndarray, dst: np.ndarray) -> None:
+        if self.num_nodes is not None:
             top = int(max(src.max(), dst.max()))
-            if top >= n:
-                raise DataError(f"dataset '{self.name}': node id {top} is out of range for num_nodes={n}")
-        weight = frame[self.weight_col].to_numpy(dtype=np.float32) if self.weight_col else np.ones(src.size, np.float32)
-        if not self.directed:
-            src, dst, weight = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([weight, weight])
-            times = np.concatenate([frame[self.time_col].to_numpy(float)] * 2)
-        else:
-            times = frame[self.time_col].to_numpy(float)
-        cut = self._snapshot_ids(times)
-        count = int(cut.max()) + 1
-        if count < 2:
-            raise DataError(f"dataset '{self.name}': the edges span a single snapshot; use a shorter snapshot_duration")
-        check_fits(count * n * BYTES_PER_NODE, f"dataset '{self.name}': {count} snapshots of {n:,} nodes (num_nodes too large?)")
-
-        if count - self.lags < 2:
-            raise DataError(f"dataset '{self.name}': {count} intervals with lags={self.lags} leave fewer than 2 snapshots")
-        graphs = []
-        for t in range(count - self.lags):  # snapshot t holds the edges of intervals t .. t + lags
-            sel = (cut >= t) & (cut <= t + self.lags)
-            keys, inverse = np.unique(src[sel] * n + dst[sel], return_inverse=True)
-            w = np.bincount(inverse, weights=weight[sel], minlength=keys.size).astype(np.float32)
-            s, d = keys // n, keys % n
-            degrees = (np.bincount(s, minlength=n), np.bincount(d, minlength=n), np.bincount(s, w, n), np.bincount(d, w, n))
-            graphs.append((np.stack([s, d]), w, *degrees))
-
-        snapshots = []
-        for t in range(len(graphs) - 1):
-            edge_index, w, out_deg, in_deg, out_weight, in_weight = graphs[t]
-            _, _, next_out, next_in, _, next_in_weight = graphs[t + 1]
-            if self.features == "flare":  # FlareDTDG's code: raw weighted degrees, log weighted in-degree next
-                features = np.stack([in_weight, out_weight], axis=1).astype(np.float32)
-                target = np.log1p(next_in_weight).astype(np.float32)
-            else:
-                features = np.log1p(np.stack([in_deg, out_deg], axis=1)).astype(np.float32)
-                target = np.log1p(next_in + next_out).astype(np.float32)
-            snapshots.append(
-                Snapshot(
-                    edge_index=torch.from_numpy(edge_index),
-                    edge_weight=torch.from_numpy(w),
-                    x=torch.from_numpy(features),
-                    y=torch.from_numpy(target),
-                    node_mask=torch.from_numpy((in_deg + out_deg) > 0),
-                )
-            )
-        return TemporalGraph(self.name, tuple(snapshots), Task.REGRESSION)
+            if top >= int(self.num_nodes):
+                raise DataError(f"dataset '{self.name}': node id {top} is out of range for num_nodes={self.num_nodes}")
 
     def _events(self, frame: pd.DataFrame) -> EventStream:
         """One event per row; ``directed=False`` keeps one event per row too (the models treat
         an interaction as touching both ends)."""
         src = frame[self.src_col].to_numpy().astype(np.int64)
         dst = frame[self.dst_col].to_numpy().astype(np.int64)
-        if self.num_nodes is not None:
-            top = int(max(src.max(), dst.max()))
-            if top >= int(self.num_nodes):
-                raise DataError(f"dataset '{self.name}': node id {top} is out of range for num_nodes={self.num_nodes}")
+        self._check_range(src, dst)
         weight = frame[self.weight_col].to_numpy(dtype=np.float32) if self.weight_col else None
         return events_from_arrays(self.name, src, dst, frame[self.time_col].to_numpy(float), weight, self.num_nodes)

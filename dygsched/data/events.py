@@ -15,6 +15,7 @@ from typing import TypeAlias
 import numpy as np
 import torch
 
+from dygsched.data.memory_budget import check_fits
 from dygsched.errors import ConfigError, DataError
 
 SPLIT_BY = ("events", "time")  # ``split.by``: by event count (TGL) or by timestamp quantiles (DyGLib, TGB, PyG)
@@ -47,6 +48,9 @@ class EventStream:
     weight: torch.Tensor | None = None
     node_ids: torch.Tensor | None = None
     edge_features: torch.Tensor | None = None
+    # a cut stream's pairs (``link_targets.cut_pairs``): where validation and test begin, so an event
+    # model splits where the snapshot models' groups do; None: split by the run's fractions
+    phase_starts: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         def fail(problem: str) -> None:
@@ -109,6 +113,14 @@ class EventStream:
         quantile, so events with equal timestamps never straddle two phases."""
         if by not in SPLIT_BY:
             raise ConfigError(f"split.by must be one of {', '.join(SPLIT_BY)}, got {by!r}")
+        if self.phase_starts is not None:
+            if by != "events":
+                raise ConfigError(
+                    f"dataset '{self.name}' is a cut stream, split where the snapshot models' groups split: "
+                    "leave split.by at events"
+                )
+            a, b = self.phase_starts
+            return EventSplit((0, a), (a, b), (b, self.num_events))
         if not (0 < train < 1 and 0 < val < 1 and train + val < 1):
             raise ConfigError(f"split fractions must be positive and sum below 1, got train={train} val={val}")
         n = self.num_events
@@ -166,6 +178,7 @@ def events_from_arrays(
         ids, inverse = torch.unique(torch.cat([src_t, dst_t]), return_inverse=True)
         src_t, dst_t, num_nodes = inverse[:count], inverse[count:], int(ids.numel())
     else:
+        check_fits(8 * int(num_nodes), f"dataset '{name}': an id map of {int(num_nodes):,} nodes (num_nodes too large?)")
         ids = torch.arange(int(num_nodes))
     order = torch.sort(times_t, stable=True).indices
     weight_t = None if weight is None else torch.as_tensor(weight, dtype=torch.float32)[order]

@@ -8,6 +8,10 @@ from dygsched.data.temporal_graph import Snapshot, TemporalGraph
 from dygsched.errors import ConfigError
 
 
+class TooFewSnapshots(ConfigError):
+    """The graph has too few snapshots for the window and the split (a cut stream's check words it for the cut)."""
+
+
 @dataclass(frozen=True)
 class SnapshotGroup:
     """Snapshots ``start .. stop-1``; the sample predicts the targets of snapshot ``stop-1``."""
@@ -45,17 +49,34 @@ def sliding_groups(num_snapshots: int, window: int) -> tuple[SnapshotGroup, ...]
     if window < 1:
         raise ConfigError(f"window must be at least 1 snapshot, got {window}")
     if window > num_snapshots:
-        raise ConfigError(f"window ({window}) is larger than the number of snapshots ({num_snapshots})")
+        raise TooFewSnapshots(f"window ({window}) is larger than the number of snapshots ({num_snapshots})")
     return tuple(SnapshotGroup(k, k, k + window) for k in range(num_snapshots - window + 1))
 
 
 def split_by_time(groups: tuple[SnapshotGroup, ...], train: float, val: float) -> Split:
     """Cut the time-ordered groups into train / validation / test fractions (test gets the rest)."""
+    _check_fractions(train, val)
+    n = len(groups)
+    if not _splits(n, train, val):
+        raise TooFewSnapshots(f"{n} snapshot groups are too few for a train/validation/test split ({train}/{val}/rest)")
+    n_train, n_val = int(round(n * train)), int(round(n * val))
+    return Split(groups[:n_train], groups[n_train : n_train + n_val], groups[n_train + n_val :])
+
+
+def fewest_snapshots(window: int, train: float, val: float) -> int:
+    """The fewest snapshots whose sliding groups of ``window`` split into train, validation and test."""
+    _check_fractions(train, val)
+    groups = 3
+    while not _splits(groups, train, val):
+        groups += 1
+    return groups + window - 1
+
+
+def _check_fractions(train: float, val: float) -> None:
     if not (0 < train < 1 and 0 < val < 1 and train + val < 1):
         raise ConfigError(f"split fractions must be positive and sum below 1, got train={train} val={val}")
-    n = len(groups)
-    n_train = int(round(n * train))
-    n_val = int(round(n * val))
-    if n_train < 1 or n_val < 1 or n - n_train - n_val < 1:
-        raise ConfigError(f"{n} snapshot groups are too few for a train/validation/test split ({train}/{val}/rest)")
-    return Split(groups[:n_train], groups[n_train : n_train + n_val], groups[n_train + n_val :])
+
+
+def _splits(n: int, train: float, val: float) -> bool:
+    n_train, n_val = int(round(n * train)), int(round(n * val))
+    return n_train >= 1 and n_val >= 1 and n - n_train - n_val >= 1

@@ -126,3 +126,10 @@ def stored(
             pickle.dump(content, handle, protocol=pickle.HIGHEST_PROTOCOL)
         partial.replace(files[phase])
     return prefix
+
+
+def stored_in_cache(events: EventStream, train_stop: int, phases: dict[str, tuple[int, int]], count: int, seed: int) -> Path:
+    """``stored`` in the cache's ``negatives`` folder (``dygsched.data.catalog.cache_dir``): what every run reads."""
+    from dygsched.data.catalog import cache_dir
+
+    return stored(events, train_stop, phases, count, seed, cache_dir() / "negatives")

@@ -11,16 +11,21 @@ snapshots are kept as they are.
 
 ``link_events(graph)`` lists every snapshot's positives as events timed by their target index:
 what evaluation's samplers (``dygsched.data.negative_edges``: random, historical, inductive) and
-the one-vs-many negatives read as the edge history, the same for every model.
+the one-vs-many negatives read as the edge history, the same for every model. ``cut_pairs`` is
+that stream as an event model trains on a cut stream (UTG's rule for event models on discrete-time
+data: each snapshot's distinct pairs at the snapshot's time), split where the snapshot models'
+groups split, so both kinds of model train, validate and test on the same pairs.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Protocol
 
 import torch
 
 from dygsched.data.events import EventStream
+from dygsched.data.groups import sliding_groups, split_by_time
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.errors import ConfigError
 
@@ -75,3 +80,29 @@ def link_events(graph: TemporalGraph) -> EventStream:
     src = torch.cat([p[0] for p in pairs])
     dst = torch.cat([p[1] for p in pairs])
     return EventStream(f"{graph.name}-links", src, dst, torch.cat(times), graph.num_nodes)
+
+
+def cut_pairs(graph: TemporalGraph, settings: SplitSettings) -> EventStream:
+    """A link graph's positives as an event model's stream (``link_events``), split where the snapshot
+    models' groups of ``settings.window`` split: validation begins with the pairs the first
+    validation group scores, test with the first test group's; training has every pair before."""
+    events = link_events(graph)
+    split = split_by_time(sliding_groups(graph.num_snapshots, settings.window), settings.train_fraction, settings.val_fraction)
+    counts = [links_of(s).shape[1] for s in graph.snapshots]
+    offsets = [0]
+    for count in counts:
+        offsets.append(offsets[-1] + count)
+    return replace(events, phase_starts=(offsets[split.val[0].stop - 1], offsets[split.test[0].stop - 1]))
+
+
+class SplitSettings(Protocol):
+    """What ``cut_pairs`` reads of a run's settings."""
+
+    @property
+    def window(self) -> int: ...
+
+    @property
+    def train_fraction(self) -> float: ...
+
+    @property
+    def val_fraction(self) -> float: ...

@@ -1,22 +1,43 @@
 """Build a data source from its config (a ``_target_`` class with a ``load()``) and load its data.
 
+``dataset.snapshot`` (a unit, ``hourly`` ... ``yearly``, or a number of time units) is the data
+stage's own setting, read here rather than by a source: a stream's source loads its
+``EventStream`` as always, and ``load_data`` cuts it into snapshots (``stream_cut``). Any source
+whose ``load()`` gives an ``EventStream`` can be cut; one that gives snapshots is refused in one line.
+
+``for_task`` then hands a strategy the data as its kind and the run's task read it: snapshots with
+link targets for ``task=link`` (``link_targets``), and, for an event strategy on a cut stream, the
+cut's pairs as events (``link_targets.cut_pairs``: each snapshot's distinct pairs timed by the
+snapshot, UTG's rule for event models on discrete-time data, split where the snapshot models'
+groups split). One config, one cut, both kinds of model on the same training, validation and test
+pairs.
+
 A source that refuses its file says, on the same line, which other source reads it, where one does
 (``file_formats``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import replace
+from typing import Any, Protocol
 
 from dygsched.components import instantiate_component
+from dygsched.data.events import EventStream
 from dygsched.data.kinds import DATA_KINDS, DynamicData
+from dygsched.data.stream_cut import cut_stream
 from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.data.time_cut import parse_snapshot
 from dygsched.errors import ConfigError, DataError
+
+SNAPSHOT_KEY = "snapshot"
 
 
 def load_data(dataset_cfg: Mapping[str, Any]) -> DynamicData:
-    """The configured source's data: snapshots (``TemporalGraph``) or events (``EventStream``)."""
-    source = instantiate_component(dataset_cfg, "dataset")
+    """The configured source's data: snapshots (``TemporalGraph``) or events (``EventStream``); with
+    ``dataset.snapshot`` set, the stream cut into snapshots (``TemporalGraph.cut`` names the cut)."""
+    settings = dict(dataset_cfg)
+    cut = parse_snapshot(settings.pop(SNAPSHOT_KEY, None))
+    source = instantiate_component(settings, "dataset")
     try:
         data = source.load()
     except DataError as exc:  # a file another source reads: the line names that source
@@ -25,29 +46,63 @@ def load_data(dataset_cfg: Mapping[str, Any]) -> DynamicData:
         raise with_reader_hint(exc, source) from None
     if not isinstance(data, DATA_KINDS):
         raise ConfigError(f"dataset source {type(source).__name__} returned neither a TemporalGraph nor an EventStream")
-    return data
+    if cut is None:
+        return data
+    if not isinstance(data, EventStream):
+        edge_list = getattr(source, "kind", None) == "snapshots"
+        hint = " (an edge list: set dataset.kind=events to cut its rows this way)" if edge_list else ""
+        raise ConfigError(
+            f"{cut.label} cuts an event stream into snapshots, but dataset '{settings.get('name')}' gives snapshots already{hint}"
+        )
+    return replace(cut_stream(data, cut), cut=cut.label)
 
 
 def load_graph(dataset_cfg: Mapping[str, Any]) -> TemporalGraph:
-    """The configured source's snapshots; an event stream is refused with one line."""
+    """The configured source's snapshots; an event stream without ``dataset.snapshot`` is refused with one line."""
     data = load_data(dataset_cfg)
     if not isinstance(data, TemporalGraph):
         raise ConfigError(
-            f"dataset '{dataset_cfg.get('name')}' gives an event stream here, not snapshots (set dataset.kind=snapshots)"
+            f"dataset '{dataset_cfg.get('name')}' gives an event stream here, not snapshots "
+            "(cut it with dataset.snapshot=daily, weekly, ... or a number of time units; an edge list: dataset.kind=snapshots)"
         )
     return data
 
 
-def for_task(data: DynamicData, task: str | None, embedding_dim: int) -> DynamicData:
-    """``data`` as the run's task reads it: snapshots with link targets for ``task=link``
-    (``dygsched.data.link_targets``), else as loaded. ``task=node`` on an event stream is refused."""
-    if isinstance(data, TemporalGraph):
-        if task == "link":
-            from dygsched.data.link_targets import link_prediction_graph
+class TaskSettings(Protocol):
+    """What ``for_task`` reads of a run's settings (``RunSettings`` has it)."""
 
-            return link_prediction_graph(data, embedding_dim)
-        return data
-    if task == "node":
+    @property
+    def task(self) -> str | None: ...
+
+    @property
+    def embedding_dim(self) -> int: ...
+
+    @property
+    def window(self) -> int: ...
+
+    @property
+    def train_fraction(self) -> float: ...
+
+    @property
+    def val_fraction(self) -> float: ...
+
+
+def for_task(data: DynamicData, kind: type, settings: TaskSettings) -> DynamicData:
+    """``data`` as a strategy that trains on ``kind`` reads it under the run's task (module docstring):
+    snapshots with link targets for ``task=link``; a cut stream's pairs for an event strategy;
+    otherwise as loaded. ``task=node`` on an event stream is refused."""
+    from dygsched.data.link_targets import cut_pairs, link_prediction_graph
+
+    if isinstance(data, TemporalGraph) and kind is EventStream and data.cut is not None:
+        if settings.task == "node":
+            raise ConfigError(
+                f"task=node: an event model on dataset '{data.name}' cut by {data.cut} predicts its links; "
+                "node targets need a snapshot model (model=tgcn, ...)"
+            )
+        return cut_pairs(link_prediction_graph(data, settings.embedding_dim), settings)
+    if isinstance(data, TemporalGraph):
+        return link_prediction_graph(data, settings.embedding_dim) if settings.task == "link" else data
+    if settings.task == "node":
         raise ConfigError(
             f"task=node: dataset '{data.name}' is an event stream, whose models predict links (task=link); "
             "cut it into snapshots for node targets (dataset.snapshot)"

@@ -77,13 +77,22 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class TemporalGraph:
-    """A discrete-time dynamic graph: snapshots in time order, all over ``num_nodes`` ids."""
+    """A discrete-time dynamic graph: snapshots in time order, all over ``num_nodes`` ids.
+
+    ``snapshot_times`` (float64, ``[num_snapshots + 1]``, increasing), for snapshots cut from
+    timestamps (``dygsched.data.stream_cut``): entry ``s`` is when snapshot ``s`` starts, the last
+    entry when the interval that gives the last snapshot's targets starts; without overlapping
+    snapshots (``lags``) snapshot ``s`` holds the events of ``[snapshot_times[s], snapshot_times[s+1])``.
+    ``None`` for sources whose snapshots carry no times (generated graphs, signals).
+    """
 
     name: str
     snapshots: tuple[Snapshot, ...]
     task: Task
     num_classes: int = 0  # only for classification
     embedding_dim: int = 0  # only for link prediction: the width of the node embeddings the pairs are scored from
+    snapshot_times: torch.Tensor | None = None
+    cut: str | None = None  # the dataset.snapshot a stream was cut by (an event model then trains on the cut's pairs)
 
     def __post_init__(self) -> None:
         if not self.snapshots:
@@ -98,6 +107,18 @@ class TemporalGraph:
         checked: set[int] = set()  # sources often share one tensor (features, weights) across snapshots
         for t, snap in enumerate(self.snapshots):
             self._check_snapshot(t, snap, n, f, checked)
+        if self.snapshot_times is not None:
+            self._check_times(self.snapshot_times)
+
+    def _check_times(self, times: torch.Tensor) -> None:
+        expected = (self.num_snapshots + 1,)
+        if times.dtype != torch.float64 or tuple(times.shape) != expected:
+            raise DataError(
+                f"dataset '{self.name}': snapshot_times must be float64 of shape {expected}, "
+                f"got {times.dtype} of shape {tuple(times.shape)}"
+            )
+        if not bool(torch.isfinite(times).all()) or not bool((times[1:] > times[:-1]).all()):
+            raise DataError(f"dataset '{self.name}': snapshot_times must be finite and increasing")
 
     def _check_snapshot(self, t: int, snap: Snapshot, n: int, f: int, checked: set[int]) -> None:
         def fail(problem: str) -> None:

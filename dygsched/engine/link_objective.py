@@ -31,10 +31,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from dygsched.data.catalog import cache_dir
 from dygsched.data.event_batches import negative_destinations
 from dygsched.data.groups import Split
-from dygsched.data.link_negatives import stored
+from dygsched.data.link_negatives import stored_in_cache
 from dygsched.data.link_targets import link_events, links_of
 from dygsched.data.negative_edges import NegativeEdges
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
@@ -141,8 +140,7 @@ def negatives_prefix(graph: TemporalGraph, split: Split, settings: RunSettings) 
     if not settings.one_vs_many:
         return None
     _, phases, train_stop = evaluated_ranges(graph, split)
-    folder = cache_dir() / "negatives"
-    return str(stored(link_events(graph), train_stop, phases, settings.one_vs_many, settings.seed, folder))
+    return str(stored_in_cache(link_events(graph), train_stop, phases, settings.one_vs_many, settings.seed))
 
 
 def stored_negatives(

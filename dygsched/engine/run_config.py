@@ -273,6 +273,8 @@ class RunConfig:
         return {
             "run_id": run_id,
             "dataset": self.dataset.name,
+            # an event stream cut into snapshots (dataset.snapshot): runs of other cuts are other data
+            "snapshot": None if self.dataset.fields.get("snapshot") is None else str(self.dataset.fields["snapshot"]),
             "model": self.model.name,
             "sched": self.sched.name,
             "world_size": world_size,

@@ -300,7 +300,8 @@ class Strategy(ABC):
         if not isinstance(data, self.data_kind):
             raise ConfigError(
                 f"sched={self.name} trains on {self.data_kind.__name__} data, but the dataset gives {type(data).__name__} "
-                "(for an edge list, set dataset.kind)"
+                "(cut a stream into snapshots with dataset.snapshot=daily, weekly, ... or a number of time units; "
+                "for an edge list, set dataset.kind)"
             )
         links = is_link_task(data)
         if links and not self.predicts_links:
@@ -364,7 +365,7 @@ class Strategy(ABC):
         before any rank starts: the loss and the task's metric (accuracy, or MSE for regression)."""
         task = getattr(data, "task", None)
         if getattr(task, "name", "") == "LINK":
-            return settings.link_metric_names(ranking=settings.eval_negatives > 1)
+            return settings.link_metric_names(ranking=settings.eval_negatives > 1 or settings.one_vs_many > 1)
         return frozenset({"loss", "accuracy" if getattr(task, "name", "") == "CLASSIFICATION" else "mse"})
 
     def lr_multiplier(self, epoch: int) -> float:

@@ -310,11 +310,10 @@ class _RankRun:
         _record_ranks(self.folder, self.rank, self.world_size, device)
         where.enter("loading the data")
         self.settings = run.settings
+        self.strategy = strategy if strategy is not None else build_strategy(run.sched)  # its data kind: a stream or its cut
         loaded = data if data is not None else load_data(run.dataset)
-        data = for_task(loaded, self.settings.task, self.settings.embedding_dim)  # a no-op where the launcher did it
+        data = for_task(loaded, self.strategy.data_kind, self.settings)  # a no-op where the launcher did it
         self.recorder = MetricRecorder(self.run_id, self.rank)
-
-        self.strategy = strategy if strategy is not None else build_strategy(run.sched)
         where.enter(f"the setup of sched={self.strategy.name} (partitioning, planning)")
         self.strategy.setup(
             RunContext(data, self.settings, self.rank, self.world_size, device, Artifacts(self.folder, self.is_main))

@@ -49,8 +49,8 @@ class RunFailed(DygschedError):
 
 def prepare(checked: CheckedRun, world_size: int) -> DynamicData:
     """Load and validate the data and everything that depends on it, before any rank trains."""
-    settings = checked.run.settings
-    data = for_task(load_data(checked.run.dataset), settings.task, settings.embedding_dim)
+    # a cut stream: the kind the strategy trains on, as the run's task reads it
+    data = for_task(load_data(checked.run.dataset), checked.strategy.data_kind, checked.run.settings)
     check_data(checked, data, world_size)
     return data
 

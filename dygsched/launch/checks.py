@@ -51,6 +51,9 @@ def precheck(cfg: DictConfig, overrides: Sequence[str] | None) -> dict[str, Any]
     if defaults is not None:
         check_group_types(config, defaults)
     check_results_dir(Path(str(config["results_dir"])), keep=False)
+    from dygsched.data.time_cut import parse_snapshot
+
+    parse_snapshot((config.get("dataset") or {}).get("snapshot"))  # an unknown unit, a length of 0: refused now
     dataset_path = (config.get("dataset") or {}).get("path")
     if isinstance(dataset_path, str):
         from dygsched.data.download import ensure_readable
@@ -134,11 +137,33 @@ def check_data(checked: CheckedRun, data: DynamicData, world_size: int) -> None:
     """Stage 4: the strategy's own check of the data, and the model and optimizer it builds."""
     from dygsched.engine.build import build_model, build_optimizer
 
-    checked.strategy.check(data, checked.run.settings, world_size)
+    check_strategy_data(checked, data, world_size)
     check_early_stop_metric(checked, data)
     model = build_model(checked.run.model, data)  # a model that cannot be built fails here, before any worker starts
     checked.strategy.check_model(model)
     build_optimizer(checked.run.optim, model.parameters())
+
+
+def check_strategy_data(checked: CheckedRun, data: DynamicData, world_size: int) -> None:
+    """The strategy's own check of the data; a stream cut into too few snapshots for the window and
+    the split is refused in words about the cut (``dataset.snapshot``)."""
+    from dygsched.data.groups import TooFewSnapshots, fewest_snapshots
+    from dygsched.data.temporal_graph import TemporalGraph
+    from dygsched.data.time_cut import parse_snapshot
+
+    try:
+        checked.strategy.check(data, checked.run.settings, world_size)
+    except TooFewSnapshots as exc:
+        cut = parse_snapshot(checked.run.dataset.get("snapshot"))
+        if cut is None or not isinstance(data, TemporalGraph):
+            raise
+        settings = checked.run.settings
+        needed = fewest_snapshots(settings.window, settings.train_fraction, settings.val_fraction)
+        raise ConfigError(
+            f"{cut.label} cuts dataset '{checked.run.dataset.name}' into {data.num_snapshots} snapshots, fewer than the "
+            f"{needed} that window={settings.window} and a {settings.train_fraction}/{settings.val_fraction}/rest split "
+            f"need ({exc}): cut finer or shorten the window"
+        ) from None
 
 
 def check_early_stop_metric(checked: CheckedRun, data: DynamicData) -> None:

@@ -48,6 +48,8 @@ def compose_config(overrides: list[str]) -> DictConfig:
                 "(docs/operations.md)"
             ) from None
         unknown = re.match(r"Could not override '([^']+)'\. To append to your config use \+", message)
+        if unknown and unknown.group(1) == "dataset.snapshot":
+            raise ConfigError(not_a_stream_message(overrides)) from None
         if unknown:  # Hydra's advice (add it with +) would only make the setting silently unread here
             raise ConfigError(unknown_key_message(unknown.group(1))) from None
         if exc.__cause__ is not None:  # e.g. the type error behind "Error merging override"
@@ -90,6 +92,36 @@ def unknown_key_message(key: str) -> str:
     close = difflib.get_close_matches(head, known, n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(close)}? " if close else ""
     return f"unknown key '{key}': {hint}keys: {', '.join(top_level_keys())}; groups: {', '.join(config_groups())}"
+
+
+def not_a_stream_message(overrides: list[str]) -> str:
+    """``dataset.snapshot`` set on a dataset whose config has no such key: it is not an event stream."""
+    chosen = [o.split("=", 1)[1] for o in overrides if o.lstrip("+").split("=", 1)[0] == "dataset"]
+    which = f"dataset={chosen[-1]}" if chosen else "the default dataset"
+    return (
+        f"dataset.snapshot cuts an event stream into snapshots, and {which} is not one (it gives snapshots already); "
+        f"the streams that can be cut: {', '.join(stream_datasets())}"
+    )
+
+
+def stream_datasets() -> list[str]:
+    """The dataset configs that are event streams: those with a ``snapshot`` setting, their own or
+    from the config they start from."""
+    from importlib.resources import files
+
+    folder = files(CONFIG_MODULE) / "dataset"
+    configs = {entry.name.removesuffix(".yaml"): entry for entry in folder.iterdir() if entry.name.endswith(".yaml")}
+
+    def is_stream(name: str, seen: frozenset[str] = frozenset()) -> bool:
+        node = OmegaConf.create(configs[name].read_text())
+        if not isinstance(node, DictConfig):
+            return False
+        if "snapshot" in node:
+            return True
+        parents = [d for d in node.get("defaults", []) if isinstance(d, str) and d in configs and d not in seen]
+        return any(is_stream(parent, seen | {name}) for parent in parents)
+
+    return sorted(name for name in configs if is_stream(name))
 
 
 def check_added_keys(overrides: list[str]) -> None:

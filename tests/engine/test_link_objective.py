@@ -157,3 +157,33 @@ def test_utgs_evaluation_streams_every_snapshot_from_the_first():
             strategy.split = type(split)(split.train, split.val, tuple(type(g)(g.index, 0, g.stop) for g in split.test))
         scores[procedure] = strategy.evaluate("test")
     assert scores["utg"] == pytest.approx(scores["windows"], rel=1e-6)
+
+
+def test_event_and_snapshot_models_on_a_cut_stream_score_the_same_pairs_against_the_same_negatives(tmp_path, monkeypatch):
+    from omegaconf import OmegaConf
+
+    from dygsched.data.events import EventStream
+    from dygsched.data.loading import for_task, load_data
+    from dygsched.data.temporal_graph import TemporalGraph
+    from dygsched.data.tgb_negatives import read_phase_negatives
+    from dygsched.engine.node_memory.strategy import fixed_negatives_prefix
+    from dygsched.launch.compose import compose_config
+
+    monkeypatch.setenv("DYGSCHED_CACHE", str(tmp_path))
+    dataset = OmegaConf.to_container(compose_config(["dataset=collegemsg", "dataset.snapshot=weekly"]).dataset, resolve=True)
+    run = RunSettings(window=2, train_fraction=0.7, val_fraction=0.15, seed=5, epochs=1, task="link", one_vs_many=30)
+    cut = load_data(dataset)
+    graph = for_task(cut, TemporalGraph, run)
+    split = build_split(graph, run)
+    protocol = LinkProtocol.build(graph, split, run)
+    stream = for_task(cut, EventStream, run)
+    events = stream.split(run.train_fraction, run.val_fraction)
+    phases = {"val": events.val, "test": events.test}
+    fixed = read_phase_negatives(fixed_negatives_prefix(stream, events, run), stream, phases)
+    for phase in ("val", "test"):
+        snapshot_pairs = torch.cat([g.snapshots(graph)[-1].links for g in split.phase(phase)], dim=1)
+        first, stop = phases[phase]
+        assert torch.equal(torch.stack([stream.src[first:stop], stream.dst[first:stop]]), snapshot_pairs)
+        assert torch.equal(fixed[phase].destinations, protocol.fixed[phase].destinations)
+        assert torch.equal(fixed[phase].present, protocol.fixed[phase].present)
+    assert len(list((tmp_path / "negatives").glob("*_test_ns.pkl"))) == 1  # generated once, read by both

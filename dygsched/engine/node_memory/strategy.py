@@ -57,6 +57,7 @@ from dygsched.data.event_batches import (
 )
 from dygsched.data.events import EventSplit, EventStream
 from dygsched.data.kinds import DynamicData
+from dygsched.data.link_negatives import stored_in_cache
 from dygsched.data.negative_edges import NegativeEdges, sampler_names
 from dygsched.data.new_nodes import NewNodeSplit, new_node_split
 from dygsched.data.tgb_negatives import FixedNegatives, read_phase_negatives
@@ -105,9 +106,10 @@ class NodeMemoryStrategy(Strategy):
             raise ConfigError(f"eval.inductive must be one of {', '.join(INDUCTIVE_EVENTS)}, got {settings.inductive_events!r}")
         if settings.score_average not in AVERAGES:
             raise ConfigError(f"eval.average must be one of {', '.join(AVERAGES)}, got {settings.score_average!r}")
-        if settings.inductive_events == "apart" and settings.tgb_negatives:
+        if settings.inductive_events == "apart" and (settings.tgb_negatives or settings.one_vs_many):
             raise ConfigError(
-                "eval.inductive=apart draws its own negatives for the new-node pass: TGB's fixed ones have none for it"
+                "eval.inductive=apart draws its own negatives for the new-node pass: fixed ones "
+                "(tgb_negatives, eval.one_vs_many) have none for it"
             )
         if settings.tgb_negatives:
             if settings.eval_negatives != 1:
@@ -116,9 +118,9 @@ class NodeMemoryStrategy(Strategy):
                 raise ConfigError(
                     "tgb_negatives gives TGB's fixed negatives: leave eval.negatives and eval.negative_pool at random, all"
                 )
-            read_phase_negatives(
-                settings.tgb_negatives, data, {"val": split.val, "test": split.test}
-            )  # one line if it does not fit
+        prefix = fixed_negatives_prefix(data, split, settings)  # eval.one_vs_many's are generated here, once
+        if prefix is not None:
+            read_phase_negatives(prefix, data, {"val": split.val, "test": split.test})  # one line if it does not fit
         training_events = int(
             new_node_split(data, split, settings.new_node_fraction, settings.new_node_draw).train_events.numel()
         )  # refuses an impossible share
@@ -150,11 +152,8 @@ class NodeMemoryStrategy(Strategy):
         self.train_neighbours = (
             RecentNeighbours(stream, self.times, self.new_nodes.train_events) if self.new_nodes.drops_events else self.neighbours
         )
-        fixed = (
-            read_phase_negatives(run.settings.tgb_negatives, stream, {"val": self.split.val, "test": self.split.test})
-            if run.settings.tgb_negatives
-            else {}
-        )
+        prefix = fixed_negatives_prefix(stream, self.split, run.settings)
+        fixed = read_phase_negatives(prefix, stream, {"val": self.split.val, "test": self.split.test}) if prefix else {}
         self.negatives = negative_sampler(stream, self.split, run.settings, fixed)
         # eval.inductive=apart: each evaluated phase's events with a new endpoint, and their own negatives
         self.new_node_events: dict[str, torch.Tensor] = {}
@@ -521,7 +520,8 @@ class NodeMemoryStrategy(Strategy):
         }
 
     def evaluation_metrics(self, data: DynamicData, settings: RunSettings) -> frozenset[str]:
-        return settings.link_metric_names(ranking=settings.eval_negatives > 1 or bool(settings.tgb_negatives))
+        fixed = bool(settings.tgb_negatives) or settings.one_vs_many > 1
+        return settings.link_metric_names(ranking=settings.eval_negatives > 1 or fixed)
 
     def _metrics(self, mine: dict[str, EvaluationScores]) -> dict[str, MetricValue]:
         """Each sampler's metrics; with any rule but TGL's alone, every name says its sampler: ``ap[historical]``."""
@@ -548,6 +548,17 @@ class NodeMemoryStrategy(Strategy):
             "state_rows_per_rank": self.memory.ownership.rows_on(self.rank) if hasattr(self.memory, "ownership") else None,
             **self.memory.describe(),
         }
+
+
+def fixed_negatives_prefix(stream: EventStream, split: EventSplit, settings: RunSettings) -> str | None:
+    """The files of the fixed negatives the evaluated phases score against: TGB's (``tgb_negatives``),
+    or ``eval.one_vs_many``'s, generated into the cache where they are not there yet; None without either."""
+    if settings.tgb_negatives:
+        return settings.tgb_negatives
+    if not settings.one_vs_many:
+        return None
+    phases = {"val": split.val, "test": split.test}
+    return str(stored_in_cache(stream, split.val[0], phases, settings.one_vs_many, settings.seed))
 
 
 def negative_sampler(
