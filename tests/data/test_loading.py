@@ -4,7 +4,6 @@ through the command line (one line, before any rank starts, nothing written)."""
 import os
 
 import pytest
-import torch
 from omegaconf import OmegaConf
 
 from dygsched.data.events import EventStream
