@@ -108,6 +108,7 @@ def test_utgs_procedure_trains_each_window_from_the_state_the_one_before_left(tm
     from omegaconf import OmegaConf
 
     from dygsched.data.loading import for_task, load_data
+    from dygsched.data.temporal_graph import TemporalGraph
     from dygsched.engine.build import build_model, run_settings
     from dygsched.engine.checkpoint import load_checkpoint
     from dygsched.engine.objective import group_objective
@@ -120,7 +121,7 @@ def test_utgs_procedure_trains_each_window_from_the_state_the_one_before_left(tm
     assert done.returncode == 0, done.stderr
     cfg = OmegaConf.to_container(compose_config(overrides), resolve=True)
     settings = run_settings(cfg)
-    graph = for_task(load_data(cfg["dataset"]), settings.task, settings.embedding_dim)
+    graph = for_task(load_data(cfg["dataset"]), TemporalGraph, settings)
     split = build_split(graph, settings)
     seed_everything(settings.seed)
     objective = group_objective(build_model(cfg["model"], graph), graph, split, settings)

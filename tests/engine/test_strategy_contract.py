@@ -24,6 +24,7 @@ import torch.distributed as dist
 from omegaconf import OmegaConf
 
 from dygsched.data.loading import for_task, load_data
+from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.build import build_model, build_strategy, run_settings
 from dygsched.engine.checkpoint import load_checkpoint
 from dygsched.engine.distributed import DistEnv
@@ -131,7 +132,7 @@ def reference_parameters(name: str, folder: Path, task: str = "node") -> dict[st
     """Single-process SGD on each iteration's mean group loss, from the worker's own initial model."""
     cfg = config(name, folder.parent, *TASKS[task])
     settings = run_settings(cfg)
-    graph = for_task(load_data(cfg["dataset"]), settings.task, settings.embedding_dim)
+    graph = for_task(load_data(cfg["dataset"]), TemporalGraph, settings)
     split = build_split(graph, settings)
     seed_everything(int(cfg["seed"]))
     objective = group_objective(build_model(cfg["model"], graph), graph, split, settings)
@@ -307,6 +308,6 @@ def test_a_strategy_refuses_a_task_it_does_not_train():
 
     cfg = config("distdy", Path("unused"), *TASKS["link"])
     settings = run_settings(cfg)
-    data = for_task(load_data(cfg["dataset"]), settings.task, settings.embedding_dim)
+    data = for_task(load_data(cfg["dataset"]), TemporalGraph, settings)
     with pytest.raises(ConfigError, match=r"^sched=distdy does not train link prediction \(task=link\)"):
         build_strategy(cfg["sched"]).check(data, settings, 1)
