@@ -52,7 +52,9 @@ class IterationStats:
     """One rank's share of one optimizer step.
 
     ``units``: units of work whose losses this rank reports (0 when it only helped, e.g. ESDG's
-    earlier ranks); ``loss_sum``: the sum of their unscaled losses; ``busy_s``: compute time;
+    earlier ranks); ``loss_sum``: the sum of their unscaled losses, a float or a 0-dimensional
+    tensor on the device (``add_loss``: kept there, summed in float64, and read by the worker once
+    per epoch, so a step never waits for the device to report its loss); ``busy_s``: compute time;
     ``wait_s``: time blocked on other ranks; ``comm_s``: time moving data; ``bytes[kind]``: bytes
     this rank moved of each kind (``allreduce``, ``hidden_state``, ``host_to_device``, ...).
 
@@ -64,7 +66,7 @@ class IterationStats:
 
     iteration: int
     units: int = 0
-    loss_sum: float = 0.0
+    loss_sum: float | torch.Tensor = 0.0
     busy_s: float = 0.0
     wait_s: float = 0.0
     comm_s: float = 0.0
@@ -73,6 +75,11 @@ class IterationStats:
 
     def add_bytes(self, kind: str, count: int) -> None:
         self.bytes[kind] = self.bytes.get(kind, 0) + int(count)
+
+    def add_loss(self, loss: torch.Tensor, scale: float = 1.0) -> None:
+        """Add the unscaled loss ``loss / scale`` where it is (on the device), in float64: no read
+        on the host, and the same sum a float would give (float32 to float64 is exact)."""
+        self.loss_sum = self.loss_sum + unscaled_loss(loss, scale)
 
     def add_time(self, name: str, region: Region) -> None:
         """Add ``region``'s seconds to the field ``name`` (``busy_s``, ``wait_s``, ``comm_s``) when settled."""
@@ -92,6 +99,13 @@ class IterationStats:
         timed inside it; settles the regions pending so far."""
         self.settle()
         self.busy_s = step.seconds - self.wait_s - self.comm_s
+
+
+def unscaled_loss(loss: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+    """``loss / scale`` as a float64 tensor where ``loss`` is, detached: what a step reports without
+    reading the device (``float(loss) / scale`` would wait for it)."""
+    value = loss.detach().to(torch.float64)
+    return value / scale if scale != 1.0 else value
 
 
 @dataclass(frozen=True)

@@ -248,7 +248,7 @@ class DistDyStrategy(Strategy):
                 with timed(self.device) as step:
                     loss = self.batch_loss(epoch.index, tau, b, held, traffic, stats)
                     epoch.backward(loss, final=True)
-                stats.loss_sum = float(loss.detach())
+                stats.add_loss(loss)
                 stats.busy_from(step)
                 epoch.finish_iteration(stats)
                 iteration += 1
