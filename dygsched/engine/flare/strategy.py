@@ -178,7 +178,7 @@ class FlareStrategy(Strategy):
     def objective(self, model: nn.Module) -> nn.Module:
         self.check_model(model)
         self.model = cast(DGNN, model)  # check_model refuses any other model
-        self.layout = RankLayout(self.graph, self.partition, self.rank, model_norm(model))
+        self.layout = RankLayout(self.graph, self.partition, self.rank, model_norm(model), self.device)
         self.loss = GroupObjective(self.model, self.graph.task)
         return self.loss
 
@@ -297,7 +297,7 @@ class FlareStrategy(Strategy):
             loss = self.window_loss(group, saved, accounting, clock)
         with clock.phase("backward"):
             epoch.backward(loss, final=True)
-        stats.loss_sum = float(loss.detach())
+        stats.add_loss(loss)
         if saved is not None:
             self._state_bytes = tensor_bytes(saved)
         return kept.bytes
@@ -313,6 +313,8 @@ class FlareStrategy(Strategy):
         clock = clock or Breakdown()
         with clock.phase("remap" if not self.config.shrink else "load"):
             snapshots, partitioned, ids = self.blocks(group)  # without shrinking, renumbered here, at every step
+        # each block's existing nodes, counted on the host where the blocks are built (the loss's denominators)
+        existing = [float(s.node_mask.sum()) for s in snapshots] if self.config.loss_on != "last" else []
         with clock.phase("load"):
             snapshots = [s.to(self.device) for s in snapshots]
         with clock.phase("forward"):
@@ -324,9 +326,7 @@ class FlareStrategy(Strategy):
                 last = partitioned[-1]
                 assert last is not None, "the last block of a window is always full"
                 return self._partial_loss(h, snapshots[-1], last.active_nodes)
-            counts = comm.all_reduce(
-                torch.tensor([float(s.node_mask.sum()) for s in snapshots], dtype=torch.float64)
-            )  # host: gloo
+            counts = comm.all_reduce(torch.tensor(existing, dtype=torch.float64))  # host: gloo
             terms = [
                 self._partial_loss(out, s, float(c)) for out, s, c in zip(hooks.outputs, snapshots, counts.tolist()) if c > 0
             ]
