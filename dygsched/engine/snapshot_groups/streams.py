@@ -78,6 +78,23 @@ class Streams:
     def on(self, stream: torch.cuda.Stream | None) -> AbstractContextManager[Any]:
         return torch.cuda.stream(stream) if stream is not None else nullcontext()
 
+    def mark(self, stream: torch.cuda.Stream | None) -> torch.cuda.Event | None:
+        """An event recorded on ``stream`` now: the point a consumer waits for (``handoff_at``)."""
+        if stream is None:
+            return None
+        event = torch.cuda.Event()
+        event.record(stream)
+        return event
+
+    def handoff_at(self, produced: Any, ready: torch.cuda.Event | None, consumer: torch.cuda.Stream | None = None) -> None:
+        """Make ``consumer`` (default: the current stream) wait for ``ready`` alone (not for what its
+        stream queued after it) and own ``produced``."""
+        if ready is None:
+            return
+        consumer = consumer if consumer is not None else torch.cuda.current_stream(self.device)
+        consumer.wait_event(ready)
+        record_stream(produced, consumer)
+
     def handoff(self, produced: Any, producer: torch.cuda.Stream | None, consumer: torch.cuda.Stream | None = None) -> None:
         """Make ``consumer`` (default: the current stream) wait for ``producer`` and own ``produced``."""
         if producer is None:
