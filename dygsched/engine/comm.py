@@ -270,7 +270,7 @@ def broadcast_object(value: Any, src: int = 0) -> Any:
     closes the store's connection, or its launcher stops the job), and enter the broadcast together."""
     if not active():
         return value
-    _wait_for_rank(src)
+    wait_for_rank(src)
     box = [value]
     dist.broadcast_object_list(box, src=src)
     return box[0]
@@ -280,8 +280,13 @@ _arrivals = itertools.count()
 SOLO_WORK_LIMIT = timedelta(hours=24)  # how long the other ranks wait for one rank's solo work
 
 
-def _wait_for_rank(src: int) -> None:
-    """Return on every rank once rank ``src`` has called this too (the n-th call meets the n-th)."""
+def wait_for_rank(src: int) -> None:
+    """Return on every rank once rank ``src`` has called this too (the n-th call meets the n-th):
+    the other ranks wait on the process group's store, where no collective timeout runs, while
+    ``src`` works alone (a broadcast's value, rank 0's checkpoint and metric files between epochs).
+    With one rank, at once."""
+    if not active():
+        return
     key = f"dygsched/arrived/{next(_arrivals)}"
     store = dist.distributed_c10d._get_default_store()
     if rank() == src:
