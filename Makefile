@@ -80,7 +80,7 @@ endif
 
 test-gpu: $(GPU_DEPS) ## the tests that need a CUDA device (GPU_PYTHON=python3: with that interpreter, no install)
 	$(if $(GPU_PYTHON),,$(BIN)/python -c "import pytest" 2>/dev/null || $(BIN)/python -m pip install -q pytest)
-	$(GPU_RUN) -m pytest -q -p no:cacheprovider -m gpu tests/engine/test_gpu.py
+	$(GPU_RUN) -m pytest -q -p no:cacheprovider -m gpu tests/engine/test_gpu.py tests/engine/test_timing.py
 
 check-gpu: $(GPU_DEPS) ## one GPU, every collective and every strategy against CPU, under 8 min, table in $(RESULTS)/check-gpu (GPU_PYTHON=python3: no install)
 	$(GPU_RUN) -m dygsched.launch.gpu_check $(RESULTS)/check-gpu $(CHECK_GPU_ARGS)

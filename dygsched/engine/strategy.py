@@ -242,11 +242,12 @@ class Epoch:
         return not self.sync.overlap
 
     def finish_iteration(self, stats: IterationStats) -> None:
+        clock = comm.clock_for(self.device)  # NCCL's work by events, gloo's (which blocks the host) by the host clock
         if self.world_size > 1 and self.measures_wait:
-            waiting = Region(self.device)
+            waiting = Region(clock)
             comm.all_reduce(self._ready)  # every rank, busy or idle: the time until the slowest is ready
             stats.add_time("wait_s", waiting.stop())
-        communicating = Region(self.device)  # until the summed gradients are in place (the planner's alpha)
+        communicating = Region(clock)  # until the summed gradients are in place (the planner's alpha)
         moved = self.sync.synchronize()
         stats.add_time("comm_s", communicating.stop())
         stats.bytes["allreduce"] = moved
