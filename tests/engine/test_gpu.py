@@ -137,3 +137,26 @@ def test_every_strategy_family_trains_on_cuda_what_it_trains_on_cpu(tmp_path, fa
     metrics = pd.read_parquet(tmp_path / "cuda" / cuda["run_id"] / "metrics.parquet")
     peaks = metrics[(metrics.metric == "gpu_peak_allocated_bytes") & (metrics.iteration == -1)]
     assert sorted(set(peaks["rank"])) == list(range(ranks)) and (peaks.value > 0).all()
+
+
+def test_the_sync_counter_counts_what_waits_for_the_device_and_nothing_else():
+    """``metrics.count_syncs`` on CUDA: torch's sync debug mode, one count per synchronising call."""
+    from dygsched.engine.host_syncs import counting_syncs
+
+    device = torch.device("cuda")
+    x = torch.randn(1000, device=device)
+    with counting_syncs(True, device) as quiet:
+        y = (x * 2).sum()  # queued work only
+        torch.arange(5).to(device, non_blocking=True)  # pageable host memory staged, no stream sync
+    with counting_syncs(True, device) as reads:
+        float(y)  # a read of a device value
+        x[x > 0]  # a size the device decides
+    assert quiet.count == 0 and reads.count == 2, (quiet.count, reads.count)
+    assert torch.cuda.get_sync_debug_mode() == 0  # restored
+
+
+def test_a_step_s_syncs_are_recorded_per_epoch_on_cuda(tmp_path):
+    summary = run(tmp_path, [*TINY_SYNTHETIC, "device=cuda", "world_size=1", "sched=psg", "epochs=2", "metrics.count_syncs=true"])
+    metrics = pd.read_parquet(tmp_path / summary["run_id"] / "metrics.parquet")
+    per_step = metrics[(metrics.metric == "cuda_syncs_per_step") & (metrics.iteration == -1)]
+    assert len(per_step) == 2 and (per_step.value >= 0).all()

@@ -67,6 +67,9 @@ def test_ratios_are_a_over_b_with_their_spread():
     time_row = ratio_row("real", Side("real", values=[1.0, 2.0]), Side("psg", values=[2.0, 2.0]))
     assert (time_row["ratio"], time_row["ratio_low"], time_row["ratio_high"]) == (0.75, 0.5, 1.0)
     assert (time_row["a_value"], time_row["b_value"]) == (1.5, 2.0)
+    assert time_row["spread_over"] == "rounds"
+    one_round = ratio_row("sven", Side("on", [1.0], [0.9, 1.1]), Side("off", [2.0], [2.0, 2.0]))  # over its steady epochs
+    assert (one_round["ratio_low"], one_round["ratio_high"], one_round["spread_over"]) == (0.45, 0.55, "epochs")
     memory = ratio_row("flare", Side("flare", per_epoch=[50.0, 60.0]), Side("full", per_epoch=[100.0, 100.0]))
     assert (memory["ratio"], memory["ratio_low"], memory["ratio_high"], memory["a_value"]) == (0.55, 0.5, 0.6, 60.0)
 

@@ -28,6 +28,7 @@ COLUMNS = [
     "ratio",
     "ratio_low",
     "ratio_high",
+    "spread_over",
     "rounds",
     "a_syncs_per_step",
     "b_syncs_per_step",
@@ -54,11 +55,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--budget-s",
         type=float,
-        default=270.0,
+        default=260.0,
         help="start no pair or round after this many seconds; the bench ends within it and one run's deadline "
         "(default: %(default)s)",
     )
-    parser.add_argument("--run-timeout-s", type=float, default=120.0, help="deadline of one side's run (default: %(default)s)")
+    parser.add_argument("--run-timeout-s", type=float, default=90.0, help="deadline of one side's run (default: %(default)s)")
     args = parser.parse_args(list(argv))
     args.pairs = [p.strip() for p in args.pairs.split(",") if p.strip()]
     unknown = [p for p in args.pairs if p not in PAIRS]
@@ -106,7 +107,7 @@ def summary_line(row: dict[str, Any]) -> str:
     if row["status"] != "ok":
         return f"{row['pair']}: {row['status']}: {row['reason']}"
     unit = "peak memory" if row["measure"] == "peak_mb" else "epoch time"
-    spread = f" ({cell(row['ratio_low'])} to {cell(row['ratio_high'])})" if row.get("rounds", 0) else ""
+    spread = f" ({cell(row['ratio_low'])} to {cell(row['ratio_high'])} over {row['spread_over']})" if row.get("rounds") else ""
     syncs = f"syncs/step {cell(row['a_syncs_per_step']) or '-'} vs {cell(row['b_syncs_per_step']) or '-'}"
     note = f"; {row['reason']}" if row["reason"] else ""
     return f"{row['pair']}: {unit} {row['a']} / {row['b']} = {cell(row['ratio'])}x{spread}, {syncs}{note}"

@@ -32,7 +32,7 @@ from dygsched.errors import DygschedError
 from dygsched.launch.gpu_check.runs import deadline
 from dygsched.launch.gpu_check.table import Clock, one_line
 
-PAIRS = ("tgcn", "real", "tgn", "flare", "sven")  # the order they run in: a budget cut short loses the last
+PAIRS = ("tgcn", "real", "flare", "sven", "tgn")  # the order they run in: a budget cut short loses the last rounds
 COMMON = ("seed=0", "checkpoint=false", "progress=false", "overwrite=true", "metrics.count_flops=false")
 
 TINY_SNAPSHOTS = ("dataset=synthetic", "dataset.num_nodes=120", "dataset.num_snapshots=12", "dataset.feature_dim=8")
@@ -69,7 +69,7 @@ SIZES: dict[str, dict[str, Workload]] = {
             epochs=3,
             skip=1,
         ),
-        "tgn": Workload(("dataset=wikipedia_like",), epochs=2, width=100, batch=600, neighbours=10),
+        "tgn": Workload(("dataset=wikipedia_like",), epochs=3, width=100, batch=600, neighbours=10),
         "flare": Workload(
             ("+experiment=flare", "dataset.num_nodes=30000", "world_size=1"),  # 20 snapshots, windows of 8
             a=("+flare_variant=flare",),
@@ -126,7 +126,7 @@ class Side:
 
     label: str
     values: list[float] = field(default_factory=list)  # one per round (time)
-    per_epoch: list[float] = field(default_factory=list)  # memory: every epoch's peak of every round
+    per_epoch: list[float] = field(default_factory=list)  # every steady epoch of every round: time, or memory's peaks
     syncs_per_step: float | None = None
     final_loss: float | None = None
 
@@ -179,6 +179,7 @@ def engine_side(setting: Setting, overrides: Sequence[str], run_id: str, skip: i
     peak_metric = "gpu_peak_allocated_bytes" if setting.device == "cuda" else "peak_rss_bytes"
     return {
         "epoch_s": float(epochs.median()) if len(epochs) else float("nan"),
+        "epochs_s": epochs.tolist(),
         "syncs_per_step": float(syncs.iloc[-1]) if len(syncs) else None,
         "final_loss": summary.get("final_train_loss"),
         "peaks_mb": (_steady(metrics, peak_metric, skip) / 2**20).tolist(),
@@ -202,6 +203,7 @@ def plain_side(setting: Setting, work: Callable[[], tuple[list[float], list[floa
     total_steps = steps * len(seconds)
     return {
         "epoch_s": statistics.median(steady),
+        "epochs_s": list(steady),
         "syncs_per_step": count.count / total_steps if count.kind is not None and total_steps else None,
         "final_loss": losses[-1] if losses else None,
         "peaks_mb": [],
@@ -319,7 +321,7 @@ def run_pair(pair: str, setting: Setting) -> dict[str, Any]:
                 setting.clock.say(f"{pair}: {side.label}, round {r + 1} ...")
                 got = runner(r)
                 side.values.append(got["epoch_s"])
-                side.per_epoch.extend(got["peaks_mb"])
+                side.per_epoch.extend(got["peaks_mb"] if measure(pair) == "peak_mb" else got["epochs_s"])
                 side.syncs_per_step = got["syncs_per_step"] if got["syncs_per_step"] is not None else side.syncs_per_step
                 side.final_loss = got["final_loss"]
             done = r + 1
@@ -331,15 +333,20 @@ def run_pair(pair: str, setting: Setting) -> dict[str, Any]:
 
 
 def ratio_row(pair: str, a: Side, b: Side) -> dict[str, Any]:
-    """A's and B's figure, the ratio A / B (median over rounds, or over epochs for memory) and its spread."""
+    """A's and B's figure, the ratio A / B and its spread: for time, per round (the steady epochs'
+    medians), or per steady epoch when one round was run; for memory, per epoch."""
+    by_round = False
     if measure(pair) == "peak_mb":
         pairs = [x / y for x, y in zip(a.per_epoch, b.per_epoch) if y > 0]
         value_a, value_b = (max(s.per_epoch) if s.per_epoch else float("nan") for s in (a, b))
     else:
-        pairs = [x / y for x, y in zip(a.values, b.values) if y > 0]
+        by_round = len(a.values) > 1
+        firsts, lasts = (a.values, b.values) if by_round else (a.per_epoch, b.per_epoch)
+        pairs = [x / y for x, y in zip(firsts, lasts) if y > 0]
         value_a, value_b = (statistics.median(s.values) if s.values else float("nan") for s in (a, b))
     nan = float("nan")
     return {
+        "spread_over": "epochs" if measure(pair) == "peak_mb" or not by_round else "rounds",
         "a_value": value_a,
         "b_value": value_b,
         "ratio": statistics.median(pairs) if pairs else nan,
