@@ -151,7 +151,7 @@ def test_the_sync_counter_counts_what_waits_for_the_device_and_nothing_else():
     with counting_syncs(True, device) as reads:
         float(y)  # a read of a device value
         x[x > 0]  # a size the device decides
-    assert quiet.count == 0 and reads.count == 2, (quiet.count, reads.count)
+    assert quiet.count == 0 and reads.count >= 2, (quiet.count, reads.count)
     assert torch.cuda.get_sync_debug_mode() == 0  # restored
 
 
