@@ -7,7 +7,10 @@ events (``handoff``), so each stage waits only for what it reads. On CPU, or wit
 every context is a no-op and the code runs in program order: one code path for both.
 
 Host-to-device copies are asynchronous (``non_blocking=True``) only from page-locked memory: a
-run on CUDA pins its graph's tensors once (``pinned_graph``) when the data reaches its rank.
+run on CUDA pins its graph's tensors once (``pinned_graph``) when the data reaches its rank. Pinned
+memory is a process's own, so each rank of a node pins a copy (the ranks of the local launcher share
+the loaded graph, a memory-mapped file, but not their pinned copies); docs/architecture.md says why
+one registered copy per node is not done yet.
 """
 
 from __future__ import annotations
