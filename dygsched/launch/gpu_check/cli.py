@@ -34,7 +34,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--budget-s",
         type=float,
-        default=240.0,
+        default=225.0,
         help="start no run after this many seconds; the check ends within the budget and one run's deadline "
         "(default: %(default)s)",
     )

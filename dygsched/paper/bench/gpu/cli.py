@@ -55,7 +55,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--budget-s",
         type=float,
-        default=260.0,
+        default=240.0,
         help="start no pair or round after this many seconds; the bench ends within it and one run's deadline "
         "(default: %(default)s)",
     )
