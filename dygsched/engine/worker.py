@@ -126,7 +126,7 @@ class _EpochTotals:
         sums = [value for _, _, value in self._losses]
         tensors = [value for value in sums if isinstance(value, torch.Tensor)]
         if tensors:  # one read of every step's loss still on the device
-            read = iter(torch.stack([t.to(torch.float64) for t in tensors]).tolist())
+            read = iter(torch.stack([t.to(tensors[0].device, torch.float64) for t in tensors]).tolist())
             sums = [next(read) if isinstance(value, torch.Tensor) else value for value in sums]
         for (iteration, units, _), loss_sum in zip(self._losses, sums, strict=True):
             if units:  # a rank that only helped (its share summed below) has no loss of its own
