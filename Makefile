@@ -16,7 +16,7 @@ RUN_ARGS ?=
 RESULTS ?= results
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint test-slow test-gpu check-gpu gpu-wheels gpu-site test-pgt test-numeric-isa clean paper reproduction paper-list simulate bench-vs-pygt
+.PHONY: help install run test lint test-slow test-gpu check-gpu bench-gpu gpu-wheels gpu-site test-pgt test-numeric-isa clean paper reproduction paper-list simulate bench-vs-pygt
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-20s %s\n", $$1, $$2}'
@@ -63,6 +63,10 @@ GPU_PYTHON ?=
 GPU_WHEELS ?= .gpu-wheels
 GPU_SITE ?= .gpu-site
 CHECK_GPU_ARGS ?=
+BENCH_GPU_ARGS ?=
+# A last guard over each GPU target's own budget and deadlines (they end well inside it): SIGTERM, which
+# makes them write the table of what they got, then SIGKILL 30 s later.
+GPU_TARGET_TIMEOUT_S ?= 480
 # What a node with torch, PyTorch Geometric, pandas, numpy, scipy and pytest may lack (pure-Python
 # wheels, and compiled ones for CPython 3.12 on x86-64 Linux); the versions the tests run with.
 # PuLP (16 MB, only for planner.options.backend=cbc|highs) is left out.
@@ -80,10 +84,13 @@ endif
 
 test-gpu: $(GPU_DEPS) ## the tests that need a CUDA device (GPU_PYTHON=python3: with that interpreter, no install)
 	$(if $(GPU_PYTHON),,$(BIN)/python -c "import pytest" 2>/dev/null || $(BIN)/python -m pip install -q pytest)
-	$(GPU_RUN) -m pytest -q -p no:cacheprovider -m gpu tests/engine/test_gpu.py
+	$(GPU_RUN) -m pytest -q -p no:cacheprovider -m gpu tests/engine/test_gpu.py tests/engine/test_timing.py
 
-check-gpu: $(GPU_DEPS) ## one GPU, every collective and every strategy against CPU, under 8 min, table in $(RESULTS)/check-gpu (GPU_PYTHON=python3: no install)
-	$(GPU_RUN) -m dygsched.launch.gpu_check $(RESULTS)/check-gpu $(CHECK_GPU_ARGS)
+check-gpu: $(GPU_DEPS) ## every collective and every strategy on this node's GPUs against CPU, about 5 min, table in $(RESULTS)/check-gpu (GPU_PYTHON=python3: no install)
+	timeout -k 30 $(GPU_TARGET_TIMEOUT_S) env $(GPU_RUN) -m dygsched.launch.gpu_check $(RESULTS)/check-gpu $(CHECK_GPU_ARGS)
+
+bench-gpu: $(GPU_DEPS) ## five comparisons on one GPU, A and B alternated, ratios with spreads and syncs per step, about 5 min, table in $(RESULTS)/bench-gpu
+	timeout -k 30 $(GPU_TARGET_TIMEOUT_S) env $(GPU_RUN) -m dygsched.paper.bench.gpu $(RESULTS)/bench-gpu $(BENCH_GPU_ARGS)
 
 gpu-wheels: ## download into .gpu-wheels/ the wheels a GPU node without network lacks (needs network here; about 31 MB)
 	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: $(GPU_WHEEL_PLATFORM) -d $(GPU_WHEELS) $(GPU_WHEEL_SPECS)

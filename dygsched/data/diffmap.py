@@ -302,11 +302,15 @@ def apply_diff(edges: EdgeSet, diff: DiffMap) -> EdgeSet:
 
     Torch operations only (a merge by ``searchsorted``), on whatever device the inputs are.
     Raises ``DataError`` when the diff does not belong to this edge set (node count, or a removed
-    key that is not there).
+    key that is not there). On a CUDA device the merge is a sort whose sizes the host knows
+    (``_apply_on_device``), so it never waits for the device; there the removed keys' presence is
+    not checked (that check would wait): the diff maps were built from these graphs on the host.
     """
     _check_sizes(edges.num_nodes, diff.num_nodes)
     if diff.full_graph is not None:
         return diff.full_graph
+    if edges.keys.is_cuda:
+        return _apply_on_device(edges, diff)
     keys, weights, counts = edges.keys, edges.weights, edges.counts
     if diff.removed_keys.numel():
         found, pos = _match(keys, diff.removed_keys)
@@ -412,6 +416,25 @@ def memory_report(graph: TemporalGraph, diffs: GraphDiffs) -> dict[str, float]:
         "diff_feature_bytes": _nbytes(graph.snapshots[0].x) + sum(d.feature_nbytes() for d in maps),
         "build_seconds": diffs.build_seconds,
     }
+
+
+_LAST_KEY = torch.iinfo(torch.int64).max  # a removed key's stand-in: it sorts after every real key
+
+
+def _apply_on_device(edges: EdgeSet, diff: DiffMap) -> EdgeSet:
+    """``apply_diff`` without a read on the host: the removed keys replaced by a key that sorts
+    last, the added ones appended, one sort, and the first ``kept + added`` rows kept (a size the
+    host knows from the tensors' shapes). The same sorted keys, weights and counts as the merge."""
+    keys, removed, added = edges.keys, diff.removed_keys, diff.added_keys
+    total = keys.numel() - removed.numel() + added.numel()
+    if removed.numel():
+        at = torch.searchsorted(keys, removed).clamp_(max=max(keys.numel() - 1, 0))
+        keys = keys.index_fill(0, at, _LAST_KEY)
+    merged = torch.cat([keys, added.to(keys.dtype)])
+    order = torch.argsort(merged)[:total]
+    weights = torch.cat([edges.weights, diff.added_weights.to(edges.weights.dtype)])
+    counts = torch.cat([edges.counts, diff.added_counts.to(edges.counts.dtype)])
+    return EdgeSet(merged[order], weights[order], counts[order], edges.num_nodes)
 
 
 def out_edge_positions(keys: torch.Tensor, nodes: torch.Tensor, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:

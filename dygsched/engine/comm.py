@@ -22,8 +22,9 @@ one rank would hold.
 
 Timing: a call given ``into`` hands it a ``dygsched.engine.timing.Region`` covering the call's
 finished work (e.g. ``into=partial(stats.add_time, "comm_s")``, or a ``Tally``'s ``add``): on a CUDA
-tensor, CUDA events on the stream the collective was ordered on, read later without a device-wide
-synchronize; on a host tensor, the host clock (gloo's call returns when its work is done).
+tensor through NCCL, CUDA events on the stream the collective was ordered on, read later without a
+device-wide synchronize; on a host tensor, or a CUDA tensor gloo moves through the host, the host
+clock (gloo's call returns when its work is done, and the host is blocked until then).
 ``Pending.wait(into=...)`` times the wait for an asynchronous call the same way. A call without
 ``into`` times nothing.
 """
@@ -39,7 +40,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from dygsched.engine.timing import Region
+from dygsched.engine.timing import HOST, Region
 
 Timed = Callable[[Region], object]
 """What a call hands the timed region of its finished work to (``IterationStats.add_time`` bound to a
@@ -112,6 +113,20 @@ def stages_through_host(tensor: torch.Tensor, name: str | None = None, exchange:
     return served is None or (exchange and served in _HOST_BACKENDS)
 
 
+def blocks_host(tensor: torch.Tensor) -> bool:
+    """Whether a collective of ``tensor`` is host work, its call returning once it is done: a host
+    tensor (gloo), or a CUDA tensor that does not go through NCCL (gloo copies it through the host,
+    or this module stages it). Time it with the host clock (``timing.HOST``); an NCCL collective of
+    a CUDA tensor is device work, timed by events (``clock_for``)."""
+    return not tensor.is_cuda or not cuda_through_nccl()
+
+
+def clock_for(device: torch.device) -> torch.device:
+    """The device whose clock times a collective of tensors on ``device``: the device for NCCL's
+    CUDA collectives (events), the host (``timing.HOST``) for everything gloo does."""
+    return device if device.type == "cuda" and cuda_through_nccl() else HOST
+
+
 def _carrier(tensor: torch.Tensor, exchange: bool) -> torch.Tensor:
     """The tensor a collective can take for ``tensor``: itself, a host copy of a CUDA tensor on a
     gloo-served device type (``exchange``: all-to-all, send/recv), or a GPU copy of a CPU tensor on
@@ -124,8 +139,8 @@ def _carrier(tensor: torch.Tensor, exchange: bool) -> torch.Tensor:
 
 
 def _region(tensor: torch.Tensor, into: Timed | None) -> Region | None:
-    """A region started now on ``tensor``'s device, when the call is timed."""
-    return Region(tensor.device) if into is not None else None
+    """A region started now, when the call is timed: on the clock of the work (``clock_for``)."""
+    return Region(clock_for(tensor.device)) if into is not None else None
 
 
 def _finish(region: Region | None, into: Timed | None) -> None:
@@ -270,7 +285,7 @@ def broadcast_object(value: Any, src: int = 0) -> Any:
     closes the store's connection, or its launcher stops the job), and enter the broadcast together."""
     if not active():
         return value
-    _wait_for_rank(src)
+    wait_for_rank(src)
     box = [value]
     dist.broadcast_object_list(box, src=src)
     return box[0]
@@ -280,8 +295,13 @@ _arrivals = itertools.count()
 SOLO_WORK_LIMIT = timedelta(hours=24)  # how long the other ranks wait for one rank's solo work
 
 
-def _wait_for_rank(src: int) -> None:
-    """Return on every rank once rank ``src`` has called this too (the n-th call meets the n-th)."""
+def wait_for_rank(src: int) -> None:
+    """Return on every rank once rank ``src`` has called this too (the n-th call meets the n-th):
+    the other ranks wait on the process group's store, where no collective timeout runs, while
+    ``src`` works alone (a broadcast's value, rank 0's checkpoint and metric files between epochs).
+    With one rank, at once."""
+    if not active():
+        return
     key = f"dygsched/arrived/{next(_arrivals)}"
     store = dist.distributed_c10d._get_default_store()
     if rank() == src:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -59,15 +60,39 @@ def threads_per_rank(cores: int, local_ranks: int) -> int:
     return max(1, cores // max(1, local_ranks))
 
 
+def rank_threads(local_ranks: int, affinity: int, node_cores: int, requested: str | None = None) -> int:
+    """The CPU threads of one rank. ``requested`` (``OMP_NUM_THREADS``, which the torchrun launcher
+    sets and a user may) wins. Else the cores the rank may run on (``affinity``: what SLURM's cgroup,
+    a container, ``taskset`` or torchrun's binding give it): its own when they are fewer than the
+    node's (``node_cores``: a launcher gave each task its cores), shared with the node's other
+    ranks when they are the whole node (nobody did)."""
+    if requested:
+        try:
+            return max(1, int(requested))
+        except ValueError:
+            pass  # a value torch would refuse too: fall back to the cores
+    shared_by = local_ranks if affinity >= node_cores else 1
+    return threads_per_rank(affinity, shared_by)
+
+
+def _affinity() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def init_process_group(env: DistEnv, device: torch.device, timeout_s: float, requested: str = "auto") -> str:
     """Join the run's one process group; returns its backend (``dist_backend``: ``auto`` or a backend
     string torch accepts). ``auto``: ``cpu:gloo,cuda:nccl`` when every rank has a GPU of its own
     (``agree_on_backend``), else gloo."""
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    # ranks on one machine share its cores, on CPU and GPU nodes alike (threads only, no core
-    # affinity: on a VM whose vCPUs run at different speeds, pinning would make one rank persistently slower)
-    torch.set_num_threads(threads_per_rank(os.cpu_count() or 1, int(os.environ.get("LOCAL_WORLD_SIZE", 1))))
+    # ranks on one machine share its cores, on CPU and GPU nodes alike, unless the launcher gave each
+    # its own (threads only, no core affinity set here: on a VM whose vCPUs run at different speeds,
+    # pinning would make one rank persistently slower)
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+    torch.set_num_threads(rank_threads(local_ranks, _affinity(), os.cpu_count() or 1, os.environ.get("OMP_NUM_THREADS")))
     timeout = timedelta(seconds=timeout_s)
     store, _, _ = next(dist.rendezvous("env://", rank=env.rank, world_size=env.world_size, timeout=timeout))
     store.set_timeout(timeout)
@@ -114,19 +139,50 @@ class BackendChoice:
     shared_gpu: bool = False  # CUDA ranks that keep gloo because two of them share a physical GPU
 
 
-def choose_backend(
-    device_type: str, requested: str, gpu_ids: Sequence[str] | None = None, nccl_available: bool = True
-) -> BackendChoice:
+GPUIds = Sequence[str | Sequence[str]]
+"""Each rank's physical GPU, as one or more names (``gpu_names``): two ranks share a GPU when any name is the same."""
+
+
+def gpu_names(device: torch.device, host: str | None = None) -> list[str]:
+    """The names of the physical GPU behind ``device``: its UUID, and its PCI address on this host
+    (``host``), which is what NCCL compares and what the MIG slices of one GPU share (each slice
+    has a UUID of its own). A torch that reports no PCI address leaves the UUID alone."""
+    props = torch.cuda.get_device_properties(device)
+    names = [f"uuid {props.uuid}"]
+    bus = getattr(props, "pci_bus_id", None)
+    if isinstance(bus, int):
+        domain, slot = int(getattr(props, "pci_domain_id", 0) or 0), int(getattr(props, "pci_device_id", 0) or 0)
+        names.append(f"pci {domain:04x}:{bus:02x}:{slot:02x} on {host or socket.gethostname()}")
+    return names
+
+
+def _shared_gpu(gpu_ids: GPUIds | None) -> tuple[int, int, str] | None:
+    """The first two ranks whose GPUs have a name in common, and that name; None when every rank has its own."""
+    first_rank: dict[str, int] = {}
+    for rank, gpu in enumerate(gpu_ids or ()):
+        names = [gpu] if isinstance(gpu, str) else list(gpu)
+        for name in names:
+            if name in first_rank and first_rank[name] != rank:
+                return first_rank[name], rank, name.removeprefix("uuid ")
+        for name in names:
+            first_rank.setdefault(name, rank)
+    return None
+
+
+def choose_backend(device_type: str, requested: str, gpu_ids: GPUIds | None = None, nccl_available: bool = True) -> BackendChoice:
     """The backend for ranks on ``device_type`` given every rank's physical GPU (``gpu_ids``, in rank
-    order: ``torch.cuda.get_device_properties(i).uuid``).
+    order: ``gpu_names`` of each).
 
     ``requested`` other than ``auto`` is taken as it is, once checked: torch must parse it, this
     build must have its backends, and the run's device type must have a backend in it or be staged
     through one (a CPU tensor goes to the GPU under ``nccl`` alone; a CUDA tensor through the host
-    under ``cpu:gloo``). ``auto``: gloo on CPU; on CUDA ``cpu:gloo,cuda:nccl`` (CPU tensors through
-    gloo, CUDA tensors through NCCL) when no two ranks share a GPU, else gloo (NCCL refuses two ranks
-    on one device; gloo all-reduces CUDA tensors through the host, so ranks can time-share a GPU).
+    under ``cpu:gloo``); and where it sends CUDA tensors through NCCL, no two ranks may share a GPU
+    (NCCL refuses them: "Duplicate GPU detected"), which is one line here. ``auto``: gloo on CPU; on
+    CUDA ``cpu:gloo,cuda:nccl`` (CPU tensors through gloo, CUDA tensors through NCCL) when no two
+    ranks share a GPU, else gloo (gloo all-reduces CUDA tensors through the host, so ranks can
+    time-share a GPU).
     """
+    shared = _shared_gpu(gpu_ids) if device_type == "cuda" else None
     if requested != "auto":
         try:
             served = comm.device_backends(requested)
@@ -143,20 +199,24 @@ def choose_backend(
             )
         if device_type == "cuda" and "cuda" not in served and "cpu" not in served:
             raise ConfigError(f"dist_backend={requested} has no backend for CUDA or CPU tensors")
+        if shared is not None and served.get("cuda") == "nccl":
+            first, second, gpu = shared
+            raise ConfigError(
+                f"dist_backend={requested} sends CUDA tensors through NCCL, which needs a GPU per rank, but ranks "
+                f"{first} and {second} share the GPU {gpu} (use dist_backend=auto or gloo, which stages them through the host)"
+            )
         return BackendChoice(requested, f"dist_backend={requested} as set")
     if device_type != "cuda":
         return BackendChoice("gloo", "the ranks run on CPU")
     if not nccl_available:
         return BackendChoice("gloo", "this PyTorch build has no NCCL")
-    first_rank: dict[str, int] = {}
-    for rank, gpu in enumerate(gpu_ids or ()):
-        if gpu in first_rank:
-            reason = (
-                f"ranks {first_rank[gpu]} and {rank} share the GPU {gpu} and NCCL needs a GPU per rank; "
-                "gloo stages their CUDA tensors through the host"
-            )
-            return BackendChoice("gloo", reason, shared_gpu=True)
-        first_rank[gpu] = rank
+    if shared is not None:
+        first, second, gpu = shared
+        reason = (
+            f"ranks {first} and {second} share the GPU {gpu} and NCCL needs a GPU per rank; "
+            "gloo stages their CUDA tensors through the host"
+        )
+        return BackendChoice("gloo", reason, shared_gpu=True)
     return BackendChoice("cpu:gloo,cuda:nccl", "every rank has a GPU of its own: NCCL for CUDA tensors, gloo for CPU tensors")
 
 
@@ -168,20 +228,56 @@ def _available(name: str, nccl_available: bool) -> bool:
 
 
 def agree_on_backend(store: Any, rank: int, world_size: int, device: torch.device, requested: str = "auto") -> BackendChoice:
-    """Every rank's backend choice, the same on every rank: with ``auto`` on CUDA each rank puts its
-    GPU's UUID in the rendezvous store (``store``: ``set``/``get`` of bytes), rank 0 reads them all,
-    chooses, and puts its choice there for the others."""
-    if requested != "auto" or device.type != "cuda":
-        return choose_backend(device.type, requested)
+    """Every rank's backend choice, the same on every rank. Each rank puts its device type and, on
+    CUDA, its GPU's names (``gpu_names``) in the rendezvous store (``store``: ``set``/``get`` of
+    bytes); rank 0 reads them all, chooses, and puts its choice there for the others, or the one
+    line that refuses the run, which every rank then raises: ranks of which some found a GPU and
+    some none (``device=auto`` on a node without one), or ranks sharing a GPU under a backend that
+    sends CUDA tensors through NCCL. One rank has nothing to agree on."""
+    if world_size == 1:
+        return choose_backend(device.type, requested, [gpu_names(device)] if device.type == "cuda" else None)
     prefix = f"dygsched/backend/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"  # a torchrun restart reuses the store
-    store.set(f"{prefix}/gpu/{rank}", str(torch.cuda.get_device_properties(device).uuid))
+    mine = {"device": device.type, "gpu": gpu_names(device) if device.type == "cuda" else [], "host": socket.gethostname()}
+    store.set(f"{prefix}/rank/{rank}", json.dumps(mine))
     if rank == 0:
-        gpus = [store.get(f"{prefix}/gpu/{r}").decode() for r in range(world_size)]
-        choice = choose_backend("cuda", "auto", gpus, dist.is_nccl_available())
-        store.set(f"{prefix}/choice", json.dumps([choice.backend, choice.reason, choice.shared_gpu]))
+        everyone = [json.loads(store.get(f"{prefix}/rank/{r}").decode()) for r in range(world_size)]
+        try:
+            choice = _choose_for(everyone, requested, dist.is_nccl_available())
+        except ConfigError as exc:
+            store.set(f"{prefix}/choice", json.dumps({"refused": str(exc)}))
+            raise
+        store.set(f"{prefix}/choice", json.dumps({"choice": [choice.backend, choice.reason, choice.shared_gpu]}))
         return choice
-    backend, reason, shared = json.loads(store.get(f"{prefix}/choice").decode())
+    answer = json.loads(store.get(f"{prefix}/choice").decode())
+    if "refused" in answer:
+        raise ConfigError(answer["refused"])
+    backend, reason, shared = answer["choice"]
     return BackendChoice(backend, reason, shared)
+
+
+def _choose_for(everyone: Sequence[dict[str, Any]], requested: str, nccl_available: bool) -> BackendChoice:
+    """Rank 0's choice from what every rank put in the store (its device type, GPU names and host)."""
+    kinds = [entry["device"] for entry in everyone]
+    if len(set(kinds)) > 1:
+        without = [r for r, kind in enumerate(kinds) if kind != "cuda"]
+        hosts = sorted({everyone[r]["host"] for r in without})
+        raise ConfigError(
+            f"device=auto found a GPU on {len(kinds) - len(without)} rank(s) but none on rank(s) "
+            f"{_ranges(without)} (host {', '.join(hosts)}): give every node a GPU, or run with device=cpu"
+        )
+    gpus = [entry["gpu"] for entry in everyone] if kinds[0] == "cuda" else None
+    return choose_backend(kinds[0], requested, gpus, nccl_available)
+
+
+def _ranges(ranks: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` as ``0-2, 5``."""
+    parts: list[str] = []
+    for rank in ranks:
+        if parts and rank == int(parts[-1].split("-")[-1]) + 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{rank}"
+        else:
+            parts.append(str(rank))
+    return ", ".join(parts)
 
 
 def reset_memory_peaks(device: torch.device) -> bool:

@@ -124,6 +124,7 @@ class GradSync:
 @dataclass(frozen=True)
 class Metrics:
     count_flops: bool = True
+    count_syncs: bool = False
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,9 @@ class IterationStats:
     """One rank's share of one optimizer step.
 
     ``units``: units of work whose losses this rank reports (0 when it only helped, e.g. ESDG's
-    earlier ranks); ``loss_sum``: the sum of their unscaled losses; ``busy_s``: compute time;
+    earlier ranks); ``loss_sum``: the sum of their unscaled losses, a float or a 0-dimensional
+    tensor on the device (``add_loss``: kept there, summed in float64, and read by the worker once
+    per epoch, so a step never waits for the device to report its loss); ``busy_s``: compute time;
     ``wait_s``: time blocked on other ranks; ``comm_s``: time moving data; ``bytes[kind]``: bytes
     this rank moved of each kind (``allreduce``, ``hidden_state``, ``host_to_device``, ...).
 
@@ -65,7 +67,7 @@ class IterationStats:
 
     iteration: int
     units: int = 0
-    loss_sum: float = 0.0
+    loss_sum: float | torch.Tensor = 0.0
     busy_s: float = 0.0
     wait_s: float = 0.0
     comm_s: float = 0.0
@@ -74,6 +76,11 @@ class IterationStats:
 
     def add_bytes(self, kind: str, count: int) -> None:
         self.bytes[kind] = self.bytes.get(kind, 0) + int(count)
+
+    def add_loss(self, loss: torch.Tensor, scale: float = 1.0) -> None:
+        """Add the unscaled loss ``loss / scale`` where it is (on the device), in float64: no read
+        on the host, and the same sum a float would give (float32 to float64 is exact)."""
+        self.loss_sum = self.loss_sum + unscaled_loss(loss, scale)
 
     def add_time(self, name: str, region: Region) -> None:
         """Add ``region``'s seconds to the field ``name`` (``busy_s``, ``wait_s``, ``comm_s``) when settled."""
@@ -93,6 +100,13 @@ class IterationStats:
         timed inside it; settles the regions pending so far."""
         self.settle()
         self.busy_s = step.seconds - self.wait_s - self.comm_s
+
+
+def unscaled_loss(loss: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+    """``loss / scale`` as a float64 tensor where ``loss`` is, detached: what a step reports without
+    reading the device (``float(loss) / scale`` would wait for it)."""
+    value = loss.detach().to(torch.float64)
+    return value / scale if scale != 1.0 else value
 
 
 @dataclass(frozen=True)
@@ -246,11 +260,12 @@ class Epoch:
         return not self.sync.overlap
 
     def finish_iteration(self, stats: IterationStats) -> None:
+        clock = comm.clock_for(self.device)  # NCCL's work by events, gloo's (which blocks the host) by the host clock
         if self.world_size > 1 and self.measures_wait:
-            waiting = Region(self.device)
+            waiting = Region(clock)
             comm.all_reduce(self._ready)  # every rank, busy or idle: the time until the slowest is ready
             stats.add_time("wait_s", waiting.stop())
-        communicating = Region(self.device)  # until the summed gradients are in place (the planner's alpha)
+        communicating = Region(clock)  # until the summed gradients are in place (the planner's alpha)
         moved = self.sync.synchronize()
         stats.add_time("comm_s", communicating.stop())
         stats.bytes["allreduce"] = moved

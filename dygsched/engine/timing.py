@@ -10,6 +10,13 @@ queueing, not the work. So a timed region here is read as finished work:
   does not stall the host while the device still works.
 * on CPU, ``time.perf_counter`` (CPU work has finished when the call returns).
 
+Which clock is a matter of where the work runs, not of the run's device: a collective that blocks
+the host (gloo: host counts and rows, and CUDA rows staged through the host) is host work and is
+timed by the host clock (``Region(HOST)``) even in a CUDA run, so the time the host spent blocked is
+counted even while the stream still runs queued kernels (events on the stream would start only
+once those finished, and the blocked time would vanish from the region); an NCCL collective is
+device work, timed by events (``comm.blocks_host`` tells which).
+
 An asynchronous collective (a ``torch.distributed`` ``Work``, or anything with ``wait()``) is timed
 by ``Region.stop_after(work)``: the region ends only once the work has completed. On CPU (gloo)
 ``wait()`` blocks until then; on CUDA ``wait()`` makes the current stream wait for the collective's
@@ -24,6 +31,10 @@ from contextlib import contextmanager
 from typing import Protocol
 
 import torch
+
+HOST = torch.device("cpu")
+"""The device of a region timed by the host clock: work the host itself does or is blocked in (a
+gloo collective, whose call returns when its work is done), whatever the run's device."""
 
 
 class Waitable(Protocol):

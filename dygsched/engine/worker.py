@@ -51,6 +51,7 @@ from dygsched.engine.distributed import (
     reset_memory_peaks,
 )
 from dygsched.engine.gradient_sync import GradientSync
+from dygsched.engine.host_syncs import counting_syncs
 from dygsched.engine.run_config import RunConfig
 from dygsched.engine.strategy import (
     Artifacts,
@@ -83,14 +84,19 @@ def seed_everything(seed: int) -> None:
 
 
 class _EpochTotals:
-    """Sums one rank's iteration stats over an epoch, recording each iteration as rows too."""
+    """Sums one rank's iteration stats over an epoch, recording each iteration as rows too.
+
+    A step's loss may still be on the device (``IterationStats.add_loss``): the losses are kept as
+    they come and read on the host once, when the epoch is over (``settle_losses``), so no step
+    waits for the device to report its loss."""
 
     def __init__(self, recorder: MetricRecorder, epoch: int, measures_wait: bool, progress: StepBar | None = None) -> None:
         self.recorder, self.epoch, self.progress = recorder, epoch, progress
         self.measures_wait = measures_wait
         self.busy = self.wait = self.comm = self.loss_sum = 0.0
-        self.units = 0
+        self.units = self.steps = 0
         self.bytes: dict[str, int] = {}
+        self._losses: list[tuple[int, int, float | torch.Tensor]] = []  # (iteration, units, loss sum) per step
 
     def __call__(self, stats: IterationStats) -> None:
         rec, e, i = self.recorder, self.epoch, stats.iteration
@@ -104,17 +110,29 @@ class _EpochTotals:
                 rec.add_missing(e, "train", metric, WAIT_IN_COMM, iteration=i)
             else:
                 rec.add(e, "train", metric, value, iteration=i)
-        if stats.units:
-            rec.add(e, "train", "loss", stats.loss_sum / stats.units, iteration=i)
+        self._losses.append((i, stats.units, stats.loss_sum))
         self.busy += stats.busy_s
         self.wait += stats.wait_s
         self.comm += stats.comm_s
-        self.loss_sum += stats.loss_sum
         self.units += stats.units
+        self.steps += 1
         for kind, count in stats.bytes.items():
             self.bytes[kind] = self.bytes.get(kind, 0) + count
         if self.progress is not None:
             self.progress.advance()
+
+    def settle_losses(self) -> None:
+        """Read the epoch's step losses on the host, all at once, and record each step's mean loss."""
+        sums = [value for _, _, value in self._losses]
+        tensors = [value for value in sums if isinstance(value, torch.Tensor)]
+        if tensors:  # one read of every step's loss still on the device
+            read = iter(torch.stack([t.to(tensors[0].device, torch.float64) for t in tensors]).tolist())
+            sums = [next(read) if isinstance(value, torch.Tensor) else value for value in sums]
+        for (iteration, units, _), loss_sum in zip(self._losses, sums, strict=True):
+            if units:  # a rank that only helped (its share summed below) has no loss of its own
+                self.recorder.add(self.epoch, "train", "loss", float(loss_sum) / units, iteration=iteration)
+            self.loss_sum += float(loss_sum)
+        self._losses.clear()
 
 
 def train_rank(
@@ -340,6 +358,7 @@ class _RankRun:
         self.base_lrs = [group["lr"] for group in self.optimizer.param_groups]
         self.checkpointing = run.checkpoint
         self.count_flops = run.metrics.count_flops
+        self.count_syncs = run.metrics.count_syncs
         self.show_progress = run.progress and self.is_main
 
     def train_epoch(self, epoch: int) -> None:
@@ -367,8 +386,10 @@ class _RankRun:
                 on_expected=bar.expect if bar is not None else None,
             )
             epoch_region = Region(self.device)  # finished work: on CUDA, events on the current stream
-            measured = self.strategy.run_epoch(run)
+            with counting_syncs(self.count_syncs, self.device, self.module) as syncs:
+                measured = self.strategy.run_epoch(run)
             epoch_time = epoch_region.stop().seconds
+        totals.settle_losses()  # the steps' losses, read once the epoch's work is queued
         # Read after the timed region: counting never waits for the device inside it.
         conv_flops: MetricValue = flops.total if flops is not None else Missing("metrics.count_flops=false")
         if any(getattr(module, "graph_convolutions", True) is False for module in self.module.modules()):
@@ -390,6 +411,7 @@ class _RankRun:
             ("comm_s", totals.comm),
             *memory.items(),
             ("conv_flops", conv_flops),
+            *syncs.metrics(totals.steps),
             *((f"bytes_{kind}", count) for kind, count in totals.bytes.items()),
             *measured.items(),
         ):
@@ -453,12 +475,20 @@ class _RankRun:
         return new_rows, [rng for _, _, rng in gathered]
 
     def end_epoch(self, epoch: int) -> None:
-        """Collect the epoch's rows on rank 0, write them, then the checkpoint and its own rows."""
+        """Collect the epoch's rows on rank 0, write them, then the checkpoint and its own rows.
+
+        The other ranks wait for rank 0's writes on the store (``comm.wait_for_rank``), as for its
+        other solo work: a checkpoint that takes longer than ``dist_timeout_s`` to write must not
+        time out their next collective (under NCCL its watchdog would abort healthy ranks)."""
         self.where.enter(f"saving the metrics and checkpoint, epoch {epoch + 1} of {self.settings.epochs}")
         save_start = time.perf_counter()
         new_rows, rngs = self._collect(self.checkpointing)
-        if not self.is_main:
-            return
+        if self.is_main:
+            self._save(epoch, new_rows, rngs, save_start)
+        comm.wait_for_rank(0)
+
+    def _save(self, epoch: int, new_rows: list[tuple[Any, ...]], rngs: list[Any], save_start: float) -> None:
+        """Rank 0's writes at an epoch's end: the epoch's rows, then the checkpoint and its own rows."""
         self.folder.save_epoch_rows(MetricRecorder.frame(new_rows), f"epoch-{epoch:05d}")
         if not self.checkpointing:
             return

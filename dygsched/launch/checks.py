@@ -87,7 +87,15 @@ def check_run(cfg: DictConfig, overrides: Sequence[str] | None = None, settings_
 def check_overlap(run: RunConfig, strategy: Strategy) -> None:
     """``grad_sync.overlap=true`` starts bucket all-reduces inside the last backward; a strategy whose
     backward runs collectives of its own would interleave the two in each rank's own order (under
-    NCCL: a hang), so the pair is refused."""
+    NCCL: a hang), so the pair is refused. So is a strategy that applies stale gradients (Sven's
+    ``staleness=1``): its all-reduce already overlaps the next step, and the buckets launched in
+    the backward would be launched again by the stale synchronisation, every gradient sent twice."""
+    if run.grad_sync.overlap and strategy.gradient_staleness:
+        raise ConfigError(
+            f"grad_sync.overlap=true cannot be used with sched={strategy.name} with staleness "
+            f"{strategy.gradient_staleness}: its stale all-reduce already overlaps the next step "
+            "(set grad_sync.overlap=false, or the strategy's staleness to 0)"
+        )
     if run.grad_sync.overlap and strategy.communicates_in_backward:
         raise ConfigError(
             f"grad_sync.overlap=true cannot be used with sched={strategy.name}: its backward pass exchanges data "

@@ -79,6 +79,7 @@ class GradSyncSchema:
 @dataclass
 class MetricsSchema:
     count_flops: bool = True  # graph-convolution FLOPs per epoch (docs/metrics.md: what counting costs)
+    count_syncs: bool = False  # the training steps' host-device synchronisations (dygsched/engine/host_syncs.py)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from dygsched.data.diffmap import (
     EdgeSet,
+    _apply_on_device,
     apply_diff,
     build_diff_maps,
     coalesce,
@@ -117,6 +118,20 @@ def test_apply_diff_rebuilds_every_snapshot_exactly(snapshots: list[Snapshot]) -
         assert diff.changed_nodes.tolist() == rows.tolist()
         rebuilt = prev.x.index_copy(0, diff.changed_nodes, diff.changed_x)
         assert torch.equal(rebuilt, curr.x)
+
+
+@settings(max_examples=40, deadline=None)
+@given(snapshot_chains())
+def test_the_device_merge_is_the_host_merge(snapshots: list[Snapshot]) -> None:
+    """``apply_diff`` on a GPU sorts (sizes the host knows, no read on the host): run here on CPU
+    tensors, it rebuilds the same keys, weights and counts, exactly, as the host's merge."""
+    edges = edge_set_of(snapshots[0])
+    for prev, curr in itertools.pairwise(snapshots):
+        diff = diff_snapshots(prev, curr)
+        merged, sorted_ = apply_diff(edges, diff), _apply_on_device(edges, diff)
+        assert merged.equal(sorted_) and torch.equal(merged.counts, sorted_.counts)
+        assert torch.equal(merged.weights, sorted_.weights) and sorted_.counts.dtype == merged.counts.dtype
+        edges = merged
 
 
 def test_shared_feature_tensor_gives_no_changed_rows() -> None:

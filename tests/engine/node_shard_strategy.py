@@ -54,7 +54,7 @@ class NodeShardStrategy(Strategy):
             start = time.perf_counter()
             loss = self.loss(self.split.train[group].snapshots(self.graph), owned=self.owned)
             epoch.backward(loss, final=True)
-            stats.loss_sum = float(loss.detach())  # the ranks' partial losses add up to the group's
+            stats.add_loss(loss)  # the ranks' partial losses add up to the group's
             stats.busy_s = time.perf_counter() - start
             epoch.finish_iteration(stats)
         self.done = epoch.index

@@ -80,7 +80,7 @@ def test_an_epoch_steps_like_single_process_training(tmp_path):
             )
         stats = result["stats"]
         assert [s.units for s in stats] == [len(it[rank]) for it in plan.iterations] == ([2, 2] if rank == 0 else [2, 1])
-        assert [s.loss_sum for s in stats] == pytest.approx(loss_sums[rank], rel=1e-9, abs=1e-9)
+        assert [float(s.loss_sum) for s in stats] == pytest.approx(loss_sums[rank], rel=1e-9, abs=1e-9)
         assert all(s.busy_s > 0 and s.wait_s >= 0 and s.bytes["allreduce"] > 0 for s in stats)
         # The first group of each pair is prepared on the main thread, the second on the stage-1 thread.
         threads = result["threads"]

@@ -26,6 +26,7 @@ from dygsched.engine.distributed import (
     choose_backend,
     close_process_group,
     init_process_group,
+    rank_threads,
     threads_per_rank,
 )
 from dygsched.errors import ConfigError
@@ -149,7 +150,29 @@ def test_ranks_that_share_a_physical_gpu_keep_gloo_and_say_why():
 
 @pytest.mark.parametrize("requested", ["gloo", "cpu:gloo", "cpu:gloo,cuda:nccl", "nccl"])
 def test_a_set_backend_is_taken_as_it_is(requested):
-    assert choose_backend("cuda", requested, ["GPU-a", "GPU-a"]).backend == requested  # no look at the GPUs
+    assert choose_backend("cuda", requested, ["GPU-a", "GPU-b"]).backend == requested
+    if "nccl" not in requested:  # gloo stages CUDA tensors through the host: ranks may share a GPU
+        assert choose_backend("cuda", requested, ["GPU-a", "GPU-a"]).backend == requested
+
+
+@pytest.mark.parametrize("requested", ["cpu:gloo,cuda:nccl", "nccl"])
+def test_a_set_backend_with_nccl_refuses_ranks_that_share_a_gpu_in_one_line(requested):
+    # NCCL would die at its first collective with "Duplicate GPU detected"
+    with pytest.raises(ConfigError, match=re.escape("ranks 0 and 2 share the GPU GPU-a")) as refused:
+        choose_backend("cuda", requested, ["GPU-a", "GPU-b", "GPU-a"])
+    assert "\n" not in str(refused.value) and "dist_backend=auto" in str(refused.value)
+
+
+def test_mig_slices_of_one_gpu_share_its_pci_address():
+    # each MIG slice has a UUID of its own, but one PCI bus id: NCCL sees one GPU twice
+    slices = [["uuid MIG-1", "pci 0000:3b:00 on node1"], ["uuid MIG-2", "pci 0000:3b:00 on node1"]]
+    choice = choose_backend("cuda", "auto", slices)
+    assert choice.backend == "gloo" and choice.shared_gpu and "pci 0000:3b:00 on node1" in choice.reason
+    with pytest.raises(ConfigError, match="share the GPU pci 0000:3b:00"):
+        choose_backend("cuda", "nccl", slices)
+    # the same PCI address on two hosts is two GPUs
+    apart = [["uuid GPU-1", "pci 0000:3b:00 on node1"], ["uuid GPU-2", "pci 0000:3b:00 on node2"]]
+    assert choose_backend("cuda", "nccl", apart).backend == "nccl"
 
 
 @pytest.mark.parametrize(
@@ -169,28 +192,37 @@ def test_a_set_backend_that_cannot_serve_the_run_is_one_line(device, requested, 
 
 
 class FakeGPUs:
-    """``torch.cuda.get_device_properties`` of a node whose device ``i`` is the physical GPU ``uuids[rank]``:
-    under SLURM every rank sees one device, index 0, whatever GPU it is."""
+    """``torch.cuda.get_device_properties`` of a node whose device ``i`` is the physical GPU ``uuids[rank]``
+    (a UUID, or a UUID and a PCI bus number): under SLURM every rank sees one device, index 0,
+    whatever GPU it is."""
 
-    def __init__(self, uuids: list[str]) -> None:
+    def __init__(self, uuids: list[str | tuple[str, int] | None]) -> None:
         self.uuids = uuids
         self.rank_of_thread: dict[int, int] = {}
 
     def __call__(self, device: torch.device) -> SimpleNamespace:
-        return SimpleNamespace(uuid=self.uuids[self.rank_of_thread[threading.get_ident()]])
+        gpu = self.uuids[self.rank_of_thread[threading.get_ident()]]
+        if isinstance(gpu, tuple):
+            return SimpleNamespace(uuid=gpu[0], pci_bus_id=gpu[1], pci_device_id=0, pci_domain_id=0)
+        return SimpleNamespace(uuid=gpu)
 
 
-def agree(monkeypatch, uuids: list[str]) -> list[BackendChoice]:
-    """Every rank's choice, each rank a thread sharing one in-memory store, each on its "cuda:0"."""
+def agree(monkeypatch, uuids: list[str | tuple[str, int] | None], requested: str = "auto") -> list[BackendChoice | str]:
+    """Every rank's choice (or the one line that refused the run), each rank a thread sharing one
+    in-memory store, each on its "cuda:0" (``None``: a rank that found no GPU, on CPU)."""
     gpus = FakeGPUs(uuids)
     monkeypatch.setattr(torch.cuda, "get_device_properties", gpus)
     monkeypatch.setattr(torch.distributed, "is_nccl_available", lambda: True)
     store = torch.distributed.HashStore()
-    choices: list[BackendChoice | None] = [None] * len(uuids)
+    choices: list[BackendChoice | str | None] = [None] * len(uuids)
 
     def rank(r: int) -> None:
         gpus.rank_of_thread[threading.get_ident()] = r
-        choices[r] = agree_on_backend(store, r, len(uuids), torch.device("cuda", 0))
+        device = torch.device("cuda", 0) if uuids[r] is not None else torch.device("cpu")
+        try:
+            choices[r] = agree_on_backend(store, r, len(uuids), device, requested)
+        except ConfigError as exc:
+            choices[r] = str(exc)
 
     threads = [threading.Thread(target=rank, args=(r,)) for r in reversed(range(len(uuids)))]
     for thread in threads:
@@ -211,20 +243,52 @@ def test_every_rank_keeps_gloo_when_two_share_a_gpu(monkeypatch):
     assert {c.backend for c in choices} == {"gloo"} and all("ranks 0 and 1 share the GPU GPU-1" in c.reason for c in choices)
 
 
-def test_without_auto_or_a_gpu_no_rank_asks_the_store():
+def test_one_rank_asks_no_store():
     class NoStore:
         def set(self, *args):
             raise AssertionError("the store was used")
 
         get = set
 
-    assert agree_on_backend(NoStore(), 1, 2, torch.device("cpu")).backend == "gloo"
-    assert agree_on_backend(NoStore(), 1, 2, torch.device("cuda", 0), "cpu:gloo").backend == "cpu:gloo"
+    assert agree_on_backend(NoStore(), 0, 1, torch.device("cpu")).backend == "gloo"
+    assert agree_on_backend(NoStore(), 0, 1, torch.device("cpu"), "cpu:gloo").backend == "cpu:gloo"
+
+
+def test_a_node_without_a_gpu_among_gpu_nodes_is_refused_on_every_rank_in_one_line(monkeypatch):
+    # device=auto: ranks 2 and 3 found no GPU; rank 0 used to wait for their GPUs until the timeout
+    choices = agree(monkeypatch, ["GPU-1", "GPU-2", None, None])
+    assert len(set(choices)) == 1 and isinstance(choices[0], str), choices
+    assert "found a GPU on 2 rank(s) but none on rank(s) 2-3" in choices[0] and "device=cpu" in choices[0]
+    # rank 0 itself without one
+    assert all(isinstance(c, str) and "none on rank(s) 0" in c for c in agree(monkeypatch, [None, "GPU-1"]))
+
+
+@pytest.mark.parametrize("requested", ["nccl", "cpu:gloo,cuda:nccl"])
+def test_a_set_nccl_backend_checks_the_gpus_too_by_their_pci_address(monkeypatch, requested):
+    choices = agree(monkeypatch, [("MIG-a", 0x3B), ("MIG-b", 0x3B)], requested)  # two MIG slices of one GPU
+    assert all(isinstance(c, str) and "ranks 0 and 1 share the GPU pci 0000:3b:00" in c for c in choices), choices
+    own = agree(monkeypatch, [("GPU-a", 0x3B), ("GPU-b", 0x5E)], requested)
+    assert {c.backend for c in own if isinstance(c, BackendChoice)} == {requested} and len(own) == 2
 
 
 @pytest.mark.parametrize(("cores", "local_ranks", "threads"), [(16, 8, 2), (16, 1, 16), (4, 8, 1), (7, 2, 3), (1, 1, 1)])
 def test_a_node_s_cores_are_shared_among_its_ranks(cores, local_ranks, threads):
     assert threads_per_rank(cores, local_ranks) == threads
+
+
+@pytest.mark.parametrize(
+    ("local_ranks", "affinity", "node_cores", "requested", "threads"),
+    [
+        (8, 64, 64, None, 8),  # nobody narrowed the ranks: they share the node
+        (8, 8, 64, None, 8),  # SLURM's cgroup or torchrun's binding gave each its 8 cores: all of them
+        (2, 6, 16, None, 6),  # a container of 6 cores for this rank
+        (8, 64, 64, "3", 3),  # OMP_NUM_THREADS, set by the launcher or the user, wins
+        (8, 64, 64, "many", 8),  # one torch would refuse too: the cores decide
+        (4, 2, 2, None, 1),  # never none
+    ],
+)
+def test_a_rank_s_threads_follow_the_cores_its_launcher_gives_it(local_ranks, affinity, node_cores, requested, threads):
+    assert rank_threads(local_ranks, affinity, node_cores, requested) == threads
 
 
 def _join(rank: int, world_size: int, port: int, requested: str, out: str) -> None:
@@ -254,7 +318,7 @@ def test_two_ranks_start_with_the_chosen_backend_share_the_cores_and_run_every_c
                 process.kill()
             pytest.fail("the ranks did not join within 120 s")
     ranks = json.loads(out.read_text())
-    expected_threads = threads_per_rank(os.cpu_count() or 1, 2)
+    expected_threads = rank_threads(2, len(os.sched_getaffinity(0)), os.cpu_count() or 1, os.environ.get("OMP_NUM_THREADS"))
     assert ranks == [{"backend": backend, "comm": backend, "sum": 2.0, "threads": expected_threads}] * 2
 
 

@@ -70,7 +70,7 @@ def test_one_group_gives_the_single_process_gradients(distributed, name, window,
         assert stats.bytes["hidden_state"] > 0 and stats.bytes["allreduce"] > 0
         # Only the last rank reports the group and its loss, so the worker's sums give the mean.
         assert stats.units == (1 if rank == 1 else 0)
-        assert stats.loss_sum == (pytest.approx(float(loss.detach()), rel=1e-9, abs=1e-9) if rank == 1 else 0.0)
+        assert float(stats.loss_sum) == (pytest.approx(float(loss.detach()), rel=1e-9, abs=1e-9) if rank == 1 else 0.0)
 
 
 def test_an_epoch_steps_like_single_process_training(distributed):
@@ -83,7 +83,7 @@ def test_an_epoch_steps_like_single_process_training(distributed):
             torch.testing.assert_close(result["params"][name], value, **EXACT64, msg=lambda m, name=name: f"{name}: {m}")
     first, last = (r["stats"] for r in results)
     assert [s.iteration for s in last] == [0, 1] and [s.units for s in last] == [2, 3] and [s.units for s in first] == [0, 0]
-    assert [s.loss_sum for s in last] == pytest.approx(loss_sums, rel=1e-9, abs=1e-9)
+    assert [float(s.loss_sum) for s in last] == pytest.approx(loss_sums, rel=1e-9, abs=1e-9)
     for s in first + last:
         assert s.bytes["hidden_state"] > 0 and s.busy_s > 0 and s.wait_s >= 0 and s.comm_s > 0
     # Rank 0 sends states forward, rank 1 sends state gradients back: the same layout both ways.

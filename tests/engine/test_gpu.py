@@ -137,3 +137,47 @@ def test_every_strategy_family_trains_on_cuda_what_it_trains_on_cpu(tmp_path, fa
     metrics = pd.read_parquet(tmp_path / "cuda" / cuda["run_id"] / "metrics.parquet")
     peaks = metrics[(metrics.metric == "gpu_peak_allocated_bytes") & (metrics.iteration == -1)]
     assert sorted(set(peaks["rank"])) == list(range(ranks)) and (peaks.value > 0).all()
+
+
+def test_the_sync_counter_counts_what_waits_for_the_device_and_nothing_else():
+    """``metrics.count_syncs`` on CUDA: torch's sync debug mode, one count per synchronising call."""
+    from dygsched.engine.host_syncs import counting_syncs
+
+    device = torch.device("cuda")
+    x = torch.randn(1000, device=device)
+    with counting_syncs(True, device) as quiet:
+        y = (x * 2).sum()  # queued work only
+        torch.arange(5).to(device, non_blocking=True)  # pageable host memory staged, no stream sync
+    with counting_syncs(True, device) as reads:
+        float(y)  # a read of a device value
+        x[x > 0]  # a size the device decides
+    assert quiet.count == 0 and reads.count >= 2, (quiet.count, reads.count)
+    assert torch.cuda.get_sync_debug_mode() == 0  # restored
+
+
+def test_a_step_s_syncs_are_recorded_per_epoch_on_cuda(tmp_path):
+    summary = run(tmp_path, [*TINY_SYNTHETIC, "device=cuda", "world_size=1", "sched=psg", "epochs=2", "metrics.count_syncs=true"])
+    metrics = pd.read_parquet(tmp_path / summary["run_id"] / "metrics.parquet")
+    per_step = metrics[(metrics.metric == "cuda_syncs_per_step") & (metrics.iteration == -1)]
+    assert len(per_step) == 2 and (per_step.value >= 0).all()
+
+
+def test_a_rank_that_fails_under_nccl_is_reported_in_one_line_and_the_others_abort(tmp_path):
+    """The abort path on the backend a CUDA run uses (it is tested on gloo on CPU): a rank's error
+    ends the run with its one-line reason, its process group aborted, the others not left hanging.
+    Two ranks on two GPUs (NCCL between them) where there are two, else one rank on the mixed backend."""
+    ranks = min(2, torch.cuda.device_count())
+    failing = ["model._target_=tests.launch.failing_model.FailingTGCN", "+model.error=value", f"+model.fail_rank={ranks - 1}"]
+    overrides = [*TINY_SYNTHETIC, "device=cuda", f"world_size={ranks}", "sched=psg", "epochs=3", "dist_timeout_s=30", *failing]
+    result = subprocess.run(
+        [sys.executable, "-m", "dygsched", "run", *overrides, f"results_dir={tmp_path}"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    lines = [line for line in result.stderr.splitlines() if line.startswith("dygsched: error:")]
+    assert result.returncode != 0 and len(lines) == 1, result.stderr[-2000:]
+    assert f"rank {ranks - 1}" in lines[0] and "NaN in the hidden state (simulated)" in lines[0]
+    (summary_path,) = tmp_path.glob("*/summary.json")
+    summary = json.loads(summary_path.read_text())
+    assert summary["status"] == "failed"

@@ -92,7 +92,7 @@ def _train(strategy, model_name: str, rank: int, world_size: int, settings: RunS
         metrics.append(
             dict(strategy.run_epoch(Epoch(index, module, optimizer, sync, CPU, rank, world_size, seen.append, lambda *r: None)))
         )
-        losses.append([s.loss_sum for s in seen])
+        losses.append([float(s.loss_sum) for s in seen])
     val, test = strategy.evaluate("val"), strategy.evaluate("test")
     owned = (strategy.memory.ownership.owner == rank).nonzero().flatten()
     rows = strategy.memory.table.pack(strategy.memory.ownership.row[owned])
@@ -428,7 +428,7 @@ def test_edge_features_reach_the_models(model_name):
         optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
         seen = []
         strategy.run_epoch(Epoch(0, module, optimizer, GradientSync(module, 1), CPU, 0, 1, seen.append, lambda *r: None))
-        return [s.loss_sum for s in seen]
+        return [float(s.loss_sum) for s in seen]
 
     plain, doubled = first_losses(1.0), first_losses(2.0)
     assert plain[-1] != doubled[-1] and all(np.isfinite(plain))  # the first batch reads no earlier event

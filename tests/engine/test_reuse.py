@@ -89,7 +89,10 @@ def _rank(rank, out):
             for path in ("diff", "full", "adaptive"):
                 reused, stats, flops = train_once(ReuseExecutor(reuse=True, reuse_path=path), make_model, graph)
                 worst = max(float((reused[k] - v).abs().max() / v.abs().max().clamp(min=1e-6)) for k, v in plain.items())
-                loss_gap = max(abs(a.loss_sum - b.loss_sum) / max(abs(a.loss_sum), 1e-6) for a, b in zip(plain_stats, stats))
+                loss_gap = max(
+                    abs(float(a.loss_sum) - float(b.loss_sum)) / max(abs(float(a.loss_sum)), 1e-6)
+                    for a, b in zip(plain_stats, stats)
+                )
                 results[f"{graph_name}/{name}/{path}"] = {
                     "param_rel_err": worst,
                     "loss_rel_err": loss_gap,

@@ -77,3 +77,28 @@ class PausingTGCN(TGCN):
 def _rank() -> int | None:
     """This rank's number; None outside a rank (the launcher builds the model once to check it)."""
     return dist.get_rank() if dist.is_initialized() else None
+
+
+class SlowWhenSaved:
+    """Pickled as an empty OrderedDict, after ``seconds`` of sleep: a checkpoint slow to write."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def __reduce__(self):
+        time.sleep(self.seconds)
+        return collections.OrderedDict, ()
+
+
+class SlowSavingTGCN(TGCN):
+    """T-GCN whose rank 0 takes ``save_s`` seconds longer to write each checkpoint."""
+
+    def __init__(self, *args, save_s: float, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.save_s = save_s
+
+    def get_extra_state(self):
+        return SlowWhenSaved(self.save_s) if _rank() == 0 else collections.OrderedDict()
+
+    def set_extra_state(self, state) -> None:
+        pass

@@ -7,13 +7,17 @@ takes minutes, so only its pieces are tested, the probe (child processes) with t
 from __future__ import annotations
 
 import csv
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
+import torch
 
 from dygsched.launch import gpu_check
 from dygsched.launch.gpu_check import COLUMNS, VARIANTS, Clock, Row, cli, loss_check, markdown, write_table
-from dygsched.launch.gpu_check.probing import _json_line
+from dygsched.launch.gpu_check.probing import _json_line, probe_rank, probe_settings
+from dygsched.launch.gpu_check.table import failure
 
 
 def test_the_table_is_written_as_csv_and_markdown_with_missing_figures_empty(tmp_path):
@@ -53,6 +57,82 @@ def test_the_loss_verdict_against_the_cpu_twin():
     assert loss_check(1.0005, 1.0)[1] == "close"
     assert loss_check(1.1, 1.0)[1] == "differs"
     assert loss_check(None, 1.0) == (None, "") and loss_check(float("nan"), 1.0) == (None, "")
+
+
+def test_a_loss_that_differs_from_its_twin_or_a_failed_twin_fails_the_check_and_a_skip_does_not():
+    ok = Row("ws1", "psg", 1, "cuda", "ok", final_loss=0.3, cpu_status="ok", cpu_final_loss=0.3, loss_check="same")
+    assert failure(ok) is None and failure(Row("ws1", "ilp", 1, "cuda", "ok", loss_check="no twin (timed plan)")) is None
+    assert failure(Row("ws2", "sven", 2, "cuda", "skipped", reason="the check's budget ran out")) is None
+    assert failure(Row("ws1", "psg", 1, "cuda", "ok", cpu_status="skipped")) is None  # the budget ran out before the twin
+    differs = Row("ws1", "flare", 1, "cuda", "ok", final_loss=0.4, cpu_status="ok", cpu_final_loss=0.3)
+    differs.loss_rel_diff, differs.loss_check = loss_check(differs.final_loss, differs.cpu_final_loss)
+    assert "beyond the twins' tolerance 0.001" in (failure(differs) or "")
+    assert "CPU twin failed" in (failure(Row("ws1", "psg", 1, "cuda", "ok", cpu_status="failed", reason="cpu run failed")) or "")
+    assert "timeout" in (failure(Row("ws2", "esdg", 2, "cuda", "timeout", reason="not finished")) or "")
+
+
+@pytest.mark.parametrize(("rows", "code"), [(["same"], 0), (["same", "differs"], 1), (["same", "twin failed"], 1)])
+def test_the_check_exits_1_on_a_loss_that_differs_or_a_failed_twin(tmp_path, monkeypatch, capsys, rows, code):
+    made = {
+        "same": Row("ws1", "psg", 1, "cuda", "ok", final_loss=0.3, cpu_status="ok", cpu_final_loss=0.3, loss_check="same"),
+        "differs": Row("ws1", "blad", 1, "cuda", "ok", final_loss=0.4, cpu_status="ok", cpu_final_loss=0.3, loss_check="differs"),
+        "twin failed": Row("ws2", "esdg", 2, "cuda", "ok", cpu_status="failed", reason="cpu run failed: boom"),
+    }
+    monkeypatch.setattr(cli, "cuda_visible", lambda: True)
+    monkeypatch.setattr(cli, "describe_machine", lambda device: {"gpu": "fake"})
+    monkeypatch.setattr(cli, "check", lambda args, folder, clock, found: found.extend(made[r] for r in rows))
+    assert gpu_check.main([str(tmp_path / "check")]) == code
+    out = capsys.readouterr().out
+    assert ("not ok: " in out) == bool(code) and ("FAILED" in out) == bool(code)
+
+
+@pytest.mark.parametrize(
+    ("device", "gpus", "expected"),
+    [
+        ("cuda", 1, [(1, "cpu:gloo,cuda:nccl", False), (1, "nccl", False), (2, "gloo", False)]),
+        (
+            "cuda",
+            2,
+            [
+                (1, "cpu:gloo,cuda:nccl", False),
+                (1, "nccl", False),
+                (2, "cpu:gloo,cuda:nccl", True),  # NCCL between two GPUs
+                (2, "nccl", True),
+                (2, "gloo", False),
+            ],
+        ),
+        ("cpu", 0, [(1, "gloo", False), (2, "gloo", False)]),
+    ],
+)
+def test_the_probe_runs_nccl_between_two_gpus_where_there_are_two(tmp_path, monkeypatch, device, gpus, expected):
+    called = []
+
+    def fake_probe(world_size, backend, on, folder, timeout_s, clock, spread=False):
+        called.append((world_size, backend, spread))
+        return []
+
+    monkeypatch.setattr(cli, "probe", fake_probe)
+    monkeypatch.setattr(cli, "gpu_count", lambda on: gpus)
+    args = cli.parse_args([str(tmp_path), "--device", device, "--parts", "probe"])
+    cli.check(args, tmp_path, Clock(10.0), [])
+    assert called == expected
+    assert [s.gpus for s in probe_settings(device, gpus)] == [2 if spread else 1 for _, _, spread in expected]
+
+
+def test_a_probe_rank_of_a_spread_probe_takes_the_gpu_of_its_rank(monkeypatch):
+    """``spread``: rank r sets GPU r (mod the GPUs); otherwise every rank GPU 0 (sharing it)."""
+    chosen = []
+    monkeypatch.setattr(torch.cuda, "set_device", lambda index: chosen.append(index))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(torch.distributed, "init_process_group", refuse)
+    for rank, spread in ((1, True), (1, False), (0, True)):
+        out = Path(tempfile.mkdtemp()) / "probe.jsonl"
+        assert probe_rank(rank, 2, 1, "nccl", "cuda", out, 1.0, spread) == 1  # the join fails, as mocked
+    assert chosen == [1, 0, 0]
 
 
 def test_without_a_cuda_device_it_says_so_in_one_line_and_exits_0(tmp_path, monkeypatch, capsys):

@@ -1,6 +1,7 @@
-"""Rank 0's solo work (partitioning, planning, a cost-curve fit) before an object broadcast cannot
-trip the collective timeout: the other ranks wait for it on the store, not inside the collective,
-and still fail at once when rank 0 dies instead. Two real gloo ranks with a 2-second timeout."""
+"""Rank 0's solo work (partitioning, planning, a cost-curve fit) before an object broadcast, and its
+checkpoint and metric files between epochs, cannot trip the collective timeout: the other ranks
+wait for it on the store, not inside the collective, and still fail at once when rank 0 dies
+instead. Two real gloo ranks with a 2-second timeout."""
 
 from __future__ import annotations
 
@@ -77,3 +78,21 @@ def test_a_rank_0_that_dies_during_its_solo_work_fails_the_others_at_once(tmp_pa
     found = run_two(tmp_path, "dies")
     assert 0 not in found and found[1][0].startswith("error"), found
     assert found[1][1] < 30, found
+
+
+def test_a_checkpoint_slower_than_the_collective_timeout_does_not_fail_the_other_ranks(tmp_path):
+    """Rank 0 takes 3 timeouts to write each checkpoint; rank 1's next epoch waits for it on the
+    store (without that wait its first collective timed out: under NCCL the watchdog aborts it)."""
+    from dygsched.launch.app import run
+    from dygsched.launch.compose import compose_config
+    from tests.conftest import TINY_SYNTHETIC
+
+    slow = ["model._target_=tests.launch.pausing.SlowSavingTGCN", f"+model.save_s={SOLO_S}"]
+    cfg = compose_config(
+        [*TINY_SYNTHETIC, *slow, "world_size=2", "epochs=2", "checkpoint=true", f"dist_timeout_s={TIMEOUT_S}"]
+        + [f"results_dir={tmp_path / 'results'}", "run_id=slow-save"]
+    )
+    start = time.monotonic()
+    summary = run(cfg)
+    assert summary["status"] == "ok", summary
+    assert time.monotonic() - start >= 2 * SOLO_S  # both checkpoints were slow, and waited for

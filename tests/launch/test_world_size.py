@@ -152,3 +152,12 @@ def test_overlapped_buckets_with_a_strategy_that_communicates_in_backward_are_re
 def test_overlapped_buckets_stay_allowed_where_backward_is_local(sched):
     point = [*TINY_SYNTHETIC, f"sched={sched}", "grad_sync.overlap=true"]
     assert check_run(compose_config(point), point).strategy.name == sched
+
+
+def test_overlapped_buckets_with_stale_gradients_are_refused(tmp_path, capsys):
+    # staleness=1 launches every bucket's all-reduce at the step's end; buckets overlapped with the
+    # backward would be launched a second time, so each gradient would be sent twice
+    code, lines = run_main(tmp_path, capsys, *TINY_SYNTHETIC, "sched=sven", "sched.staleness=1", "grad_sync.overlap=true")
+    assert code == 1 and len(lines) == 1, lines
+    assert "grad_sync.overlap=true cannot be used with sched=sven with staleness 1" in lines[0], lines
+    assert no_run_folder(tmp_path)

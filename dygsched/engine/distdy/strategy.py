@@ -57,7 +57,7 @@ from dygsched.engine.distdy.placement import PAPER_SEGMENTS, feature_segments, s
 from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
 from dygsched.engine.node_partition.exchange import exchange_counts, exchange_rows
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy, broadcast_from_rank0
-from dygsched.engine.timing import Region, timed
+from dygsched.engine.timing import HOST, Region, timed
 from dygsched.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -248,7 +248,7 @@ class DistDyStrategy(Strategy):
                 with timed(self.device) as step:
                     loss = self.batch_loss(epoch.index, tau, b, held, traffic, stats)
                     epoch.backward(loss, final=True)
-                stats.loss_sum = float(loss.detach())
+                stats.add_loss(loss)
                 stats.busy_from(step)
                 epoch.finish_iteration(stats)
                 iteration += 1
@@ -336,8 +336,10 @@ class DistDyStrategy(Strategy):
         send = flat[torch.from_numpy(order)]
         if torch.is_grad_enabled() and not send.requires_grad:  # every rank must run the exchange's backward too
             send = send.detach().requires_grad_()
-        exchanging = Region(self.device)
+        counting = Region(HOST)  # host integers through gloo: the host clock
         recv_counts = exchange_counts(send_counts)
+        stats.add_time("comm_s", counting.stop())
+        exchanging = Region(comm.clock_for(send.device))  # NCCL's rows: events; gloo's: the host clock
         received = exchange_rows(send, send_counts, recv_counts)
         stats.add_time("comm_s", exchanging.stop())
         stats.add_bytes("embedding", send.numel() * send.element_size())
@@ -384,7 +386,7 @@ class DistDyStrategy(Strategy):
         remote = np.flatnonzero(owner != self.rank)
         remote = remote[np.argsort(owner[remote], kind="stable")]
         send_counts = np.bincount(owner[remote], minlength=self.world_size).tolist()
-        fetching = Region(self.device)
+        fetching = Region(HOST)  # host requests and rows through gloo, and the host's lookups: the host clock
         recv_counts = exchange_counts(send_counts)
         asked = torch.from_numpy(np.stack([slot_of[remote], nodes[remote]], axis=1).astype(np.int64))
         incoming = exchange_rows(asked, send_counts, recv_counts).numpy() if self.world_size > 1 else asked.numpy()[:0]

@@ -57,7 +57,7 @@ from dygsched.engine.strategy import (
     Strategy,
     broadcast_from_rank0,
 )
-from dygsched.engine.timing import Tally, timed
+from dygsched.engine.timing import Region, Tally, timed
 from dygsched.errors import ConfigError
 from dygsched.models.dgnn import DGNN
 from dygsched.models.inherited_states import InheritedStates
@@ -117,7 +117,8 @@ class FlareStrategy(Strategy):
         self.full, self.alpha = config.full, config.alpha  # where the decay starts; the auto-tuning moves them
         self.overlap_schedule = OverlapSchedule(config.overlap) if config.overlap != "none" else None
         self._state_bytes = 0
-        self._pair_exchange, self._pair_bytes = Tally(), 0  # a step's link-pair row exchanges (task=link)
+        self._pair_exchanges: list[Region] = []  # a step's link-pair row exchanges (task=link), read when it is settled
+        self._pair_bytes = 0
         self._local_rows: np.ndarray | None = None
         self._last_epoch = -1
         self._partition_reported = False
@@ -190,7 +191,7 @@ class FlareStrategy(Strategy):
     def objective(self, model: nn.Module) -> nn.Module:
         self.check_model(model)
         self.model = cast(DGNN, model)  # check_model refuses any other model
-        self.layout = RankLayout(self.graph, self.partition, self.rank, model_norm(model))
+        self.layout = RankLayout(self.graph, self.partition, self.rank, model_norm(model), self.device)
         self.loss: GroupObjective = group_objective(self.model, self.graph, self.split, self.settings)
         return self.loss
 
@@ -307,14 +308,15 @@ class FlareStrategy(Strategy):
         clock: Breakdown,
     ) -> int:
         """One window: forward, loss and backward; returns the bytes its forward saved for the backward."""
-        self._pair_exchange, self._pair_bytes = Tally(), 0
+        self._pair_exchanges, self._pair_bytes = [], 0
         with SavedTensors() as kept:
             loss = self.window_loss(group, saved, accounting, clock)
         with clock.phase("backward"):
             epoch.backward(loss, final=True)
-        stats.loss_sum = float(loss.detach())
+        stats.add_loss(loss)
         if self.graph.task is Task.LINK:  # the link pairs' destination rows from their owners
-            stats.comm_s += self._pair_exchange.seconds("exchange")
+            for region in self._pair_exchanges:
+                stats.add_time("comm_s", region)
             stats.add_bytes("link_pair_rows", self._pair_bytes)
         if saved is not None:
             self._state_bytes = tensor_bytes(saved)
@@ -331,6 +333,8 @@ class FlareStrategy(Strategy):
         clock = clock or Breakdown()
         with clock.phase("remap" if not self.config.shrink else "load"):
             snapshots, partitioned, ids = self.blocks(group)  # without shrinking, renumbered here, at every step
+        # each block's existing nodes, counted on the host where the blocks are built (the loss's denominators)
+        existing = [float(s.node_mask.sum()) for s in snapshots] if self.config.loss_on != "last" else []
         with clock.phase("load"):
             snapshots = [s.to(self.device) for s in snapshots]
         with clock.phase("forward"):
@@ -344,9 +348,7 @@ class FlareStrategy(Strategy):
                 if self.graph.task is Task.LINK:
                     return self._link_loss(h, self.graph.snapshots[ids[-1]])
                 return self._partial_loss(h, snapshots[-1], last.active_nodes)
-            counts = comm.all_reduce(
-                torch.tensor([float(s.node_mask.sum()) for s in snapshots], dtype=torch.float64)
-            )  # host: gloo
+            counts = comm.all_reduce(torch.tensor(existing, dtype=torch.float64))  # host: gloo
             terms = [
                 self._partial_loss(out, s, float(c)) for out, s, c in zip(hooks.outputs, snapshots, counts.tolist()) if c > 0
             ]
@@ -417,17 +419,10 @@ class FlareStrategy(Strategy):
         z = self.model.readout(h)
         with timed(self.device) as exchanging:
             rows = plan.rows(z)
-        self._pair_exchange.add("exchange", exchanging)
+        self._pair_exchanges.append(exchanging)
         self._pair_bytes += 2 * plan.rows_sent * z.shape[1] * z.element_size()  # the rows, and their gradients back
-        device = z.device
-        return self.loss.pair_loss(
-            rows,
-            plan.src_rows.to(device),
-            plan.dst_rows.to(device),
-            plan.negative_dst_rows.to(device),
-            int(pairs.shape[1]),
-            1.0,
-        )
+        src, dst, negative_dst = plan.scored_rows(z.device)
+        return self.loss.pair_loss(rows, src, dst, negative_dst, int(pairs.shape[1]), 1.0)
 
     # ---- evaluation ---------------------------------------------------------------------------------
     def evaluate(self, phase: str) -> dict[str, MetricValue]:

@@ -24,7 +24,7 @@ import torch
 from dygsched.data.event_batches import RecentNeighbours
 from dygsched.data.events import EventStream
 from dygsched.data.kinds import DynamicData
-from dygsched.engine.node_memory.batches import Series
+from dygsched.engine.node_memory.batches import DistinctPairs, Series
 from dygsched.engine.node_memory.state import NodeState, NodeStateTable, Ownership
 from dygsched.engine.node_memory.transport import Transport
 from dygsched.engine.node_memory.updates import StateUpdates
@@ -100,22 +100,18 @@ class NodeMemory(ABC):
         return {}
 
     # ---- for the backends -------------------------------------------------------------------------
-    def memory_at(
-        self, keys: torch.Tensor, times: torch.Tensor, read: Callable[[torch.Tensor], NodeState]
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``s'`` and ``tau`` of every series row: row ``i`` is the state ``read(keys[i])`` at ``times[i]``.
+    def memory_at(self, pairs: DistinctPairs, read: Callable[[torch.Tensor], NodeState]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``s'`` and ``tau`` of every series row: row ``i`` is the state ``read(keys[i])`` at ``times[i]``,
+        for the series' ``keys`` and ``times`` whose distinct pairs (``distinct_pairs``, found on the
+        host) are ``pairs``, on the device.
 
         The updater runs once per distinct (key, time) pair and its rows are expanded back: a batch's
         series repeats pairs (neighbours read at their root's time, tied event times), on Enron 87%
         of them. Rows are independent, so the values are those of one call per row (TGL's dedup).
         The state is read once per distinct key, and the updater computes what depends on the key
         alone once per key (``update_memory(..., rows=)``: 5.3 pairs per key on the Wikipedia-sized stream)."""
-        distinct_times, time_index = torch.unique(times, return_inverse=True)
-        span = max(int(distinct_times.numel()), 1)
-        pairs, inverse = torch.unique(keys.long() * span + time_index, return_inverse=True)  # one int64 per pair: fast
-        distinct_keys, key_of_pair = torch.unique(pairs // span, return_inverse=True)
-        state = read(distinct_keys)
+        state = read(pairs.keys)
         memory = self.model.update_memory(
-            state.memory, state.memory_time, state.mail, state.mail_time, distinct_times[pairs % span], rows=key_of_pair
+            state.memory, state.memory_time, state.mail, state.mail_time, pairs.times, rows=pairs.key_of_pair
         )
-        return gather_rows(memory, inverse), state.memory_time[key_of_pair][inverse]
+        return gather_rows(memory, pairs.inverse), state.memory_time[pairs.key_of_pair][pairs.inverse]

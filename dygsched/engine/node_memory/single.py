@@ -11,7 +11,7 @@ import torch
 
 from dygsched.data.kinds import DynamicData
 from dygsched.engine.node_memory.backend import NodeMemory
-from dygsched.engine.node_memory.batches import Series
+from dygsched.engine.node_memory.batches import Series, distinct_pairs
 from dygsched.engine.node_memory.config import NodeMemoryConfig
 from dygsched.engine.node_memory.state import Ownership
 from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
@@ -29,8 +29,8 @@ class LocalMemory(NodeMemory):
     def memory_of(
         self, series: Series, stats: IterationStats, upcoming: Series | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        rows = self.ownership.row[series.vertices].to(self.device)
-        return self.memory_at(rows, series.times.to(self.device), self.table.read)
+        pairs = distinct_pairs(self.ownership.row[series.vertices], series.times)  # on the host, where they are known
+        return self.memory_at(pairs.to(self.device), self.table.read)
 
     def aggregate(self, updates: StateUpdates, stats: IterationStats) -> None:
         updates.apply(self.table, self.row_on_device)

@@ -275,22 +275,23 @@ class NodeMemoryStrategy(Strategy):
         self._series_unique += int(unique.numel())
         memory, tau = self.memory.memory_of(series, stats, upcoming)
         dev = self.device
-        root_count = roots.numel()
-        neighbour_memory = memory.new_zeros(root_count, k, memory.shape[1])
-        neighbour_memory[mask.to(dev)] = memory[root_count:]
+        root_count, width = roots.numel(), memory.shape[1]
+        slots = mask.reshape(-1).nonzero().flatten().to(dev, non_blocking=True)  # on the host, where the mask is
+        neighbour_memory = memory.new_zeros(root_count * k, width).index_copy(0, slots, memory[root_count:])
+        neighbour_memory = neighbour_memory.view(root_count, k, width)
         embedded, expand = self._embedded_roots(roots, root_times)
         # each distinct neighbour event's features once (neighbours repeat across roots); padding reads event 0, weighted 0
         events, event_index = torch.unique(sampled.events[embedded].clamp(min=0), return_inverse=True)
-        at = embedded.to(dev)
+        at = embedded.to(dev, non_blocking=True)
         z = model.embed(
             gather_rows(memory[:root_count], at),
-            tau[:root_count][embedded],
-            root_times[embedded].to(dev),
+            tau[:root_count][at],
+            root_times[embedded].to(dev, non_blocking=True),
             gather_rows(neighbour_memory, at),
-            sampled.times[embedded].to(dev, self.times.dtype),
-            self.edge[events].to(dev),
-            mask[embedded].to(dev),
-            neighbour_edge_index=event_index.to(dev),
+            sampled.times[embedded].to(dev, self.times.dtype, non_blocking=True),
+            self.edge[events].to(dev, non_blocking=True),
+            mask[embedded].to(dev, non_blocking=True),
+            neighbour_edge_index=event_index.to(dev, non_blocking=True),
         )
         z = gather_rows(z, expand)
         per_event = (roots.numel() - 2 * n) // max(n, 1) // (2 if inputs.negative_sources else 1)
@@ -361,7 +362,7 @@ class NodeMemoryStrategy(Strategy):
         pairs, expand = torch.unique(roots.long() * max(int(distinct_times.numel()), 1) + time_index, return_inverse=True)
         first = torch.full((pairs.numel(),), roots.numel(), dtype=torch.int64)
         first.scatter_reduce_(0, expand, torch.arange(roots.numel()), reduce="amin")
-        return first, expand.to(self.device)
+        return first, expand.to(self.device, non_blocking=True)
 
     def _updates(
         self, batch: RankBatch, endpoint_memory: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, t: torch.Tensor
@@ -369,7 +370,7 @@ class NodeMemoryStrategy(Strategy):
         model, n, dev = self.model, batch.events, self.device
         s_src, s_dst = endpoint_memory[:n], endpoint_memory[n:]
         events = self.events_of(batch)
-        edge = self.edge[events].to(dev)
+        edge = self.edge[events].to(dev, non_blocking=True)
         with torch.no_grad():
             mail_src, mail_dst = model.mail(s_src, s_dst, edge), model.mail(s_dst, s_src, edge)
         k = int(model.mail_neighbours)
@@ -383,7 +384,7 @@ class NodeMemoryStrategy(Strategy):
             delivery_keys = (keys[:, None] - keys[:, None] % slots + slot)[sampled.mask]
             delivered_to = sampled.nodes[sampled.mask]
             source_row = torch.arange(2 * n)[:, None].expand(-1, k)[sampled.mask]
-            delivered_mail = torch.cat([mail_src, mail_dst])[source_row.to(dev)]
+            delivered_mail = torch.cat([mail_src, mail_dst])[source_row.to(dev, non_blocking=True)]
             delivered_time = endpoint_times[source_row]
         else:
             delivery_keys = delivered_to = torch.zeros(0, dtype=torch.int64)
@@ -394,11 +395,11 @@ class NodeMemoryStrategy(Strategy):
             keys,
             endpoint_memory,
             torch.cat([mail_src, mail_dst]),
-            endpoint_times.to(dev),
+            endpoint_times.to(dev, non_blocking=True),
             delivered_to,
             delivery_keys,
             delivered_mail,
-            delivered_time.to(dev),
+            delivered_time.to(dev, non_blocking=True),
         )
 
     # ---- an epoch ---------------------------------------------------------------------------------
@@ -415,17 +416,16 @@ class NodeMemoryStrategy(Strategy):
             stats = IterationStats(batch.index, units=batch.events)
             self.transport.new_step()
             with timed(self.device) as step:
-                loss_total, writes = 0.0, []
+                writes = []
                 for i, (part, inputs) in enumerate(parts):
                     upcoming = parts[i + 1][1].series if i + 1 < len(parts) else None
                     loss_sum, _, _, updates = self._step(part, inputs, stats, upcoming)
                     epoch.backward(loss_sum / batch.global_events, final=i + 1 == len(parts))
-                    loss_total += float(loss_sum.detach())
+                    stats.add_loss(loss_sum)
                     writes.append(updates)
                 updates = StateUpdates.cat(writes)
                 self._count_writes(updates)
                 self.memory.aggregate(updates, stats)
-            stats.loss_sum = loss_total
             exchanged = self.transport.seconds()  # read once the step's work is done
             stats.comm_s += exchanged
             exchange_s += exchanged

@@ -11,9 +11,9 @@ computed value is the same as the one-process reference. Ownership: ``sched.part
 The hierarchical pipeline (section 3.3), each part switchable for the breakdown:
 
 * ``prefetch``: a helper thread samples, organises and routes the next batch while this one trains;
-  on a GPU it also copies what the dispatch reads on the device (the series' times and restore
-  index, from page-locked memory) on a side CUDA stream, and the training stream waits for that
-  copy's event only (``_on_side_stream``);
+  on a GPU it also copies what the updater reads on the device (the series' distinct (row, time)
+  pairs, found on the host, from page-locked memory) on a side CUDA stream, and the training stream
+  waits for that copy's event only (``_on_side_stream``);
 * ``micro_batches``: the rank's batch is cut into slices; the rows of slice ``k + 1`` are requested
   before slice ``k`` computes and arrive (an asynchronous all-to-all) while it does; gradients
   accumulate, the writes are aggregated once;
@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from dygsched.engine.node_memory.batches import Series
+from dygsched.engine.node_memory.batches import DistinctPairs, Series, distinct_pairs
 from dygsched.engine.node_memory.config import SvenConfig
 from dygsched.engine.node_memory.organise import organise
 from dygsched.engine.node_memory.sharded import ShardedMemory
@@ -54,7 +54,8 @@ class SvenMemory(ShardedMemory):
 
     # ---- preparing batches ahead ------------------------------------------------------------------
     def prepare(self, series: Series) -> Series:
-        return replace(series, organised=organise(series.vertices))
+        organised = organise(series.vertices)  # and the distinct (row, time) pairs the updater reads, on the host
+        return replace(series, organised=organised, pairs=distinct_pairs(organised.restore, series.times))
 
     def ahead(self, prepared: Iterator[Any]) -> Iterator[Any]:
         if not self.prefetch:
@@ -100,11 +101,9 @@ class SvenMemory(ShardedMemory):
         with torch.cuda.device(self.device), torch.cuda.stream(side):
             staged = []
             for part, inputs in parts:
-                series, organised = inputs.series, inputs.series.organised
-                assert organised is not None  # prepare() organised it
-                series = replace(
-                    series, times=to_device(series.times), organised=replace(organised, restore=to_device(organised.restore))
-                )
+                pairs = inputs.series.pairs
+                assert pairs is not None  # prepare() found them
+                series = replace(inputs.series, pairs=DistinctPairs(*(to_device(t) for t in pairs.tensors())))
                 staged.append((part, replace(inputs, series=series)))
             ready = torch.cuda.Event()
             ready.record(side)
@@ -117,12 +116,11 @@ class SvenMemory(ShardedMemory):
         rows = self._pending.pop(id(series.vertices), None) or self._fetch(series, stats)
         if upcoming is not None:  # its rows travel while this slice computes
             self._pending[id(upcoming.vertices)] = self._fetch(upcoming, stats)
-        organised = series.organised
-        assert organised is not None  # prepare() organises every series this backend reads
+        pairs = series.pairs
+        assert pairs is not None  # prepare() finds them for every series this backend reads
         with self.transport.exchanging():
             unique_rows = rows()
-        restore = organised.restore.to(unique_rows.device)
-        return self.memory_at(restore, series.times.to(self.device), lambda index: self.table.unpack(unique_rows[index]))
+        return self.memory_at(pairs.to(self.device), lambda index: self.table.unpack(unique_rows[index]))
 
     def _fetch(self, series: Series, stats: IterationStats) -> Callable[[], torch.Tensor]:
         """Ask the owners for the packed rows of the series' unique vertices; returns the wait for

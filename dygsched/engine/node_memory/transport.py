@@ -4,7 +4,9 @@ Bytes are counted exactly per kind and per peer (``Traffic``): ``dispatch`` (sta
 ranks), ``aggregate`` (writes sent to other ranks), their ``*_index`` (the vertex ids and keys that
 go with them), and DepComm's ``dispatch_grad``; only in training steps (evaluation moves state
 too, uncounted). Every exchange is a timed region of finished work (``dygsched.engine.timing``),
-summed per step as ``exchange_s`` (inside ``comm_s``, not ``busy_s``).
+summed per step as ``exchange_s`` (inside ``comm_s``, not ``busy_s``): by the host clock where it
+blocks the host (the counts, host rows, CUDA rows staged through the host under gloo), by CUDA
+events where NCCL moves CUDA rows.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import torch
 from dygsched.engine import comm
 from dygsched.engine.node_partition.exchange import all_to_all_later, exchange_counts, exchange_rows
 from dygsched.engine.strategy import IterationStats
-from dygsched.engine.timing import Tally, timed
+from dygsched.engine.timing import HOST, Tally, timed
 
 
 class Traffic:
@@ -62,11 +64,18 @@ class Transport:
         """This step's seconds in exchanges (read once the step's work is done)."""
         return self._exchanges.seconds("exchange")
 
+    def rows_block_host(self) -> bool:
+        """Whether this rank's row exchanges are host work (a CPU run, or CUDA rows staged through
+        gloo) rather than NCCL's device work."""
+        return self.device.type != "cuda" or not comm.cuda_through_nccl()
+
     @contextmanager
-    def exchanging(self) -> Iterator[None]:
-        """Time spent moving state between ranks (``comm_s``, not ``busy_s``): a timed region of
-        finished work (``dygsched.engine.timing``), read at the step's end."""
-        with timed(self.device) as region:
+    def exchanging(self, on_host: bool | None = None) -> Iterator[None]:
+        """Time spent moving state between ranks (``comm_s``, not ``busy_s``), read at the step's
+        end: by the host clock for an exchange that blocks the host (``on_host``; by default, rows
+        that do: ``rows_block_host``), else a device region of its finished work (CUDA events)."""
+        host = self.rows_block_host() if on_host is None else on_host
+        with timed(HOST if host else self.device) as region:
             yield
         self._exchanges.add("exchange", region)
 
@@ -81,7 +90,7 @@ class Transport:
         """``exchange_rows`` with the bytes recorded under ``kind`` (None: not counted)."""
         if kind is not None:
             self.record(kind, rows, send_counts, recv_counts, stats)
-        with self.exchanging():
+        with self.exchanging(comm.blocks_host(rows)):
             return exchange_rows(rows, send_counts, recv_counts)
 
     def exchange_later(
@@ -91,7 +100,7 @@ class Transport:
         self.record(kind, rows, send_counts, recv_counts, stats)
         if self.world_size == 1:
             return lambda: rows
-        with self.exchanging():
+        with self.exchanging(comm.blocks_host(rows)):
             return all_to_all_later(rows.detach(), send_counts, recv_counts)
 
     def record(
@@ -103,7 +112,7 @@ class Transport:
             self.traffic.record(kind, send_counts, recv_counts, width, stats)
 
     def counts(self, send_counts: list[int]) -> list[int]:
-        with self.exchanging():
+        with self.exchanging(on_host=True):  # host integers through gloo
             return exchange_counts(send_counts)
 
     def counts_together(self, send_counts: Sequence[Sequence[int]]) -> list[list[int]]:
@@ -111,7 +120,7 @@ class Transport:
         all-to-all of host integers, read once: a step's counts cost one round trip, not one per kind."""
         kinds, ranks = len(send_counts), self.world_size
         mine = torch.tensor([[int(counts[q]) for counts in send_counts] for q in range(ranks)], dtype=torch.int64).reshape(-1)
-        with self.exchanging():
+        with self.exchanging(on_host=True):
             arrived = comm.all_to_all(mine, [kinds] * ranks, [kinds] * ranks).reshape(ranks, kinds).tolist()
         return [[arrived[q][k] for q in range(ranks)] for k in range(kinds)]
 

@@ -92,13 +92,17 @@ class StateUpdates:
         )
 
     def apply(self, table: NodeStateTable, row_of: torch.Tensor) -> None:
-        """Write the winning updates into ``table``, whose row of vertex ``v`` is ``row_of[v]``."""
+        """Write the winning updates into ``table``, whose row of vertex ``v`` is ``row_of[v]``. The
+        winners are found where the vertices and keys are (on the host, where a step builds them:
+        finding them on the device would make the host wait for it); only positions move."""
         device = table.memory.device
-        win = latest_per_vertex(self.vertices.to(device), self.keys.to(device))
-        table.write_memory(row_of[self.vertices.to(device)[win]], self.memory[win], self.time[win])
-        vertices = torch.cat([self.vertices, self.delivered_to]).to(device)
-        keys = torch.cat([self.keys, self.delivered_keys]).to(device)
+        win = latest_per_vertex(self.vertices, self.keys)
+        at = win.to(self.memory.device, non_blocking=True)
+        table.write_memory(row_of[self.vertices[win].to(device, non_blocking=True)], self.memory[at], self.time[at])
+        vertices = torch.cat([self.vertices, self.delivered_to])
+        keys = torch.cat([self.keys, self.delivered_keys])
         mail = torch.cat([self.mail, self.delivered_mail])
         times = torch.cat([self.time, self.delivered_time])
         win = latest_per_vertex(vertices, keys)
-        table.write_mail(row_of[vertices[win]], mail[win], times[win])
+        at = win.to(mail.device, non_blocking=True)
+        table.write_mail(row_of[vertices[win].to(device, non_blocking=True)], mail[at], times[at])

@@ -86,6 +86,7 @@ class PartitionedSnapshot:
     endpoint) join owned rows; ``halo`` edges go from halo rows (``owned + position``) to owned
     rows; ``send_index``/``send_counts``/``recv_counts`` drive the halo exchange;
     ``active_nodes`` counts the nodes that exist in the whole snapshot (the loss's denominator).
+    ``send_index`` lives on the layout's device (the exchange gathers rows there); the rest on the host.
     """
 
     x: torch.Tensor
@@ -131,11 +132,21 @@ class PartitionedSnapshot:
 class RankLayout:
     """One rank's share of every snapshot of ``graph`` under ``partition`` (see the module docstring).
 
-    ``norm``: the GCN normalisation of the model, for the halo nodes' degree loops.
+    ``norm``: the GCN normalisation of the model, for the halo nodes' degree loops. ``device``: where
+    the exchange's index (``send_index``) is kept: the layers' exchanges read it there, forward and
+    backward, so it is copied once per renumbering (``reorder``), not once per layer and direction.
     """
 
-    def __init__(self, graph: TemporalGraph, partition: NodePartition, rank: int, norm: GCNNorm = GCNNorm()) -> None:
+    def __init__(
+        self,
+        graph: TemporalGraph,
+        partition: NodePartition,
+        rank: int,
+        norm: GCNNorm = GCNNorm(),
+        device: torch.device | None = None,
+    ) -> None:
         self.graph, self.partition, self.rank, self.norm = graph, partition, rank, norm
+        self.device = device if device is not None else torch.device("cpu")
         self.owned = partition.nodes_of(rank)  # node ids, increasing
         self.world_size = partition.num_parts
         self._snapshots = [self._share(s) for s in graph.snapshots]
@@ -223,7 +234,7 @@ class RankLayout:
             halo_weight=torch.from_numpy(np.ascontiguousarray(share.halo_weight)),
             halo_degree=torch.from_numpy(share.halo_degree.astype(np.float64)),
             halo_x=snapshot.x[torch.from_numpy(share.halo_nodes)],
-            send_index=torch.from_numpy(local[share.send_nodes]),
+            send_index=torch.from_numpy(local[share.send_nodes]).to(self.device),
             send_counts=tuple(share.send_counts),
             recv_counts=tuple(share.recv_counts),
             active_nodes=share.active_nodes,

@@ -75,10 +75,20 @@ class PairRows:
 
     def rows(self, z: torch.Tensor) -> torch.Tensor:
         """The owned rows ``z`` followed by the rows received from their owners (differentiable)."""
-        sent = z.index_select(0, self.send_index.to(z.device))
+        sent = z.index_select(0, on_device(self.send_index, z.device))
         return torch.cat([z, exchange_rows(sent, self.send_counts, self.recv_counts)])
+
+    def scored_rows(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``src_rows``, ``dst_rows`` and ``negative_dst_rows`` on ``device`` (page-locked copies on a GPU)."""
+        return on_device(self.src_rows, device), on_device(self.dst_rows, device), on_device(self.negative_dst_rows, device)
 
     @property
     def rows_sent(self) -> int:
         """Rows this rank sends (forward; their gradients come back as many)."""
         return int(sum(self.send_counts))
+
+
+def on_device(index: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A host index built for this step, on ``device``: from page-locked memory on a GPU, so the copy
+    is queued without the host waiting for it."""
+    return index.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else index

@@ -111,7 +111,7 @@ class BLADExecutor(SequentialExecutor):
                 forward_with_first_layer(objective.model, current.snapshots, current.spatial), current.snapshots[-1], scale
             )
             run.backward(loss, final=j == len(mine) - 1)
-            stats.loss_sum += float(loss.detach()) / scale
+            stats.add_loss(loss, scale)
             if pending is not None:
                 ahead = pending.result()
                 if self.side_stream is not None:

@@ -120,9 +120,9 @@ class ESDGExecutor(GroupExecutor):
         for k in order:
             loss = self.train_group(run, run.train_groups[k], scale, stats)
             if loss is not None:
-                stats.loss_sum += loss / scale
+                stats.add_loss(loss, scale)
 
-    def train_group(self, run: EpochRun, group: SnapshotGroup, scale: float, stats: IterationStats) -> float | None:
+    def train_group(self, run: EpochRun, group: SnapshotGroup, scale: float, stats: IterationStats) -> torch.Tensor | None:
         """Forward and backward of this rank's block of ``group``; the scaled loss on the last rank.
 
         Parameter gradients accumulate into ``.grad`` (this rank's part of the group's gradient).
@@ -151,7 +151,7 @@ class ESDGExecutor(GroupExecutor):
         if last_rank:
             loss = run.objective.loss_from_predictions(model.readout(h), snapshots[-1], scale)
             loss.backward()
-            loss_value = float(loss.detach())
+            loss_value = loss.detach()
         else:
             sent = layout.flatten(states)
             self._send(sent.detach(), rank + 1, device, stats)

@@ -126,10 +126,10 @@ class SequentialExecutor(GroupExecutor):
         stats.units = len(mine)
         stats.add_bytes("host_to_device", 0)
         for position, k in enumerate(mine):
-            stats.loss_sum += self.train_group(run, k, scale, stats, final=position == len(mine) - 1)
+            stats.add_loss(self.train_group(run, k, scale, stats, final=position == len(mine) - 1), scale)
 
-    def train_group(self, run: EpochRun, index: int, scale: float, stats: IterationStats, final: bool) -> float:
-        """Forward and backward of one group; returns its unscaled loss."""
+    def train_group(self, run: EpochRun, index: int, scale: float, stats: IterationStats, final: bool) -> torch.Tensor:
+        """Forward and backward of one group; returns its scaled loss, detached, on the device (not read)."""
         timer = PhaseTimer(run.device) if run.profiler is not None else None
         hooks: LayerHooks = TimedHooks(timer) if timer is not None else PLAIN
         if run.inherited is not None:  # UTG's procedure: the window starts from the state the one before left
@@ -143,4 +143,4 @@ class SequentialExecutor(GroupExecutor):
             run.backward(loss, final)
         if run.profiler is not None and timer is not None:
             run.profiler.record(index, timer)
-        return float(loss.detach()) / scale
+        return loss.detach()

@@ -18,8 +18,9 @@ and accounting) and, with ``reuse=True``, removes the work REAL removes:
   On CPU there is no transfer to save and higher layers read the snapshots in place.
 * **Pipeline (section 4.1.3).** On a GPU the next chain's transfer runs on a copy stream and the
   chain's first-layer convolutions on a conv stream, while the main stream runs the dense work and
-  backward of the chain before; events order them (``dygsched.engine.snapshot_groups.streams``). On CPU the same
-  code runs in order.
+  backward of the chain before; events order them (``dygsched.engine.snapshot_groups.streams``): one
+  event per chain, recorded after its copies, so a chain waits for its own transfer and never for
+  the next chain's, queued behind it on the copy stream. On CPU the same code runs in order.
 
 ``reuse=False`` is ``SequentialExecutor`` unchanged, whatever the other options say. During profiling
 epochs each group's time is recorded as usual, plus the seconds of its reusable part (transfer and
@@ -31,7 +32,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -90,6 +91,7 @@ class LoadedChain:
     diffs: tuple[DiffMap, ...]
     targets: tuple[tuple[torch.Tensor, ...], ...]  # (y, node_mask) per snapshot, and its links under task=link
     moved: int
+    ready: torch.cuda.Event | None = None  # recorded on the copy stream after this chain's copies (GPU)
 
 
 class HostCache:
@@ -261,8 +263,9 @@ class ReuseExecutor(SequentialExecutor):
                 with timer.phase("host_to_device", self.streams.copy) if timer else nullcontext():
                     loaded = self.load(chain, device)
             assert loaded is not None
-            self.streams.handoff(loaded, self.streams.copy, self.streams.conv)
-            self.streams.handoff(loaded, self.streams.copy)
+            # this chain's copies only: the next chain's, queued on the copy stream behind them, keep running
+            self.streams.handoff_at(loaded, loaded.ready, self.streams.conv)
+            self.streams.handoff_at(loaded, loaded.ready)
             stats.add_bytes("host_to_device", loaded.moved)
             losses = self.train_chain(run, loaded, scale, timer, final=position == len(chains) - 1)
             if profiler is not None and timer is not None:
@@ -271,7 +274,8 @@ class ReuseExecutor(SequentialExecutor):
                 elif len(chain.groups) == 2:  # a merged pair: what type II reuse saves (REAL eq. 17's table)
                     first, second = sorted(chain.groups)
                     profiler.record_pair((first, second), timer)
-            stats.loss_sum += sum(losses)
+            for loss in losses:
+                stats.add_loss(loss, scale)
 
     def load(self, chain: Chain, device: torch.device) -> LoadedChain:
         """The chain's first graph, diff maps, features and targets on ``device`` (copy stream on GPU)."""
@@ -286,7 +290,7 @@ class ReuseExecutor(SequentialExecutor):
         moved = first.nbytes() + sum(d.nbytes() for d in diffs) + x.element_size() * x.nelement()
         moved += sum(t.element_size() * t.nelement() for held in targets for t in held)
         with self.streams.on(self.streams.copy):
-            return LoadedChain(
+            loaded = LoadedChain(
                 chain,
                 x.to(device, non_blocking=True),
                 first.to(device, non_blocking=True),
@@ -294,9 +298,13 @@ class ReuseExecutor(SequentialExecutor):
                 tuple(tuple(t.to(device, non_blocking=True) for t in held) for held in targets),
                 moved,
             )
+        return replace(loaded, ready=self.streams.mark(self.streams.copy))
 
-    def train_chain(self, run: EpochRun, loaded: LoadedChain, scale: float, timer: PhaseTimer | None, final: bool) -> list[float]:
-        """Forward every group of the chain on shared first-layer outputs, one backward; unscaled losses.
+    def train_chain(
+        self, run: EpochRun, loaded: LoadedChain, scale: float, timer: PhaseTimer | None, final: bool
+    ) -> list[torch.Tensor]:
+        """Forward every group of the chain on shared first-layer outputs, one backward; the groups'
+        scaled losses, detached, left on the device (reading one would stall the queue before the backward).
 
         Profiling times the first layer's shared convolutions as ``spatial`` and the groups'
         forward (higher layers' spatial work included) as ``temporal``, as before the reuse engine
@@ -320,7 +328,7 @@ class ReuseExecutor(SequentialExecutor):
                 lo, hi = group.start - chain.start, group.stop - chain.start
                 hooks: LayerHooks = GivenFirstConv(conv_outs[lo:hi], PLAIN)
                 loss = objective.loss_from_predictions(model(snapshots[lo:hi], hooks=hooks), snapshots[hi - 1], scale)
-                losses.append(float(loss.detach()) / scale)
+                losses.append(loss.detach())
                 total = loss if total is None else total + loss
         with timer.phase("backward") if timer else nullcontext():
             assert total is not None

@@ -7,7 +7,10 @@ events (``handoff``), so each stage waits only for what it reads. On CPU, or wit
 every context is a no-op and the code runs in program order: one code path for both.
 
 Host-to-device copies are asynchronous (``non_blocking=True``) only from page-locked memory: a
-run on CUDA pins its graph's tensors once (``pinned_graph``) when the data reaches its rank.
+run on CUDA pins its graph's tensors once (``pinned_graph``) when the data reaches its rank. Pinned
+memory is a process's own, so each rank of a node pins a copy (the ranks of the local launcher share
+the loaded graph, a memory-mapped file, but not their pinned copies); docs/architecture.md says why
+one registered copy per node is not done yet.
 """
 
 from __future__ import annotations
@@ -89,6 +92,23 @@ class Streams:
 
     def on(self, stream: torch.cuda.Stream | None) -> AbstractContextManager[Any]:
         return torch.cuda.stream(stream) if stream is not None else nullcontext()
+
+    def mark(self, stream: torch.cuda.Stream | None) -> torch.cuda.Event | None:
+        """An event recorded on ``stream`` now: the point a consumer waits for (``handoff_at``)."""
+        if stream is None:
+            return None
+        event = torch.cuda.Event()
+        event.record(stream)
+        return event
+
+    def handoff_at(self, produced: Any, ready: torch.cuda.Event | None, consumer: torch.cuda.Stream | None = None) -> None:
+        """Make ``consumer`` (default: the current stream) wait for ``ready`` alone (not for what its
+        stream queued after it) and own ``produced``."""
+        if ready is None:
+            return
+        consumer = consumer if consumer is not None else torch.cuda.current_stream(self.device)
+        consumer.wait_event(ready)
+        record_stream(produced, consumer)
 
     def handoff(self, produced: Any, producer: torch.cuda.Stream | None, consumer: torch.cuda.Stream | None = None) -> None:
         """Make ``consumer`` (default: the current stream) wait for ``producer`` and own ``produced``."""

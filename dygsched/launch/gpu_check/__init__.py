@@ -1,4 +1,4 @@
-"""``python -m dygsched.launch.gpu_check [RESULTS]``: one GPU, every strategy, every collective, in minutes.
+"""``python -m dygsched.launch.gpu_check [RESULTS]``: every strategy, every collective, on this node's GPUs, in minutes.
 
 What a first hour on a machine with a GPU should answer, as one table (``check_gpu.csv`` and
 ``check_gpu.md`` in ``RESULTS``, default ``results/check-gpu``, rewritten after every row so a run
@@ -9,11 +9,14 @@ cut short still leaves what it got):
    tensors, all-to-alls with uneven and zero-row splits, the asynchronous forms, the object
    collectives (the one-rank shortcut of the helpers is turned off, so each call goes through
    torch.distributed and its backend); then the same under ``nccl`` alone (``dist_backend=nccl``:
-   CPU tensors staged through the GPU). At two ranks sharing the GPU (gloo, CUDA tensors staged
-   through the host): the same helpers with real exchanges, send/recv included. Each probe rank is
-   a child process with a deadline, so a backend that aborts (NCCL's SIGABRT) fails its rows only.
+   CPU tensors staged through the GPU). With two GPUs or more, the same at two ranks, each on a GPU
+   of its own, under both: NCCL between two GPUs (``probing.probe_settings``). At two ranks sharing
+   GPU 0 (gloo, CUDA tensors staged through the host): the same helpers with real exchanges,
+   send/recv included. Each probe rank is a child process with a deadline, so a backend that aborts
+   (NCCL's SIGABRT) fails its rows only.
 2. ``ws1``: every strategy of ``conf/sched`` on small data at ``world_size=1 device=cuda``.
-3. ``ws2``: every strategy at ``world_size=2``, both ranks on the one GPU.
+3. ``ws2``: every strategy at ``world_size=2``: each rank on a GPU of its own (NCCL) where there are
+   two, else both on the one GPU (gloo).
 
 Each run of 2. and 3. is composed with the real configs and trained by the ``run(cfg)`` behind
 ``dygsched run`` (one process imports everything once), then again with ``device=cpu``: the table
@@ -21,8 +24,10 @@ puts the two final training losses side by side. A run that fails is one row wit
 reason; every run has a deadline (``--run-timeout-s``, collectives ``dist_timeout_s``), and the
 whole check a budget (``--budget-s``) after which the runs left are rows marked ``skipped``.
 
-Exit status: 0 when every run and probe row is ``ok``, 1 otherwise (each row that is not ``ok`` is
-also printed last, with its reason), 2 for bad arguments; stopped by SIGTERM or Ctrl-C, it keeps the
+Exit status: 1 when a probe case or a run did not end ``ok``, a run's final loss differs from its
+CPU twin's beyond the twins' tolerance (``table.CLOSE``), or a twin failed (each such row is printed
+last, with its reason; ``table.failure``); 0 otherwise (rows the budget skipped are listed, and fail
+nothing); 2 for bad arguments; stopped by SIGTERM or Ctrl-C, it keeps the
 table of the rows so far and exits 128 + the signal. Without a CUDA device it prints one line and
 exits 0. ``--device cpu`` runs the same code on CPU
 (a rehearsal: the probe's CUDA rows are left out, the "device" runs are CPU runs).

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from dygsched.errors import Terminated
-from dygsched.launch.gpu_check.probing import MIXED_BACKEND, SHARED_GPU_BACKEND, probe, probe_rank
-from dygsched.launch.gpu_check.runs import variant_row
-from dygsched.launch.gpu_check.table import TABLE, Clock, Row, markdown, tally, write_table
+from dygsched.launch.gpu_check.probing import probe, probe_rank, probe_settings
+from dygsched.launch.gpu_check.runs import gpu_count, variant_row
+from dygsched.launch.gpu_check.table import TABLE, Clock, Row, failure, markdown, tally, write_table
 from dygsched.launch.gpu_check.variants import VARIANTS
 
 DEFAULT_RESULTS = Path("results") / "check-gpu"
@@ -34,7 +34,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--budget-s",
         type=float,
-        default=390.0,
+        default=225.0,
         help="start no run after this many seconds; the check ends within the budget and one run's deadline "
         "(default: %(default)s)",
     )
@@ -88,7 +88,8 @@ def describe_machine(device: str) -> dict[str, Any]:
 def main(argv: Sequence[str]) -> int:
     if argv[:1] == ["--probe-rank"]:
         rank, world_size, port, backend, device, out, timeout = argv[1:8]
-        return probe_rank(int(rank), int(world_size), int(port), backend, device, Path(out), float(timeout))
+        spread = argv[8:9] == ["spread"]
+        return probe_rank(int(rank), int(world_size), int(port), backend, device, Path(out), float(timeout), spread)
     args = parse_args(argv)
     if args.device == "cuda" and not cuda_visible():
         print("check-gpu: no CUDA device is visible here (torch.cuda.is_available() is false): nothing checked", flush=True)
@@ -111,14 +112,13 @@ def main(argv: Sequence[str]) -> int:
         return int(getattr(exc, "exit_code", 130))
     write_table(rows, folder)
     print(markdown(rows), flush=True)
-    bad = [row for row in rows if row.status != "ok"]
-    for row in bad:  # last, where a terminal's tail shows them
-        print(
-            f"not ok: {row.part} {row.name} at {row.world_size} rank(s) on {row.device} ({row.backend}): "
-            f"{row.status}: {row.reason}",
-            flush=True,
-        )
-    clock.say(f"check-gpu: {tally(rows)}; table in {folder / TABLE}.csv")
+    bad = [(row, why) for row in rows if (why := failure(row)) is not None]
+    skipped = [row for row in rows if row.status == "skipped" or row.cpu_status == "skipped"]
+    if skipped:
+        print(f"skipped by the budget of {args.budget_s:.0f} s: " + ", ".join(f"{r.part} {r.name}" for r in skipped), flush=True)
+    for row, why in bad:  # last, where a terminal's tail shows them
+        print(f"not ok: {row.part} {row.name} at {row.world_size} rank(s) on {row.device} ({row.backend}): {why}", flush=True)
+    clock.say(f"check-gpu: {tally(rows)}; {'FAILED' if bad else 'passed'}; table in {folder / TABLE}.csv")
     return 1 if bad else 0
 
 
@@ -135,11 +135,8 @@ def check(args: argparse.Namespace, folder: Path, clock: Clock, rows: list[Row])
         write_table(rows, folder)
 
     if "probe" in args.parts:
-        one_rank_backend = MIXED_BACKEND if args.device == "cuda" else "gloo"
-        keep(probe(1, one_rank_backend, args.device, folder, args.probe_timeout_s, clock))
-        if args.device == "cuda":  # dist_backend=nccl alone: CPU tensors staged through the GPU
-            keep(probe(1, "nccl", args.device, folder, args.probe_timeout_s, clock))
-        keep(probe(2, SHARED_GPU_BACKEND, args.device, folder, args.probe_timeout_s, clock))
+        for setting in probe_settings(args.device, gpu_count(args.device)):
+            keep(probe(setting.world_size, setting.backend, args.device, folder, args.probe_timeout_s, clock, setting.spread))
     # strategy by strategy, one rank then two: a check stopped by its budget misses the last strategies
     # (the repeats) at both world sizes rather than every strategy at two ranks
     for variant in (v for v in VARIANTS if not args.only or v.name in args.only):

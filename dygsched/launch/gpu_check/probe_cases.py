@@ -157,6 +157,10 @@ def probe_cases(rank: int, world_size: int, device: str) -> list[ProbeCase]:
     def _barrier(comm: Any, torch: Any) -> None:
         comm.barrier()
 
+    @add("wait_for_rank", "cpu", "every rank meets rank 0 on the store")
+    def _wait_for_rank(comm: Any, torch: Any) -> None:
+        comm.wait_for_rank(0)
+
     return cases
 
 
@@ -170,4 +174,6 @@ DESCRIBING = {
     "device_backend",
     "cuda_through_nccl",
     "stages_through_host",
+    "blocks_host",
+    "clock_for",
 }

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,38 @@ MIXED_BACKEND = "cpu:gloo,cuda:nccl"
 SHARED_GPU_BACKEND = "gloo"  # what two ranks on one GPU use (NCCL refuses two ranks on one device)
 
 
-def probe_rank(rank: int, world_size: int, port: int, backend: str, device: str, out: Path, timeout_s: float) -> int:
-    """One probe rank (a child process): join the group, run every case, one JSON line per case."""
+@dataclass(frozen=True)
+class ProbeSetting:
+    """One probe: its ranks, the backend they join, and whether each rank has a GPU of its own
+    (``spread``: rank ``r`` on GPU ``r``) or all share GPU 0."""
+
+    world_size: int
+    backend: str
+    spread: bool = False
+
+    @property
+    def gpus(self) -> int:
+        return self.world_size if self.spread else 1
+
+
+def probe_settings(device: str, gpu_count: int) -> list[ProbeSetting]:
+    """The probes of a check on ``device`` with ``gpu_count`` GPUs visible, in order: one rank on the
+    mixed backend and on NCCL alone; with two GPUs or more, two ranks on two GPUs under both (NCCL
+    between GPUs: what a multi-GPU run's collectives take); two ranks sharing GPU 0 under gloo (what
+    ``dist_backend=auto`` gives them). On CPU: one and two gloo ranks (a rehearsal)."""
+    if device != "cuda":
+        return [ProbeSetting(1, "gloo"), ProbeSetting(2, SHARED_GPU_BACKEND)]
+    settings = [ProbeSetting(1, MIXED_BACKEND), ProbeSetting(1, "nccl")]
+    if gpu_count >= 2:
+        settings += [ProbeSetting(2, MIXED_BACKEND, spread=True), ProbeSetting(2, "nccl", spread=True)]
+    return settings + [ProbeSetting(2, SHARED_GPU_BACKEND)]
+
+
+def probe_rank(
+    rank: int, world_size: int, port: int, backend: str, device: str, out: Path, timeout_s: float, spread: bool = False
+) -> int:
+    """One probe rank (a child process): join the group, run every case, one JSON line per case;
+    ``spread``: on GPU ``rank`` (else every rank on GPU 0)."""
     from datetime import timedelta
 
     import torch
@@ -36,7 +67,7 @@ def probe_rank(rank: int, world_size: int, port: int, backend: str, device: str,
     record(case="join", status="started")
     try:
         if device == "cuda":
-            torch.cuda.set_device(0)
+            torch.cuda.set_device(rank % torch.cuda.device_count() if spread else 0)
         dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s))
     except Exception as exc:
         record(case="join", status="failed", reason=one_line(f"{type(exc).__name__}: {exc}"))
@@ -113,9 +144,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def probe(world_size: int, backend: str, device: str, folder: Path, timeout_s: float, clock: Clock) -> list[Row]:
-    """Every probe case on ``world_size`` child ranks; one row per case (failed on any rank: failed)."""
-    stem = f"probe-ws{world_size}-{backend.replace(':', '-').replace(',', '+')}"
+def probe(
+    world_size: int, backend: str, device: str, folder: Path, timeout_s: float, clock: Clock, spread: bool = False
+) -> list[Row]:
+    """Every probe case on ``world_size`` child ranks (``spread``: each on a GPU of its own); one row
+    per case (failed on any rank: failed)."""
+    stem = f"probe-ws{world_size}-{backend.replace(':', '-').replace(',', '+')}" + ("-gpus" if spread else "")
     out = folder / f"{stem}.jsonl"
     out.unlink(missing_ok=True)
     port = free_port()
@@ -126,7 +160,8 @@ def probe(world_size: int, backend: str, device: str, folder: Path, timeout_s: f
         with open(logs[rank], "w") as log:  # a file, not a pipe: a chatty rank cannot block on it
             children.append(
                 subprocess.Popen(
-                    [*command, str(rank), str(world_size), str(port), backend, device, str(out), str(timeout_s / 2)],
+                    [*command, str(rank), str(world_size), str(port), backend, device, str(out), str(timeout_s / 2)]
+                    + (["spread"] if spread else []),
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
@@ -158,7 +193,10 @@ def probe(world_size: int, backend: str, device: str, folder: Path, timeout_s: f
     ]
     last_words = outputs.get(0, "").strip().splitlines()
     rows = probe_rows(entries, ends, world_size, device, backend, last_words[-1] if last_words else "")
-    clock.say(f"probe at {world_size} rank(s), {backend}: {tally(rows)}")
+    for row in rows:
+        row.gpus = (world_size if spread else 1) if device == "cuda" else None
+    on = f" on {world_size} GPUs" if spread else ""
+    clock.say(f"probe at {world_size} rank(s){on}, {backend}: {tally(rows)}")
     return rows
 
 

@@ -16,6 +16,13 @@ from dygsched.launch.gpu_check.table import Clock, Row, cell, loss_check, one_li
 from dygsched.launch.gpu_check.variants import COMMON, Variant
 
 
+def gpu_count(device: str) -> int:
+    """The GPUs this process sees (0 for a CPU rehearsal)."""
+    import torch
+
+    return int(torch.cuda.device_count()) if device == "cuda" else 0
+
+
 class RunTimedOut(Exception):
     """A run went past the check's deadline for one run."""
 
@@ -140,6 +147,7 @@ def variant_row(
         world_size,
         device,
         outcome.status,
+        gpus=min(world_size, gpu_count(device)) if device == "cuda" else None,
         wall_s=outcome.wall_s,
         epoch_time_s=outcome.epoch_time_s,
         gpu_peak_mb=" ".join(f"{outcome.gpu_peaks[r]:.1f}" for r in sorted(outcome.gpu_peaks)),

@@ -25,6 +25,7 @@ class Row:
     world_size: int
     device: str
     status: str  # ok | failed | timeout | skipped | unprobed
+    gpus: int | None = None  # the distinct GPUs the ranks ran on (None on CPU)
     wall_s: float | None = None
     epoch_time_s: float | None = None
     gpu_peak_mb: str = ""  # per rank, "r0 r1 ..." (MB)
@@ -92,13 +93,31 @@ def write_table(rows: Sequence[Row], folder: Path) -> tuple[Path, Path]:
     return csv_path, md_path
 
 
+def failure(row: Row) -> str | None:
+    """Why ``row`` fails the check (None: it does not): a run or probe case that did not end ``ok``,
+    a final loss that differs from the CPU twin's beyond ``CLOSE``, or a twin that failed. A row
+    the budget skipped fails nothing (``tally`` counts it)."""
+    if row.status not in ("ok", "skipped"):
+        return f"{row.status}: {row.reason}"
+    if row.cpu_status in ("failed", "timeout"):
+        return f"its CPU twin {row.cpu_status}: {row.reason}"
+    if row.loss_check == "differs":
+        return (
+            f"final loss {cell(row.final_loss)} against the CPU twin's {cell(row.cpu_final_loss)}: "
+            f"relative difference {cell(row.loss_rel_diff)}, beyond the twins' tolerance {CLOSE:g}"
+        )
+    return None
+
+
 def tally(rows: Sequence[Row]) -> str:
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.status] = counts.get(row.status, 0) + 1
     differs = sum(row.loss_check == "differs" for row in rows)
+    twins = sum(row.cpu_status in ("failed", "timeout") for row in rows)
     text = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    return text + (f"; {differs} with a final loss that differs from the CPU run's" if differs else "")
+    text += f"; {differs} with a final loss that differs from the CPU run's" if differs else ""
+    return text + (f"; {twins} whose CPU twin failed" if twins else "")
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -165,12 +165,11 @@ def _gat_diff(
     shift = shift_old.scatter_reduce(
         0, t_dst_all[positive].unsqueeze(-1).expand(-1, heads), e[positive].detach(), "amax", include_self=True
     )
-    grown = (shift > shift_old).any(dim=1).nonzero().flatten()
-    denom, num = state.denom, state.num
-    if grown.numel():
-        factor = torch.exp(shift_old[grown] - shift[grown])
-        denom = denom.index_copy(0, grown, denom[grown] * factor)
-        num = num.index_copy(0, grown, num[grown] * factor.unsqueeze(-1))
+    # every row rescaled by exp(old - new shift), exactly 1 where the shift did not grow: no row set
+    # to find, so the host never waits for the device to count the grown rows
+    grew = shift > shift_old
+    factor = torch.where(grew, torch.exp(shift_old - shift), torch.ones_like(shift))
+    denom, num = state.denom * factor, state.num * factor.unsqueeze(-1)
     p = coef.unsqueeze(-1) * torch.exp(e - shift[t_dst_all])
     denom = denom.index_add(0, t_dst_all, p)
     num = num.index_add(0, t_dst_all, p.unsqueeze(-1) * vec)
@@ -198,7 +197,7 @@ def _gat_diff(
         terms = keep.sum() + sum(t.numel() for t in t_dst[1:])  # a tensor: summed when the counter is read
         add_flops("attention", (5 * terms + 3 * negative.sum() + 5 * recomputed) * heads)
         add_flops("aggregate", 2 * (t_dst_all.numel() + recomputed) * width)
-        add_flops("elementwise", grown.numel() * (width + heads))
+        add_flops("elementwise", grew.any(dim=1).sum() * (width + heads))  # a tensor: summed when the counter is read
     return _GATState(edges, z, a_src, a_dst, res, shift, denom, num, out)
 
 

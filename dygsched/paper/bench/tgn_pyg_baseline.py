@@ -54,35 +54,44 @@ def pyg_tgn_epochs(
     heads: int,
     lr: float,
     seed: int,
+    device: str = "cpu",
+    steps: list[int] | None = None,
 ) -> tuple[list[float], list[float]]:
     """The loop PyG documents for TGN, from its public modules: ``TGNMemory`` (GRU memory,
     ``IdentityMessage``, ``LastAggregator``), ``LastNeighborLoader``, one ``TransformerConv`` over
-    relative time encodings, a two-layer link predictor, one random negative per event, Adam."""
+    relative time encodings, a two-layer link predictor, one random negative per event, Adam.
+    ``device``: where it runs (the stream moved there once, as PyG's example does); an epoch's time
+    ends once its work is done (the loop reads its loss every step, which waits for it anyway).
+    ``steps``: where to append each epoch's count of optimizer steps."""
     torch.manual_seed(seed)
+    on = torch.device(device)
     n, d = stream.num_nodes, memory_dim
-    t = (stream.t - stream.t[0]).to(torch.long)
-    msg = stream.edge_matrix() if stream.edge_dim else torch.zeros(stream.num_events, 1)
+    t = (stream.t - stream.t[0]).to(torch.long).to(on)
+    msg = (stream.edge_matrix() if stream.edge_dim else torch.zeros(stream.num_events, 1)).to(on)
+    sources, destinations = stream.src.to(on), stream.dst.to(on)
     memory = TGNMemory(
         n, msg.shape[1], d, d, message_module=IdentityMessage(msg.shape[1], d, d), aggregator_module=LastAggregator()
-    )
-    gnn = Embedding(d, msg.shape[1], memory.time_enc, heads)
-    predictor = Predictor(d)
+    ).to(on)
+    gnn = Embedding(d, msg.shape[1], memory.time_enc, heads).to(on)
+    predictor = Predictor(d).to(on)
     optimizer = torch.optim.Adam({*memory.parameters(), *gnn.parameters(), *predictor.parameters()}, lr=lr)
-    loader = LastNeighborLoader(n, size=neighbours)
-    assoc = torch.empty(n, dtype=torch.long)
+    loader = LastNeighborLoader(n, size=neighbours, device=on)
+    assoc = torch.empty(n, dtype=torch.long, device=on)
     epoch_times, losses = [], []
     for _ in range(epochs):
         memory.train(), gnn.train(), predictor.train()
         memory.reset_state()
         loader.reset_state()
+        if on.type == "cuda":
+            torch.cuda.synchronize(on)
         start, total = time.perf_counter(), 0.0
         for a in range(train[0], train[1], batch):
             b = min(a + batch, train[1])
-            src, dst, bt, bmsg = stream.src[a:b], stream.dst[a:b], t[a:b], msg[a:b]
-            neg = torch.randint(0, n, (b - a,))
+            src, dst, bt, bmsg = sources[a:b], destinations[a:b], t[a:b], msg[a:b]
+            neg = torch.randint(0, n, (b - a,), device=on)
             optimizer.zero_grad()
             n_id, edge_index, e_id = loader(torch.cat([src, dst, neg]).unique())
-            assoc[n_id] = torch.arange(n_id.numel())
+            assoc[n_id] = torch.arange(n_id.numel(), device=on)
             z, last_update = memory(n_id)
             z = gnn(z, last_update, edge_index, t[e_id], msg[e_id])
             positive = predictor(z[assoc[src]], z[assoc[dst]])
@@ -96,6 +105,10 @@ def pyg_tgn_epochs(
             optimizer.step()
             memory.detach()
             total += float(loss.detach()) * (b - a)
+        if on.type == "cuda":
+            torch.cuda.synchronize(on)
         epoch_times.append(time.perf_counter() - start)
         losses.append(total / (train[1] - train[0]))
+        if steps is not None:
+            steps.append(len(range(train[0], train[1], batch)))
     return epoch_times, losses
