@@ -73,6 +73,10 @@ VARIANTS: tuple[Variant, ...] = (
     Variant(
         "sven_stale_micro2", (*TINY_STREAM, "sched=sven", "sched.batch_size=35", "sched.staleness=1", "sched.micro_batches=2")
     ),
+    # link prediction on snapshots (task=link): the pair decoder, its negatives drawn on the host, and
+    # FlareDTDG's exchange of the pairs' destination rows
+    Variant("psg_link", (*TINY_SNAPSHOTS, "sched=psg", "task=link", "link.embedding_dim=8")),
+    Variant("flare_link", (*TINY_SNAPSHOTS, "sched=flare", "sched.chunks=4", "task=link", "link.embedding_dim=8")),
     # the planners after a profiling epoch on this device (its group times, the all-reduce cost alpha)
     Variant(
         "ilp",
