@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from dygsched.engine import comm
 from dygsched.engine.node_partition.exchange import exchange_rows
 
 
@@ -82,3 +83,13 @@ class PairRows:
     def rows_sent(self) -> int:
         """Rows this rank sends (forward; their gradients come back as many)."""
         return int(sum(self.send_counts))
+
+
+def every_row(nodes: np.ndarray, rows: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """``[num_nodes, d]`` on the host: every rank's ``rows`` (those of its ``nodes``) in node order, zeros
+    where no rank has one; the same on every rank (one object gather, for evaluation: every rank then
+    scores every pair on the whole graph's rows)."""
+    every = torch.zeros(num_nodes, rows.shape[1], dtype=rows.dtype)
+    for held, values in comm.all_gather_object((nodes, rows.cpu())):
+        every[torch.from_numpy(held)] = values
+    return every
