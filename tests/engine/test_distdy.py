@@ -1,4 +1,5 @@
-"""DistDy on gloo ranks: what is trained does not depend on the partition; traffic adds up.
+"""DistDy on gloo ranks: what is trained does not depend on the partition, for node targets and for
+link prediction (``task=link``); traffic adds up.
 
 In float32, as DistDy trains (its feature store is float32): another partition sums the same
 gradients in another order, a few roundings (6e-8) of each step's terms; over 2 epochs of SGD the
@@ -6,6 +7,8 @@ losses and parameters move by at most 0.4% of the 1e-5 allowed on the default, A
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pandas as pd
@@ -41,8 +44,21 @@ SMALL = [
 ]
 
 
-def config(results, *extra):
-    return OmegaConf.to_container(compose_config([*SMALL, f"results_dir={results}", *extra]), resolve=True)
+# task=link: the snapshots' pairs are the next snapshot's, and the groups split by time need 6 windows; a
+# growing graph, so that pairs and negatives read nodes absent from the newest snapshot or the whole window
+LINK = [
+    *(o for o in SMALL if not o.startswith("dataset")),
+    "dataset=synthetic",
+    "dataset.num_nodes=240",
+    "dataset.num_snapshots=9",
+    "dataset.feature_dim=16",
+    "task=link",
+    "link.embedding_dim=8",
+]
+
+
+def config(results, *extra, base=SMALL):
+    return OmegaConf.to_container(compose_config([*base, f"results_dir={results}", *extra]), resolve=True)
 
 
 def _rank(rank, world_size, results):
@@ -58,6 +74,10 @@ def _rank(rank, world_size, results):
         dist.barrier()
     online = config(results, "sched.loop=online", "epochs=4", f"run_id=online-{world_size}")  # 6 snapshots, windows of 3
     train_in_group(online, env, torch.device("cpu"), None, _RunPlace(None))
+    for method in PARTITIONERS if world_size == 2 else ["hash"]:  # every partitioner on 2 ranks, against one process
+        link = config(results, f"sched.partition={method}", f"run_id=link-{method}-{world_size}", base=LINK)
+        train_in_group(link, env, torch.device("cpu"), None, _RunPlace(None))
+        dist.barrier()
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +107,53 @@ def test_every_partitioner_trains_the_same_losses_and_parameters(runs):
             params = load_checkpoint(folder)["model"]
             for key, value in expected_params.items():
                 assert torch.allclose(params[key], value, atol=1e-5), (method, world_size, key)
+
+
+def evaluation_rows(folder):
+    metrics = pd.read_parquet(folder / "metrics.parquet")
+    rows = metrics[metrics.phase.isin(["val", "test"]) & (metrics["rank"] == 0)].sort_values(["epoch", "phase", "metric"])
+    return rows[["epoch", "phase", "metric"]].values.tolist(), rows["value"].tolist()
+
+
+def test_link_prediction_trains_the_same_losses_and_parameters_under_every_partitioner(runs):
+    """task=link: each pair scored by its source's holder, the destination's row fetched from its own
+    holder; every partitioner on 2 ranks trains one process's losses, parameters and evaluation."""
+    from dygsched.data.loading import load_data
+
+    graph = load_data(config(runs, base=LINK)["dataset"])
+    assert not graph.snapshots[2].node_mask.all()  # targets absent from a window's snapshots are trained too
+    reference = runs / "link-hash-1"
+    expected_params = load_checkpoint(reference)["model"]
+    assert any(key.startswith("decoder.") for key in expected_params)  # the pair decoder trains with the model
+    names, values = evaluation_rows(reference)
+    assert {"loss", "ap", "auc"} <= {name for _, _, name in names}
+    for method in PARTITIONERS:
+        folder = runs / f"link-{method}-2"
+        assert train_losses(folder) == pytest.approx(train_losses(reference), abs=1e-5), method
+        params = load_checkpoint(folder)["model"]
+        for key, value in expected_params.items():
+            assert torch.allclose(params[key], value, atol=1e-5), (method, key)
+        got_names, got_values = evaluation_rows(folder)
+        assert got_names == names and got_values == pytest.approx(values, abs=1e-5, nan_ok=True), method
+
+
+def test_link_prediction_scores_every_drawn_pair_once_and_moves_rows_across_ranks(runs):
+    """The ranks score disjoint shares of each mini-batch's pairs, together all of them (one process's
+    count), and a pair whose destination another rank computed moves its row (``link_pair_rows``)."""
+
+    def per_epoch(folder, metric):
+        metrics = pd.read_parquet(folder / "metrics.parquet")
+        rows = metrics[(metrics.metric == metric) & (metrics.iteration == -1) & (metrics.phase == "train")]
+        return rows.groupby("epoch")["value"].sum().tolist()
+
+    one_process = per_epoch(runs / "link-hash-1", "scored_pairs")
+    assert len(one_process) == 2 and one_process[0] > 0
+    for method in PARTITIONERS:
+        folder = runs / f"link-{method}-2"
+        assert per_epoch(folder, "scored_pairs") == one_process, method
+        summary = json.loads((folder / "summary.json").read_text())
+        assert summary["comm_bytes_per_epoch"]["link_pair_rows"] > 0, method
+    assert json.loads((runs / "link-hash-1" / "summary.json").read_text())["comm_bytes_per_epoch"]["link_pair_rows"] == 0
 
 
 def test_bytes_sent_equal_bytes_received_and_distdy_fetches_least(runs):
@@ -133,6 +200,21 @@ def test_a_model_or_capacity_distdy_cannot_train_is_one_line(tmp_path):
         build_strategy(cfg["sched"]).check(data, run_settings(cfg), 2)
     smallest = float(refused.value.args[0].split("sched.capacity_factor=")[-1].split(" ")[0])
     build_strategy(config(tmp_path, f"sched.capacity_factor={smallest}")["sched"]).check(data, run_settings(cfg), 2)  # feasible
+
+
+def test_the_online_loop_under_task_link_walks_the_training_windows(tmp_path):
+    """task=link trains the training groups' windows (split by time); the online loop says how many in one line."""
+    from dygsched.data.loading import for_task, load_data
+    from dygsched.data.temporal_graph import TemporalGraph
+    from dygsched.engine.build import build_strategy, run_settings
+
+    cfg = config(tmp_path, "sched.loop=online", "epochs=6", base=LINK)
+    settings = run_settings(cfg)
+    data = for_task(load_data(cfg["dataset"]), TemporalGraph, settings)
+    with pytest.raises(ConfigError, match=r"^sched.loop=online trains 1 epoch\(s\) on each of the 4 windows [^\n]*epochs=4"):
+        build_strategy(cfg["sched"]).check(data, settings, 2)
+    strategy = build_strategy(cfg["sched"])
+    strategy.check(data, run_settings(config(tmp_path, "sched.loop=online", "epochs=4", base=LINK)), 2)
 
 
 def test_segments_follow_the_features_unless_given(tmp_path):

@@ -32,6 +32,7 @@ from dygsched.engine.objective import build_split, group_objective
 from dygsched.engine.worker import _RunPlace, seed_everything, train_in_group
 from dygsched.launch.compose import compose_config
 from tests.conftest import ROOT, TINY_SYNTHETIC
+from tests.engine.node_shard_strategy import NodeShardStrategy
 from tests.harness import run_ranks
 
 TEST_CONF = ROOT / "tests" / "conf"
@@ -40,8 +41,8 @@ TEST_CONF = ROOT / "tests" / "conf"
 STRATEGIES = sorted(
     p.stem for p in (ROOT / "conf" / "sched").glob("*.yaml") if "node_memory" not in OmegaConf.load(p).get("_target_", "")
 ) + ["node_shard"]
-# The strategies that train link prediction on snapshots (task=link); DistDy refuses it.
-LINK_STRATEGIES = [name for name in STRATEGIES if name != "distdy"]
+# The strategies that train link prediction on snapshots (task=link): every one of them.
+LINK_STRATEGIES = list(STRATEGIES)
 TASKS = {"node": [], "link": ["task=link", "link.embedding_dim=8"]}
 EPOCHS = 2
 LR = 0.05
@@ -185,7 +186,7 @@ def test_the_run_finishes_and_every_metric_is_measured_or_declared_missing(contr
         assert summary["comm_bytes_per_epoch"]["allreduce"] > 0
     evaluated = set(metrics[metrics.phase == "test"].metric)
     assert ({"loss", "ap", "auc"} if task == "link" else {"loss"}) <= evaluated, evaluated
-    if task == "link" and name == "flare" and world_size > 1:  # a pair's destination row fetched from its owner
+    if task == "link" and name in ("flare", "distdy") and world_size > 1:  # a pair's destination row from its holder
         assert summary["comm_bytes_per_epoch"]["link_pair_rows"] > 0
 
 
@@ -303,11 +304,24 @@ def test_a_strategy_that_cannot_train_on_the_data_is_one_line(tmp_path):
         build_strategy(cfg["sched"]).check(data, run_settings(cfg), 1)
 
 
+class NodeTargetsOnly(NodeShardStrategy):
+    """A strategy that does not say it predicts links (``predicts_links`` left False), as a new one may."""
+
+    predicts_links = False
+
+
 def test_a_strategy_refuses_a_task_it_does_not_train():
+    """Every strategy in ``conf/sched`` that trains snapshots trains both tasks; one that does not declare
+    link prediction refuses ``task=link`` in one line before any rank starts, and the node-memory
+    strategies, which train event streams, refuse snapshots cut for links in one line too."""
     from dygsched.errors import ConfigError
 
-    cfg = config("distdy", Path("unused"), *TASKS["link"])
+    cfg = config("node_shard", Path("unused"), *TASKS["link"])
     settings = run_settings(cfg)
     data = for_task(load_data(cfg["dataset"]), TemporalGraph, settings)
-    with pytest.raises(ConfigError, match=r"^sched=distdy does not train link prediction \(task=link\)"):
-        build_strategy(cfg["sched"]).check(data, settings, 1)
+    build_strategy(cfg["sched"]).check(data, settings, 1)  # the toy strategy declares it
+    with pytest.raises(ConfigError, match=r"^sched=node_only does not train link prediction \(task=link\)[^\n]*$"):
+        NodeTargetsOnly("node_only").check(data, settings, 1)
+    for name in sorted(p.stem for p in (ROOT / "conf" / "sched").glob("*.yaml") if p.stem not in STRATEGIES):
+        with pytest.raises(ConfigError, match=rf"^sched={name} trains on EventStream data, but the dataset gives TemporalGraph"):
+            build_strategy(config(name, Path("unused"), *TASKS["link"])["sched"]).check(data, settings, 1)

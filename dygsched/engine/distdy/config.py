@@ -29,7 +29,7 @@ class DistDyConfig(StrategyConfig):
         0.0  # ours, off: ... and each node's strength sum_u W_uv, what the others fetch of it (1: as much as bytes)
     )
     fanouts: tuple[int, ...] = (5, 10)  # GraphSAGE neighbours per hop, one per model layer
-    batch: int = 1024  # target nodes per mini-batch (all ranks together)
+    batch: int = 1024  # target nodes per mini-batch (all ranks together); task=link: pairs
     batches_per_step: int = 1  # mini-batches per snapshot step
     # epochs: every epoch trains every window in order | online: the paper's stream, each window
     # trains epochs_per_window epochs when its snapshot arrives (epochs = windows x that)

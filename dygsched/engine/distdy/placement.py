@@ -14,7 +14,7 @@ import numpy as np
 
 from dygsched.data.additive_store import additive_bytes, changed_segments, segment_bounds
 from dygsched.data.partition.snapshot_graph import SnapshotGraph, edge_weights, expected_messages
-from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.data.temporal_graph import Task, TemporalGraph
 
 PAPER_SEGMENTS = 4  # S, fixed by the paper for its 128-column features
 
@@ -22,6 +22,16 @@ PAPER_SEGMENTS = 4  # S, fixed by the paper for its 128-column features
 def feature_segments(configured: int | None, columns: int) -> int:
     """``S``: as configured, or the paper's 4 where the features have that many columns."""
     return configured if configured is not None else min(PAPER_SEGMENTS, columns)
+
+
+def sampled_targets(graph: TemporalGraph, train: np.ndarray, batch: int, negatives: int) -> tuple[np.ndarray, int]:
+    """The nodes a mini-batch draws its targets from, and how many it draws, as the edge weights
+    assume: node targets, ``batch`` of the training nodes ``train``. Under ``task=link`` any node can
+    be a target (the pairs' endpoints, the negatives' uniform destinations): ``(2 + k) batch`` of all
+    nodes, for ``batch`` pairs with ``k`` negatives each (an expectation that ignores repeats)."""
+    if graph.task is Task.LINK:
+        return np.arange(graph.num_nodes), min(graph.num_nodes, (2 + negatives) * batch)
+    return train, batch
 
 
 def snapshot_graphs(

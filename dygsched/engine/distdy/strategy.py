@@ -24,6 +24,11 @@ the paper's: each window trains ``epochs_per_window`` epochs as its newest snaps
 the run's epochs walk the stream once. Placements and prices are in the checkpoint.
 Evaluation: the validation and test nodes of the newest snapshot trained on (the last one at the
 end of a run), with its window, summed over ranks.
+
+``task=link`` (``dygsched.engine.distdy.links``): the steps are the windows of the training groups
+(split by time, as every snapshot strategy's), a mini-batch's targets are the nodes its sampled
+pairs read, and each pair is scored by the rank holding its source; evaluation scores every
+validation or test group's pairs (``LinkEvaluation``).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from torch import nn
 
 from dygsched.data.additive_store import EDGE_BYTES, GraphStore
 from dygsched.data.kinds import DynamicData
+from dygsched.data.link_targets import links_of
 from dygsched.data.partition.online import (
     CapacityError,
     OnlinePartitioner,
@@ -50,17 +56,21 @@ from dygsched.data.partition.online import (
 )
 from dygsched.data.partition.online_baselines import baseline_partitions
 from dygsched.data.partition.snapshot_graph import SnapshotGraph, SnapshotPartition
-from dygsched.data.temporal_graph import TemporalGraph
+from dygsched.data.temporal_graph import Task, TemporalGraph
 from dygsched.engine import comm
 from dygsched.engine.distdy.config import DistDyConfig
-from dygsched.engine.distdy.placement import PAPER_SEGMENTS, feature_segments, snapshot_graphs
+from dygsched.engine.distdy.links import PairBatch, evaluate_pairs, home_ranks, pair_share
+from dygsched.engine.distdy.placement import PAPER_SEGMENTS, feature_segments, sampled_targets, snapshot_graphs
 from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
+from dygsched.engine.link_objective import LinkObjective
 from dygsched.engine.node_partition.exchange import exchange_counts, exchange_rows
+from dygsched.engine.objective import build_split, check_task, group_objective
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy, broadcast_from_rank0
 from dygsched.engine.timing import HOST, Region, timed
 from dygsched.errors import ConfigError
 
 if TYPE_CHECKING:
+    from dygsched.models.dgnn import DGNN
     from dygsched.models.sage_temporal import SampledModel
 
 log = logging.getLogger("dygsched")
@@ -80,6 +90,7 @@ class DistDyStrategy(Strategy):
     exact = False  # sampled mini-batches: not the group objective of the contract's reference
 
     config_type = DistDyConfig
+    predicts_links = True  # task=link: sampled pairs, each scored by its source's holder (distdy.links)
     communicates_in_backward = True  # halo/row all-to-alls inside backward: no overlapped gradient buckets
 
     def __init__(self, config: DistDyConfig, name: str = "distdy") -> None:
@@ -90,6 +101,8 @@ class DistDyStrategy(Strategy):
         self._last_held: dict[int, tuple[np.ndarray, np.ndarray]] | None = None  # the window trained last
         self._held_step = -1
         self._last_epoch = -1
+        self.loss: LinkObjective | None = None  # task=link: the pair objective (its decoder trains with the model)
+        self._evaluation_held: dict[int, tuple[np.ndarray, np.ndarray]] | None = None  # task=link: val/test windows
 
     # ---- before any rank starts -------------------------------------------------------------------
     def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
@@ -102,9 +115,11 @@ class DistDyStrategy(Strategy):
         if self.config.segments is not None and self.config.segments > data.num_features:
             raise ConfigError(f"sched.segments={self.config.segments} is more than the {data.num_features} feature columns")
         self._window = settings.window
+        if data.task is Task.LINK:
+            check_task(data, build_split(data, settings), settings)
         if self.config.partition == "distdy":
             self._check_capacity(data, settings, world_size)
-        windows = data.num_snapshots - settings.window + 1
+        windows = len(self.steps(data, settings))
         if self.config.loop == "online" and settings.epochs != windows * self.config.epochs_per_window:
             raise ConfigError(
                 f"sched.loop=online trains {self.config.epochs_per_window} epoch(s) on each of the {windows} windows "
@@ -114,8 +129,17 @@ class DistDyStrategy(Strategy):
     def _segments(self, num_features: int) -> int:
         return feature_segments(self.config.segments, num_features)
 
-    def _snapshot_graphs(self, graph: TemporalGraph, train_nodes: np.ndarray) -> list[SnapshotGraph]:
-        return snapshot_graphs(graph, train_nodes, self.config.batch, self.config.fanouts, self._segments(graph.num_features))
+    def steps(self, data: TemporalGraph, settings: RunSettings) -> list[int]:
+        """Every window's newest snapshot, in order: every window of the stream, or under ``task=link``
+        the training groups' (the later groups are validation and test, split by time)."""
+        if data.task is Task.LINK:
+            return [group.stop - 1 for group in build_split(data, settings).train]
+        return list(range(settings.window - 1, data.num_snapshots))
+
+    def _snapshot_graphs(self, graph: TemporalGraph, settings: RunSettings) -> list[SnapshotGraph]:
+        train = node_split(graph.num_nodes, settings.train_fraction, settings.val_fraction, settings.seed)[0]
+        targets, batch = sampled_targets(graph, train, self.config.batch, settings.train_negatives)
+        return snapshot_graphs(graph, targets, batch, self.config.fanouts, self._segments(graph.num_features))
 
     def _capacity(self, snapshots: Sequence[SnapshotGraph], window: int, stores: int) -> np.ndarray:
         return store_capacity(snapshots, window, stores, self.config.capacity_factor, self.config.capacity_bytes)
@@ -133,8 +157,7 @@ class DistDyStrategy(Strategy):
     def _check_capacity(self, data: TemporalGraph, settings: RunSettings, world_size: int) -> None:
         """Algorithms 1-3 over the whole stream (they are causal and do not depend on training): a capacity
         at which Algorithm 1 cannot place some snapshot is refused with the smallest one that works."""
-        train, _, _ = node_split(data.num_nodes, settings.train_fraction, settings.val_fraction, settings.seed)
-        snapshots = self._snapshot_graphs(data, train)
+        snapshots = self._snapshot_graphs(data, settings)
         options = self._partitioner_options()
         capacity = self._capacity(snapshots, settings.window, world_size)
         try:
@@ -183,7 +206,9 @@ class DistDyStrategy(Strategy):
                 PAPER_SEGMENTS,
                 graph.num_features,
             )
-        self.snapshots = self._snapshot_graphs(graph, self.train_nodes)
+        self.snapshots = self._snapshot_graphs(graph, run.settings)
+        self.training_steps = self.steps(graph, run.settings)
+        self.split = build_split(graph, run.settings) if graph.task is Task.LINK else None
         self.neighbours = [InNeighbours.of(s.edge_index.numpy(), graph.num_nodes) for s in graph.snapshots]
         self.capacity = self._capacity(self.snapshots, self.window, run.world_size)
         self.online = OnlinePartitioner(run.world_size, self.capacity, self.window, **self._partitioner_options())
@@ -191,7 +216,12 @@ class DistDyStrategy(Strategy):
     def objective(self, model: nn.Module) -> nn.Module:
         self.check_model(model)
         self.model = cast("SampledModel", model)
-        return model
+        if self.split is None:
+            return model
+        # the link objective's pair loss, negatives, decoder and evaluation; never its forward (which
+        # runs a DGNN on whole snapshots): DistDy computes the representations it scores
+        self.loss = cast(LinkObjective, group_objective(cast("DGNN", model), self.graph, self.split, self.settings))
+        return self.loss
 
     def _place(self, tau: int) -> tuple[SnapshotPartition, float]:
         """Snapshot ``tau``'s placement: rank 0 partitions each snapshot as it arrives, in order, and every
@@ -217,10 +247,9 @@ class DistDyStrategy(Strategy):
     # ---- one epoch ---------------------------------------------------------------------------------------
     def windows(self, epoch_index: int) -> list[int]:
         """The steps (each window's latest snapshot) epoch ``epoch_index`` trains, in order."""
-        first = self.window - 1
         if self.config.loop == "epochs":
-            return list(range(first, self.graph.num_snapshots))
-        return [first + epoch_index // self.config.epochs_per_window]
+            return list(self.training_steps)
+        return [self.training_steps[epoch_index // self.config.epochs_per_window]]
 
     def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
         steps = self.windows(epoch.index)
@@ -230,6 +259,9 @@ class DistDyStrategy(Strategy):
         clock = dict.fromkeys(("partition", "store", "reconstruct"), 0.0)
         traffic = self._no_traffic()
         cut, iteration, held = [], 0, None
+        if self.loss is not None:
+            self.loss.start_epoch(epoch.index)  # this epoch's training negatives
+        batch_loss = self.batch_loss if self.loss is None else self.pair_batch_loss
         epoch.expect_steps(len(steps) * self.config.batches_per_step, "batch")
         for tau in steps:
             while not store.snapshots or store.snapshots[-1] < tau:  # the snapshots that arrived up to tau
@@ -246,7 +278,7 @@ class DistDyStrategy(Strategy):
             for b in range(self.config.batches_per_step):
                 stats = IterationStats(iteration=iteration, units=1 if self.rank == 0 else 0)
                 with timed(self.device) as step:
-                    loss = self.batch_loss(epoch.index, tau, b, held, traffic, stats)
+                    loss = batch_loss(epoch.index, tau, b, held, traffic, stats)
                     epoch.backward(loss, final=True)
                 stats.add_loss(loss)
                 stats.busy_from(step)
@@ -271,6 +303,8 @@ class DistDyStrategy(Strategy):
         }
         if cut:
             metrics["partition_cut_edges"] = float(np.mean(cut))
+        if self.loss is not None:
+            metrics["scored_pairs"] = float(traffic["pairs"])
         for q in range(self.world_size):
             metrics[f"feature_fetch_from_rank{q}_bytes"] = float(traffic["fetch_in"][q])
             metrics[f"feature_fetch_to_rank{q}_bytes"] = float(traffic["fetch_out"][q])
@@ -307,6 +341,49 @@ class DistDyStrategy(Strategy):
     ) -> torch.Tensor:
         """This rank's share of the mean loss over the batch's targets (the shares add up to it)."""
         targets = self.targets(epoch_index, tau, b, self.train_nodes) if targets is None else targets
+        predictions, home, anchor = self.representations(epoch_index, tau, b, held, traffic, stats, targets)
+        mine = targets[home == self.rank]
+        y = self.graph.snapshots[tau].y[torch.from_numpy(mine)].to(self.device)
+        losses = (
+            F.mse_loss(predictions, y, reduction="none")
+            if predictions.dim() == 1
+            else F.cross_entropy(predictions, y, reduction="none")
+        )
+        return losses.sum() / max(len(targets), 1) + anchor
+
+    def pair_batch_loss(
+        self,
+        epoch_index: int,
+        tau: int,
+        b: int,
+        held: Mapping[int, tuple[np.ndarray, np.ndarray]],
+        traffic: dict[str, Any],
+        stats: IterationStats,
+    ) -> torch.Tensor:
+        """``task=link``: this rank's share of the mini-batch's pair loss (``links.pair_share``)."""
+        assert self.loss is not None
+        last = self.graph.snapshots[tau]
+        negatives, _ = self.loss.negatives_of(last)
+        batch = PairBatch.draw(
+            links_of(last).numpy(), negatives.numpy(), self.config.batch, self.settings.seed, epoch_index, tau, b
+        )
+        represented = self.representations(epoch_index, tau, b, held, traffic, stats, batch.targets)
+        return pair_share(self.loss, batch, represented, self.rank, self.world_size, stats, traffic)
+
+    def representations(
+        self,
+        epoch_index: int,
+        tau: int,
+        b: int,
+        held: Mapping[int, tuple[np.ndarray, np.ndarray]],
+        traffic: dict[str, Any],
+        stats: IterationStats,
+        targets: np.ndarray,
+    ) -> tuple[torch.Tensor, np.ndarray, torch.Tensor]:
+        """The temporal model's output for the ``targets`` this rank is home to, in batch order: their
+        structural embeddings computed where each snapshot of the window stores them and gathered here
+        (section 3.1). Returns it, every target's home rank (``links.home_ranks``: its holder at
+        ``tau``) and a zero that joins the loss to the gathering exchange on every rank."""
         window = list(range(tau - self.window + 1, tau + 1))
         # 1. each rank's targets per snapshot, their sampled neighbourhoods, the features they need
         owners = np.stack([self.placements[t].store[targets] for t in window])  # [w, B]; -1: absent
@@ -327,9 +404,9 @@ class DistDyStrategy(Strategy):
             blocks = [(torch.from_numpy(block.edge_index).to(self.device), block.num_dst) for block in hoods[t].blocks]
             embeddings.append(self.model.encode(x_rows[t].to(self.device), blocks))
         flat = torch.cat(embeddings)
-        # 3. every embedding to the rank holding its target at tau, ordered by (destination, batch position, slot)
+        # 3. every embedding to its target's home rank, ordered by (destination, batch position, slot)
         positions = np.arange(targets.size)
-        home = owners[-1]  # where each target lives at tau
+        home = home_ranks(owners, targets, self.world_size)  # its holder at tau (links.home_ranks)
         slots, where = np.nonzero(owners == self.rank)  # this rank's (slot, position) pairs, slot-major: the rows of ``flat``
         order = np.lexsort((slots, where, home[where]))
         send_counts = np.bincount(home[where], minlength=self.world_size).tolist()
@@ -343,31 +420,24 @@ class DistDyStrategy(Strategy):
         received = exchange_rows(send, send_counts, recv_counts)
         stats.add_time("comm_s", exchanging.stop())
         stats.add_bytes("embedding", send.numel() * send.element_size())
-        # 4. this rank's targets at tau: their window of embeddings, the temporal model, the loss
-        mine_tau = positions[home == self.rank]
-        traffic["targets"] += mine_tau.size
+        # 4. this rank's targets: their window of embeddings (zeros where absent), the temporal model
+        mine = positions[home == self.rank]
+        traffic["targets"] += mine.size
         row_of = np.full(targets.size, -1)
-        row_of[mine_tau] = np.arange(mine_tau.size)
+        row_of[mine] = np.arange(mine.size)
         arriving_slot, arriving_position = np.nonzero((owners >= 0) & (home == self.rank)[None, :])
         senders = owners[arriving_slot, arriving_position]
         arrival = np.lexsort((arriving_slot, arriving_position, senders))  # what each sender sent here, in its order
-        grid = torch.zeros(mine_tau.size, self.window, self.model.hidden_channels, device=self.device)
+        grid = torch.zeros(mine.size, self.window, self.model.hidden_channels, device=self.device)
         if arrival.size:
             index = (
                 torch.from_numpy(row_of[arriving_position[arrival]]).to(self.device),
                 torch.from_numpy(arriving_slot[arrival]).to(self.device),
             )
             grid = grid.index_put(index, received)
-        predictions = self.model.predict(grid)
-        y = self.graph.snapshots[tau].y[torch.from_numpy(targets[mine_tau])].to(self.device)
-        losses = (
-            F.mse_loss(predictions, y, reduction="none")
-            if predictions.dim() == 1
-            else F.cross_entropy(predictions, y, reduction="none")
-        )
         # ``received`` joins the loss on every rank (a zero where it holds nothing), so every rank's
         # backward runs the exchange's reverse all-to-all and the collectives pair up
-        return losses.sum() / max(len(targets), 1) + received.sum() * 0.0
+        return self.model.predict(grid), home, received.sum() * 0.0
 
     def _fetch_features(
         self,
@@ -423,11 +493,15 @@ class DistDyStrategy(Strategy):
 
     # ---- evaluation -----------------------------------------------------------------------------------
     def evaluation_metrics(self, data: DynamicData, settings: RunSettings) -> frozenset[str]:
+        if isinstance(data, TemporalGraph) and data.task is Task.LINK:
+            return super().evaluation_metrics(data, settings)  # link prediction's, as every strategy's
         return frozenset({"loss", "mse"})  # node regression only
 
-    def evaluate(self, phase: str) -> dict[str, float]:
+    def evaluate(self, phase: str) -> Mapping[str, MetricValue]:
         """The ``phase`` nodes of the latest snapshot trained on (the last one, once the run has seen
-        them all), with its window, in batches; summed over ranks."""
+        them all), with its window, in batches; summed over ranks. ``task=link``: ``evaluate_links``."""
+        if self.loss is not None:
+            return self.evaluate_links(phase)
         nodes = self.val_nodes if phase == "val" else self.test_nodes
         if self._last_held is None:
             self._held_step = self.graph.num_snapshots - 1
@@ -446,6 +520,33 @@ class DistDyStrategy(Strategy):
         mse = float(sums[0] / sums[1].clamp(min=1))
         return {"loss": mse, "mse": mse}
 
+    def evaluate_links(self, phase: str) -> Mapping[str, MetricValue]:
+        """``task=link``: every group of ``phase`` (split by time, as every snapshot strategy's) scored
+        on its window's representations (``links.evaluate_pairs``)."""
+        assert self.loss is not None and self.split is not None
+        held = self._evaluation_windows()
+        traffic, stats = self._no_traffic(), IterationStats(iteration=-1)
+
+        def represent(tau: int, start: int, nodes: np.ndarray) -> tuple[torch.Tensor, np.ndarray, torch.Tensor]:
+            return self.representations(-1, tau, start, held, traffic, stats, nodes)
+
+        taus = [group.stop - 1 for group in self.split.phase(phase)]
+        return evaluate_pairs(self.loss, phase, self.graph, taus, represent, self.config.batch, self.rank, self.device)
+
+    def _evaluation_windows(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """This rank's stored rows of every snapshot a validation or test window reads, rebuilt once
+        from the first snapshot (placements, once made, never change)."""
+        if self._evaluation_held is None:
+            assert self.split is not None
+            wanted = {t for group in (*self.split.val, *self.split.test) for t in range(group.start, group.stop)}
+            store, held = self._new_store(), {}
+            for t in range(max(wanted) + 1):
+                self._add_snapshot(store, t, self._place(t)[0])
+                if t in wanted:
+                    held[t] = store.features(t)
+            self._evaluation_held = held
+        return self._evaluation_held
+
     def _rebuild_window(self, tau: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         store = self._new_store()
         for t in range(tau + 1):  # from the first snapshot: a store's versions depend on where nodes were before
@@ -462,14 +563,21 @@ class DistDyStrategy(Strategy):
 
     def _no_traffic(self) -> dict[str, Any]:
         """What this rank's mini-batches do, to be counted: feature-fetch bytes per peer, in and out, the
-        sampled messages its encoders compute and the targets whose temporal model and loss it runs."""
-        return {"fetch_in": np.zeros(self.world_size), "fetch_out": np.zeros(self.world_size), "messages": 0, "targets": 0}
+        sampled messages its encoders compute, the targets whose temporal model it runs and (task=link) the
+        pairs it scores."""
+        peers = np.zeros(self.world_size)
+        return {"fetch_in": peers, "fetch_out": peers.copy(), "messages": 0, "targets": 0, "pairs": 0}
 
     def describe(self) -> dict[str, Any]:
         return {
             "num_snapshots": self.graph.num_snapshots,
             "num_nodes": self.graph.num_nodes,
-            "training_units": len(self.train_nodes),
+            # the training nodes; under task=link the pairs of the training groups' newest snapshots
+            "training_units": (
+                len(self.train_nodes)
+                if self.split is None
+                else sum(links_of(self.graph.snapshots[tau]).shape[1] for tau in self.training_steps)
+            ),
         }
 
     def state_dict(self) -> dict[str, Any]:

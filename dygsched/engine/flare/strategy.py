@@ -45,7 +45,7 @@ from dygsched.engine.node_partition.exchange import HaloAccounting
 from dygsched.engine.node_partition.hooks import PartitionHooks
 from dygsched.engine.node_partition.layout import GCNNorm, PartitionedSnapshot, RankLayout
 from dygsched.engine.node_partition.overlap import OverlapSchedule
-from dygsched.engine.node_partition.pairs import PairRows
+from dygsched.engine.node_partition.pairs import PairRows, every_row
 from dygsched.engine.objective import GroupObjective, build_split, check_task, group_objective
 from dygsched.engine.strategy import (
     Epoch,
@@ -444,10 +444,7 @@ class FlareStrategy(Strategy):
     def _every_embedding(self, z: torch.Tensor) -> torch.Tensor:
         """Every node's embedding row, in node order, from each rank's owned rows (evaluation only)."""
         nodes = self.layout.owned[self.layout.order]  # local row i holds node owned[order[i]]
-        every = torch.zeros(self.graph.num_nodes, z.shape[1], dtype=z.dtype)
-        for held, rows in comm.all_gather_object((nodes, z.cpu())):
-            every[torch.from_numpy(held)] = rows
-        return every.to(z.device)
+        return every_row(nodes, z, self.graph.num_nodes).to(z.device)
 
     def describe(self) -> dict[str, Any]:
         return {

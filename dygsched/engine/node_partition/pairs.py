@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from dygsched.engine import comm
 from dygsched.engine.node_partition.exchange import exchange_rows
 
 
@@ -92,3 +93,13 @@ def on_device(index: torch.Tensor, device: torch.device) -> torch.Tensor:
     """A host index built for this step, on ``device``: from page-locked memory on a GPU, so the copy
     is queued without the host waiting for it."""
     return index.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else index
+
+
+def every_row(nodes: np.ndarray, rows: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """``[num_nodes, d]`` on the host: every rank's ``rows`` (those of its ``nodes``) in node order, zeros
+    where no rank has one; the same on every rank (one object gather, for evaluation: every rank then
+    scores every pair on the whole graph's rows)."""
+    every = torch.zeros(num_nodes, rows.shape[1], dtype=rows.dtype)
+    for held, values in comm.all_gather_object((nodes, rows.cpu())):
+        every[torch.from_numpy(held)] = values
+    return every
