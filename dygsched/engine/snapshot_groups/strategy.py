@@ -74,6 +74,13 @@ class SnapshotGroupStrategy(Strategy):
                 f"world_size={world_size} is larger than the {len(split.train)} training groups: some ranks would never train"
             )
 
+    def check_model(self, model: nn.Module) -> None:
+        if isinstance(model, DGNN):
+            try:
+                self.executor.check_model(model)
+            except ConfigError as exc:
+                raise ConfigError(f"sched={self.name}: {exc}") from None
+
     def setup(self, run: RunContext) -> None:
         assert isinstance(run.data, TemporalGraph)
         self.graph = pinned_graph(run.data, run.device)  # page-locked on CUDA: the groups' copies are asynchronous
