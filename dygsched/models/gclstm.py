@@ -52,8 +52,9 @@ class GCLSTMLayer(DGNNLayer):
     ``[W_i | W_f | W_c | W_o]`` (transposed) and ``[b_i | b_f | b_c | b_o]``; ``conv`` is one
     ``ChebConv(out, 4 * out, K)`` whose ``k``-th linear and bias stack the four gates' (tgt's
     ``conv_g``), so a step runs the Chebyshev recursion on ``H`` once instead of four times, the same
-    numbers up to float rounding. They are initialised as tgt's: Glorot-uniform per gate block
-    (``W_g`` over ``in x out``, each ``Theta_g^k`` over ``out x out``), zero biases.
+    numbers up to float rounding. They are initialised as tgt's, draw for draw (``reset_parameters``):
+    Glorot-uniform per gate block (``W_g`` over ``in x out``, each ``Theta_g^k`` over ``out x out``),
+    zero biases.
 
     ``spatial`` returns the input's share of the gates and the snapshot's scaled Laplacian
     (``GCLSTMInput``; computed once per graph, ``scaled_laplacian_edges``); it does not read the
@@ -82,20 +83,30 @@ class GCLSTMLayer(DGNNLayer):
         if normalization not in NORMALIZATIONS:
             raise ValueError(f"unknown normalization {normalization!r} (choose from sym, rw, null)")
         self.K = K
-        self.input = nn.Linear(in_channels, GATES * out_channels)
-        self.conv = ChebConv(out_channels, GATES * out_channels, K, normalization=normalization, bias=bias)
+        with torch.random.fork_rng(devices=[]):  # the draws that count are reset_parameters', in tgt's order
+            self.input = nn.Linear(in_channels, GATES * out_channels)
+            self.conv = ChebConv(out_channels, GATES * out_channels, K, normalization=normalization, bias=bias)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """tgt's initialisation: every gate's block Glorot-uniform over its own two sizes, biases zero."""
+        """tgt's initialisation, drawn in tgt's order from the global generator: for each gate
+        (``i, f, c, o``) a ``ChebConv(out, out, K)`` built as tgt builds it (its Glorot-uniform
+        filters), then each gate's ``W_g`` Glorot-uniform over ``in x out``; every bias zero. So a
+        model built after ``torch.manual_seed(s)`` holds the weights of tgt's cells built after it."""
+        out, conv = self.out_channels, self.conv
         with torch.no_grad():
-            for weight in (self.input.weight, *(lin.weight for lin in self.conv.lins)):
-                for block in weight.chunk(GATES, dim=0):
-                    bound = math.sqrt(6.0 / (block.size(0) + block.size(1)))
-                    block.uniform_(-bound, bound)
+            for gate in range(GATES):
+                rows = slice(gate * out, (gate + 1) * out)
+                gate_conv = ChebConv(out, out, self.K, normalization=conv.normalization, bias=conv.bias is not None)
+                for lin, gate_lin in zip(conv.lins, gate_conv.lins, strict=True):
+                    lin.weight[rows].copy_(gate_lin.weight)
+            bound = math.sqrt(6.0 / (self.in_channels + out))
+            for gate in range(GATES):
+                weight = torch.empty(self.in_channels, out).uniform_(-bound, bound)  # tgt's W_g, applied as X W_g
+                self.input.weight[gate * out : (gate + 1) * out].copy_(weight.T)
             self.input.bias.zero_()
-            if self.conv.bias is not None:
-                self.conv.bias.zero_()
+            if conv.bias is not None:
+                conv.bias.zero_()
 
     def initial_state(self, num_nodes: int, device: torch.device, dtype: torch.dtype) -> State:
         zeros = torch.zeros(num_nodes, self.out_channels, device=device, dtype=dtype)

@@ -12,7 +12,9 @@ WD-GCN and GAT-LSTM have no tgt counterpart; they are checked in test_equations.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Iterator
 from typing import cast
 
 import pytest
@@ -394,3 +396,44 @@ def test_gclstm_matches_tgt_cell_by_cell(setting: str, source: str) -> None:
             torch.testing.assert_close(layer.conv.bias.grad, stacked(grads, "conv_bias"), **TOL)
         else:
             assert layer.conv.bias is None and not any(name.endswith(".bias") for name in grads if name.startswith("conv_"))
+
+
+@contextlib.contextmanager
+def default_float64() -> Iterator[None]:
+    """Modules built in float64 from the start: their initialisers then draw float64 values, the same
+    under every CPU kernel set (float32 draws can differ by an ulp between them)."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
+
+
+def tgt_gclstm_initialisation() -> dict:
+    """The weights of two tgt ``GCLSTM`` cells (``K = 2``) built after ``torch.manual_seed(0)``."""
+    recurrent = tgt_recurrent()
+    with default_float64():
+        torch.manual_seed(0)
+        cells = [recurrent.GCLSTM(a, GCLSTM_HIDDEN, 2) for a in (GCLSTM_IN, GCLSTM_HIDDEN)]
+    return {"weights": [weights_of(cell) for cell in cells]}
+
+
+GCLSTM_INITIAL = library_case("gclstm-initialisation", tgt_gclstm_initialisation)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_gclstm_starts_from_the_weights_tgt_draws_from_the_same_seed(source: str) -> None:
+    """Our stacked parameters are drawn in tgt's order from the same generator, so after one seed a
+    model holds tgt's cells' weights (and a run's first steps are tgt's, bench-vs-pygt's losses too)."""
+    theirs = library_outputs(GCLSTM_INITIAL, source)
+    with default_float64():
+        torch.manual_seed(0)
+        model = GCLSTM(GCLSTM_IN, 1, GCLSTM_HIDDEN, num_layers=2, K=2)
+    same_draws = {"rtol": 0.0, "atol": 1e-12}  # a kernel set rounds a float64 draw by an ulp; another draw is ~0.1 off
+    for layer, weights in zip([cast(GCLSTMLayer, layer) for layer in model.layers], theirs["weights"], strict=True):
+        torch.testing.assert_close(layer.input.weight, stacked(weights, "W"), **same_draws)
+        torch.testing.assert_close(layer.conv.bias, stacked(weights, "conv_bias"), **same_draws)
+        for k, lin in enumerate(layer.conv.lins):
+            torch.testing.assert_close(lin.weight, stacked(weights, "lin", k), **same_draws)
+        assert not layer.input.bias.any() and not stacked(weights, "b").any()  # tgt's b_g start at zero
