@@ -483,9 +483,11 @@ class _RankRun:
         self.where.enter(f"saving the metrics and checkpoint, epoch {epoch + 1} of {self.settings.epochs}")
         save_start = time.perf_counter()
         new_rows, rngs = self._collect(self.checkpointing)
-        if self.is_main:
-            self._save(epoch, new_rows, rngs, save_start)
-        comm.wait_for_rank(0)
+        try:
+            if self.is_main:
+                self._save(epoch, new_rows, rngs, save_start)
+        finally:  # a failed write too lets the others on, to fail in their next collective as a lost rank's peers do
+            comm.wait_for_rank(0)
 
     def _save(self, epoch: int, new_rows: list[tuple[Any, ...]], rngs: list[Any], save_start: float) -> None:
         """Rank 0's writes at an epoch's end: the epoch's rows, then the checkpoint and its own rows."""
