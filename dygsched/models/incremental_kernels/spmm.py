@@ -66,7 +66,18 @@ def node_set(num_nodes: int, *parts: NodePart, size: int | None = None) -> tuple
             mark[ids] = mark[ids] | keep
         else:
             mark[part] = True
-    ids = (mark.nonzero() if size is None else torch.nonzero_static(mark, size=size)).flatten()
+    ids = _marked(mark, size).flatten()
     local = torch.full((num_nodes,), -1, dtype=torch.long, device=device)
     local[ids] = torch.arange(ids.numel(), device=device)
     return ids, local
+
+
+def _marked(mark: Tensor, size: int | None) -> Tensor:
+    """The positions of ``mark``'s true entries, in order; with their count ``size``, found without
+    reading it back (where this torch has ``nonzero_static`` for the device, else as without it)."""
+    if size is not None:
+        try:
+            return torch.nonzero_static(mark, size=size)
+        except NotImplementedError:  # an older torch without it on this device
+            pass
+    return mark.nonzero()
