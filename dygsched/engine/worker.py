@@ -295,6 +295,26 @@ def train_in_group(
     return rank_run.finish()
 
 
+def train_in_joined_group(
+    run: RunConfig | Mapping[str, Any], env: DistEnv, device: torch.device, data: DynamicData | None = None
+) -> dict[str, Any] | None:
+    """One run in a process group this rank joined before and keeps after it (runs one after another
+    in one group, as the GPU check trains its strategies): ``train_in_group`` in the folder ``run``
+    names (``results_dir``, ``run_id``), its phase kept there and a failure's reason written there as
+    ``train_rank`` writes it; the exception then propagates (the caller decides what becomes of the
+    group). Rank 0 returns the summary."""
+    run = RunConfig.of(run)
+    where = _RunPlace(RunFolder(Path(run.results_dir), run.run_id) if run.run_id else None, env.rank)
+    try:
+        return train_in_group(run, env, device, data, where)
+    except BaseException as exc:
+        if where.folder is not None:
+            where.folder.write_failure(env.rank, failure_text(exc))  # never raises
+        raise
+    finally:
+        where.close()
+
+
 class _RankRun:
     """One rank's run: set up (folder, strategy, model, optimizer, resume), then epoch by epoch."""
 
