@@ -160,6 +160,40 @@ def test_utgs_evaluation_streams_every_snapshot_from_the_first():
     assert scores["utg"] == pytest.approx(scores["windows"], rel=1e-6)
 
 
+def test_utgs_test_after_validation_continues_from_the_state_validation_left():
+    """The test streamed on from where validation stopped gives the numbers of a test streamed from
+    the first snapshot; after a training step it streams from the first snapshot again."""
+    from dygsched.engine.snapshot_groups.executor import SequentialExecutor
+    from dygsched.engine.snapshot_groups.strategy import SnapshotGroupStrategy
+    from dygsched.engine.strategy import Artifacts, RunContext
+    from dygsched.planner.planning import PlannerConfig
+
+    graph, _, _ = setup()
+    run = RunSettings(window=2, train_fraction=0.6, val_fraction=0.2, seed=3, epochs=1, link_procedure="utg")
+
+    def strategy():
+        built = SnapshotGroupStrategy("psg", PlannerConfig(), SequentialExecutor())
+        built.setup(RunContext(graph, run, 0, 1, torch.device("cpu"), Artifacts(None, True)))
+        torch.manual_seed(0)
+        built.objective(TGCN(3, 6, hidden_channels=8, num_layers=1))
+        return built
+
+    alone, after = strategy(), strategy()
+    from_the_first = alone.evaluate("test")
+    after.evaluate("val")
+    assert after._streamed is not None and after._streamed[0] == after.split.val[-1].stop
+    continued = after.evaluate("test")
+    assert after._streamed[0] == after.split.test[-1].stop
+    assert continued == pytest.approx(from_the_first, rel=1e-6)
+    with torch.no_grad():  # new parameters: the state validation left is stale
+        next(after._objective.parameters()).add_(0.5)
+    moved = after.evaluate("test")
+    reference = strategy()
+    with torch.no_grad():
+        next(reference._objective.parameters()).add_(0.5)
+    assert moved == pytest.approx(reference.evaluate("test"), rel=1e-6) and moved != pytest.approx(continued, rel=1e-6)
+
+
 def test_event_and_snapshot_models_on_a_cut_stream_score_the_same_pairs_against_the_same_negatives(tmp_path, monkeypatch):
     from omegaconf import OmegaConf
 
