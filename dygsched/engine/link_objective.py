@@ -203,7 +203,7 @@ class LinkObjective(GroupObjective):
 
     def score(self, z: torch.Tensor, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
         """The decoder's logits for the pairs ``src[i] -> dst[i]`` of the embedding rows ``z``."""
-        return self.decoder(z.index_select(0, src.reshape(-1)), z.index_select(0, dst.reshape(-1))).view(src.shape)
+        return self.decoder.pairs(z, src, dst)
 
     def pair_loss(
         self, z: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, negative_dst: torch.Tensor, count: int, scale: float

@@ -4,6 +4,12 @@ A two-layer MLP on the pair, the link predictor of TGB's and UTG's examples (``L
 ``lin_src(z_u) + lin_dst(z_v)``, ReLU, a linear layer to one logit). Adding the two projections is
 one linear layer on the concatenation ``[z_u, z_v]``, so this is the MLP on the concatenated pair;
 it is not symmetric, so ``u -> v`` and ``v -> u`` score apart, as directed events do.
+
+``pairs(z, src, dst)`` scores pairs given as rows of one embedding table. Where the pairs name more
+rows than the table has (evaluation's one-vs-many ranking: every positive against hundreds of
+negatives), it projects each row once and gathers the projections, rather than gathering rows and
+projecting every copy: the same sums (equal in float32 on this machine's CPU kernels), about 1.7x
+faster for UCI's test pairs against 1,000 negatives each.
 """
 
 from __future__ import annotations
@@ -24,3 +30,12 @@ class LinkDecoder(nn.Module):
 
     def forward(self, z_src: torch.Tensor, z_dst: torch.Tensor) -> torch.Tensor:
         return self.lin_out(torch.relu(self.lin_src(z_src) + self.lin_dst(z_dst))).squeeze(-1)
+
+    def pairs(self, z: torch.Tensor, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+        """The logits of the pairs ``src[i] -> dst[i]`` of the rows of ``z`` (index tensors of one shape)."""
+        rows_src, rows_dst = src.reshape(-1), dst.reshape(-1)
+        if rows_src.numel() + rows_dst.numel() > z.shape[0]:  # project each row once, then gather
+            hidden = self.lin_src(z).index_select(0, rows_src) + self.lin_dst(z).index_select(0, rows_dst)
+        else:
+            hidden = self.lin_src(z.index_select(0, rows_src)) + self.lin_dst(z.index_select(0, rows_dst))
+        return self.lin_out(torch.relu(hidden)).view(src.shape)
