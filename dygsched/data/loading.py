@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from dygsched.components import instantiate_component
 from dygsched.data.events import EventStream
 from dygsched.data.kinds import DATA_KINDS, DynamicData
+from dygsched.data.link_targets import SplitSettings
 from dygsched.data.stream_cut import cut_stream
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.data.time_cut import parse_snapshot
@@ -68,23 +69,14 @@ def load_graph(dataset_cfg: Mapping[str, Any]) -> TemporalGraph:
     return data
 
 
-class TaskSettings(Protocol):
-    """What ``for_task`` reads of a run's settings (``RunSettings`` has it)."""
+class TaskSettings(SplitSettings, Protocol):
+    """What ``for_task`` reads of a run's settings (``RunSettings`` has it): the split's, and the task's."""
 
     @property
     def task(self) -> str | None: ...
 
     @property
     def embedding_dim(self) -> int: ...
-
-    @property
-    def window(self) -> int: ...
-
-    @property
-    def train_fraction(self) -> float: ...
-
-    @property
-    def val_fraction(self) -> float: ...
 
 
 def for_task(data: DynamicData, kind: type, settings: TaskSettings) -> DynamicData:

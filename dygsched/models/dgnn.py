@@ -62,6 +62,7 @@ class DGNNLayer(nn.Module, ABC):
 
     reuse: ClassVar[str | None] = None
     partitionable: ClassVar[bool] = True
+    not_partitionable_because: ClassVar[str] = ""  # where partitionable is False: why, in a clause, for the refusal
     node_state: ClassVar[bool] = True  # the state's rows are the nodes (RNNs); False: one state per graph (EvolveGCN's weight)
 
     def __init__(self, in_channels: int, out_channels: int) -> None:

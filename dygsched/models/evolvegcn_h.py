@@ -44,7 +44,8 @@ class EvolveGCNHLayer(DGNNLayer):
 
     reuse = "gcn_aggregate"
     node_state = False  # the state is the evolving weight, one per graph
-    partitionable = False  # the top-k summary ranks every node of a snapshot: it would need a cross-rank top-k
+    partitionable = False  # it would need a cross-rank top-k
+    not_partitionable_because = "its top-k ranks every node of a snapshot"
 
     def __init__(self, in_channels: int, out_channels: int, improved: bool = False, add_self_loops: bool = True) -> None:
         super().__init__(in_channels, out_channels)

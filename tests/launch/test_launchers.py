@@ -184,6 +184,8 @@ def run_main(tmp_path, capsys, *args):
         (["sched=flare", "sched.alpha=1.5"], "sched.alpha must lie in [0, 1]"),
         (["sched=flare", "sched.chunks=100"], "more chunks than the graph's 120 nodes"),
         (["sched=flare", "model=evolvegcn_h"], "EvolveGCNHLayer cannot run on a part of them"),
+        (["sched=flare", "model=gclstm"], "GCLSTMLayer cannot run on a part of them"),
+        (["sched=real", "model=gclstm"], "sched=real: REAL's reuse engine computes layer 0's convolution of its input once"),
         (["sched=flare", "sched.schedule=[3,5]"], "non-increasing"),
         ([*DISTDY, "sched.partition=spectral"], "unknown sched.partition 'spectral'"),
         ([*DISTDY, "sched.capacity_factor=0.5"], "the smallest feasible capacity is sched.capacity_factor="),

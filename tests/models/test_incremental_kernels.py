@@ -27,7 +27,7 @@ from dygsched.models.incremental_kernels import (
 from dygsched.models.ops import gcn_aggregate
 from tests.data.test_diffmap import snapshot_chains
 from tests.models.snapshots import changing_group, in_float64
-from tests.models.test_models import NAMES, build
+from tests.models.test_models import REUSABLE, build
 
 FEATURES = 3
 EXACT = {"rtol": 1e-9, "atol": 1e-9}  # float64
@@ -300,7 +300,7 @@ def _group_with_small_changes(seed: int, classes: int = 0) -> list[Snapshot]:
 
 
 @pytest.mark.parametrize("train", [False, True], ids=["eval", "train"])
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REUSABLE)
 def test_models_with_precomputed_first_layer_convs_equal_full_models(name: str, train: bool) -> None:
     """In float64: the two paths sum the same messages in different orders, which in float32 moves a
     gradient element by a few ulps of the terms summed into it (2e-6 against a 1e-6 bound on AVX2 and

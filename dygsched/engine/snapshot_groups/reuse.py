@@ -184,6 +184,16 @@ class ReuseExecutor(SequentialExecutor):
     def merges_pairs(self) -> bool:
         return self.reuse and self.reuse_group
 
+    def check_model(self, model: DGNN) -> None:
+        """Reuse needs layer 0 to convolve its input (``DGNNLayer.reuse``); GC-LSTM convolves its hidden state."""
+        layer = first_layer(model)
+        if self.reuse and layer.reuse is None:
+            raise ConfigError(
+                "REAL's reuse engine computes layer 0's convolution of its input once per chain of snapshots, and "
+                f"{type(layer).__name__} has none to reuse (its graph convolution reads the hidden state): "
+                "set sched.executor.reuse=false or use another model"
+            )
+
     @contextmanager
     def epoch_scope(self, run: EpochRun) -> Iterator[None]:
         if self.reuse and (self.cache is None or self.cache.graph is not run.graph):

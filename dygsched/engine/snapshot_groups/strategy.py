@@ -100,6 +100,13 @@ class SnapshotGroupStrategy(Strategy):
         """UTG's procedure (``link.procedure=utg``) on a link graph."""
         return self.settings.link_procedure == "utg" and self.graph.task is Task.LINK
 
+    def check_model(self, model: nn.Module) -> None:
+        if isinstance(model, DGNN):
+            try:
+                self.executor.check_model(model)
+            except ConfigError as exc:
+                raise ConfigError(f"sched={self.name}: {exc}") from None
+
     def setup(self, run: RunContext) -> None:
         assert isinstance(run.data, TemporalGraph)
         self.graph = pinned_graph(run.data, run.device)  # page-locked on CUDA: the groups' copies are asynchronous
