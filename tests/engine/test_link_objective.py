@@ -222,3 +222,19 @@ def test_event_and_snapshot_models_on_a_cut_stream_score_the_same_pairs_against_
         assert torch.equal(fixed[phase].destinations, protocol.fixed[phase].destinations)
         assert torch.equal(fixed[phase].present, protocol.fixed[phase].present)
     assert len(list((tmp_path / "negatives").glob("*_test_ns.pkl"))) == 1  # generated once, read by both
+
+
+def test_evaluation_scores_in_blocks_of_whole_columns_the_same_as_at_once(monkeypatch):
+    from dygsched.engine import link_objective
+
+    graph, split, objective = setup()
+    z = torch.randn(graph.num_nodes, 6)
+    src = torch.randint(0, graph.num_nodes, (7,)).expand(5, 7)
+    dst = torch.randint(0, graph.num_nodes, (5, 7))
+    whole = objective.score(z, src, dst)
+    calls = []
+    score = objective.score
+    monkeypatch.setattr(objective, "score", lambda *a: calls.append(a[1].shape) or score(*a))
+    monkeypatch.setattr(link_objective, "SCORED_AT_ONCE", 10)  # two columns of 5 negatives per call
+    assert torch.allclose(objective.score_in_blocks(z, src, dst), whole, atol=1e-6)
+    assert calls == [(5, 2), (5, 2), (5, 2), (5, 1)]
