@@ -47,7 +47,7 @@ ONE_VS_MANY = 1000  # UTG's min(N, 1000) negatives per positive; a smaller graph
 CUTS = {"collegemsg": "weekly", "events": "monthly"}  # UTG's cuts of UCI and Enron (its README and TGX's defaults)
 SEEDS = "0,1,2"
 # (epochs at most, patience on validation MRR): a snapshot epoch takes seconds, an event model's a minute
-SNAPSHOT_TRAINING, EVENT_TRAINING = (25, 5), (10, 3)
+SNAPSHOT_TRAINING, EVENT_TRAINING = (25, 5), (5, 2)
 SNAPSHOT_LR = 0.001  # UTG's run.sh rate for EvolveGCN-O and GCN (GCLSTM's 2e-4); the event models keep TGL's 1e-4
 MRR_COLUMN, TIME_COLUMN = "Test MRR", "Test Time (s)"
 
