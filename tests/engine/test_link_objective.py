@@ -238,3 +238,6 @@ def test_evaluation_scores_in_blocks_of_whole_columns_the_same_as_at_once(monkey
     monkeypatch.setattr(link_objective, "SCORED_AT_ONCE", 10)  # two columns of 5 negatives per call
     assert torch.allclose(objective.score_in_blocks(z, src, dst), whole, atol=1e-6)
     assert calls == [(5, 2), (5, 2), (5, 2), (5, 1)]
+    calls.clear()  # one source per column: split with its columns
+    assert torch.allclose(objective.score_in_blocks(z, src[0], dst), whole, atol=1e-6)
+    assert calls == [(2,), (2,), (2,), (1,)]
