@@ -69,7 +69,7 @@ from dygsched.metrics.atomic import remove_stale_temporaries, write_json
 from dygsched.metrics.early_stop import EarlyStopping, default_mode, parse_metric
 from dygsched.metrics.log import configure_logging
 from dygsched.metrics.progress import StepBar
-from dygsched.metrics.recorder import MetricRecorder
+from dygsched.metrics.recorder import EVAL_TIME, MetricRecorder
 from dygsched.metrics.run_folder import PhaseRecord, RunFolder, new_run_id
 from dygsched.models.flops import count_conv_flops
 
@@ -268,6 +268,14 @@ def start_run(run: RunConfig, world_size: int) -> RunStart:
     return RunStart(run.replace(results_dir=str(resume_dir.parent), run_id=resume_dir.name, resume=str(resume_dir)), state)
 
 
+def timed_evaluation(strategy: Strategy, phase: str) -> tuple[Mapping[str, MetricValue], float]:
+    """``strategy.evaluate(phase)`` and its wall time on this rank. The host clock reads finished work:
+    ``evaluate`` returns host numbers, so every device kernel it queued has run when it returns."""
+    began = time.perf_counter()
+    results = strategy.evaluate(phase)
+    return results, time.perf_counter() - began
+
+
 def _record(recorder: MetricRecorder, epoch: int, phase: str, metric: str, value: MetricValue) -> None:
     if isinstance(value, Missing):
         recorder.add_missing(epoch, phase, metric, value.reason)
@@ -443,12 +451,13 @@ class _RankRun:
             float(loss_sum[0] / loss_sum[1]) if loss_sum[1] > 0 else Missing("no training step (a model without parameters)")
         )
         self.where.enter(f"evaluation, epoch {epoch + 1} of {self.settings.epochs}")
-        val, test = self.strategy.evaluate("val"), self.strategy.evaluate("test")
+        (val, val_s), (test, test_s) = timed_evaluation(self.strategy, "val"), timed_evaluation(self.strategy, "test")
         if self.is_main:
             record("train", "loss", train_loss)
-            for phase, results in (("val", val), ("test", test)):
+            for phase, results, seconds in (("val", val, val_s), ("test", test, test_s)):
                 for metric, value in results.items():
                     record(phase, metric, value)
+                record(phase, EVAL_TIME, seconds)
             shown = "  ".join(
                 f"val_{k} {v:.4f}"
                 for k, v in val.items()
