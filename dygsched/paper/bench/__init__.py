@@ -12,6 +12,7 @@ plain sweeps are the targets' ``Sweep``. Nothing here imports torch until a buil
 
 from dygsched.paper.bench.common import SECTION
 from dygsched.paper.bench.flop_counting import FLOP_COUNTING
+from dygsched.paper.bench.node_tasks import NODE_TASKS
 from dygsched.paper.bench.scaling import SCALING
 from dygsched.paper.bench.stream_accuracy import STREAM_ACCURACY
 from dygsched.paper.bench.stream_scaling import STREAM_SCALING
@@ -19,6 +20,6 @@ from dygsched.paper.bench.tgn_pyg import TGN_PYG
 from dygsched.paper.bench.vs_pygt import VS_PYGT
 from dygsched.paper.target import PaperTarget
 
-TARGETS: tuple[PaperTarget, ...] = (FLOP_COUNTING, VS_PYGT, TGN_PYG, STREAM_SCALING, SCALING, STREAM_ACCURACY)
+TARGETS: tuple[PaperTarget, ...] = (FLOP_COUNTING, VS_PYGT, TGN_PYG, STREAM_SCALING, SCALING, STREAM_ACCURACY, NODE_TASKS)
 
 __all__ = ["SECTION", "TARGETS"]
