@@ -117,7 +117,7 @@ class NodePropertyTask(ABC):
         self.baseline: PersistentForecast | None = None
         self.head: nn.Module | None = None
         self.device = torch.device("cpu")
-        self.head_s = 0.0  # seconds in the classifier's forward and loss this epoch (training)
+        self._head_regions: list[Region] = []  # the classifier's forwards this epoch (training), read when it ends
         self._scored: list[Any] = []  # this pass's scores (evaluation)
 
     # ---- before any rank starts -------------------------------------------------------------------
@@ -204,7 +204,7 @@ class NodePropertyTask(ABC):
             return self.head(z)
         region = Region(self.device)
         out = self.head(self._classifier_input(z))
-        self.head_s += region.stop().seconds
+        self._head_regions.append(region.stop())  # read at the epoch's end: a step never waits for the device
         return out
 
     # ---- evaluation -------------------------------------------------------------------------------
@@ -231,9 +231,10 @@ class NodePropertyTask(ABC):
         """What ``metrics`` reports."""
 
     def epoch_metrics(self) -> dict[str, MetricValue]:
-        found: dict[str, MetricValue] = {"node_head_s": self.head_s}
-        self.head_s = 0.0
-        return found
+        """``node_head_s``: the seconds of the classifier's forward passes in the epoch's training steps."""
+        seconds = sum(region.seconds for region in self._head_regions)
+        self._head_regions = []
+        return {"node_head_s": seconds}
 
     def describe(self) -> dict[str, Any]:
         start, stop = self.split.train
@@ -281,9 +282,9 @@ class StateLabelTask(NodePropertyTask):
         z_extra: torch.Tensor,
         link_loss: torch.Tensor,
     ) -> torch.Tensor:
-        labels = self.labels[events].to(z_sources.device, torch.float32)
         logits = self._timed_head(z_sources)
-        loss = F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype), reduction="sum")
+        labels = self.labels[events].to(z_sources.device, non_blocking=True).to(logits.dtype)
+        loss = F.binary_cross_entropy_with_logits(logits, labels, reduction="sum")
         if not torch.is_grad_enabled():
             self._scored.append(StateLabelScores(float(loss), logits.float().cpu().numpy(), self.labels[events].numpy()))
         return loss + link_loss if self.mode == "link" else loss
@@ -399,7 +400,7 @@ class AffinityTask(NodePropertyTask):
         r0, r1 = self._rows(batch)
         logits = self._timed_head(z_extra)  # no row on this rank: an empty sum, still the classifier's (a zero gradient)
         target = self.labels.dense(torch.arange(r0, r1))
-        shares = (target / target.sum(1, keepdim=True)).to(logits.device, logits.dtype)
+        shares = (target / target.sum(1, keepdim=True)).to(logits.device, non_blocking=True).to(logits.dtype)
         loss = -(shares * F.log_softmax(logits, dim=-1)).sum()  # cross-entropy against the label's shares (TGB's)
         if not torch.is_grad_enabled():
             ndcg = ndcg_rows(target.numpy(), logits.float().cpu().numpy(), NDCG_K)

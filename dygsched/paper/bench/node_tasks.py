@@ -14,7 +14,7 @@ wikipedia reddit``), the full build runs the same protocol on them too and sets 
 published AUC (its Table 15, ``published/dyglib.csv``) beside ours; TGB's leaderboard figures for
 the real ``tgbn-trade`` are in ``published/tgb.csv``, for reference.
 
-A second table gives what the classifier costs: its forward and loss per training event
+A second table gives what the classifier costs: its forward pass per training event
 (``node_head_s``), against the whole epoch of the frozen run and of the link-prediction run before it.
 """
 
@@ -238,7 +238,7 @@ def _published(dataset: str, model: str, metric: str) -> float:
 
 def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (dataset, model): seconds per 1,000 training events of the link-prediction epoch, the node
-    task's epoch, and the classifier alone (its forward and loss), medians over seeds."""
+    task's epoch, and the classifier's forward pass alone, medians over seeds."""
     learned = runs[~runs["model"].isin(FLOORS.split(","))]
     link = learned[learned["task"] == "link"].groupby(["dataset", "model"])["epoch_s_per_1k_events"].median()
     node = learned[learned["task"] != "link"]
