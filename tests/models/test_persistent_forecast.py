@@ -27,7 +27,9 @@ def test_each_node_keeps_its_last_label_or_tgbs_moving_average():
         assert torch.equal(model.predict(torch.tensor([2, 3])), torch.zeros(2, 5))  # nothing seen: zeros, as TGB's
         model.update(nodes[:3], labels[:3])  # a node twice in one update folds its rows in order
         model.update(nodes[3:], labels[3:])
-    torch.testing.assert_close(last.predict(torch.tensor([3, 1, 0, 2])), torch.stack([labels[3], labels[5], labels[4], torch.zeros(5)]))
+    torch.testing.assert_close(
+        last.predict(torch.tensor([3, 1, 0, 2])), torch.stack([labels[3], labels[5], labels[4], torch.zeros(5)])
+    )
     want = torch.stack([tgb_moving_average([labels[0], labels[2], labels[3]]), tgb_moving_average([labels[1], labels[5]])])
     torch.testing.assert_close(average.predict(torch.tensor([3, 1])), want.float())
     assert list(last.parameters()) == [] and last.state_dict() == {}
