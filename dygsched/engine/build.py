@@ -61,6 +61,7 @@ def build_model(model_cfg: Mapping[str, Any], data: DynamicData) -> torch.nn.Mod
     from dygsched.data.events import EventStream
     from dygsched.models.edgebank import EdgeBank
     from dygsched.models.memory_base import MemoryModel
+    from dygsched.models.persistent_forecast import PersistentForecast
 
     params = {k: v for k, v in _plain(model_cfg).items() if k not in ("name", "default_lr")}  # default_lr is optim.lr's default
     try:
@@ -68,7 +69,7 @@ def build_model(model_cfg: Mapping[str, Any], data: DynamicData) -> torch.nn.Mod
     except Exception:  # not a class, or not importable: instantiate_component says which, in one line
         target = None
     streaming = isinstance(data, EventStream)
-    if target is not None and issubclass(target, (MemoryModel, EdgeBank)) != streaming:
+    if target is not None and issubclass(target, (MemoryModel, EdgeBank, PersistentForecast)) != streaming:
         wanted = "event streams (dataset=events, sfhh_events or dataset.kind=events)" if not streaming else "snapshots"
         raise ConfigError(f"model={model_cfg.get('name')} trains on {wanted}, but the dataset gives {type(data).__name__}")
     return instantiate_component(params, "model", **data.model_dims())

@@ -115,6 +115,36 @@ class Link:
             raise ConfigError(f"link.procedure must be one of {', '.join(LINK_PROCEDURES)}, got {self.procedure!r}")
 
 
+BACKBONES = ("frozen", "fine_tune", "link")
+
+
+@dataclass(frozen=True)
+class NodeTask:
+    """``node_task.*``: node property prediction on event streams (``task=node``; docs/models.md).
+
+    ``init_from``: a finished link-prediction run (its folder, or its run id in ``results_dir``)
+    whose weights the model starts from. ``backbone``: ``frozen`` (only the classifier trains,
+    DyGLib's and TGN's protocol), ``fine_tune`` (the classifier's loss trains the model too) or
+    ``link`` (the model trains by link prediction while the classifier trains on its detached
+    embeddings, one run); ``None``: ``frozen`` with ``init_from``, ``link`` without. ``dropout``:
+    the classifier's (DyGLib's 0.1)."""
+
+    init_from: str | None = None
+    backbone: str | None = None
+    dropout: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.backbone is not None and self.backbone not in BACKBONES:
+            raise ConfigError(f"node_task.backbone must be one of {', '.join(BACKBONES)} (or null), got {self.backbone!r}")
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
+            raise ConfigError(f"node_task.dropout must be in [0, 1), got {self.dropout!r}")
+
+    @property
+    def mode(self) -> str:
+        """The backbone's mode, the default resolved."""
+        return self.backbone or ("frozen" if self.init_from else "link")
+
+
 @dataclass(frozen=True)
 class GradSync:
     bucket_mb: float = 25.0
@@ -147,6 +177,7 @@ _BLOCKS: dict[str, type] = {
     "metrics": Metrics,
     "early_stop": EarlyStop,
     "link": Link,
+    "node_task": NodeTask,
 }
 
 
@@ -157,7 +188,7 @@ def _listed(value: Any) -> str:
 
 
 # what older run folders' config.yaml lacks
-_ADDED_LATER: dict[str, Any] = {"eval": {}, "early_stop": {}, "task": None, "link": {}}
+_ADDED_LATER: dict[str, Any] = {"eval": {}, "early_stop": {}, "task": None, "link": {}, "node_task": {}}
 _COMPONENTS = ("dataset", "model", "sched", "optim", "launcher")
 
 
@@ -176,6 +207,7 @@ class RunConfig:
     window: int
     task: str | None
     link: Link
+    node_task: NodeTask
     split: Split
     eval_negatives: int
     tgb_negatives: str | None
@@ -267,7 +299,22 @@ class RunConfig:
             embedding_dim=int(self.link.embedding_dim),
             one_vs_many=int(self.eval.one_vs_many),
             link_procedure=str(self.link.procedure),
+            node_task=self.resolved_node_task,
         )
+
+    @property
+    def resolved_node_task(self) -> NodeTask:
+        """``node_task`` with ``init_from`` as the run folder it names (a run id is looked for in
+        ``results_dir``); ``mode`` resolves the backbone's."""
+        from pathlib import Path
+
+        block = self.node_task
+        init_from = None
+        if block.init_from:
+            path = Path(str(block.init_from)).expanduser()
+            named = Path(self.results_dir) / str(block.init_from)
+            init_from = str((path if path.is_dir() or not named.is_dir() else named).resolve())
+        return dataclasses.replace(block, init_from=init_from)
 
     def identity(self, run_id: str, world_size: int) -> dict[str, Any]:
         """What names a run in its summary and the runs table, known before it trains."""

@@ -38,6 +38,7 @@ from dygsched.data.kinds import DynamicData
 from dygsched.data.temporal_graph import Task, TemporalGraph
 from dygsched.engine import comm
 from dygsched.engine.gradient_sync import GradientSync
+from dygsched.engine.run_config import NodeTask
 from dygsched.engine.strategy_config import StrategyConfig
 from dygsched.engine.timing import Region
 from dygsched.errors import ConfigError
@@ -139,6 +140,7 @@ class RunSettings:
     embedding_dim: int = 64  # link prediction on snapshots: the node embeddings' width (link.embedding_dim)
     one_vs_many: int = 0  # eval.one_vs_many: stored TGB-style negatives per evaluated positive (0: off)
     link_procedure: str = "windows"  # link.procedure: windows (groups from zero states) | utg (UTG's, states carried)
+    node_task: NodeTask = NodeTask()  # task=node on event streams: init_from (a resolved run folder), backbone, dropout
 
     @property
     def default_negatives(self) -> bool:
@@ -154,8 +156,9 @@ class RunSettings:
 
 
 def is_link_task(data: DynamicData) -> bool:
-    """Whether a run on ``data`` predicts links: an event stream, or snapshots under ``task=link``."""
-    return not isinstance(data, TemporalGraph) or data.task is Task.LINK
+    """Whether a run on ``data`` predicts links: an event stream (unless ``task=node`` reads its
+    labels), or snapshots under ``task=link``."""
+    return data.task is Task.LINK
 
 
 @dataclass(frozen=True)
@@ -332,6 +335,8 @@ class Strategy(ABC):
             "tgb_negatives": bool(settings.tgb_negatives),
             **stream_only,
         }
+        if not isinstance(data, TemporalGraph):  # a stream's node task splits it as its link task does
+            link_only.pop("split.by")
         if not links and any(link_only.values()):
             named = ", ".join(name for name, given in link_only.items() if given)
             raise ConfigError(
@@ -341,6 +346,11 @@ class Strategy(ABC):
             raise ConfigError(
                 f"link.procedure={settings.link_procedure}: sched={self.name} trains {', '.join(self.link_procedures)} "
                 "(UTG's procedure carries each window's state into the next: sched=psg at world_size=1 trains it)"
+            )
+        if settings.node_task != NodeTask() and (links or isinstance(data, TemporalGraph)):
+            raise ConfigError(
+                "node_task.* sets node property prediction on a labelled event stream (task=node); this run "
+                + ("predicts links" if links else "trains snapshot node targets")
             )
         if settings.one_vs_many and (settings.eval_negatives != 1 or not settings.default_negatives or settings.tgb_negatives):
             raise ConfigError(

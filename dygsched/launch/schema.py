@@ -69,6 +69,18 @@ class LinkSchema:
 
 
 @dataclass
+class NodeTaskSchema:
+    """Node property prediction on event streams (``task=node``): docs/models.md."""
+
+    # a finished link-prediction run (its folder, or its run_id in results_dir) whose weights the model starts from
+    init_from: str | None = None
+    # frozen: only the classifier trains (DyGLib, TGN) | fine_tune: its loss trains the model too | link: the model
+    # trains by link prediction, the classifier on its detached embeddings; null: frozen with init_from, link without
+    backbone: str | None = None
+    dropout: float = 0.1  # the classifier's dropout (DyGLib's MLPClassifier)
+
+
+@dataclass
 class GradSyncSchema:
     """One bucketed all-reduce of the gradients per optimizer step."""
 
@@ -103,9 +115,11 @@ class RunSchema:
     seed: int = 0
     window: int = 4  # snapshots per group (sliding windows)
     # node | link; null: node targets on snapshots (regression or classification, as the dataset's),
-    # link prediction on event streams. task=link with a snapshot model scores the next snapshot's pairs
+    # link prediction on event streams. task=link with a snapshot model scores the next snapshot's pairs;
+    # task=node on a labelled event stream predicts its labels (node_task: the classifier's settings)
     task: str | None = None
     link: LinkSchema = field(default_factory=LinkSchema)
+    node_task: NodeTaskSchema = field(default_factory=NodeTaskSchema)
     split: SplitSchema = field(default_factory=SplitSchema)
     eval_negatives: int = 1  # event streams: negatives per validation/test event (1: TGL's AP/AUC; e.g. 100 adds TGB's MRR)
     # event streams: <folder>/<name> reads TGB's fixed negatives <name>_val_ns.pkl, <name>_test_ns.pkl
