@@ -100,7 +100,7 @@ def test_every_strategy_finishes_honestly_and_resumes_exactly(runs, labels):
         metrics = pd.read_parquet(full / "metrics.parquet")
         assert not set(metrics[metrics.value.isna()].metric) - set(summary["missing"]), "a NaN without a reason"
         tested = set(metrics[metrics.phase == "test"].metric)
-        assert tested == ({"loss", "auc", "ap"} if labels == "labels" else {"loss", "ndcg@10"})
+        assert tested == ({"loss", "auc", "ap"} if labels == "labels" else {"loss", "ndcg@10"}) | {"eval_time_s"}
         assert (metrics[(metrics.metric == "node_head_s") & (metrics.iteration == -1)].value > 0).all()
         assert rows(results / labels / sched / "resumed") == rows(full), f"{sched}: resumed losses differ"
 
