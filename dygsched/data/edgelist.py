@@ -12,33 +12,46 @@ in snapshot ``t + 1``; with ``lags = L`` every snapshot holds the edges of ``L +
 intervals, so neighbouring snapshots overlap. With ``kind="events"`` the rows become an
 ``EventStream`` instead (one event per row, in time order, ties in row order), for continuous-time
 models; validation is the same. Node ids are compacted to ``0..n-1`` in sorted order unless
-``num_nodes`` is given, in which case they must already lie in ``[0, num_nodes)``.
+``num_nodes`` is given, in which case they must already lie in ``[0, num_nodes)``. With
+``bipartite=true`` sources and destinations are two id spaces (users and items), compacted apart,
+the destinations numbered after the sources; with ``bipartite`` unset a file whose ids look like
+two spaces read as one is loaded as one and warned about (``dygsched.data.id_spaces``: the rule).
+The time column holds numbers (any unit; the calendar cuts read them as seconds) or dates
+(ISO-8601 or any text pandas parses), converted once to seconds since 1970-01-01 UTC and logged
+(``dygsched.data.datetimes``).
 
 What the rows may hold, and what happens: rows in any order (snapshots are cut by time value);
 repeated edges (one weighted edge per snapshot, weight = count, or the sum of ``weight_col``);
 self-loops (kept as edges: a node's interaction with itself counts towards its degrees, and the
 graph convolutions add no second self-loop); gaps in time (an empty snapshot: no edges, no node
 exists in it, a group ending there contributes no loss). Refused with a ``DataError``: missing
-columns, non-numeric or boolean columns, missing values, non-integer, negative or too large node
+columns (the error names the file's columns and the ``dataset.*_col`` keys that pick others),
+non-numeric or boolean columns, time values neither numbers nor dates, missing values, non-integer, negative or too large node
 ids, non-finite timestamps or a span too wide to cut, negative or non-finite weights, a single
 snapshot, more than 100,000 snapshots (``time_cut.MAX_SNAPSHOTS``), or a graph that would not fit in
-memory.
+memory, ``num_nodes`` with ``bipartite=true``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
 
+from dygsched.data.datetimes import report, times_in_seconds
 from dygsched.data.event_labels import event_labels
 from dygsched.data.events import EventStream, events_from_arrays
+from dygsched.data.id_spaces import bipartite_ids, bipartite_suspicion
 from dygsched.data.stream_cut import FEATURES, cut_stream
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.data.time_cut import TimeCut
 from dygsched.errors import DataError
+
+log = logging.getLogger("dygsched")
 
 KINDS = ("snapshots", "events")
 MAX_NODE_ID = 2**53  # ids read as floats are exact below this
@@ -60,6 +73,7 @@ class EdgeListSource:
     features: str = "log_degree"  # log_degree | flare (FlareDTDG's code: raw weighted degrees, see the module docstring)
     lags: int = 0  # each snapshot holds the edges of lags + 1 consecutive intervals (they overlap)
     label_col: str | None = None  # kind=events: each event's 0/1 state label (task=node); a "label" column is read unasked
+    bipartite: bool | None = None  # true: sources and destinations are two id spaces; null: one, warned when it looks like two
 
     def _read(self) -> pd.DataFrame:
         path = Path(self.path).expanduser()
@@ -69,15 +83,24 @@ class EdgeListSource:
             frame = pd.read_csv(path)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
             raise DataError(f"dataset '{self.name}': cannot parse {path} as CSV ({str(exc).strip().splitlines()[0]})") from None
-        columns = [self.src_col, self.dst_col, self.time_col] + ([self.weight_col] if self.weight_col else [])
-        missing = [c for c in columns if c not in frame.columns]
+        keys = {"src_col": self.src_col, "dst_col": self.dst_col, "time_col": self.time_col}
+        if self.weight_col:
+            keys["weight_col"] = self.weight_col
+        if self.label_col is not None:
+            keys["label_col"] = self.label_col
+        columns = [keys[k] for k in ("src_col", "dst_col", "time_col", "weight_col") if k in keys]
+        missing = [c for c in keys.values() if c not in frame.columns]
         if missing:
+            fixes = " ".join(f"dataset.{key}=COLUMN" for key, column in keys.items() if column not in frame.columns)
             raise DataError(
                 f"dataset '{self.name}': unknown column(s) {', '.join(missing)} in {path} "
-                f"(it has: {', '.join(map(str, frame.columns))})"
+                f"(it has: {', '.join(map(str, frame.columns))}; name yours with {fixes})"
             )
         if frame.empty:
             raise DataError(f"dataset '{self.name}': {path} has no edges")
+        times, note = times_in_seconds(frame[self.time_col], f"dataset '{self.name}': column '{self.time_col}' of {path}")
+        report(note)
+        frame = frame.assign(**{self.time_col: times})
         for col in columns:
             if not pd.api.types.is_numeric_dtype(frame[col]) or pd.api.types.is_bool_dtype(frame[col]):
                 raise DataError(f"dataset '{self.name}': column '{col}' of {path} must be numeric")
@@ -120,20 +143,63 @@ class EdgeListSource:
             raise DataError(f"dataset '{self.name}': unknown features '{self.features}' (choose from {', '.join(FEATURES)})")
         if isinstance(self.lags, bool) or not isinstance(self.lags, int) or self.lags < 0:
             raise DataError(f"dataset '{self.name}': lags must be a whole number of intervals, 0 or more, got {self.lags!r}")
+        if self.bipartite not in (None, True, False):
+            raise DataError(f"dataset '{self.name}': bipartite must be true, false or null, got {self.bipartite!r}")
+        if self.bipartite and self.num_nodes is not None:
+            raise DataError(
+                f"dataset '{self.name}': num_nodes numbers one id space; with bipartite=true each side is "
+                "compacted on its own (set dataset.num_nodes=null)"
+            )
         frame = self._read()
         if self.kind == "events":
             return self._events(frame)
         cut = self._cut()
-        src = frame[self.src_col].to_numpy().astype(np.int64)
-        dst = frame[self.dst_col].to_numpy().astype(np.int64)
-        self._check_range(src, dst)
+        src, dst, node_ids = self._endpoints(frame)
         weight = frame[self.weight_col].to_numpy(dtype=np.float32) if self.weight_col else None
         times = frame[self.time_col].to_numpy(float)
         if not self.directed:  # both directions of every row, in the same snapshot
             src, dst, times = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([times, times])
             weight = None if weight is None else np.concatenate([weight, weight])
-        stream = events_from_arrays(self.name, src, dst, times, weight, self.num_nodes)
+        stream = events_from_arrays(self.name, src, dst, times, weight, self._node_count(src, dst))
+        stream = self._with_ids(stream, node_ids)
         return cut_stream(stream, cut, features=self.features, lags=self.lags, refuse_gaps=False)
+
+    def _endpoints(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The rows' node ids: in one id space, or with ``bipartite=true`` sources then destinations
+        (with each node's id in its own column)."""
+        src = frame[self.src_col].to_numpy().astype(np.int64)
+        dst = frame[self.dst_col].to_numpy().astype(np.int64)
+        if self.bipartite:
+            ids = bipartite_ids(src, dst)
+            log.info(
+                "dygsched: dataset '%s': %d sources and %d destinations as two id spaces (bipartite=true)",
+                self.name,
+                ids.num_sources,
+                ids.num_nodes - ids.num_sources,
+            )
+            return ids.src, ids.dst, ids.node_ids
+        self._check_range(src, dst)
+        if self.bipartite is None:
+            suspicion = bipartite_suspicion(src, dst)
+            if suspicion is not None:
+                log.warning(
+                    "dygsched: warning: dataset '%s': %s read as one id space, but %s; "
+                    "dataset.bipartite=true keeps sources and destinations apart, "
+                    "dataset.bipartite=false says they are one space (and ends this warning)",
+                    self.name,
+                    self.path,
+                    suspicion,
+                )
+        return src, dst, None
+
+    def _node_count(self, src: np.ndarray, dst: np.ndarray) -> int | None:
+        return int(max(src.max(), dst.max())) + 1 if self.bipartite else self.num_nodes
+
+    def _with_ids(self, stream: EventStream, node_ids: np.ndarray | None) -> EventStream:
+        """A bipartite stream's ``node_ids``: each node's id in its own column."""
+        if node_ids is None:
+            return stream
+        return replace(stream, node_ids=torch.as_tensor(node_ids, dtype=torch.int64))
 
     def _check_range(self, src: np.ndarray, dst: np.ndarray) -> None:
         if self.num_nodes is not None:
@@ -144,9 +210,7 @@ class EdgeListSource:
     def _events(self, frame: pd.DataFrame) -> EventStream:
         """One event per row; ``directed=False`` keeps one event per row too (the models treat
         an interaction as touching both ends)."""
-        src = frame[self.src_col].to_numpy().astype(np.int64)
-        dst = frame[self.dst_col].to_numpy().astype(np.int64)
-        self._check_range(src, dst)
+        src, dst, node_ids = self._endpoints(frame)
         weight = frame[self.weight_col].to_numpy(dtype=np.float32) if self.weight_col else None
         column = self.label_col if self.label_col is not None else ("label" if "label" in frame.columns else None)
         labels = None
@@ -155,6 +219,7 @@ class EdgeListSource:
                 shown = ", ".join(map(str, frame.columns))
                 raise DataError(f"dataset '{self.name}': no label column '{column}' in {self.path} (it has: {shown})")
             labels = event_labels(frame[column].to_numpy(), f"dataset '{self.name}': column '{column}' of {self.path}", 2, "line")
-        return events_from_arrays(
-            self.name, src, dst, frame[self.time_col].to_numpy(float), weight, self.num_nodes, labels=labels
+        stream = events_from_arrays(
+            self.name, src, dst, frame[self.time_col].to_numpy(float), weight, self._node_count(src, dst), labels=labels
         )
+        return self._with_ids(stream, node_ids)

@@ -28,7 +28,8 @@ Ids are compacted to ``0 .. n-1`` (``node_ids`` maps them back) except in the bi
 which keep their numbering. Rows out of time order are sorted (stable: ties keep file order) and
 the sort is logged. A file in no known format, features whose rows do not match the events,
 non-numeric or missing ids and times are refused with one ``DataError`` naming the file and the
-first bad row.
+first bad row. Times may be dates (ISO-8601 or any text pandas parses), read once as seconds since
+1970-01-01 UTC (``dygsched.data.datetimes``) and logged.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dygsched.data.datetimes import holds_dates, report, times_in_seconds
 from dygsched.data.event_labels import event_labels
 from dygsched.data.events import EventStream, events_from_arrays
 from dygsched.errors import DataError
@@ -129,11 +131,14 @@ def _endpoints_and_times(
         return kind if isinstance(column, int) else f"{kind} ({column})"
 
     src, dst, time = columns
-    return (
-        _numeric(frame, src, path, what(f"{names[0]} ids", src), first_line, integer=True).astype(np.int64),
-        _numeric(frame, dst, path, what(f"{names[1]} ids", dst), first_line, integer=True).astype(np.int64),
-        _numeric(frame, time, path, what("timestamps", time), first_line, integer=False),
-    )
+    sources = _numeric(frame, src, path, what(f"{names[0]} ids", src), first_line, integer=True).astype(np.int64)
+    destinations = _numeric(frame, dst, path, what(f"{names[1]} ids", dst), first_line, integer=True).astype(np.int64)
+    if holds_dates(frame[time]):
+        seconds, note = times_in_seconds(frame[time], f"{path}: {what('timestamps', time)}")  # dates
+        report(note)
+        frame = frame.copy()
+        frame[time] = seconds
+    return sources, destinations, _numeric(frame, time, path, what("timestamps", time), first_line, integer=False)
 
 
 def _read_csv(path: Path, **options: Any) -> pd.DataFrame:

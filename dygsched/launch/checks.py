@@ -160,7 +160,9 @@ def check_strategy_data(checked: CheckedRun, data: DynamicData, world_size: int)
     from dygsched.data.groups import TooFewSnapshots, fewest_snapshots
     from dygsched.data.temporal_graph import TemporalGraph
     from dygsched.data.time_cut import parse_snapshot
+    from dygsched.launch.event_strategies import check_event_model_strategy
 
+    check_event_model_strategy(checked.run.model, checked.strategy, data)
     try:
         checked.strategy.check(data, checked.run.settings, world_size)
     except TooFewSnapshots as exc:
