@@ -30,6 +30,7 @@ from omegaconf import OmegaConf
 import dygsched.engine.comm as comm
 from dygsched.data.kinds import DynamicData
 from dygsched.data.loading import for_task, load_data
+from dygsched.data.task_names import data_counts, describe_task
 from dygsched.engine.build import build_model, build_optimizer, build_strategy
 from dygsched.engine.checkpoint import (
     capture_rng,
@@ -359,6 +360,7 @@ class _RankRun:
         self.strategy = strategy if strategy is not None else build_strategy(run.sched)  # its data kind: a stream or its cut
         loaded = data if data is not None else load_data(run.dataset)
         data = for_task(loaded, self.strategy.data_kind, self.settings)  # a no-op where the launcher did it
+        self.described = {"task": describe_task(data, run.dataset.fields), **data_counts(data)}  # the summary's words
         self.recorder = MetricRecorder(self.run_id, self.rank)
         where.enter(f"the setup of sched={self.strategy.name} (partitioning, planning)")
         self.strategy.setup(
@@ -552,6 +554,7 @@ class _RankRun:
         info = {
             **self.run.identity(self.run_id, self.world_size),
             "status": "ok",
+            **self.described,
             "window": self.settings.window,
             **self.strategy.describe(),
             "dist_backend": comm.backend(),  # the process group's backend, e.g. cpu:gloo,cuda:nccl

@@ -23,6 +23,7 @@ from omegaconf import DictConfig
 
 from dygsched.data.kinds import DynamicData
 from dygsched.data.loading import for_task, load_data
+from dygsched.data.task_names import describe_snapshots, describe_task
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.checkpoint import mark_failed
 from dygsched.engine.distributed import DistEnv
@@ -41,8 +42,16 @@ log = logging.getLogger("dygsched")
 
 def describe_data(data: DynamicData) -> str:
     if isinstance(data, TemporalGraph):
-        return f"{data.num_nodes} nodes, {data.num_snapshots} snapshots"
+        return f"{data.num_nodes} nodes, {describe_snapshots(data)}"
     return f"{data.num_nodes} nodes, {data.num_events} events"
+
+
+def describe_objective(checked: CheckedRun, data: DynamicData) -> str:
+    """The header's second line: ``task: node regression of the next snapshot's log-degree; metric: mse``."""
+    metrics = sorted(name for name in checked.strategy.evaluation_metrics(data, checked.run.settings) if name != "loss")
+    return (
+        f"task: {describe_task(data, checked.run.dataset.fields)}; metric{'s' if len(metrics) > 1 else ''}: {', '.join(metrics)}"
+    )
 
 
 class RunFailed(DygschedError):
@@ -88,6 +97,7 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None, settings_checke
         launcher.name,
         resumed,
     )
+    log.info("%s", describe_objective(checked, data))
     identity = run_config.identity(folder.run_id, world_size)
     try:  # the launcher stops its workers, then records the run
         previous = signal.signal(signal.SIGTERM, _terminated)

@@ -36,10 +36,11 @@ def print_summary(summary: dict[str, Any], run_dir: str) -> None:
     rows = [
         ("run", summary.get("run_id")),
         ("status", summary.get("status")),
+        ("task", summary.get("task")),
         ("epoch time (s, median)", _fmt(summary.get("epoch_time_s"))),
         ("imbalance ratio", _fmt(summary.get("imbalance_ratio"))),
         ("final train loss", _fmt(summary.get("final_train_loss"))),
-        (f"test {evaluation.get('metric', 'metric')}", _fmt(evaluation.get("value"))),
+        (f"test {evaluation.get('metric', 'metric')}{_at_epoch(summary)}", _fmt(evaluation.get("value"))),
         ("all-reduce bytes / epoch", (summary.get("comm_bytes_per_epoch") or {}).get("allreduce")),
         ("GPU peak allocated (MB)", _megabytes(summary.get("gpu_peak_allocated_bytes"), "not measured (no GPU)")),
         ("peak resident set (MB)", _megabytes(summary.get("peak_rss_bytes"), "not measured")),
@@ -52,6 +53,12 @@ def print_summary(summary: dict[str, Any], run_dir: str) -> None:
     for name, value in rows:
         print(f"  {name:<{width}}  {value}")
     print(f"results in {run_dir}", flush=True)
+
+
+def _at_epoch(summary: dict[str, Any]) -> str:
+    """`` (epoch 5)``: the epoch the test figure is read at, counted from 1 as the log counts."""
+    epoch = summary.get("eval_epoch")
+    return f" (epoch {epoch})" if epoch is not None else ""
 
 
 def _fmt(value: Any) -> str:

@@ -77,7 +77,7 @@ class EarlyStopping:
         if self.best_epoch is None:
             return f"{self.metric} was never measured in {self.patience} epochs"
         return (
-            f"{self.metric} did not improve on epoch {self.best_epoch}'s {self.best_value:.6g} "
+            f"{self.metric} did not improve on epoch {self.best_epoch + 1}'s {self.best_value:.6g} "
             f"for {self.patience} epoch(s) (mode={self.mode})"
         )
 
@@ -96,15 +96,16 @@ class EarlyStopping:
         self.stopped_epoch = state.get("stopped_epoch")
 
     def describe(self) -> dict[str, Any]:
-        """The summary's ``early_stop`` block (flattened into the runs table as ``early_stop.*``)."""
+        """The summary's ``early_stop`` block (flattened into the runs table as ``early_stop.*``),
+        its epochs counted from 1 as the log counts them (the state, like the metric rows, from 0)."""
         return {
             "metric": self.metric,
             "mode": self.mode,
             "patience": self.patience,
-            "best_epoch": self.best_epoch,
+            "best_epoch": None if self.best_epoch is None else self.best_epoch + 1,
             "best_value": self.best_value,
             "stopped_early": self.stopped,
-            "stopped_epoch": self.stopped_epoch,
+            "stopped_epoch": None if self.stopped_epoch is None else self.stopped_epoch + 1,
             "reason": self.reason(),
         }
 

@@ -18,6 +18,7 @@ import pandas as pd
 
 from dygsched.errors import DataError
 from dygsched.metrics.atomic import write_parquet
+from dygsched.metrics.summary import EPOCH_FIELDS, EPOCHS_COUNTED_FROM
 
 RUNS_TABLE = "runs.parquet"
 # Older runs wrote one `peak_mem_bytes` for two measures (the GPU allocator's peak on a GPU, the peak
@@ -92,7 +93,24 @@ def keep_runs(results_dir: Path, run_ids: set[str]) -> None:
 
 def read_runs(results_dir: Path) -> pd.DataFrame:
     path = Path(results_dir) / RUNS_TABLE
-    return _read_table(path).rename(columns=LEGACY_COLUMNS) if path.exists() else pd.DataFrame()
+    return epochs_from_one(_read_table(path).rename(columns=LEGACY_COLUMNS)) if path.exists() else pd.DataFrame()
+
+
+def epochs_from_one(frame: pd.DataFrame) -> pd.DataFrame:
+    """Runs-table rows with every epoch number counted from 1; rows written before that rule
+    (no ``epochs_counted_from``) counted from 0 and are shifted (``summary.EPOCHS_COUNTED_FROM``)."""
+    if frame.empty:
+        return frame
+    old = frame["epochs_counted_from"].isna() if "epochs_counted_from" in frame.columns else pd.Series(True, index=frame.index)
+    if not old.any():
+        return frame
+    frame = frame.copy()
+    for column in EPOCH_FIELDS:
+        if column in frame.columns:
+            frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+            frame.loc[old, column] = frame.loc[old, column] + 1
+    frame["epochs_counted_from"] = EPOCHS_COUNTED_FROM
+    return frame
 
 
 def runs_from_folders(results_dir: Path) -> pd.DataFrame:
@@ -105,4 +123,4 @@ def runs_from_folders(results_dir: Path) -> pd.DataFrame:
             rows.append(flatten(json.loads(summary_path.read_text())))
         except (OSError, ValueError):
             continue
-    return pd.DataFrame(rows).rename(columns=LEGACY_COLUMNS)
+    return epochs_from_one(pd.DataFrame(rows).rename(columns=LEGACY_COLUMNS))

@@ -26,6 +26,15 @@ BYTE_KINDS = (
 MEMORY_METRICS = ("gpu_peak_allocated_bytes", "peak_rss_bytes", "saved_for_backward_bytes")
 
 
+# Epoch numbers a person reads (the log, summary.json's ``eval_epoch`` and ``early_stop.best_epoch`` /
+# ``stopped_epoch``, the runs table, ``runs --plot``) count from 1: the last of 5 epochs is epoch 5.
+# The metric rows (``metrics.parquet``'s ``epoch`` column) and checkpoints index them from 0. A summary
+# written before this rule has no ``epochs_counted_from``: its epochs counted from 0
+# (``runs_table.epochs_from_one`` reads either).
+EPOCHS_COUNTED_FROM = 1
+EPOCH_FIELDS = ("eval_epoch", "early_stop.best_epoch", "early_stop.stopped_epoch")
+
+
 def _steady(frame: pd.DataFrame, first_steady_epoch: int = 1) -> pd.DataFrame:
     """Epochs from ``first_steady_epoch`` on (after warm-up and profiling), or all when none are."""
     later = frame[frame["epoch"] >= first_steady_epoch]
@@ -54,8 +63,8 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
     last_epoch = int(epochs["epoch"].max()) if not epochs.empty else -1
     # the epoch whose test metrics the run reports: with early stopping, its best validation epoch
     # (DyGLib's and TGB's model selection), else its last
-    best = (run_info.get("early_stop") or {}).get("best_epoch")
-    eval_epoch = int(best) if best is not None else last_epoch
+    best = (run_info.get("early_stop") or {}).get("best_epoch")  # counted from 1 (EarlyStopping.describe)
+    eval_epoch = int(best) - 1 if best is not None else last_epoch
     tested = epochs[(epochs["phase"] == "test") & (epochs["epoch"] == eval_epoch)]
     # the headline: the first task metric ("loss[historical]" is a loss too; the evaluation's time is no task metric)
     test = tested[(tested["metric"].str.split("[", regex=False).str[0] != "loss") & (tested["metric"] != EVAL_TIME)]
@@ -84,7 +93,8 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
         "eval": {"split": "test", "metric": str(test["metric"].iloc[0]), "value": float(test["value"].iloc[0])}
         if not test.empty
         else None,
-        "eval_epoch": eval_epoch if not tested.empty else None,
+        "eval_epoch": eval_epoch + 1 if not tested.empty else None,  # counted from 1, as the log's "epoch 5/5"
+        "epochs_counted_from": EPOCHS_COUNTED_FROM,
         # every test metric of that epoch (None: not measured, e.g. ap_inductive with no new node)
         "test_metrics": {
             str(metric): (None if pd.isna(value) else float(value))

@@ -49,18 +49,19 @@ def run_in_process(results: Path, *overrides: str) -> dict:
 
 def test_stops_after_patience_epochs_and_reports_the_best_epochs_test_metrics(tmp_path, scripted_evaluation):
     summary = run_in_process(tmp_path, "epochs=6", "run_id=stopped")
-    assert summary["epochs_completed"] == 4  # epochs 0..3: epoch 1 is best, epochs 2 and 3 do not improve on it
+    # epochs 1..4 as the log counts them (rows 0..3): epoch 2 is best, epochs 3 and 4 do not improve on it
+    assert summary["epochs_completed"] == 4
     stop = summary["early_stop"]
-    assert stop["best_epoch"] == 1 and stop["stopped_early"] and stop["stopped_epoch"] == 3 and stop["mode"] == "min"
-    assert "val.mse did not improve on epoch 1" in stop["reason"]
-    assert summary["eval"]["value"] == 11.0 and summary["eval_epoch"] == 1  # test at the best epoch, not the last
+    assert stop["best_epoch"] == 2 and stop["stopped_early"] and stop["stopped_epoch"] == 4 and stop["mode"] == "min"
+    assert "val.mse did not improve on epoch 2" in stop["reason"]
+    assert summary["eval"]["value"] == 11.0 and summary["eval_epoch"] == 2  # test at the best epoch, not the last
     assert summary["test_metrics"]["mse"] == 11.0
     saved = json.loads((tmp_path / "stopped" / "summary.json").read_text())
-    assert saved["early_stop"]["best_epoch"] == 1
+    assert saved["early_stop"]["best_epoch"] == 2 and saved["epochs_counted_from"] == 1
     import pandas as pd
 
     row = pd.read_parquet(tmp_path / "runs.parquet").iloc[0]
-    assert row["early_stop.best_epoch"] == 1 and bool(row["early_stop.stopped_early"]) and row["eval_epoch"] == 1
+    assert row["early_stop.best_epoch"] == 2 and bool(row["early_stop.stopped_early"]) and row["eval_epoch"] == 2
 
 
 def test_a_resumed_run_keeps_the_early_stopping_state(tmp_path, scripted_evaluation):
@@ -68,8 +69,8 @@ def test_a_resumed_run_keeps_the_early_stopping_state(tmp_path, scripted_evaluat
     assert first["epochs_completed"] == 3 and not first["early_stop"]["stopped_early"]
     summary = run_in_process(tmp_path, "epochs=6", "run_id=resumed", f"resume={tmp_path / 'resumed'}")
     # a resume that forgot the state would take epoch 3 as its first best and run on to epoch 5
-    assert summary["epochs_completed"] == 4 and summary["early_stop"]["stopped_epoch"] == 3
-    assert summary["early_stop"]["best_epoch"] == 1 and summary["eval"]["value"] == 11.0
+    assert summary["epochs_completed"] == 4 and summary["early_stop"]["stopped_epoch"] == 4
+    assert summary["early_stop"]["best_epoch"] == 2 and summary["eval"]["value"] == 11.0
 
 
 def test_without_early_stopping_the_last_epoch_is_reported(tmp_path, scripted_evaluation):
