@@ -67,7 +67,7 @@ from dygsched.engine.strategy import (
 from dygsched.engine.timing import Region
 from dygsched.errors import ConfigError, DygschedError
 from dygsched.metrics.atomic import remove_stale_temporaries, write_json
-from dygsched.metrics.early_stop import EarlyStopping, default_mode, parse_metric
+from dygsched.metrics.early_stop import EarlyStopping, default_mode, parse_metric, watched_metric
 from dygsched.metrics.log import configure_logging
 from dygsched.metrics.progress import StepBar
 from dygsched.metrics.recorder import EVAL_TIME, MetricRecorder
@@ -485,7 +485,10 @@ class _RankRun:
         if self.early_stop is None:
             return
         if self.is_main:
-            value = val.get(parse_metric(self.early_stop.metric))
+            try:  # checked before the run: a name missing from one epoch's metrics reads as not measured
+                value = val.get(watched_metric(self.early_stop.metric, val))
+            except ConfigError:
+                value = None
             self.early_stop.observe(epoch, None if value is None or isinstance(value, Missing) else float(value))
             if self.early_stop.stopped:
                 log.info("stopping early after epoch %d: %s", epoch + 1, self.early_stop.reason())

@@ -180,18 +180,16 @@ def check_strategy_data(checked: CheckedRun, data: DynamicData, world_size: int)
 
 def check_early_stop_metric(checked: CheckedRun, data: DynamicData) -> None:
     """``early_stop.metric`` must name a validation metric this strategy records on this data."""
-    from dygsched.metrics.early_stop import parse_metric
+    from dygsched.metrics.early_stop import watched_metric
 
     early_stop = checked.run.early_stop
     if early_stop.metric is None:
         return
     recorded = checked.strategy.evaluation_metrics(data, checked.run.settings)
-    if parse_metric(early_stop.metric) not in recorded:
-        shown = ", ".join(f"val.{name}" for name in sorted(recorded))
-        raise ConfigError(
-            f"early_stop.metric={early_stop.metric}: sched={checked.strategy.name} does not record it on this data "
-            f"(it records {shown})"
-        )
+    try:
+        watched_metric(early_stop.metric, recorded)
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("the run does not", f"sched={checked.strategy.name} does not", 1)) from None
 
 
 def check_device_here(device: str) -> None:

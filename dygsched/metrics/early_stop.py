@@ -16,6 +16,7 @@ selection).
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,8 +37,27 @@ def parse_metric(name: str) -> str:
     return metric
 
 
+def watched_metric(name: str, recorded: Collection[str]) -> str:
+    """The recorded validation metric ``early_stop.metric`` watches: the name itself, or, where
+    several samplers label every metric (``eval.negatives=[random,historical]``: ``ap[historical]``),
+    the plain name read under the random sampler, the one DyGLib and TGL select on (``val.ap`` ->
+    ``ap[random-destinations]``). Any other miss is one ``ConfigError`` line listing what is recorded,
+    each bracketed name with the quoting a shell and Hydra need."""
+    metric = parse_metric(name)
+    if metric in recorded:
+        return metric
+    random = [r for r in recorded if r.startswith(f"{metric}[random")]
+    if "[" not in metric and len(random) == 1:
+        return random[0]
+    shown = ", ".join(f"val.{r}" for r in sorted(recorded))
+    labelled = sorted(r for r in recorded if "[" in r and r.startswith(f"{metric.split('[')[0]}["))
+    example = labelled[0] if labelled else next((r for r in sorted(recorded) if "[" in r), None)
+    spelling = f"; a bracketed name goes quoted: \"early_stop.metric='val.{example}'\"" if example else ""
+    raise ConfigError(f"early_stop.metric={name}: the run does not record it (it records {shown}){spelling}")
+
+
 def default_mode(metric: str) -> str:
-    return "min" if metric in LOWER_IS_BETTER else "max"
+    return "min" if metric.split("[")[0] in LOWER_IS_BETTER else "max"  # loss[historical] is a loss too
 
 
 @dataclass
