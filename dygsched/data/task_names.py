@@ -56,3 +56,17 @@ def data_counts(data: DynamicData) -> dict[str, int]:
     if isinstance(data, TemporalGraph):
         return {"num_snapshots": data.num_snapshots}
     return {"num_events": data.num_events}
+
+
+# The run identity's settings that only link prediction reads (RunConfig.identity): how negatives are
+# drawn and scored, how new nodes are hidden and scored, how AP is averaged
+LINK_SETTINGS = ("negatives", "negative_pool", "inductive", "new_nodes_draw", "average")
+
+
+def inapplicable_settings(data: DynamicData) -> tuple[str, ...]:
+    """The identity settings a run on ``data`` does not read, left out of its summary and runs-table
+    row so that a comparison never shows them as a difference: link prediction's on any other task,
+    and ``split_by`` on snapshots that predict no links (their split is by snapshot groups)."""
+    if data.task is Task.LINK:
+        return ()
+    return (*LINK_SETTINGS, "split_by") if isinstance(data, TemporalGraph) else LINK_SETTINGS

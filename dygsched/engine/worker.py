@@ -30,7 +30,7 @@ from omegaconf import OmegaConf
 import dygsched.engine.comm as comm
 from dygsched.data.kinds import DynamicData
 from dygsched.data.loading import for_task, load_data
-from dygsched.data.task_names import data_counts, describe_task
+from dygsched.data.task_names import data_counts, describe_task, inapplicable_settings
 from dygsched.engine.build import build_model, build_optimizer, build_strategy
 from dygsched.engine.checkpoint import (
     capture_rng,
@@ -361,6 +361,7 @@ class _RankRun:
         loaded = data if data is not None else load_data(run.dataset)
         data = for_task(loaded, self.strategy.data_kind, self.settings)  # a no-op where the launcher did it
         self.described = {"task": describe_task(data, run.dataset.fields), **data_counts(data)}  # the summary's words
+        self.inapplicable = inapplicable_settings(data)
         self.recorder = MetricRecorder(self.run_id, self.rank)
         where.enter(f"the setup of sched={self.strategy.name} (partitioning, planning)")
         self.strategy.setup(
@@ -554,15 +555,18 @@ class _RankRun:
         self._collect(with_rng=False)
         if not self.is_main:
             return None
+        described = self.strategy.describe()
         info = {
             **self.run.identity(self.run_id, self.world_size),
             "status": "ok",
             **self.described,
             "window": self.settings.window,
-            **self.strategy.describe(),
+            **described,
             "dist_backend": comm.backend(),  # the process group's backend, e.g. cpu:gloo,cuda:nccl
-            "missing": dict(sorted(self.recorder.missing.items())),
+            "missing": dict(sorted({**described.get("missing", {}), **self.recorder.missing}.items())),
         }
+        for setting in self.inapplicable:  # e.g. link prediction's negatives on a node regression run: not in its row
+            info.pop(setting, None)
         if self.early_stop is not None:
             info["early_stop"] = self.early_stop.describe()
         return self.folder.finish(MetricRecorder.frame(self.rows), info)

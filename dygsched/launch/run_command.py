@@ -31,12 +31,29 @@ MULTIRUN_FLAGS = {"-m", "--multirun"}
 HYDRA_FLAGS = {*MULTIRUN_FLAGS, "--help", "-h", "--cfg", "-c", "--info", "--hydra-help", "--resolve"}
 
 
+SWEEP_COLUMNS = (
+    "run_id",
+    "status",
+    "model",
+    "sched",
+    "world_size",
+    "seed",
+    "optimizer_steps_per_epoch",
+    "units_per_step",
+    "epoch_time_s",
+    "final_train_loss",
+    "eval.metric",
+    "eval.value",
+)
+
+
 def print_summary(summary: dict[str, Any], run_dir: str) -> None:
     evaluation = summary.get("eval") or {}
     rows = [
         ("run", summary.get("run_id")),
         ("status", summary.get("status")),
         ("task", summary.get("task")),
+        ("optimizer steps / epoch", _steps(summary)),
         ("epoch time (s, median)", _fmt(summary.get("epoch_time_s"))),
         ("imbalance ratio", _fmt(summary.get("imbalance_ratio"))),
         ("final train loss", _fmt(summary.get("final_train_loss"))),
@@ -53,6 +70,14 @@ def print_summary(summary: dict[str, Any], run_dir: str) -> None:
     for name, value in rows:
         print(f"  {name:<{width}}  {value}")
     print(f"results in {run_dir}", flush=True)
+
+
+def _steps(summary: dict[str, Any]) -> str:
+    """``8 (1.88 units each, all ranks)``: how many optimizer steps an epoch takes, and how large."""
+    steps, units = summary.get("optimizer_steps_per_epoch"), summary.get("units_per_step")
+    if steps is None:
+        return "not recorded"
+    return f"{steps} ({units:.3g} units each, all ranks)" if units is not None else str(steps)
 
 
 def _at_epoch(summary: dict[str, Any]) -> str:
@@ -76,6 +101,7 @@ class Invocation:
     sweep: SweepShape | None = None  # the sweep being run, where it could be expanded
     checked: bool = False  # every job's settings were checked up front (``precheck``)
     failures: list[DygschedError] = field(default_factory=list)
+    finished: list[tuple[str, str]] = field(default_factory=list)  # (results folder, run id) of each run that ended
 
     def job(self, cfg: DictConfig) -> None:
         """One run of the command (the only one, or one point of a sweep), inside ``hydra.main``."""
@@ -100,7 +126,30 @@ class Invocation:
             self.failures.append(exc)
             return
         if summary and not os.environ.get(SUPERVISED_ENV):  # empty on ranks other than 0; the launcher prints its own
-            print_summary(summary, str(summary.get("run_dir") or Path(str(cfg.results_dir)) / str(summary.get("run_id"))))
+            run_dir = Path(str(summary.get("run_dir") or Path(str(cfg.results_dir)) / str(summary.get("run_id"))))
+            print_summary(summary, str(run_dir))
+            self.finished.append((str(run_dir.parent), str(summary.get("run_id"))))
+
+    def print_sweep_table(self) -> None:
+        """After a sweep: its runs side by side, as ``dygsched runs`` shows them (each results folder once)."""
+        from dygsched.metrics.runs_table import read_runs
+
+        for results in dict.fromkeys(folder for folder, _ in self.finished):
+            ids = [run_id for folder, run_id in self.finished if folder == results]
+            try:
+                runs = read_runs(Path(results))
+            except DygschedError as exc:
+                print(f"dygsched: warning: {exc}", file=sys.stderr)
+                continue
+            runs = runs[runs["run_id"].isin(ids)] if "run_id" in runs.columns else runs.iloc[0:0]
+            if runs.empty:
+                continue
+            columns = [c for c in SWEEP_COLUMNS if c in runs.columns and runs[c].notna().any()]
+            print(f"the sweep's {len(runs)} run(s) (dygsched runs --results {results} shows every column):")
+            import pandas as pd
+
+            with pd.option_context("display.width", 200, "display.max_columns", None, "display.max_colwidth", 48):
+                print(runs[columns].to_string(index=False), flush=True)
 
     def exit_code(self) -> int:
         return max(getattr(failure, "exit_code", 1) for failure in self.failures) if self.failures else 0
@@ -153,4 +202,6 @@ def main(argv: list[str]) -> int:
 
     with _command_line(argv):
         hydra_job()
+    if multirun and invocation.finished:
+        invocation.print_sweep_table()
     return invocation.exit_code()

@@ -29,6 +29,8 @@ HEADLINE = (
     "sched",
     "world_size",
     "epochs_completed",
+    "optimizer_steps_per_epoch",
+    "units_per_step",
     "epoch_time_s",
     "imbalance_ratio",
     "final_train_loss",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -21,6 +22,14 @@ def epoch_series(metrics: pd.DataFrame, metric: str, phase: str | None) -> tuple
     if rows.empty:
         return None
     return phases[0], rows.groupby("epoch")["value"].mean()
+
+
+def epoch_axis(axes: Any) -> None:
+    """An x axis of epochs counted from 1, ticked at whole epochs only (no tick at 1.5)."""
+    from matplotlib.ticker import MaxNLocator
+
+    axes.set_xlabel("epoch (counted from 1)")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def plot_runs(runs: pd.DataFrame, results: Path, metric: str, phase: str | None, out: Path) -> tuple[Path, list[str]]:
@@ -54,7 +63,7 @@ def plot_runs(runs: pd.DataFrame, results: Path, metric: str, phase: str | None,
         plt.close(figure)
         choices = ", ".join(sorted(known)) if known else "none (no run folder could be read)"
         raise ConfigError(f"no selected run has the metric {metric!r} at epoch level; metrics recorded: {choices}")
-    axes.set_xlabel("epoch")
+    epoch_axis(axes)
     axes.set_ylabel(f"{'/'.join(sorted(shown_phases))} {metric} (mean over ranks)")
     axes.grid(alpha=0.3)
     axes.legend(fontsize=7)

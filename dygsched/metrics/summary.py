@@ -41,6 +41,19 @@ def _steady(frame: pd.DataFrame, first_steady_epoch: int = 1) -> pd.DataFrame:
     return later if not later.empty else frame
 
 
+def _steps(frame: pd.DataFrame, steady_from: int) -> tuple[int | None, float | None]:
+    """Optimizer steps per training epoch (the median over steady epochs) and units per step (summed
+    over ranks, the mean over those epochs' steps), from the step-level ``units`` rows; ``None``
+    where a run recorded no steps."""
+    units = frame[(frame["iteration"] != EPOCH_LEVEL) & (frame["phase"] == "train") & (frame["metric"] == "units")]
+    units = _steady(units, steady_from)
+    if units.empty:
+        return None, None
+    per_step = units.groupby(["epoch", "iteration"])["value"].sum()
+    steps = per_step.groupby(level="epoch").size()
+    return int(steps.median()), float(per_step.mean())
+
+
 def _measured(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["value"].notna()]
 
@@ -80,6 +93,7 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
         rows = _measured(epoch_metric("train", metric))
         return int(rows["value"].max()) if not rows.empty else None
 
+    steps, units_per_step = _steps(frame, steady_from)
     flops = _measured(epoch_metric("train", "conv_flops"))
     preprocess = _measured(epoch_metric("train", "reuse_preprocess_s"))
     case = _measured(epoch_metric("train", "reuse_case")).sort_values("epoch")
@@ -100,6 +114,10 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
             str(metric): (None if pd.isna(value) else float(value))
             for metric, value in tested.groupby("metric", sort=True)["value"].first().items()
         },
+        # optimizer steps per epoch and the units (snapshot groups, event batches) all ranks train in one:
+        # strategies that batch more groups per step take fewer, larger steps (greedy's 4 of 2 against PSG's 8 of 1)
+        "optimizer_steps_per_epoch": steps,
+        "units_per_step": units_per_step,
         "comm_bytes_per_epoch": comm,
         # memory, each measure under its own name, the largest over epochs and ranks (None: not measured)
         **{metric: largest(metric) for metric in MEMORY_METRICS},

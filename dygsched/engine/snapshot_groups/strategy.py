@@ -210,7 +210,26 @@ class SnapshotGroupStrategy(Strategy):
         }
         if self.plan is not None:
             facts.update(plan_iterations=self.plan.num_iterations, plan_predicted_epoch_time=self.plan.predicted_epoch_time)
+            unmeasured = self._plan_not_in_seconds()
+            if (
+                unmeasured is not None
+            ):  # not comparable with epoch_time_s: missing, with why, never a figure that reads as seconds
+                facts.update(plan_predicted_epoch_time=None, missing={"plan_predicted_epoch_time": unmeasured})
         return facts
+
+    def _plan_not_in_seconds(self) -> str | None:
+        """Why the plan's predicted epoch time is not in this run's seconds, or None when it is: only a
+        plan solved on the group times its profiling epochs measured (``sched.timeline.profile_epochs``)
+        predicts seconds; the cost model's times (PSG, and any plan solved before the first epoch) are
+        relative sizes, and a plan file's are whatever its author wrote."""
+        if self.planner.plan_file:
+            return "the plan was read from sched.planner.plan_file, whose times are not this run's"
+        if self.timeline_config.profile_epochs == 0 or self._last_epoch < self.timeline_config.profile_epochs - 1:
+            return (
+                "the plan was solved on the cost model's group sizes, not on measured seconds "
+                "(sched.timeline.profile_epochs > 0 solves it on profiled times)"
+            )
+        return None
 
     def state_dict(self) -> dict[str, Any]:
         if self.plan is None:
