@@ -129,7 +129,7 @@ paper: $(STAMP) ## every paper table and figure into results/report/ (REUSE=1: o
 
 reproduction: $(STAMP) ## docs/reproduction.md: the verdict table of what $(RESULTS) holds, by the report's renderer (runs nothing)
 	$(BIN)/dygsched report $(RESULTS)
-	cp $(RESULTS)/report/reproduction.md docs/reproduction.md
+	cp $(RESULTS)/report/reproduction.docs.md docs/reproduction.md
 
 paper-list: $(STAMP) ## list the paper targets: paper, what each reproduces, minutes at full size, built or not
 	$(BIN)/dygsched paper --results $(RESULTS)

@@ -1,4 +1,7 @@
-"""User-facing errors: the CLI prints their message as one line and exits non-zero."""
+"""User-facing errors: the CLI prints their message as one line and exits non-zero; ``closest``
+suggests the names nearest a mistyped one."""
+
+from collections.abc import Iterable
 
 
 class DygschedError(Exception):
@@ -27,3 +30,15 @@ class Terminated(DygschedError):
         self.signal_name = signal.Signals(signum).name
         self.exit_code = 128 + int(signum)
         super().__init__(f"terminated by {self.signal_name}")
+
+
+def closest(name: str, choices: Iterable[str], prefix: str = "") -> str:
+    """``did you mean greedy?`` (``prefix``: ``sched=``) naming the choices closest to a mistyped
+    ``name`` (difflib's ratio, at most three), or an empty string when none is close."""
+    import difflib
+
+    known = [str(choice) for choice in choices]
+    near = difflib.get_close_matches(str(name), known, n=3, cutoff=0.6)
+    if not near:  # a shortened name ("sven-com") is close to its longer form by prefix, not by ratio
+        near = [choice for choice in known if choice.startswith(str(name)) or str(name).startswith(choice)][:3]
+    return f"did you mean {' or '.join(prefix + choice for choice in near)}?" if near else ""

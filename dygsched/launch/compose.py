@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dygsched.data.paths import register_resolver
 from dygsched.engine.run_config import plain_config
-from dygsched.errors import ConfigError, DygschedError
+from dygsched.errors import ConfigError, DygschedError, closest
 from dygsched.launch.resolvers import register as register_launch_resolvers
 from dygsched.launch.schema import register as register_schema
 
@@ -54,7 +54,14 @@ def compose_config(overrides: list[str]) -> DictConfig:
             raise ConfigError(unknown_key_message(unknown.group(1))) from None
         if exc.__cause__ is not None:  # e.g. the type error behind "Error merging override"
             message += ": " + str(exc.__cause__).strip().splitlines()[0]
-        raise ConfigError(message.replace("In 'config': ", "").replace(" Available options", "; available options")) from None
+        message = message.replace("In 'config': ", "").replace(" Available options", "; available options")
+        missing = re.match(r"Could not find '([^'/]+)/([^']+)'; available options in '[^']+': (.*)$", message)
+        if missing:  # a mistyped dataset, model, sched ...: the closest names first
+            group, name, options = missing.groups()
+            hint = closest(name, options.split(), f"{group}=")
+            if hint:
+                message = f"unknown {group} '{name}': {hint} (available options in '{group}': {options})"
+        raise ConfigError(message) from None
 
 
 def config_groups() -> list[str]:

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from dygsched.errors import ConfigError
+from dygsched.errors import ConfigError, closest
 from dygsched.paper.target import PaperTarget, Section
 
 MODULES = ("dygnex", "real", "flare", "distdy", "sven", "planner", "bench")  # the report's order of sections
 
 
 def _load() -> tuple[tuple[Section, ...], tuple[PaperTarget, ...]]:
-    sections, targets = [], []
+    sections: list[Section] = []
+    targets: list[PaperTarget] = []
     for name in MODULES:
         module = import_module(f"dygsched.paper.{name}")
-        sections.append(module.SECTION)
+        sections.extend(getattr(module, "SECTIONS", (module.SECTION,)))  # a module may file its targets under several
         targets.extend(module.TARGETS)
     return tuple(sections), tuple(targets)
 
@@ -32,7 +33,9 @@ def target(name: str) -> PaperTarget:
     for candidate in TARGETS:  # (read at call time: a test may add a target)
         if candidate.name == name:
             return candidate
-    raise ConfigError(f"unknown paper target '{name}' (known: {', '.join(t.name for t in TARGETS)})")
+    names = [t.name for t in TARGETS]
+    hint = closest(name, names)
+    raise ConfigError(f"unknown paper target '{name}': {hint + ' ' if hint else ''}(known: {', '.join(names)})")
 
 
 def targets_named(names: list[str]) -> tuple[PaperTarget, ...]:

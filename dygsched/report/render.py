@@ -1,5 +1,7 @@
 """Render a results root into `report/index.html`, `report/runs.html`, `report/README.md` and
-`report/reproduction.md` (the verdict table that `make reproduction` copies into docs/).
+`report/reproduction.md` (the verdict table, its links resolving in the report folder;
+`reproduction.docs.md`, the same with links for the project's docs/, is what `make reproduction`
+copies there).
 
 The first screen is the verdict of every target (does the paper's shape reproduce here:
 ``dygsched.paper.verdict``); then one section per paper module (``dygsched.paper.registry``), where
@@ -83,6 +85,35 @@ class TargetView:
     paper_shape_ref: str = ""
     verdict: Verdict | None = None
     verdict_note: str = ""  # why there is no verdict, where there is none
+    smoke: bool = False  # built at smoke size: its checks are shown, its verdict word is not given
+
+    @property
+    def word(self) -> str | None:
+        """The verdict's word, or ``smoke: no verdict`` for a target built at smoke size (tiny data
+        says nothing of the paper's shape; the checks still show that the chain works)."""
+        if self.verdict is None:
+            return None
+        return SMOKE_VERDICT if self.smoke else self.verdict.word
+
+
+SMOKE_VERDICT = "smoke: no verdict"
+
+
+def smoke_data(paper_target: PaperTarget, frames: Tables) -> str:
+    """What a smoke-size table holds, for its caption: the datasets its tables name (a ``dataset``
+    column), else its smoke sweep's ``dataset=``, else the builder's smoke settings."""
+    datasets: list[str] = []
+    for frame in frames.values():
+        if "dataset" in frame.columns:
+            datasets.extend(str(v) for v in frame["dataset"].dropna().unique() if str(v) not in datasets)
+    for overrides in paper_target.sweep.smoke if paper_target.sweep is not None and not datasets else ():
+        for override in overrides:
+            key, _, value = override.partition("=")
+            if key.lstrip("+") == "dataset":
+                datasets.extend(v for v in value.split(",") if v not in datasets)
+    if datasets:
+        return f"smoke-size {', '.join(datasets)} data"
+    return "smoke-size data (the builder's smoke settings)"
 
 
 def _number(value: float) -> str:
@@ -187,7 +218,7 @@ def claim_check(claim: Claim, frames: Tables) -> ClaimCheck:
 
 
 def _compared(
-    paper_target: PaperTarget, frames: Tables, published: pd.DataFrame
+    paper_target: PaperTarget, frames: Tables, published: pd.DataFrame, smoke: bool = False
 ) -> tuple[RenderedTable | None, str, Verdict | None, str]:
     """Ours in the paper's layout, and the verdict; where either cannot be made, why."""
     if not paper_target.reproduces_paper:
@@ -210,12 +241,18 @@ def _compared(
         laid_out.columns = [str(c) for c in laid_out.columns]
         shown = render_table(laid_out, f"ours as {shape.paper_ref}" + (f" ({shape.unit})" if shape.unit else ""))
         ref = shape.paper_ref + (f" ({shape.paper_dataset})" if shape.paper_dataset else "")
+        if smoke:  # the layout is the paper's, the numbers are not of its data
+            measured_on = f"the paper's: {shape.paper_dataset}; " if shape.paper_dataset else ""
+            ref = f"{shape.paper_ref} ({measured_on}these numbers: {smoke_data(paper_target, frames)}, not measurements)"
     return shown, ref, judge(shape, rows, tuple(headlines), claims), ""
 
 
-def view_of(paper_target: PaperTarget, results: Path, published: pd.DataFrame, figures_dir: Path) -> TargetView:
+def view_of(
+    paper_target: PaperTarget, results: Path, published: pd.DataFrame, figures_dir: Path, smoke: bool = False
+) -> TargetView:
     missing = tuple(paper_target.missing_outputs(results))
     provenance = read_provenance(results, paper_target.name)
+    smoke = smoke or bool(provenance is not None and provenance.smoke)
     frames = {path: pd.read_csv(results / path) for path in paper_target.tables if path not in missing}
     figures = []
     for path in paper_target.figures:
@@ -229,7 +266,7 @@ def view_of(paper_target: PaperTarget, results: Path, published: pd.DataFrame, f
         status = "failed"
     else:
         status = "partial" if len(missing) < len(paper_target.outputs) else "missing"
-    paper_shape, paper_shape_ref, verdict, verdict_note = _compared(paper_target, frames, published)
+    paper_shape, paper_shape_ref, verdict, verdict_note = _compared(paper_target, frames, published, smoke)
     return TargetView(
         target=paper_target,
         status=status,
@@ -243,6 +280,7 @@ def view_of(paper_target: PaperTarget, results: Path, published: pd.DataFrame, f
         paper_shape_ref=paper_shape_ref,
         verdict=verdict,
         verdict_note=verdict_note,
+        smoke=smoke,
     )
 
 
@@ -301,7 +339,8 @@ def _runs_began(record: Provenance) -> str | None:
 
 
 def render(results: Path, smoke: bool = False) -> Path:
-    """Write `<results>/report/` (index.html, runs.html, README.md, figures/); returns the report folder."""
+    """Write `<results>/report/` (index.html, runs.html, README.md, reproduction.md and its docs/ copy
+    reproduction.docs.md, figures/); returns the report folder."""
     results = Path(results)
     final = results / REPORT_DIR
     building = results / f".{REPORT_DIR}.building"
@@ -310,7 +349,7 @@ def render(results: Path, smoke: bool = False) -> Path:
     published = published_rows.published_numbers()
     views: dict[str, list[TargetView]] = {section.key: [] for section in registry.SECTIONS}
     for paper_target in registry.TARGETS:
-        views[paper_target.paper].append(view_of(paper_target, results, published, building / "figures"))
+        views[paper_target.paper].append(view_of(paper_target, results, published, building / "figures", smoke))
     runs = runs_table(results)
     verdicts = [view for section in registry.SECTIONS for view in views[section.key]]
     built = [view.provenance for view in verdicts if view.status == "built" and view.provenance is not None]
@@ -331,7 +370,10 @@ def render(results: Path, smoke: bool = False) -> Path:
     environment = _environment()
     (building / "index.html").write_text(environment.get_template("index.html.j2").render(**context))
     (building / "README.md").write_text(environment.get_template("README.md.j2").render(**context))
-    (building / "reproduction.md").write_text(environment.get_template("reproduction.md.j2").render(**context))
+    reproduction = environment.get_template("reproduction.md.j2")
+    # one copy whose links resolve here, one whose links resolve in the project's docs/ (make reproduction copies it)
+    (building / "reproduction.md").write_text(reproduction.render(docs_copy=False, **context))
+    (building / "reproduction.docs.md").write_text(reproduction.render(docs_copy=True, **context))
     (building / "runs.html").write_text(environment.get_template("runs.html.j2").render(table=_runs_html(runs), **context))
     if final.exists():
         shutil.rmtree(final)

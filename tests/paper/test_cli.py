@@ -21,7 +21,7 @@ def test_the_list_names_every_target_with_its_minutes(tmp_path, capsys):
 def test_bad_input_is_one_line_and_a_non_zero_exit(tmp_path, capsys):
     assert main(["paper", "table-nope", "--results", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("dygsched: error: unknown paper target 'table-nope' (known: ") and "\n" not in err
+    assert err.startswith("dygsched: error: unknown paper target 'table-nope': ") and "(known: " in err and "\n" not in err
     assert main(["paper", "all", "--reuse", "--results", str(tmp_path / "absent")]) == 1
     assert "no results folder" in capsys.readouterr().err
     assert main(["paper", "all", "--reuse", "--rerun", "--results", str(tmp_path)]) == 1

@@ -371,3 +371,22 @@ def test_accuracy_over_seeds_leaves_a_missing_seed_out_and_says_so():
     assert table.loc[("tgn", "single", 0), "seeds"] == 2 and table.loc[("apan", "single", 0), "seeds"] == 3
     assert table.loc[("tgn", "single", 0), "test_ap"] == pytest.approx(paper["TGL"]["TGN"] / 100)  # not pulled to 0
     assert table.loc[("apan", "single", 0), "test_ap_std"] == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("model", ["tgn", "jodie", "apan"])
+def test_docs_learning_rate_advice_is_the_codes(model):
+    """docs/sven.md says the memory models train at TGL's 1e-4 with nothing passed, and what
+    table-sven-accuracy trains at: both as the configs and the target have them (issue 57)."""
+    import re
+
+    from dygsched.launch.compose import compose_config
+    from dygsched.paper.sven.common import SWEEP_ARGS
+    from tests.conftest import ROOT
+
+    page = (ROOT / "docs" / "sven.md").read_text()
+    stated = float(re.search(r"train at TGL's learning rate, ([0-9.]+), unless `optim.lr` is set", page).group(1))
+    assert float(compose_config([f"model={model}", "dataset=events", "sched=single"]).optim.lr) == stated
+    accuracy_line = next(line for line in page.splitlines() if line.startswith("dygsched paper table-sven-accuracy"))
+    swept = {key: value for key, _, value in (arg.partition("=") for arg in SWEEP_ARGS)}
+    assert float(swept["optim.lr"]) == stated and "1e-4" in accuracy_line and f"epochs={swept['epochs']}" in accuracy_line
+    assert "pass 0.001" not in page and "default learning rate is 0.01" not in page

@@ -12,7 +12,7 @@ limit), the builder runs ``dygsched run`` itself (``dygsched.paper.runner.run_in
 plain sweeps are the targets' ``Sweep``. Nothing here imports torch until a builder runs.
 """
 
-from dygsched.paper.bench.common import SECTION
+from dygsched.paper.bench.common import ACCURACY_SECTION, SECTION
 from dygsched.paper.bench.flop_counting import FLOP_COUNTING
 from dygsched.paper.bench.node_tasks import NODE_TASKS
 from dygsched.paper.bench.scaling import SCALING
@@ -34,4 +34,7 @@ TARGETS: tuple[PaperTarget, ...] = (
     NODE_TASKS,
 )
 
-__all__ = ["SECTION", "TARGETS"]
+# speed and scale under "Engine speed"; the models' accuracy under published protocols under a heading of its own
+SECTIONS = (SECTION, ACCURACY_SECTION)
+
+__all__ = ["SECTION", "SECTIONS", "TARGETS"]

@@ -13,9 +13,14 @@ SECTION = Section(
     "Engine speed",
     "One rank against the loops users write by hand, what instrumentation costs, and how time and memory grow with the graph.",
 )
+ACCURACY_SECTION = Section(
+    "accuracy",
+    "Accuracy under published protocols",
+    "What the models reach under DyGLib's, UTG's and TGB's protocols, beside the figures those benchmarks publish.",
+)
 
 
-__all__ = ["EPOCH_LEVEL", "SECTION", "epoch_rows", "growth_exponent", "rounded", "training_curve"]
+__all__ = ["ACCURACY_SECTION", "EPOCH_LEVEL", "SECTION", "epoch_rows", "growth_exponent", "rounded", "training_curve"]
 
 
 def epoch_rows(metrics: pd.DataFrame, phase: str, metric: str) -> pd.DataFrame:

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dygsched.errors import DygschedError
-from dygsched.paper.bench.common import EPOCH_LEVEL, SECTION
+from dygsched.paper.bench.common import ACCURACY_SECTION, EPOCH_LEVEL
 from dygsched.paper.common import table_named, write_table
 from dygsched.paper.published import rows_of
 from dygsched.paper.target import Overrides, PaperTarget, Regime, Settings, Sweep, Tables
@@ -292,7 +292,7 @@ def read_node_tasks(tables: Tables) -> str:
 
 NODE_TASKS = PaperTarget(
     name=NODE_TASKS_NAME,
-    paper=SECTION.key,
+    paper=ACCURACY_SECTION.key,
     title="Node property prediction on event streams: DyGLib's node classification (AUC) and TGB's node affinity "
     "(NDCG@10), TGN, JODIE and APAN beside the persistent forecast and the moving average",
     reproduces="(no paper table; DyGLib's and TGB's protocols)",

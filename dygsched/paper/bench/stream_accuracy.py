@@ -11,7 +11,7 @@ import pandas as pd
 from dygsched.errors import DygschedError
 from dygsched.metrics.early_stop import all_metrics_selection, best_epoch
 from dygsched.metrics.seeds import over_seeds
-from dygsched.paper.bench.common import EPOCH_LEVEL, SECTION
+from dygsched.paper.bench.common import ACCURACY_SECTION, EPOCH_LEVEL
 from dygsched.paper.common import completed_runs, table_named, write_table
 from dygsched.paper.published import rows_of
 from dygsched.paper.target import PaperTarget, Regime, Sweep, Tables
@@ -173,7 +173,7 @@ def read_stream_accuracy(tables: Tables) -> str:
 
 STREAM_ACCURACY = PaperTarget(
     name=STREAM_ACCURACY_NAME,
-    paper=SECTION.key,
+    paper=ACCURACY_SECTION.key,
     title="TGN, JODIE and APAN under DyGLib's protocol: test AP and AUC, three negative samplers, over seeds",
     reproduces="(no paper table; DyGLib's protocol)",
     outputs=(STREAM_ACCURACY_CSV,),

@@ -30,7 +30,7 @@ import pandas as pd
 from dygsched.errors import DygschedError
 from dygsched.metrics.early_stop import best_epoch
 from dygsched.metrics.recorder import EVAL_TIME
-from dygsched.paper.bench.common import EPOCH_LEVEL, SECTION
+from dygsched.paper.bench.common import ACCURACY_SECTION, EPOCH_LEVEL
 from dygsched.paper.common import completed_runs, published_value, table_named, write_table
 from dygsched.paper.target import Headline, PaperShape, PaperTarget, Regime, Sweep, Tables
 
@@ -317,7 +317,7 @@ def read_unified(tables: Tables) -> str:
 
 UNIFIED = PaperTarget(
     name=UNIFIED_NAME,
-    paper=SECTION.key,
+    paper=ACCURACY_SECTION.key,
     title="Snapshot models (UTG's procedure) against event models on the same cut pairs: test MRR and inference time, beside UTG",
     reproduces="UTG's DTDG test MRR and test time (its repository's plot data), on UCI",
     outputs=(UNIFIED_CSV, UNIFIED_RUNS_CSV),
