@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from dygsched.commands.gpu_check import COLUMNS, VARIANTS, Clock, Row, cli, loss_check, markdown, write_table
+from dygsched.commands.gpu_check.probing import _json_line, probe_rank, probe_settings
+from dygsched.commands.gpu_check.table import failure
 from dygsched.launch import gpu_check
-from dygsched.launch.gpu_check import COLUMNS, VARIANTS, Clock, Row, cli, loss_check, markdown, write_table
-from dygsched.launch.gpu_check.probing import _json_line, probe_rank, probe_settings
-from dygsched.launch.gpu_check.table import failure
 
 
 def test_the_table_is_written_as_csv_and_markdown_with_missing_figures_empty(tmp_path):
@@ -159,11 +159,11 @@ def test_bad_arguments_are_one_line_and_exit_2(argv, words, capsys):
 
 def test_every_variant_composes_and_passes_the_checks_without_data(tmp_path):
     from dygsched.launch.checks import check_point
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
 
     for variant in VARIANTS:  # at its largest world size (the smaller ones differ in world_size alone)
         overrides = gpu_check.run_overrides(variant, max(variant.world_sizes), "cpu", tmp_path, 30.0)
-        check_point(compose_config(overrides), overrides)
+        check_point(compose_run(overrides))
     sched = {o.split("=", 1)[1] for v in VARIANTS for o in v.overrides if o.startswith("sched=")}
     from tests.conftest import ROOT
 

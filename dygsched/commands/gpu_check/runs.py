@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dygsched.commands.gpu_check.table import Clock, Row, cell, loss_check, one_line
+from dygsched.commands.gpu_check.variants import COMMON, Variant
 from dygsched.errors import DygschedError, Terminated
-from dygsched.launch.gpu_check.table import Clock, Row, cell, loss_check, one_line
-from dygsched.launch.gpu_check.variants import COMMON, Variant
 
 
 def gpu_count(device: str) -> int:
