@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from dygsched.errors import ConfigError
-from dygsched.launch.compose import compose_config
+from dygsched.launch.compose import compose_config, compose_run
 from dygsched.launch.run_command import main
 from dygsched.launch.slurm import SlurmLauncher
 from dygsched.launch.sweeps import sweep_points
@@ -62,7 +62,7 @@ def test_ranks_get_the_same_overrides_with_this_runs_folder(tmp_path):
     )
     assert args[:3] == ["model=wdgcn", "+experiment=x", "launcher=torchrun"]
     assert args[3:] == [f"results_dir='{tmp_path}/my results'", "run_id=run-1", "resume='/r/run 1'"]
-    assert compose_config(args[3:]).resume == "/r/run 1"  # the quoting survives Hydra's parser
+    assert compose_run(args[3:]).resume == "/r/run 1"  # the quoting survives Hydra's parser
     assert quote_override("k", "it's") == "k='it\\'s'" and compose_config([quote_override("run_id", "it's")]).run_id == "it's"
 
 

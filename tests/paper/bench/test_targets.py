@@ -34,7 +34,7 @@ def test_the_sweeps_compose_at_full_and_smoke_size(tmp_path):
     """Each multirun of the two sweeps is a valid ``dygsched run -m`` at its first and last point (the
     first and last model): a bad override would otherwise fail only at full size."""
     from dygsched.launch.checks import precheck
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
     from dygsched.launch.sweeps import sweep_points
 
     for sweep in (stream_scaling.STREAM_SCALING_SWEEP, stream_accuracy.STREAM_ACCURACY_SWEEP):
@@ -42,6 +42,6 @@ def test_the_sweeps_compose_at_full_and_smoke_size(tmp_path):
             assert "model=tgn,jodie,apan" in run or "model=tgn,jodie" in run
             points = sweep_points([*run, f"results_dir={tmp_path}", "progress=false"])
             for point in (points[0], points[-1]):
-                precheck(compose_config(point), point)
+                precheck(compose_run(point))
     sizes = [next(o for o in run if o.startswith("dataset.num_events=")) for run in stream_scaling.STREAM_SCALING_SWEEP.runs]
     assert sizes == [f"dataset.num_events={n}" for n in (20_000, 80_000, 157_474, 672_447)]  # smallest first
