@@ -7,7 +7,7 @@ from the command line, built by a paper target, written in a test): a wrong type
 ``ConfigError`` line naming the setting, ``sched.chunks must be an integer, got 'abc'``. Ranges
 and choices are the subclass's own ``__post_init__``. The checks know ``int``, ``float`` (an
 integer is taken), ``bool``, ``str`` (a number is taken as its text, as Hydra's parser may give
-one), ``None``, ``tuple[X, ...]`` (a list is taken), ``Any`` and unions of them; any other
+one, where the setting is text alone), ``None``, ``tuple[X, ...]`` (a list is taken), ``Any`` and unions of them; any other
 annotation (a mapping, a class) is left to the subclass.
 
 ``from_config`` builds a block, and the blocks nested in it, from a composed mapping, refusing a
@@ -55,23 +55,34 @@ def checkable(hint: Any) -> bool:
     return hint in CHECKED
 
 
+def _text(hint: Any) -> bool:
+    """``str`` or ``str | None``: a setting that is text, which takes a number as its text."""
+    return hint is str or (_is_union(hint) and set(get_args(hint)) == {str, type(None)})
+
+
 def conforms(value: Any, hint: Any) -> bool:
-    """Whether ``value`` (as a config gives it: a list for a tuple, an integer for a float) fits ``hint``."""
+    """Whether ``value`` (as a config gives it: a list for a tuple, an integer for a float; a number
+    for text, as Hydra's parser reads ``run_id=2024``) fits ``hint``."""
+    if _text(hint) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return True
+    return _fits(value, hint)
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """``conforms`` without taking a number as text (inside a union with other kinds, a number is one)."""
     if hint is Any or not checkable(hint):
         return True
     if _is_union(hint):
-        return any(conforms(value, arg) for arg in get_args(hint))
+        return any(_fits(value, arg) for arg in get_args(hint))
     if get_origin(hint) is tuple:
         item = get_args(hint)[0]
-        return isinstance(value, (list, tuple)) and all(conforms(v, item) for v in value)
+        return isinstance(value, (list, tuple)) and all(_fits(v, item) for v in value)
     if hint is bool:
         return isinstance(value, bool)
     if hint is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
-    if hint is str:  # Hydra's parser reads run_id=2024 as a number: the text it was
-        return isinstance(value, (str, int, float)) and not isinstance(value, bool)
     return isinstance(value, hint)
 
 
@@ -79,16 +90,15 @@ def normalised(value: Any, hint: Any) -> Any:
     """``value`` as the field holds it: a float for ``float``, a tuple for ``tuple[...]``, text for ``str``."""
     if hint is Any or not checkable(hint):
         return value
+    if _text(hint) and value is not None:
+        return str(value)
     if _is_union(hint):
         args = get_args(hint)
-        exact = next((arg for arg in args if arg is not str and conforms(value, arg)), None)  # 3 stays 3 in int | str
-        return normalised(value, exact if exact is not None else next(arg for arg in args if conforms(value, arg)))
+        return normalised(value, next(arg for arg in args if _fits(value, arg)))
     if get_origin(hint) is tuple:
         return tuple(normalised(v, get_args(hint)[0]) for v in value)
     if hint is float:
         return float(value)
-    if hint is str:
-        return str(value)
     return value
 
 

@@ -244,3 +244,30 @@ def test_timeline_state_restores_the_plan_and_the_switch(tmp_path):
         timeline(tmp_path, profile_epochs=5).restore(after)
     with pytest.raises(ConfigError, match="for 2 ranks, this run has 3"):
         timeline(tmp_path, profile_epochs=2, world_size=3).restore(after)
+
+
+def test_a_run_folder_of_the_former_config_format_reads_back_as_the_same_typed_run():
+    """Before the strategies' blocks composed into their configuration classes, ``sched`` named the
+    strategy class and the planner's and timeline's classes; such a folder (resumed, or a finished run
+    a sweep or the paper stage reads) reads back as the run it was."""
+    from dygsched.engine.run_config import RunConfig
+    from dygsched.launch.compose import compose_run
+
+    for sched, former in (
+        (
+            "greedy",
+            {
+                "_target_": "dygsched.engine.snapshot_groups.SnapshotGroupStrategy",
+                "name": "greedy",
+                "planner": {**compose_run(["sched=greedy"]).sched.to_container()["planner"], "_target_": "x.PlannerConfig"},
+                "timeline": {"_target_": "x.TimelineConfig", "profile_epochs": 4, "profile_pairs": False, "lr_scaling": "none"},
+                "executor": compose_run(["sched=greedy"]).sched.to_container()["executor"],
+            },
+        ),
+        ("flare", {**compose_run(["sched=flare"]).sched.to_container(), "_target_": "dygsched.engine.flare.FlareStrategy"}),
+    ):
+        current = compose_run([f"sched={sched}"])
+        saved = {**current.to_container(), "sched": former}
+        for later in ("eval", "early_stop", "task", "link"):  # settings added since: their defaults
+            saved.pop(later)
+        assert RunConfig.from_saved(saved) == current

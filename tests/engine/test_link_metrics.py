@@ -73,11 +73,8 @@ def trained(settings, batch_size=60):
 
 
 def test_one_run_is_scored_under_every_sampler_and_each_metric_names_its_own():
-    import dataclasses
-
-    settings = dataclasses.replace(
-        INDUCTIVE, eval_samplers=("random", "historical", "inductive"), negative_pool="destinations", split_by="time"
-    )
+    samplers = {"negatives": ["random", "historical", "inductive"], "negative_pool": "destinations"}
+    settings = changed(INDUCTIVE, eval=samplers, split={"by": "time"})
     strategy = trained(settings)
     test = strategy.evaluate("test")
     for label in ("random-destinations", "historical", "inductive"):

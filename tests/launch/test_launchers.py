@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from dygsched.errors import ConfigError
+from dygsched.errors import ConfigError, DygschedError
 from dygsched.launch.compose import compose_config, compose_run
 from dygsched.launch.run_command import main
 from dygsched.launch.slurm import SlurmLauncher
@@ -146,10 +146,11 @@ def test_sweep_points_expand_like_hydra():
 
 
 def run_main(tmp_path, capsys, *args):
-    """``dygsched run ARGS`` in this process: (exit code, stderr lines); a ConfigError raised up front counts as exit 1."""
+    """``dygsched run ARGS`` in this process: (exit code, stderr lines); an error raised up front counts as
+    exit 1, as ``dygsched`` reports it."""
     try:
         code = main([*args, f"results_dir={tmp_path / 'results'}"])
-    except ConfigError as exc:
+    except DygschedError as exc:
         print(f"dygsched: error: {exc}", file=sys.stderr)
         code = 1
     return code, capsys.readouterr().err.strip().splitlines()

@@ -18,10 +18,14 @@ from dygsched.engine.run_config import RunConfig
 from dygsched.errors import ConfigError
 from tests.conftest import ROOT
 
-# CollegeMsg cut by week (28 snapshots of 1,899 nodes), FlareDTDG at its smallest, one rank
+# a small generated stream (cut by day: 30 snapshots of 60 nodes), FlareDTDG at its smallest, one rank
 BASE = [
-    "dataset=collegemsg",
+    "dataset=bipartite",
+    "dataset.num_users=50",
+    "dataset.num_items=10",
+    "dataset.num_events=1500",
     "sched=flare",
+    "sched.partition=hash",
     "model.hidden_channels=4",
     "model.num_layers=1",
     "world_size=1",
@@ -54,8 +58,8 @@ SETTINGS = [
     ),
     Setting(
         "dataset.snapshot",
-        "weekly",
-        "weekly",
+        "daily",
+        "daily",
         lambda run: run.dataset.snapshot,
         None,
         r"^\s+snapshot: str \| int \| float \| None = None(\s|$)",
@@ -98,9 +102,9 @@ def test_each_setting_reaches_a_paper_sweeps_runs_as_its_typed_field(tmp_path, m
 
     received: list[RunConfig] = []
     monkeypatch.setattr(app, "run", lambda run, overrides=None: received.append(run) or {})
-    points = (*BASE, *OVERRIDES[:-1], "dataset.snapshot=weekly,daily")  # a sweep of two points
+    points = (*BASE, *OVERRIDES[:-1], "dataset.snapshot=daily,weekly")  # a sweep of two points
     run_sweep(Sweep("one-setting", (points,), (points,)), tmp_path, smoke=False)
-    assert [run.dataset.snapshot for run in received] == ["weekly", "daily"]
+    assert [run.dataset.snapshot for run in received] == ["daily", "weekly"]
     for run in received:
         for setting in SETTINGS[:-1]:
             assert setting.read(run) == setting.expected, setting.key

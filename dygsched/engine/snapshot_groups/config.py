@@ -18,7 +18,7 @@ from dygsched.planner.planning import PlannerConfig
 from dygsched.typed_config import Part, Typed
 
 LR_SCALINGS = ("none", "linear", "sqrt")
-SEQUENTIAL = "dygsched.engine.snapshot_groups.executor.SequentialExecutor"
+SEQUENTIAL = "dygsched.engine.snapshot_groups.SequentialExecutor"  # as conf/sched/executor/sequential.yaml names it
 
 
 @dataclass(frozen=True)

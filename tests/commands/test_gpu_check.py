@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from dygsched.commands import gpu_check
 from dygsched.commands.gpu_check import COLUMNS, VARIANTS, Clock, Row, cli, loss_check, markdown, write_table
 from dygsched.commands.gpu_check.probing import _json_line, probe_rank, probe_settings
 from dygsched.commands.gpu_check.table import failure
-from dygsched.launch import gpu_check
 
 
 def test_the_table_is_written_as_csv_and_markdown_with_missing_figures_empty(tmp_path):
