@@ -396,7 +396,12 @@ def start_and_signal_the_launcher(tmp_path: Path, sig: int) -> tuple[subprocess.
 
 
 @pytest.mark.parametrize(
-    "sig, code, reason", [(signal.SIGTERM, 143, "terminated by SIGTERM"), (signal.SIGINT, 130, "interrupted")]
+    "sig, code, reason",
+    [
+        (signal.SIGTERM, 143, "terminated by SIGTERM"),
+        # the same stop of the workers; what Ctrl-C alone does differently is test_ctrl_c_marks_the_run_interrupted's
+        pytest.param(signal.SIGINT, 130, "interrupted", marks=pytest.mark.slow),
+    ],
 )
 def test_a_signal_to_the_launcher_stops_the_workers_and_records_the_run(tmp_path, sig, code, reason):
     """What `timeout`, SLURM preemption and Kubernetes send (SIGTERM), or Ctrl-C to the launcher alone:
@@ -413,3 +418,22 @@ def test_a_signal_to_the_launcher_stops_the_workers_and_records_the_run(tmp_path
     assert (folder / "metrics.parquet").exists() and not list(folder.glob("*.tmp*"))
     assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]
     resume_for_one_more_epoch(tmp_path, folder, summary)
+
+
+def test_ctrl_c_marks_the_run_interrupted(tmp_path, monkeypatch, capsys):
+    """Ctrl-C while the ranks train (the launcher's wait raises KeyboardInterrupt, and it stops the
+    workers as on SIGTERM, which the test above drives with real processes): the run is marked failed,
+    "interrupted", with its runs-table row, and ``dygsched`` exits 130 with one line."""
+    from dygsched.cli import main
+    from dygsched.launch.local import LocalLauncher
+
+    def interrupted(self, config, data, folder, world_size, overrides):
+        folder.path.mkdir(parents=True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(LocalLauncher, "launch", interrupted)
+    assert main(["run", *TINY_SYNTHETIC, "world_size=1", "run_id=victim", f"results_dir={tmp_path / 'results'}"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["dygsched: interrupted"]
+    summary = json.loads((tmp_path / "results" / "victim" / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["reason"] == "interrupted" and summary["epochs_completed"] == 0
+    assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]
