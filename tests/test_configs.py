@@ -43,7 +43,7 @@ def test_every_model_instantiates(name):
         model = build_model(compose_run([f"model={name}"]).model, stream)
         assert model.num_nodes == 30 and model.memory_dim > 0
         return
-    if name == "edgebank":  # continuous-time and parameter-free: scores the pairs its memory holds
+    if name in ("edgebank", "persistent", "moving_average"):  # continuous-time, parameter-free: links' and labels' floors
         from dygsched.data.events import events_from_arrays
 
         stream = events_from_arrays("toy", [0, 1, 2], [1, 2, 0], [1.0, 2.0, 3.0], num_nodes=30)

@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
         from dygsched.data.download import fetch as download
         from dygsched.data.tgb_streams import fetch_tgb
 
-        tgb = [name for name in args.names if name.startswith("tgbl-")]
+        tgb = [name for name in args.names if name.startswith(("tgbl-", "tgbn-"))]
         entries = [entry(name) for name in args.names if name not in tgb]  # every name checked before the first download
         for item in entries:
             path = download(item, unverified=args.unverified, timeout=args.timeout)
@@ -42,12 +42,21 @@ def main(argv: list[str]) -> int:
 
 
 def print_catalog() -> None:
-    from dygsched.data.tgb_streams import is_downloaded, tgb_link_datasets
+    from dygsched.data.tgb_streams import is_downloaded, tgb_link_datasets, tgb_node_datasets
 
     rows = [(item.name, _where(item), _size(item), item.description) for item in CATALOG]
     rows += [
         (name, "downloaded" if is_downloaded(name) else "fetch (py-tgb)", "?", f"TGB stream: dataset=tgb dataset.stream={name}")
         for name in tgb_link_datasets()
+    ]
+    rows += [
+        (
+            name,
+            "downloaded" if is_downloaded(name) else "fetch (py-tgb)",
+            "?",
+            f"TGB node labels (task=node): dataset=tgbn dataset.stream={name}",
+        )
+        for name in tgb_node_datasets()
     ]
     widths = [max(len(row[i]) for row in [("dataset", "where", "size", ""), *rows]) for i in range(3)]
     print(f"{'dataset':<{widths[0]}}  {'where':<{widths[1]}}  {'size':>{widths[2]}}  what")

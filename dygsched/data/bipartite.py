@@ -15,6 +15,11 @@ subreddits). The shape those streams have, and this generator draws:
   session: the same user, ``burst_gap`` times the usual gap later.
 * **Edge features** (``edge_dim`` > 0): an item's own direction plus noise, so they carry
   information about the destination, as JODIE's LIWC text features do about a page.
+* **State labels** (node property prediction, ``task=node``): a user returning after a long
+  silence is flagged (``event_labels.churn_labels``), ``label_rate`` of the events (Wikipedia's
+  published rate, 217 banned users in 157,474 edits, is 0.14%; REDDIT's 366 in 672,447 is
+  0.054%), the score's noise ``label_noise``; drawn apart from the events, so the events are
+  those of a stream without labels.
 
 Ids: users ``0 .. U-1``, items ``U .. U+I-1``. Times span ``duration`` seconds (30 days by
 default, about the span of both of JODIE's streams). Nothing is a per-event Python object: the
@@ -26,20 +31,38 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import torch
 
+from dygsched.data.event_labels import churn_labels
 from dygsched.data.events import EventStream, events_from_arrays
 from dygsched.errors import DataError
 
 # the sizes JODIE's paper gives (users, items, events), the feature width of TGL's copies, and
 # the return probability that brings the repeat ratio to the published one (measured, docs/data.md)
 PRESETS: dict[str, dict[str, float]] = {
-    "wikipedia": {"num_users": 8_227, "num_items": 1_000, "num_events": 157_474, "edge_dim": 172, "repeat_probability": 0.31},
-    "reddit": {"num_users": 10_000, "num_items": 984, "num_events": 672_447, "edge_dim": 172, "repeat_probability": 0.5},
+    "wikipedia": {
+        "num_users": 8_227,
+        "num_items": 1_000,
+        "num_events": 157_474,
+        "edge_dim": 172,
+        "repeat_probability": 0.31,
+        "label_rate": 217 / 157_474,
+    },
+    "reddit": {
+        "num_users": 10_000,
+        "num_items": 984,
+        "num_events": 672_447,
+        "edge_dim": 172,
+        "repeat_probability": 0.5,
+        "label_rate": 366 / 672_447,
+    },
 }
 # what JODIE's paper reports for them: the share of interactions that repeat an earlier (user, item) pair
 PUBLISHED_REPEAT_RATIO = {"wikipedia": 0.61, "reddit": 0.79}
+DEFAULT_LABEL_RATE = 0.02  # a generated stream's share of labelled events without a preset: a few per batch at test sizes
 FEATURE_CHUNK = 65_536  # events whose features are drawn at once (bounds the float64 temporaries)
 
 
@@ -60,6 +83,8 @@ class BipartiteStreamSource:
     burst_gap: float = 0.05
     duration: float = 30 * 86_400.0
     feature_noise: float = 1.0
+    label_rate: float | None = None  # the share of events labelled 1 (event_labels.churn_labels); None: the preset's, else 0.02
+    label_noise: float = 1.0  # the noise on the label rule's score (log silence): 0 labels by the silence alone
     seed: int = 0
     name: str = "bipartite"
 
@@ -69,8 +94,17 @@ class BipartiteStreamSource:
             return self
         if self.preset not in PRESETS:
             raise DataError(f"dataset '{self.name}': unknown preset '{self.preset}' (choose from {', '.join(PRESETS)})")
-        values = {key: type(getattr(self, key))(value) for key, value in PRESETS[self.preset].items()}
+        values: dict[str, Any] = {
+            key: float(value) if key == "label_rate" else type(getattr(self, key))(value)
+            for key, value in PRESETS[self.preset].items()
+            if key != "label_rate" or self.label_rate is None  # a rate given beside the preset is kept
+        }
         return dataclasses.replace(self, preset=None, **values)
+
+    @property
+    def rate(self) -> float:
+        """The share of events labelled 1."""
+        return DEFAULT_LABEL_RATE if self.label_rate is None else float(self.label_rate)
 
     def _check(self, users: int, items: int, events: int, edge_dim: int) -> None:
         def fail(problem: str) -> None:
@@ -89,6 +123,8 @@ class BipartiteStreamSource:
             fail(f"recency must be in [0, 1), got {self.recency}")
         if not (self.duration > 0 and self.burst_gap > 0 and self.user_exponent >= 0 and self.item_exponent >= 0):
             fail("duration and burst_gap must be positive, the exponents 0 or more")
+        if not 0 <= self.rate < 1 or not self.label_noise >= 0:
+            fail(f"label_rate must be in [0, 1) and label_noise 0 or more, got {self.rate} and {self.label_noise}")
 
     def load(self) -> EventStream:
         if self.preset is not None:
@@ -102,7 +138,9 @@ class BipartiteStreamSource:
         times = self._times(rng, burst)
         items = self._items(rng, users, items_n)
         features = self._features(rng, items, items_n, edge_dim) if edge_dim else None
-        return events_from_arrays(self.name, users, items + users_n, times, None, users_n + items_n, features)
+        stream = events_from_arrays(self.name, users, items + users_n, times, None, users_n + items_n, features)
+        labels = churn_labels(stream.src.numpy(), stream.t.numpy(), self.rate, self.label_noise, self.seed)
+        return dataclasses.replace(stream, labels=torch.from_numpy(labels))
 
     def _users(self, rng: np.random.Generator, users_n: int, burst: np.ndarray) -> np.ndarray:
         """Each session's user from the activity law, every user starting one; a burst event

@@ -24,6 +24,13 @@ from dygsched.data.temporal_graph import Snapshot, TemporalGraph
 from dygsched.errors import DataError
 
 
+def on_gpu(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` is on a GPU, where a value read back stops the host until the device has
+    caught up: the branches that never read one (``apply_diff``'s merge, the kernels' coalesced
+    products) key on it."""
+    return bool(tensor.is_cuda)
+
+
 def _nbytes(*tensors: torch.Tensor) -> int:
     return sum(t.element_size() * t.nelement() for t in tensors)
 
@@ -69,17 +76,19 @@ class EdgeSet:
         """The coalesced weights (duplicates summed)."""
         return self.weights
 
-    def expanded(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def expanded(self, size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``(edge_index, edge_weight)`` with each key repeated ``counts`` times.
 
         Every copy carries ``weight / count``, so the weights of a key still sum to its coalesced
         weight (GCN aggregation and degrees are unchanged) while attention sees the multigraph's
         multiset of neighbours. The original order of a raw edge list and the split of weights
         among its duplicates are not kept (they cannot be recovered from the coalesced form).
+        ``size``: the sum of ``counts`` (the raw edge list's length), where the host knows it: a
+        GPU then need not report it before it can allocate the result.
         """
         counts = self.counts.long()
-        keys = self.keys.repeat_interleave(counts)
-        weights = (self.weights / counts.to(self.weights.dtype)).repeat_interleave(counts)
+        keys = self.keys.repeat_interleave(counts, output_size=size)
+        weights = (self.weights / counts.to(self.weights.dtype)).repeat_interleave(counts, output_size=size)
         return torch.stack(
             [torch.div(keys, self.num_nodes, rounding_mode="floor"), torch.remainder(keys, self.num_nodes)]
         ), weights
@@ -148,6 +157,10 @@ class DiffMap:
       keeps each snapshot as its full graph or its dmap; ``build_diff_maps`` keeps the full graph
       when the edge changes and degrees would take more bytes). The edge and degree fields are
       then empty, ``apply_diff`` returns ``full_graph`` and the convolutions recompute in full.
+    * ``step_sizes``: what the incremental kernel that reads this diff map finds in it (its node
+      and edge sets' sizes), found on the host where the diff map was built and carried with it,
+      plain numbers (``dygsched.models.incremental_kernels``; the reuse engine sets it for the
+      kernel it runs): a GPU then finds the same sets without reporting their sizes to the host.
     """
 
     added_keys: torch.Tensor
@@ -163,6 +176,7 @@ class DiffMap:
     changed_x: torch.Tensor
     num_nodes: int
     full_graph: EdgeSet | None = None
+    step_sizes: object | None = None
 
     @property
     def is_full(self) -> bool:
@@ -175,12 +189,13 @@ class DiffMap:
         return int(self.added_keys.numel() + self.removed_keys.numel())
 
     def _tensors(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__ if name not in ("num_nodes", "full_graph")}
+        kept = ("num_nodes", "full_graph", "step_sizes")
+        return {name: getattr(self, name) for name in self.__dataclass_fields__ if name not in kept}
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> DiffMap:
         moved = {name: t.to(device, non_blocking=non_blocking) for name, t in self._tensors().items()}
         full = self.full_graph.to(device, non_blocking=non_blocking) if self.full_graph is not None else None
-        return DiffMap(**moved, num_nodes=self.num_nodes, full_graph=full)
+        return DiffMap(**moved, num_nodes=self.num_nodes, full_graph=full, step_sizes=self.step_sizes)
 
     def as_full(self, graph: EdgeSet) -> DiffMap:
         """This step kept as the new snapshot's whole ``graph`` (same feature rows, no edge changes)."""
@@ -309,7 +324,7 @@ def apply_diff(edges: EdgeSet, diff: DiffMap) -> EdgeSet:
     _check_sizes(edges.num_nodes, diff.num_nodes)
     if diff.full_graph is not None:
         return diff.full_graph
-    if edges.keys.is_cuda:
+    if on_gpu(edges.keys):
         return _apply_on_device(edges, diff)
     keys, weights, counts = edges.keys, edges.weights, edges.counts
     if diff.removed_keys.numel():
@@ -437,15 +452,19 @@ def _apply_on_device(edges: EdgeSet, diff: DiffMap) -> EdgeSet:
     return EdgeSet(merged[order], weights[order], counts[order], edges.num_nodes)
 
 
-def out_edge_positions(keys: torch.Tensor, nodes: torch.Tensor, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
+def out_edge_positions(
+    keys: torch.Tensor, nodes: torch.Tensor, num_nodes: int, total: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Positions in the sorted ``keys`` of every edge whose source is in ``nodes``, and the index
     into ``nodes`` of each one's source (edges of one source are contiguous: keys are
-    ``src * N + dst``)."""
+    ``src * N + dst``). ``total``: how many such edges there are, where the host knows it (a GPU
+    then need not report it)."""
     starts = torch.searchsorted(keys, nodes * num_nodes)
     ends = torch.searchsorted(keys, (nodes + 1) * num_nodes)
     counts = ends - starts
-    owner = torch.repeat_interleave(torch.arange(nodes.numel(), device=keys.device), counts)
-    offsets = torch.arange(owner.numel(), device=keys.device) - torch.repeat_interleave(torch.cumsum(counts, 0) - counts, counts)
+    owner = torch.repeat_interleave(torch.arange(nodes.numel(), device=keys.device), counts, output_size=total)
+    first = torch.repeat_interleave(torch.cumsum(counts, 0) - counts, counts, output_size=total)
+    offsets = torch.arange(owner.numel(), device=keys.device) - first
     return starts[owner] + offsets, owner
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dygsched.data.event_labels import event_labels
 from dygsched.data.events import EventStream, events_from_arrays
 from dygsched.data.stream_cut import FEATURES, cut_stream
 from dygsched.data.temporal_graph import TemporalGraph
@@ -58,6 +59,7 @@ class EdgeListSource:
     kind: str = "snapshots"  # snapshots: a TemporalGraph; events: an EventStream
     features: str = "log_degree"  # log_degree | flare (FlareDTDG's code: raw weighted degrees, see the module docstring)
     lags: int = 0  # each snapshot holds the edges of lags + 1 consecutive intervals (they overlap)
+    label_col: str | None = None  # kind=events: each event's 0/1 state label (task=node); a "label" column is read unasked
 
     def _read(self) -> pd.DataFrame:
         path = Path(self.path).expanduser()
@@ -146,4 +148,13 @@ class EdgeListSource:
         dst = frame[self.dst_col].to_numpy().astype(np.int64)
         self._check_range(src, dst)
         weight = frame[self.weight_col].to_numpy(dtype=np.float32) if self.weight_col else None
-        return events_from_arrays(self.name, src, dst, frame[self.time_col].to_numpy(float), weight, self.num_nodes)
+        column = self.label_col if self.label_col is not None else ("label" if "label" in frame.columns else None)
+        labels = None
+        if column is not None:
+            if column not in frame.columns:
+                shown = ", ".join(map(str, frame.columns))
+                raise DataError(f"dataset '{self.name}': no label column '{column}' in {self.path} (it has: {shown})")
+            labels = event_labels(frame[column].to_numpy(), f"dataset '{self.name}': column '{column}' of {self.path}", 2, "line")
+        return events_from_arrays(
+            self.name, src, dst, frame[self.time_col].to_numpy(float), weight, self.num_nodes, labels=labels
+        )

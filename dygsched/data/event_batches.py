@@ -110,7 +110,7 @@ def rank_slice(start: int, stop: int, rank: int, world_size: int) -> tuple[int, 
 
 @dataclass(frozen=True)
 class BatchSeries:
-    roots: torch.Tensor  # [(2 + m) n]: sources, destinations, then m blocks of n negatives
+    roots: torch.Tensor  # [(2 + m) n (+ extra)]: sources, destinations, m blocks of n negatives (then any extra roots)
     root_times: torch.Tensor  # [(2 + m) n]
     neighbours: SampledNeighbours  # [(2 + m) n, k]
     vertices: torch.Tensor  # roots, then the sampled neighbours row by row
@@ -118,10 +118,19 @@ class BatchSeries:
 
 
 def batch_series(
-    sampler: RecentNeighbours, src: torch.Tensor, dst: torch.Tensor, negatives: torch.Tensor, times: torch.Tensor, k: int
+    sampler: RecentNeighbours,
+    src: torch.Tensor,
+    dst: torch.Tensor,
+    negatives: torch.Tensor,
+    times: torch.Tensor,
+    k: int,
+    extra: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> BatchSeries:
+    """``extra``: more roots (vertices, query times) after the link roots (node property prediction's rows)."""
     roots = torch.cat([src, dst, negatives])
     root_times = times.repeat(roots.numel() // max(times.numel(), 1))
+    if extra is not None:
+        roots, root_times = torch.cat([roots, extra[0]]), torch.cat([root_times, extra[1].to(root_times.dtype)])
     sampled = sampler.sample(roots, root_times, k)
     vertices = torch.cat([roots, sampled.nodes[sampled.mask]])
     series_times = torch.cat([root_times, root_times[:, None].expand(-1, k)[sampled.mask]])

@@ -15,7 +15,9 @@ from typing import TypeAlias
 import numpy as np
 import torch
 
+from dygsched.data.event_labels import AffinityLabels, check_affinity_nodes, check_event_labels
 from dygsched.data.memory_budget import check_fits
+from dygsched.data.temporal_graph import Task
 from dygsched.errors import ConfigError, DataError
 
 SPLIT_BY = ("events", "time")  # ``split.by``: by event count (TGL) or by timestamp quantiles (DyGLib, TGB, PyG)
@@ -38,7 +40,10 @@ class EventStream:
     """Events ``k = 0 .. E-1``: ``src[k] -> dst[k]`` at time ``t[k]`` (non-decreasing), with an
     optional ``weight[k]`` and optional features ``edge_features[k]`` (``[E, F]``, float32, what
     JODIE's, DyGLib's and TGL's files carry per event); ``node_ids[v]`` is the source's id of
-    compacted node ``v``."""
+    compacted node ``v``. Node property prediction (``dygsched.data.event_labels``): ``labels[k]``,
+    a 0/1 state label per event (``uint8``), or ``affinity``, nodes' affinity vectors at label
+    times; ``task`` is what a run predicts (``Task.LINK``, or under ``task=node``
+    ``Task.CLASSIFICATION`` for state labels and ``Task.AFFINITY`` for affinities)."""
 
     name: str
     src: torch.Tensor
@@ -51,6 +56,9 @@ class EventStream:
     # a cut stream's pairs (``link_targets.cut_pairs``): where validation and test begin, so an event
     # model splits where the snapshot models' groups do; None: split by the run's fractions
     phase_starts: tuple[int, int] | None = None
+    labels: torch.Tensor | None = None
+    affinity: AffinityLabels | None = None
+    task: Task = Task.LINK
 
     def __post_init__(self) -> None:
         def fail(problem: str) -> None:
@@ -81,6 +89,12 @@ class EventStream:
                 fail("edge features must be finite")
         if self.node_ids is not None and self.node_ids.shape != (self.num_nodes,):
             fail(f"node_ids must map each of the {self.num_nodes} nodes to its source id")
+        if self.labels is not None:
+            check_event_labels(self.labels, count, self.name)
+        if self.affinity is not None:
+            check_affinity_nodes(self.affinity, self.num_nodes, self.name)
+        if (self.task is Task.CLASSIFICATION and self.labels is None) or (self.task is Task.AFFINITY and self.affinity is None):
+            fail(f"task {self.task.value} needs the stream's {'labels' if self.task is Task.CLASSIFICATION else 'affinities'}")
 
     @property
     def num_events(self) -> int:
@@ -162,9 +176,10 @@ def events_from_arrays(
     weight: Array | None = None,
     num_nodes: int | None = None,
     edge_features: Array | None = None,
+    labels: Array | None = None,
 ) -> EventStream:
     """An ``EventStream`` from raw id and time arrays (numpy or tensors) in any order, with
-    optional per-event ``weight`` and ``edge_features`` rows (``[E, F]``).
+    optional per-event ``weight``, ``edge_features`` rows (``[E, F]``) and 0/1 ``labels``.
 
     Without ``num_nodes`` ids are compacted in sorted order of the source ids; with it they are
     kept (and must lie below it). Events are sorted by time with ties kept in row order (a stable
@@ -190,4 +205,12 @@ def events_from_arrays(
                 f"dataset '{name}': edge features must have one row per event ({count}), got shape {tuple(features_t.shape)}"
             )
         features_t = features_t[order]
-    return EventStream(name, src_t[order], dst_t[order], times_t[order], int(num_nodes), weight_t, ids, features_t)
+    labels_t = None
+    if labels is not None:
+        labels_t = torch.as_tensor(labels)
+        if labels_t.shape != (count,):
+            raise DataError(f"dataset '{name}': labels must be one per event ({count}), got shape {tuple(labels_t.shape)}")
+        labels_t = labels_t[order]
+    return EventStream(
+        name, src_t[order], dst_t[order], times_t[order], int(num_nodes), weight_t, ids, features_t, labels=labels_t
+    )

@@ -10,7 +10,7 @@ link targets for ``task=link`` (``link_targets``), and, for an event strategy on
 cut's pairs as events (``link_targets.cut_pairs``: each snapshot's distinct pairs timed by the
 snapshot, UTG's rule for event models on discrete-time data, split where the snapshot models'
 groups split). One config, one cut, both kinds of model on the same training, validation and test
-pairs.
+pairs. ``task=node`` on a stream is node property prediction on its labels (``event_labels``).
 
 A source that refuses its file says, on the same line, which other source reads it, where one does
 (``file_formats``)."""
@@ -83,8 +83,9 @@ class TaskSettings(SplitSettings, Protocol):
 
 def for_task(data: DynamicData, kind: type, settings: TaskSettings) -> DynamicData:
     """``data`` as a strategy that trains on ``kind`` reads it under the run's task (module docstring):
-    snapshots with link targets for ``task=link``; a cut stream's pairs for an event strategy;
-    otherwise as loaded. ``task=node`` on an event stream is refused."""
+    snapshots with link targets for ``task=link``; a cut stream's pairs for an event strategy; a
+    stream's labels for ``task=node`` (refused in one line where it has none); otherwise as loaded."""
+    from dygsched.data.event_labels import for_node_task
     from dygsched.data.link_targets import cut_pairs, link_prediction_graph
 
     if isinstance(data, TemporalGraph) and kind is EventStream and data.cut is not None:
@@ -97,8 +98,5 @@ def for_task(data: DynamicData, kind: type, settings: TaskSettings) -> DynamicDa
     if isinstance(data, TemporalGraph):
         return link_prediction_graph(data, settings.link.embedding_dim) if settings.task == "link" else data
     if settings.task == "node":
-        raise ConfigError(
-            f"task=node: dataset '{data.name}' is an event stream, whose models predict links (task=link); "
-            "cut it into snapshots for node targets (dataset.snapshot)"
-        )
+        return for_node_task(data)
     return data

@@ -19,6 +19,11 @@
 * ``edgelist``: a plain ``src dst t`` list, comma or whitespace separated, with a header
   naming ``src,dst,t`` or none (SNAP's format).
 
+**Labels** (node property prediction, ``task=node``: ``dygsched.data.event_labels``) are kept where
+a format has them: JODIE's ``state_label``, DyGLib's ``label`` column, PyG's ``y``, and an edge
+list's column named ``label`` in its header. ``label_col`` names another column (by header name,
+or by 0-based position in a file without a header); each label must be 0 or 1.
+
 Ids are compacted to ``0 .. n-1`` (``node_ids`` maps them back) except in the bipartite formats,
 which keep their numbering. Rows out of time order are sorted (stable: ties keep file order) and
 the sort is logged. A file in no known format, features whose rows do not match the events,
@@ -38,6 +43,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dygsched.data.event_labels import event_labels
 from dygsched.data.events import EventStream, events_from_arrays
 from dygsched.errors import DataError
 
@@ -141,11 +147,13 @@ def _read_csv(path: Path, **options: Any) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class StreamFileSource:
-    """An event stream from ``path`` in ``format`` (``auto``: recognised; see the module)."""
+    """An event stream from ``path`` in ``format`` (``auto``: recognised; see the module), its
+    labels from the format's own column or ``label_col``."""
 
     path: str
     format: str = "auto"
     name: str = "stream"
+    label_col: str | int | None = None
 
     def load(self) -> EventStream:
         if self.format not in FORMATS:
@@ -156,8 +164,14 @@ class StreamFileSource:
         kind = detect_format(path) if self.format == "auto" else self.format
         if path.is_dir() and kind != "tgl":
             raise DataError(f"dataset '{self.name}': {path} is a folder; format '{kind}' reads one file")
-        reader = {"jodie": read_jodie, "dyglib": read_dyglib, "tgl": read_tgl, "pyg": read_pyg, "edgelist": read_edgelist}[kind]
-        return reader(path, self.name)
+        if self.label_col is not None and kind == "pyg":
+            raise DataError(
+                f"dataset '{self.name}': label_col names a column of a table; a PyG TemporalData keeps its labels in y"
+            )
+        if kind == "pyg":
+            return read_pyg(path, self.name)
+        tables = {"jodie": read_jodie, "dyglib": read_dyglib, "tgl": read_tgl, "edgelist": read_edgelist}
+        return tables[kind](path, self.name, self.label_col)
 
 
 def _stream(
@@ -168,6 +182,7 @@ def _stream(
     times: np.ndarray,
     num_nodes: int | None,
     features: np.ndarray | torch.Tensor | None = None,
+    labels: torch.Tensor | None = None,
 ) -> EventStream:
     if len(times) == 0:
         raise DataError(f"{path}: no events")
@@ -177,15 +192,33 @@ def _stream(
     src, dst = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
     if isinstance(features, np.ndarray):
         features = np.require(features, dtype=np.float32, requirements="W")  # a copy only where read-only
-    return events_from_arrays(name, src, dst, times, None, num_nodes, features)
+    return events_from_arrays(name, src, dst, times, None, num_nodes, features, labels)
 
 
-def read_jodie(path: Path, name: str) -> EventStream:
-    """JODIE's CSV: users, then items numbered after them; every column after the fourth a feature."""
+def _label_column(frame: pd.DataFrame, column: str | int, path: Path, first_line: int) -> torch.Tensor:
+    """The 0/1 labels of ``column`` (a header name, or a position where the frame has none)."""
+    if column not in frame.columns:
+        shown = ", ".join(map(str, frame.columns))
+        raise DataError(f"{path}: no label column {column!r} (the columns: {shown})")
+    return event_labels(frame[column].to_numpy(), str(path), first_line, "line")
+
+
+def _positional(column: str | int | None) -> str | int | None:
+    """``label_col`` for a file read without a header: a position (``3`` or ``"3"``)."""
+    if isinstance(column, str) and column.strip().isdigit():
+        return int(column)
+    return column
+
+
+def read_jodie(path: Path, name: str, label_col: str | int | None = None) -> EventStream:
+    """JODIE's CSV: users, then items numbered after them; every column after the fourth a feature;
+    the fourth (``state_label``) the events' labels."""
     frame = _read_csv(path, skiprows=1, header=None)
     if frame.shape[1] < 4:
         raise DataError(f"{path}: JODIE's format has user_id, item_id, timestamp and state_label columns, found {frame.shape[1]}")
     users, items, times = _endpoints_and_times(frame, path, (0, 1, 2), 2, names=("user", "item"))
+    column = _positional(label_col)
+    labels = _label_column(frame, 3 if column is None else column, path, 2)
     features = None
     if frame.shape[1] > 4:
         block = frame.iloc[:, 4:].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float32)
@@ -194,16 +227,19 @@ def read_jodie(path: Path, name: str) -> EventStream:
             raise _bad_row(path, "features must be numbers", bad, 2)
         features = block
     offset = int(users.max()) + 1
-    return _stream(name, path, users, items + offset, times, offset + int(items.max()) + 1, features)
+    return _stream(name, path, users, items + offset, times, offset + int(items.max()) + 1, features, labels)
 
 
-def read_dyglib(path: Path, name: str) -> EventStream:
-    """``ml_<name>.csv`` and its ``ml_<name>.npy`` edge features (row ``idx`` per event)."""
+def read_dyglib(path: Path, name: str, label_col: str | int | None = None) -> EventStream:
+    """``ml_<name>.csv`` and its ``ml_<name>.npy`` edge features (row ``idx`` per event); the
+    ``label`` column, where there is one, the events' labels."""
     frame = _read_csv(path, index_col=0)
     missing = [c for c in DYGLIB_COLUMNS if c not in frame.columns]
     if missing:
         raise DataError(f"{path}: DyGLib's ml_<name>.csv needs columns u, i, ts, idx; missing {', '.join(missing)}")
     src, dst, times = _endpoints_and_times(frame, path, ("u", "i", "ts"), 2)
+    column = "label" if label_col is None and "label" in frame.columns else label_col
+    labels = None if column is None else _label_column(frame, column, path, 2)
     idx = _numeric(frame, "idx", path, "event indices (idx)", 2, integer=True).astype(np.int64)
     features = None
     feature_path = path.with_suffix(".npy")
@@ -220,10 +256,10 @@ def read_dyglib(path: Path, name: str) -> EventStream:
         features = np.asarray(matrix[idx], dtype=np.float32)
     else:
         log.info("dygsched: %s: no %s beside it; the events have no features", path, feature_path.name)
-    return _stream(name, path, src, dst, times, None, features)
+    return _stream(name, path, src, dst, times, None, features, labels)
 
 
-def read_tgl(path: Path, name: str) -> EventStream:
+def read_tgl(path: Path, name: str, label_col: str | int | None = None) -> EventStream:
     """TGL's ``edges.csv`` and, when present, ``edge_features.pt`` beside it."""
     folder, file = (path, path / "edges.csv") if path.is_dir() else (path.parent, path)
     frame = _read_csv(file)
@@ -231,6 +267,7 @@ def read_tgl(path: Path, name: str) -> EventStream:
     if missing:
         raise DataError(f"{file}: TGL's edges.csv needs columns src, dst, time; missing {', '.join(missing)}")
     src, dst, times = _endpoints_and_times(frame, file, TGL_COLUMNS, 2)
+    labels = None if label_col is None else _label_column(frame, label_col, file, 2)
     features = None
     feature_path = folder / "edge_features.pt"
     if feature_path.is_file():
@@ -245,7 +282,7 @@ def read_tgl(path: Path, name: str) -> EventStream:
             )
         features = matrix.float()
     # TGL's ids are already dense (0 .. n-1), as TGL's sampler needs: keep them
-    return _stream(name, file, src, dst, times, int(max(src.max(), dst.max())) + 1, features)
+    return _stream(name, file, src, dst, times, int(max(src.max(), dst.max())) + 1, features, labels)
 
 
 def read_pyg(path: Path, name: str) -> EventStream:
@@ -272,11 +309,16 @@ def read_pyg(path: Path, name: str) -> EventStream:
     ):
         raise DataError(f"{path}: src and dst must be integer ids and t one time per event")
     features = getattr(data, "msg", None)
-    return _stream(name, path, src.numpy(), dst.numpy(), times.double().numpy(), None, features)
+    y = getattr(data, "y", None)  # PyG's JODIEDataset keeps the state labels there
+    labels = None
+    if isinstance(y, torch.Tensor) and y.numel() == src.numel():
+        labels = event_labels(y.reshape(-1).numpy(), f"{path} (y)")
+    return _stream(name, path, src.numpy(), dst.numpy(), times.double().numpy(), None, features, labels)
 
 
-def read_edgelist(path: Path, name: str) -> EventStream:
-    """``src dst t`` per line, comma or whitespace separated, an optional ``src,dst,t`` header."""
+def read_edgelist(path: Path, name: str, label_col: str | int | None = None) -> EventStream:
+    """``src dst t`` per line, comma or whitespace separated, an optional ``src,dst,t`` header; a
+    header's ``label`` column (or ``label_col``) the events' labels."""
     line = _first_line(path)
     header = [f.strip().lower() for f in re.split(r"[,\s]+", line.strip()) if f.strip()]
     has_header = not _numbers(header[:3])
@@ -284,5 +326,16 @@ def read_edgelist(path: Path, name: str) -> EventStream:
     frame = _read_csv(path, sep=separator, header=None, skiprows=1 if has_header else 0)
     if frame.shape[1] < 3:
         raise DataError(f"{path}: an edge list needs three columns (src, dst, t), found {frame.shape[1]}")
-    src, dst, times = _endpoints_and_times(frame, path, (0, 1, 2), 2 if has_header else 1)
-    return _stream(name, path, src, dst, times, None)
+    first_line = 2 if has_header else 1
+    src, dst, times = _endpoints_and_times(frame, path, (0, 1, 2), first_line)
+    column: str | int | None = _positional(label_col)
+    if has_header:
+        names = [f.strip() for f in re.split(r"[,\s]+" if separator != "," else ",", line.strip())]
+        if label_col is None and "label" in [n.lower() for n in names]:
+            column = [n.lower() for n in names].index("label")
+        elif isinstance(column, str):
+            if column not in names:
+                raise DataError(f"{path}: no label column {column!r} (the header names {', '.join(names)})")
+            column = names.index(column)
+    labels = None if column is None else _label_column(frame, column, path, first_line)
+    return _stream(name, path, src, dst, times, None, labels=labels)

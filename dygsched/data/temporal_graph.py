@@ -12,11 +12,14 @@ from dygsched.errors import DataError
 
 class Task(str, Enum):
     """What the targets are: a float per node (MSE), a class per node (accuracy), or the pairs of
-    nodes that link in the next snapshot (link prediction: ``Snapshot.links``)."""
+    nodes that link in the next snapshot (link prediction: ``Snapshot.links``). On event streams
+    (``EventStream.task``): links, a state label per event (classification, AUC) or nodes'
+    affinities at label times (``AFFINITY``, NDCG@10: ``dygsched.data.event_labels``)."""
 
     REGRESSION = "regression"
     CLASSIFICATION = "classification"
     LINK = "link"
+    AFFINITY = "affinity"
 
 
 @dataclass(frozen=True)

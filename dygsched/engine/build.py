@@ -31,10 +31,11 @@ def build_model(model: Part, data: DynamicData) -> torch.nn.Module:
     from dygsched.data.events import EventStream
     from dygsched.models.edgebank import EdgeBank
     from dygsched.models.memory_base import MemoryModel
+    from dygsched.models.persistent_forecast import PersistentForecast
 
     target = model.check(MODEL_ONLY_SETTINGS)
     streaming = isinstance(data, EventStream)
-    if issubclass(target, (MemoryModel, EdgeBank)) != streaming:
+    if issubclass(target, (MemoryModel, EdgeBank, PersistentForecast)) != streaming:
         wanted = "event streams (dataset=events, sfhh_events or dataset.kind=events)" if not streaming else "snapshots"
         raise ConfigError(f"model={model.name} trains on {wanted}, but the dataset gives {type(data).__name__}")
     return model.build("model", MODEL_ONLY_SETTINGS, **data.model_dims())

@@ -21,7 +21,9 @@ module counts what is left, per epoch, as an epoch metric:
   ``.device`` of a followed tensor returns (``.device`` of a host tensor, a string such as the
   ``"cpu"`` an optimizer writes, name the host). It counts the reads of
   those (``item``, ``float``/``int``/``bool``, ``tolist``, ``cpu``, ``numpy``, ``nonzero``,
-  ``unique``, boolean-mask indexing) and not of tensors the host built. It is what the tests use to
+  ``unique``, boolean-mask indexing, ``repeat_interleave`` by a tensor of repeats without its
+  ``output_size``, a sparse-dense product of a COO matrix not marked coalesced, which a GPU
+  coalesces first) and not of tensors the host built. It is what the tests use to
   prove, without a GPU, that a step reads nothing back (``tests/engine/test_host_syncs.py``).
 
 Both are off by default: counting slows the step (a Python call per torch call on CPU, a warning
@@ -74,6 +76,11 @@ _SIZED_BY_VALUES = {
     Tensor.allclose,
     Tensor.equal,
 }
+# Calls whose result's size is the sum of a tensor of repeats, unless the caller gives it (``output_size``).
+_REPEATS = {torch.repeat_interleave, Tensor.repeat_interleave}
+# Sparse-dense products and the coalescing they start with: a COO matrix not known to be coalesced is
+# coalesced first on a GPU, and its count of distinct entries is read on the host.
+_COALESCES = {torch.sparse.mm, torch.mm, torch.matmul, torch.sparse.addmm, torch.addmm, Tensor.coalesce}
 # Calls given a boolean tensor to select with (its count of True decides the result's size).
 _MASKED = {Tensor.__getitem__, Tensor.__setitem__, Tensor.index_put_, Tensor.index_put, torch.index_put}
 _MOVES = {Tensor.to, Tensor.cuda}
@@ -152,7 +159,13 @@ class DeviceReads(TorchFunctionMode):
         elif func in _SIZED_BY_VALUES and from_device:
             self._count(func)
         elif func in _MASKED and any(
-            self.on_device(value) and value.dtype == torch.bool for value in tree_flatten((args[1:], kwargs))[0]
+            self.on_device(value) and value.dtype == torch.bool for value in tree_flatten(_index(args, kwargs))[0]
+        ):
+            self._count(func)
+        elif func in _REPEATS and kwargs.get("output_size") is None and self.on_device(_repeats(args, kwargs)):
+            self._count(func)
+        elif func in _COALESCES and any(
+            self.on_device(value) and value.layout == torch.sparse_coo and not value.is_coalesced() for value in flat
         ):
             self._count(func)
         result = func(*args, **kwargs)
@@ -169,6 +182,18 @@ class DeviceReads(TorchFunctionMode):
                 if isinstance(out, Tensor):
                     self.mark(out)
         return result
+
+
+def _index(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """What an indexing call selects with (not the values a ``__setitem__`` writes)."""
+    return args[1] if len(args) > 1 else kwargs.get("indices")
+
+
+def _repeats(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The ``repeats`` of a ``repeat_interleave`` call (``torch.repeat_interleave(repeats)`` alone: its only argument)."""
+    if "repeats" in kwargs:
+        return kwargs["repeats"]
+    return args[1] if len(args) > 1 else (args[0] if args else None)
 
 
 class SyncCount:

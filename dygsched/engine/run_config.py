@@ -117,6 +117,39 @@ class Link(Typed):
             raise ConfigError(f"link.procedure must be one of {', '.join(LINK_PROCEDURES)}, got {self.procedure!r}")
 
 
+BACKBONES = ("frozen", "fine_tune", "link")
+
+
+@dataclass(frozen=True)
+class NodeTask(Typed):
+    """``node_task.*``: node property prediction on event streams (``task=node``; docs/models.md).
+
+    ``init_from``: a finished link-prediction run (its folder, or its run id in ``results_dir``)
+    whose weights the model starts from. ``backbone``: ``frozen`` (only the classifier trains,
+    DyGLib's and TGN's protocol), ``fine_tune`` (the classifier's loss trains the model too) or
+    ``link`` (the model trains by link prediction while the classifier trains on its detached
+    embeddings, one run); ``None``: ``frozen`` with ``init_from``, ``link`` without. ``dropout``:
+    the classifier's (DyGLib's 0.1)."""
+
+    key: ClassVar[str] = "node_task"
+
+    init_from: str | None = None
+    backbone: str | None = None
+    dropout: float = 0.1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.backbone is not None and self.backbone not in BACKBONES:
+            raise ConfigError(f"node_task.backbone must be one of {', '.join(BACKBONES)} (or null), got {self.backbone!r}")
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
+            raise ConfigError(f"node_task.dropout must be in [0, 1), got {self.dropout!r}")
+
+    @property
+    def mode(self) -> str:
+        """The backbone's mode, the default resolved."""
+        return self.backbone or ("frozen" if self.init_from else "link")
+
+
 @dataclass(frozen=True)
 class GradSync(Typed):
     """``grad_sync.*``: one bucketed all-reduce of the gradients per optimizer step."""
@@ -273,9 +306,11 @@ class RunConfig(Typed):
     seed: int = 0
     window: int = 4  # snapshots per group (sliding windows)
     # node | link; null: node targets on snapshots (regression or classification, as the dataset's),
-    # link prediction on event streams. task=link with a snapshot model scores the next snapshot's pairs
+    # link prediction on event streams. task=link with a snapshot model scores the next snapshot's pairs;
+    # task=node on a labelled event stream predicts its labels (node_task: the classifier's settings)
     task: str | None = None
     link: Link = field(default_factory=Link)
+    node_task: NodeTask = field(default_factory=NodeTask)  # task=node on a labelled event stream: the classifier's settings
     split: Split = field(default_factory=Split)
     eval_negatives: int = 1  # event streams: negatives per validation/test event (1: TGL's AP/AUC; e.g. 100 adds TGB's MRR)
     # event streams: <folder>/<name> reads TGB's fixed negatives <name>_val_ns.pkl, <name>_test_ns.pkl
@@ -338,6 +373,20 @@ class RunConfig(Typed):
         )
         return link_metric_names(ranking, self.eval.hits_k, labels)
 
+    @property
+    def resolved_node_task(self) -> NodeTask:
+        """``node_task`` with ``init_from`` as the run folder it names (a run id is looked for in
+        ``results_dir``); ``mode`` resolves the backbone's."""
+        from pathlib import Path
+
+        block = self.node_task
+        init_from = None
+        if block.init_from:
+            path = Path(str(block.init_from)).expanduser()
+            named = Path(self.results_dir) / str(block.init_from)
+            init_from = str((path if path.is_dir() or not named.is_dir() else named).resolve())
+        return dataclasses.replace(block, init_from=init_from)
+
     def identity(self, run_id: str, world_size: int) -> dict[str, Any]:
         """What names a run in its summary and the runs table, known before it trains."""
         return {
@@ -399,7 +448,7 @@ def saved_run(run_dir: Any) -> RunConfig:
 CONFIG_FILE = "config.yaml"  # a run folder's configuration, as it ran (resolved)
 # What older run folders' config.yaml lacks (their runs had these defaults), and the strategy classes
 # their sched blocks named before each strategy's block composed into its configuration class.
-ADDED_LATER: dict[str, Any] = {"eval": {}, "early_stop": {}, "task": None, "link": {}}
+ADDED_LATER: dict[str, Any] = {"eval": {}, "early_stop": {}, "task": None, "link": {}, "node_task": {}}
 FORMER_STRATEGIES = {
     "dygsched.engine.snapshot_groups.SnapshotGroupStrategy": "dygsched.engine.snapshot_groups.config.SnapshotGroupConfig",
     "dygsched.engine.flare.FlareStrategy": "dygsched.engine.flare.config.FlareConfig",

@@ -39,7 +39,7 @@ from dygsched.data.kinds import DynamicData
 from dygsched.data.temporal_graph import Task, TemporalGraph
 from dygsched.engine import comm
 from dygsched.engine.gradient_sync import GradientSync
-from dygsched.engine.run_config import RunConfig
+from dygsched.engine.run_config import NodeTask, RunConfig
 from dygsched.engine.strategy_config import StrategyConfig
 from dygsched.engine.timing import Region
 from dygsched.errors import ConfigError
@@ -112,8 +112,9 @@ def unscaled_loss(loss: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
 
 
 def is_link_task(data: DynamicData) -> bool:
-    """Whether a run on ``data`` predicts links: an event stream, or snapshots under ``task=link``."""
-    return not isinstance(data, TemporalGraph) or data.task is Task.LINK
+    """Whether a run on ``data`` predicts links: an event stream (unless ``task=node`` reads its
+    labels), or snapshots under ``task=link``."""
+    return data.task is Task.LINK
 
 
 @dataclass(frozen=True)
@@ -293,6 +294,8 @@ class Strategy(ABC):
             "tgb_negatives": bool(settings.tgb_negatives),
             **stream_only,
         }
+        if not isinstance(data, TemporalGraph):  # a stream's node task splits it as its link task does
+            link_only.pop("split.by")
         if not links and any(link_only.values()):
             named = ", ".join(name for name, given in link_only.items() if given)
             raise ConfigError(
@@ -302,6 +305,11 @@ class Strategy(ABC):
             raise ConfigError(
                 f"link.procedure={settings.link.procedure}: sched={self.name} trains {', '.join(self.link_procedures)} "
                 "(UTG's procedure carries each window's state into the next: sched=psg at world_size=1 trains it)"
+            )
+        if settings.node_task != NodeTask() and (links or isinstance(data, TemporalGraph)):
+            raise ConfigError(
+                "node_task.* sets node property prediction on a labelled event stream (task=node); this run "
+                + ("predicts links" if links else "trains snapshot node targets")
             )
         if settings.eval.one_vs_many and (
             settings.eval_negatives != 1 or not settings.eval.default_negatives or settings.tgb_negatives

@@ -69,7 +69,7 @@ from dygsched.metrics.atomic import remove_stale_temporaries, write_json
 from dygsched.metrics.early_stop import EarlyStopping, default_mode, parse_metric
 from dygsched.metrics.log import configure_logging
 from dygsched.metrics.progress import StepBar
-from dygsched.metrics.recorder import MetricRecorder
+from dygsched.metrics.recorder import EVAL_TIME, MetricRecorder
 from dygsched.metrics.run_folder import PhaseRecord, RunFolder, new_run_id
 from dygsched.models.flops import count_conv_flops
 
@@ -267,6 +267,14 @@ def start_run(run: RunConfig, world_size: int) -> RunStart:
     return RunStart(run.replace(results_dir=str(resume_dir.parent), run_id=resume_dir.name, resume=str(resume_dir)), state)
 
 
+def timed_evaluation(strategy: Strategy, phase: str) -> tuple[Mapping[str, MetricValue], float]:
+    """``strategy.evaluate(phase)`` and its wall time on this rank. The host clock reads finished work:
+    ``evaluate`` returns host numbers, so every device kernel it queued has run when it returns."""
+    began = time.perf_counter()
+    results = strategy.evaluate(phase)
+    return results, time.perf_counter() - began
+
+
 def _record(recorder: MetricRecorder, epoch: int, phase: str, metric: str, value: MetricValue) -> None:
     if isinstance(value, Missing):
         recorder.add_missing(epoch, phase, metric, value.reason)
@@ -292,6 +300,25 @@ def train_in_group(
         if rank_run.stopped_early:  # every rank holds rank 0's decision (``_observe``)
             break
     return rank_run.finish()
+
+
+def train_in_joined_group(
+    run: RunConfig, env: DistEnv, device: torch.device, data: DynamicData | None = None
+) -> dict[str, Any] | None:
+    """One run in a process group this rank joined before and keeps after it (runs one after another
+    in one group, as the GPU check trains its strategies): ``train_in_group`` in the folder ``run``
+    names (``results_dir``, ``run_id``), its phase kept there and a failure's reason written there as
+    ``train_rank`` writes it; the exception then propagates (the caller decides what becomes of the
+    group). Rank 0 returns the summary."""
+    where = _RunPlace(RunFolder(Path(run.results_dir), run.run_id) if run.run_id else None, env.rank)
+    try:
+        return train_in_group(run, env, device, data, where)
+    except BaseException as exc:
+        if where.folder is not None:
+            where.folder.write_failure(env.rank, failure_text(exc))  # never raises
+        raise
+    finally:
+        where.close()
 
 
 class _RankRun:
@@ -419,12 +446,13 @@ class _RankRun:
             float(loss_sum[0] / loss_sum[1]) if loss_sum[1] > 0 else Missing("no training step (a model without parameters)")
         )
         self.where.enter(f"evaluation, epoch {epoch + 1} of {self.run.epochs}")
-        val, test = self.strategy.evaluate("val"), self.strategy.evaluate("test")
+        (val, val_s), (test, test_s) = timed_evaluation(self.strategy, "val"), timed_evaluation(self.strategy, "test")
         if self.is_main:
             record("train", "loss", train_loss)
-            for phase, results in (("val", val), ("test", test)):
+            for phase, results, seconds in (("val", val, val_s), ("test", test, test_s)):
                 for metric, value in results.items():
                     record(phase, metric, value)
+                record(phase, EVAL_TIME, seconds)
             shown = "  ".join(
                 f"val_{k} {v:.4f}"
                 for k, v in val.items()
@@ -479,9 +507,11 @@ class _RankRun:
         self.where.enter(f"saving the metrics and checkpoint, epoch {epoch + 1} of {self.run.epochs}")
         save_start = time.perf_counter()
         new_rows, rngs = self._collect(self.checkpointing)
-        if self.is_main:
-            self._save(epoch, new_rows, rngs, save_start)
-        comm.wait_for_rank(0)
+        try:
+            if self.is_main:
+                self._save(epoch, new_rows, rngs, save_start)
+        finally:  # a failed write too lets the others on, to fail in their next collective as a lost rank's peers do
+            comm.wait_for_rank(0)
 
     def _save(self, epoch: int, new_rows: list[tuple[Any, ...]], rngs: list[Any], save_start: float) -> None:
         """Rank 0's writes at an epoch's end: the epoch's rows, then the checkpoint and its own rows."""

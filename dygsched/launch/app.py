@@ -16,6 +16,7 @@ import os
 import signal
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from dygsched.errors import ConfigError, DygschedError, Terminated
 from dygsched.launch.base import LaunchFailed
 from dygsched.launch.checks import CheckedRun, check_data, check_device_here, check_ranks, check_results_dir, check_run
 from dygsched.metrics.log import configure_logging
+from dygsched.metrics.run_folder import RunFolder
 from dygsched.metrics.runs_table import check_runs_table
 
 log = logging.getLogger("dygsched")
@@ -68,16 +70,10 @@ def run(run_config: RunConfig, overrides: Sequence[str] | None = None) -> dict[s
 
     launcher.check_here()
     check_device_here(checked.run.device)
-    check_results_dir(Path(checked.run.results_dir))
     world_size = check_ranks(checked)
-    data = prepare(checked, world_size)  # the ranks, other processes, each build their own
-    asked = Path(checked.run.results_dir)
-    check_runs_table(asked)  # a table the run could not append to: refused before it trains
-    start = claim_run_folder(checked.run.replace(world_size=world_size), world_size)
-    run_config, folder = start.run, start.folder
-    if Path(folder.results_dir) != asked:  # resume= named a run in another results folder
-        check_runs_table(folder.results_dir)
-    resumed = f", resuming after epoch {start.resumed['epoch'] + 1}" if start.resumed is not None else ""
+    claimed = claim_run(checked, world_size)
+    run_config, folder, data = claimed.run, claimed.folder, claimed.data
+    resumed = f", resuming after epoch {claimed.resumed['epoch'] + 1}" if claimed.resumed is not None else ""
     log.info(
         "dygsched run %s: %s on %s (%s), sched=%s, %d ranks, launcher=%s%s",
         folder.run_id,
@@ -118,6 +114,34 @@ def run(run_config: RunConfig, overrides: Sequence[str] | None = None) -> dict[s
     if not (folder.path / "summary.json").exists():
         return {}  # rank 0 ran on another machine: its summary is there
     return {**folder.read_summary(), "run_dir": str(folder.path)}
+
+
+@dataclass(frozen=True)
+class ClaimedRun:
+    """What the process that starts the ranks hands them: the run's settings with its folder
+    resolved (``run``, ``folder``), its data loaded and checked, its world size, and the checkpoint
+    it continues (``resumed``, else ``None``)."""
+
+    run: RunConfig
+    folder: RunFolder
+    data: DynamicData
+    world_size: int
+    resumed: dict[str, Any] | None
+
+
+def claim_run(checked: CheckedRun, world_size: int) -> ClaimedRun:
+    """What the process that starts the ranks does once the launcher accepted ``world_size``: the
+    results folder, the data and stage 4's checks of it, the runs table, then the run's own folder
+    (``claim_run_folder``). ``run`` does it before its launcher starts the ranks; the GPU check
+    before it hands the run to ranks it keeps."""
+    check_results_dir(Path(checked.run.results_dir))
+    data = prepare(checked, world_size)  # the ranks, other processes, each build their own
+    asked = Path(checked.run.results_dir)
+    check_runs_table(asked)  # a table the run could not append to: refused before it trains
+    start = claim_run_folder(checked.run.replace(world_size=world_size), world_size)
+    if Path(start.folder.results_dir) != asked:  # resume= named a run in another results folder
+        check_runs_table(start.folder.results_dir)
+    return ClaimedRun(start.run, start.folder, data, world_size, start.resumed)
 
 
 def claim_run_folder(run: RunConfig, world_size: int) -> RunStart:

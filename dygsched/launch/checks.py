@@ -130,12 +130,14 @@ def check_point(run: RunConfig) -> tuple[CheckedRun, int]:
 def check_data(checked: CheckedRun, data: DynamicData, world_size: int) -> None:
     """Stage 4: the strategy's own check of the data, and the model and optimizer it builds."""
     from dygsched.engine.build import build_model, build_optimizer
+    from dygsched.engine.node_memory.init_from import check_init_from
 
     check_strategy_data(checked, data, world_size)
     check_early_stop_metric(checked, data)
     model = build_model(checked.run.model, data)  # a model that cannot be built fails here, before any worker starts
     checked.strategy.check_model(model)
     build_optimizer(checked.run.optim, model.parameters())
+    check_init_from(checked.run)  # task=node: the link-prediction run it starts from (node_task.init_from)
 
 
 def check_strategy_data(checked: CheckedRun, data: DynamicData, world_size: int) -> None:

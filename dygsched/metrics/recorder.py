@@ -12,6 +12,7 @@ import pandas as pd
 
 COLUMNS = ["run_id", "epoch", "iteration", "rank", "phase", "metric", "value"]
 EPOCH_LEVEL = -1  # ``iteration`` of rows that describe a whole epoch
+EVAL_TIME = "eval_time_s"  # val / test rows: the wall time of the phase's evaluation (rank 0's), not a task metric
 
 
 Row = tuple[str, int, int, int, str, str, float]  # one row of ``COLUMNS``

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from dygsched.metrics.recorder import EPOCH_LEVEL
+from dygsched.metrics.recorder import EPOCH_LEVEL, EVAL_TIME
 
 BYTE_KINDS = (
     "allreduce",
@@ -57,7 +57,8 @@ def summarize(frame: pd.DataFrame, run_info: dict[str, Any]) -> dict[str, Any]:
     best = (run_info.get("early_stop") or {}).get("best_epoch")
     eval_epoch = int(best) if best is not None else last_epoch
     tested = epochs[(epochs["phase"] == "test") & (epochs["epoch"] == eval_epoch)]
-    test = tested[tested["metric"].str.split("[", regex=False).str[0] != "loss"]  # "loss[historical]" is a loss too
+    # the headline: the first task metric ("loss[historical]" is a loss too; the evaluation's time is no task metric)
+    test = tested[(tested["metric"].str.split("[", regex=False).str[0] != "loss") & (tested["metric"] != EVAL_TIME)]
 
     comm = dict.fromkeys(BYTE_KINDS, 0)  # every kind, so "PSG sends no hidden state" reads as 0
     recorded = epochs.loc[epochs["metric"].str.startswith("bytes_"), "metric"].unique() if not epochs.empty else []

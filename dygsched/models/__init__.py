@@ -4,6 +4,7 @@ from dygsched.models.dgnn import DGNN, DGNNLayer, State
 from dygsched.models.evolvegcn_h import EvolveGCNH, EvolveGCNHLayer
 from dygsched.models.evolvegcn_o import EvolveGCNO, EvolveGCNOLayer
 from dygsched.models.gat_lstm import GATLSTM, GATLSTMLayer
+from dygsched.models.gclstm import GCLSTM, GCLSTMLayer
 from dygsched.models.hooks import PLAIN, DelegatingHooks, GivenFirstConv, GivenFirstSpatial, LayerHooks
 from dygsched.models.mpnn_lstm import MPNNLSTM, MPNNLSTMLayer
 from dygsched.models.partitioned import PartitionOps
@@ -25,6 +26,8 @@ __all__ = [
     "EvolveGCNOLayer",
     "GATLSTM",
     "GATLSTMLayer",
+    "GCLSTM",
+    "GCLSTMLayer",
     "MPNNLSTM",
     "MPNNLSTMLayer",
     "State",

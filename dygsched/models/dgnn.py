@@ -62,6 +62,7 @@ class DGNNLayer(nn.Module, ABC):
 
     reuse: ClassVar[str | None] = None
     partitionable: ClassVar[bool] = True
+    not_partitionable_because: ClassVar[str] = ""  # where partitionable is False: why, in a clause, for the refusal
     node_state: ClassVar[bool] = True  # the state's rows are the nodes (RNNs); False: one state per graph (EvolveGCN's weight)
 
     def __init__(self, in_channels: int, out_channels: int) -> None:
@@ -96,6 +97,14 @@ class DGNNLayer(nn.Module, ABC):
         ``"diff"``). See ``dygsched.models.incremental_kernels``.
         """
         raise NotImplementedError(f"{type(self).__name__} has no reusable convolution (reuse = None)")
+
+    def step_sizes(self, before: EdgeSet, after: EdgeSet, diff: DiffMap) -> object | None:
+        """What ``conv_chain``'s incremental step from the graph ``before`` to ``after`` along ``diff`` finds (its
+        sets' sizes), computed on the host where the diff maps are built; the reuse engine hands it
+        to the device with the diff map (``DiffMap.step_sizes``), so a GPU need not read it back.
+        ``None`` where the kernel takes none (GAT: the rows it recomputes depend on values the
+        device computes)."""
+        return None
 
     def projection_widths(self) -> tuple[int, int] | None:
         """``(input, projected)`` widths where ``conv_chain`` runs in either order of REAL 4.1.2

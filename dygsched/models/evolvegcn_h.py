@@ -15,7 +15,7 @@ from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models import flops
 from dygsched.models.dgnn import DGNNLayer, State
 from dygsched.models.gcn_stack import GCNStack
-from dygsched.models.incremental_kernels import gcn_aggregate_chain
+from dygsched.models.incremental_kernels import GCNSpec, gcn_aggregate_chain, gcn_step_sizes
 from dygsched.models.ops import gcn_aggregate
 
 
@@ -44,7 +44,8 @@ class EvolveGCNHLayer(DGNNLayer):
 
     reuse = "gcn_aggregate"
     node_state = False  # the state is the evolving weight, one per graph
-    partitionable = False  # the top-k summary ranks every node of a snapshot: it would need a cross-rank top-k
+    partitionable = False  # it would need a cross-rank top-k
+    not_partitionable_because = "its top-k ranks every node of a snapshot"
 
     def __init__(self, in_channels: int, out_channels: int, improved: bool = False, add_self_loops: bool = True) -> None:
         super().__init__(in_channels, out_channels)
@@ -71,6 +72,9 @@ class EvolveGCNHLayer(DGNNLayer):
         if missing > 0:
             summary = F.pad(summary, (0, 0, 0, missing))
         return aggregated, summary
+
+    def step_sizes(self, before: EdgeSet, after: EdgeSet, diff: DiffMap) -> object | None:
+        return gcn_step_sizes(before, after, diff, GCNSpec.of(self.improved, self.add_self_loops))
 
     def conv_chain(
         self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None

@@ -14,7 +14,7 @@ from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models import flops
 from dygsched.models.dgnn import DGNNLayer, State
 from dygsched.models.gcn_stack import GCNStack
-from dygsched.models.incremental_kernels import gcn_aggregate_chain
+from dygsched.models.incremental_kernels import GCNSpec, gcn_aggregate_chain, gcn_step_sizes
 from dygsched.models.ops import gcn_aggregate
 
 
@@ -62,6 +62,9 @@ class EvolveGCNOLayer(DGNNLayer):
         if conv_out is not None:
             return conv_out
         return gcn_aggregate(x, edge_index, edge_weight, improved=self.improved, add_self_loops=self.add_self_loops)
+
+    def step_sizes(self, before: EdgeSet, after: EdgeSet, diff: DiffMap) -> object | None:
+        return gcn_step_sizes(before, after, diff, GCNSpec.of(self.improved, self.add_self_loops))
 
     def conv_chain(
         self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None

@@ -13,7 +13,7 @@ from torch_geometric.nn import GCNConv
 from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.data.temporal_graph import Snapshot
 from dygsched.models.dgnn import DGNN, DGNNLayer, State, ZeroState, stack_layers
-from dygsched.models.incremental_kernels import gcn_conv_chain
+from dygsched.models.incremental_kernels import GCNSpec, gcn_conv_chain, gcn_step_sizes
 from dygsched.models.ops import dropout, gcn_conv, lstm_cell
 from dygsched.models.partitioned import PartitionOps, synced_batch_norm
 
@@ -91,6 +91,10 @@ class MPNNLSTMLayer(DGNNLayer):
         s2 = F.relu(ops.owned(gcn_conv(self.conv_2, ops.with_halo(s1), snapshot.edge_index, snapshot.edge_weight)))
         s2 = dropout(synced_batch_norm(self.batch_norm_2, s2, ops), self.dropout, self.training)
         return torch.cat([s1, s2], dim=-1), x
+
+    def step_sizes(self, before: EdgeSet, after: EdgeSet, diff: DiffMap) -> object | None:
+        conv = self.conv_1
+        return gcn_step_sizes(before, after, diff, GCNSpec.of(conv.improved, conv.add_self_loops, conv.normalize))
 
     def conv_chain(
         self, x: torch.Tensor, first: EdgeSet, diffs: Sequence[DiffMap], paths: Sequence[str] | None = None

@@ -1,5 +1,6 @@
 """The operations the models share: GCN's aggregation and convolution with their normalised edges
-kept per graph, a cheaper dropout, and an LSTM cell that skips a zero state's products."""
+kept per graph, propagation along weighted edges, a cheaper dropout, and an LSTM cell that skips a
+zero state's products."""
 
 from __future__ import annotations
 
@@ -32,12 +33,19 @@ def gcn_aggregate(
     no bias up to float rounding. Models whose weights change with time (EvolveGCN) aggregate
     here, in ``spatial``, and project in ``temporal``, which keeps the aggregation reusable.
     """
-    num_nodes = x.size(0)
-    edge_index, weight = normalized_edges(edge_index, edge_weight, num_nodes, improved, add_self_loops, x.dtype)
+    edge_index, weight = normalized_edges(edge_index, edge_weight, x.size(0), improved, add_self_loops, x.dtype)
+    return propagate(x, edge_index, weight)
+
+
+def propagate(x: torch.Tensor, edge_index: torch.Tensor, coefficients: torch.Tensor) -> torch.Tensor:
+    """``sum_j c_ji x_j`` for every node ``i``: each row of ``x`` sent along its edges (from row 0 to
+    row 1 of ``edge_index``) scaled by its edge's coefficient and summed where it arrives, as a
+    PyTorch Geometric ``MessagePassing`` layer with ``aggr="add"`` and message ``c * x_j`` does
+    (``GCNConv``, ``ChebConv``); counted as ``aggregate`` FLOPs."""
     if flops.counting():
         flops.add_flops("aggregate", 2 * edge_index.size(1) * x.size(1))
-    messages = x.index_select(0, edge_index[0]) * weight.unsqueeze(-1)
-    return scatter(messages, edge_index[1], dim=0, dim_size=num_nodes, reduce="sum")
+    messages = x.index_select(0, edge_index[0]) * coefficients.unsqueeze(-1)
+    return scatter(messages, edge_index[1], dim=0, dim_size=x.size(0), reduce="sum")
 
 
 def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:

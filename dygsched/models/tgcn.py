@@ -14,7 +14,7 @@ from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models import flops
 from dygsched.models.dgnn import DGNNLayer, State, ZeroState
 from dygsched.models.gcn_stack import GCNStack
-from dygsched.models.incremental_kernels import projected_gcn_chain
+from dygsched.models.incremental_kernels import GCNSpec, gcn_step_sizes, projected_gcn_chain
 from dygsched.models.ops import gcn_aggregate
 
 
@@ -122,6 +122,9 @@ class TGCNLayer(DGNNLayer):
 
     def projection_widths(self) -> tuple[int, int] | None:
         return None if self.order_configured else (self.in_channels, 3 * self.out_channels)
+
+    def step_sizes(self, before: EdgeSet, after: EdgeSet, diff: DiffMap) -> object | None:
+        return gcn_step_sizes(before, after, diff, GCNSpec.of(self.conv.improved, self.conv.add_self_loops))
 
     def conv_chain(
         self,

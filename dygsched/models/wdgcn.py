@@ -13,7 +13,7 @@ from torch_geometric.nn import GCNConv
 from dygsched.data.diffmap import DiffMap, EdgeSet
 from dygsched.models.dgnn import DGNNLayer, State, ZeroState
 from dygsched.models.gcn_stack import GCNStack
-from dygsched.models.incremental_kernels import gcn_conv_chain, projected_gcn_chain
+from dygsched.models.incremental_kernels import GCNSpec, gcn_conv_chain, gcn_step_sizes, projected_gcn_chain
 from dygsched.models.ops import gcn_conv, lstm_cell
 
 
@@ -47,6 +47,10 @@ class WDGCNLayer(DGNNLayer):
 
     def projection_widths(self) -> tuple[int, int] | None:
         return (self.in_channels, self.out_channels) if self.conv.normalize else None
+
+    def step_sizes(self, before: EdgeSet, after: EdgeSet, diff: DiffMap) -> object | None:
+        """Both orders aggregate with the same normalisation (case 2 only where the conv normalises)."""
+        return gcn_step_sizes(before, after, diff, GCNSpec.of(self.conv.improved, self.conv.add_self_loops, self.conv.normalize))
 
     def conv_chain(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 import torch
@@ -17,6 +18,7 @@ from dygsched.data.diffmap import (
     coalesce,
     diff_snapshots,
     memory_report,
+    out_edge_positions,
 )
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
@@ -204,13 +206,14 @@ def test_diff_map_moves_and_counts_its_bytes() -> None:
     diff = diff_snapshots(
         _snapshot(4, [(0, 1, 1.0), (2, 3, 1.0)], x, torch.float32), _snapshot(4, [(0, 1, 1.0), (3, 2, 2.0)], y, torch.float32)
     )
+    diff = replace(diff, step_sizes=("sizes", 3))  # plain numbers a kernel takes: they travel as they are
     moved = diff.to("cpu")
     assert all(
         torch.equal(getattr(moved, k), getattr(diff, k))
         for k in diff.__dataclass_fields__
-        if k not in ("num_nodes", "full_graph")
+        if k not in ("num_nodes", "full_graph", "step_sizes")
     )
-    assert moved.full_graph is None and not moved.is_full
+    assert moved.full_graph is None and not moved.is_full and moved.step_sizes == ("sizes", 3)
     assert diff.nbytes() == (1 + 1) * (8 + 4 + 4) + 2 * (8 + 4 + 4) + (8 + 3 * 4)
     graph = TemporalGraph("tiny", (_snapshot(4, [(0, 1, 1.0)], x, torch.float32),), Task.REGRESSION)
     assert build_diff_maps(graph).diffs == (None,)
@@ -242,3 +245,22 @@ def test_a_snapshot_whose_diff_is_larger_than_its_graph_is_kept_whole() -> None:
     assert smaller["total_bytes"] <= smaller["full_graph_bytes"] < larger["total_bytes"]
     moved = kept.diffs[1].to("cpu")
     assert moved.is_full and moved.full_graph.equal(kept.diffs[1].full_graph)
+
+
+@settings(max_examples=40, deadline=None)
+@given(snapshots=snapshot_chains(max_snapshots=1))
+def test_sizes_the_host_knows_give_the_same_expansion_and_out_edges(snapshots: list[Snapshot]) -> None:
+    """``expanded`` given the raw edge list's length and ``out_edge_positions`` given the count of
+    the nodes' out-edges (sizes a GPU would otherwise read back) return what they return without."""
+    (snapshot,) = snapshots
+    edges = edge_set_of(snapshot)
+    for a, b in zip(edges.expanded(), edges.expanded(snapshot.edge_index.size(1)), strict=True):
+        assert torch.equal(a, b)
+    nodes = torch.arange(0, edges.num_nodes, 2)
+    total = int(torch.isin(edges.sources(), nodes).sum())
+    for a, b in zip(
+        out_edge_positions(edges.keys, nodes, edges.num_nodes),
+        out_edge_positions(edges.keys, nodes, edges.num_nodes, total),
+        strict=True,
+    ):
+        assert torch.equal(a, b)

@@ -12,6 +12,7 @@ from dygsched.engine.snapshot_groups.blad import BLADExecutor, first_layer_spati
 from dygsched.models.evolvegcn_h import EvolveGCNH
 from dygsched.models.evolvegcn_o import EvolveGCNO
 from dygsched.models.gat_lstm import GATLSTM
+from dygsched.models.gclstm import GCLSTM
 from dygsched.models.mpnn_lstm import MPNNLSTM
 from dygsched.models.tgcn import TGCN
 from dygsched.models.wdgcn import WDGCN
@@ -96,6 +97,7 @@ MODELS = {
     "evolvegcn_h": lambda: EvolveGCNH(4, 1, hidden_channels=8, num_layers=2),
     "gat_lstm": lambda: GATLSTM(4, 1, hidden_channels=8, num_layers=2),
     "mpnn_lstm": lambda: MPNNLSTM(4, 1, hidden_channels=8, num_layers=2),
+    "gclstm": lambda: GCLSTM(4, 1, hidden_channels=8, num_layers=2, K=3),  # stage 1: the gates' input share and the Laplacian
 }
 
 

@@ -73,6 +73,26 @@ def test_without_early_stopping_the_last_epoch_is_reported(tmp_path, scripted_ev
     assert "early_stop" not in summary and summary["epochs_completed"] == 3 and summary["eval"]["value"] == 12.0
 
 
+def test_each_phases_evaluation_is_timed_and_the_headline_stays_the_task_metric(tmp_path, monkeypatch):
+    """``eval_time_s``: the wall time around ``Strategy.evaluate`` per phase and epoch, recorded after
+    the task's metrics; the summary's headline and early stopping still read the task's metric."""
+    import time
+
+    import pandas as pd
+
+    def evaluate(self, phase):
+        time.sleep(0.05 if phase == "test" else 0.0)
+        return {"loss": 1.0, "mse": 2.0}
+
+    monkeypatch.setattr(SnapshotGroupStrategy, "evaluate", evaluate)
+    summary = run_in_process(tmp_path, "epochs=2", "run_id=timed", "early_stop.metric=null", "early_stop.patience=null")
+    metrics = pd.read_parquet(tmp_path / "timed" / "metrics.parquet")
+    timed = metrics[metrics.metric == "eval_time_s"].pivot_table(index="epoch", columns="phase", values="value")
+    assert list(timed.index) == [0, 1] and (timed["test"] >= 0.05).all() and (timed["val"] < timed["test"]).all()
+    assert summary["eval"] == {"split": "test", "metric": "mse", "value": 2.0}
+    assert summary["test_metrics"]["eval_time_s"] >= 0.05
+
+
 def test_ties_missing_values_and_the_default_mode():
     stop = EarlyStopping("val.ap", patience=2, mode="max")
     assert not stop.observe(0, 0.5) and not stop.observe(1, 0.5)  # a tie keeps the earlier epoch

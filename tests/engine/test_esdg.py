@@ -9,6 +9,7 @@ from dygsched.engine.objective import GroupObjective
 from dygsched.engine.snapshot_groups.esdg import ESDGExecutor, check_esdg, snapshot_block
 from dygsched.errors import ConfigError
 from dygsched.models.evolvegcn_o import EvolveGCNO
+from dygsched.models.gclstm import GCLSTM
 from dygsched.models.tgcn import TGCN
 from dygsched.models.wdgcn import WDGCN
 from tests.harness import RecordingSGD, reference_steps, run_ranks, train_epoch
@@ -18,6 +19,7 @@ MODELS = {
     "tgcn": lambda: TGCN(4, 1, hidden_channels=8, num_layers=2),
     "wdgcn": lambda: WDGCN(4, 1, hidden_channels=8, num_layers=2),
     "evolvegcn_o": lambda: EvolveGCNO(4, 1, hidden_channels=8, num_layers=2),
+    "gclstm": lambda: GCLSTM(4, 1, hidden_channels=8, num_layers=2, K=3),  # (H, C) sent on; H convolved on each rank's graphs
 }
 # (model, window, the one group): window 5 splits unevenly (3 + 2); the plan names rank 1, ESDG ignores it.
 GRADIENT_CASES = [(name, 4, 2) for name in MODELS] + [("tgcn", 5, 1)]

@@ -31,6 +31,7 @@ from dygsched.errors import ConfigError
 from dygsched.models.evolvegcn_h import EvolveGCNH
 from dygsched.models.evolvegcn_o import EvolveGCNO
 from dygsched.models.gat_lstm import GATLSTM
+from dygsched.models.gclstm import GCLSTM
 from dygsched.models.inherited_states import InheritedStates
 from dygsched.models.mpnn_lstm import MPNNLSTM
 from dygsched.models.tgcn import TGCN
@@ -158,8 +159,10 @@ def test_full_window_without_inheritance_is_the_plain_group_for_any_chunk_order(
 
 
 def test_a_model_that_cannot_be_partitioned_is_refused():
-    with pytest.raises(ConfigError, match="EvolveGCNHLayer cannot run on a part of them"):
+    with pytest.raises(ConfigError, match=r"EvolveGCNHLayer cannot run on a part of them \(its top-k ranks every node"):
         FlareStrategy(FlareConfig()).check_model(EvolveGCNH(4, 1, hidden_channels=4, num_layers=1))
+    with pytest.raises(ConfigError, match=r"GCLSTMLayer cannot run on a part of them \(its graph convolution reads every node's"):
+        FlareStrategy(FlareConfig()).check_model(GCLSTM(4, 1, hidden_channels=4, num_layers=1))
 
 
 # ---- P ranks ----------------------------------------------------------------------------------------

@@ -9,8 +9,12 @@ nodes on the host, the node-memory step finds its neighbour slots, distinct (row
 winning writes on the host. What is left is listed by site (``LEFT``): a boolean node mask in the
 task's loss and PyG's self-loop insertion inside ``gcn_norm``, both outside the engine's loops.
 A CPU run takes shortcuts a GPU run does not (the snapshot-group executors read host snapshots in
-place; REAL's kernels run on host diff maps), so those paths are counted on a GPU only
-(``make bench-gpu``: ``cuda_syncs_per_step``).
+place; REAL's kernels run on host diff maps). REAL's device path is played here all the same: its
+chains moved to the device (copies the counter follows) and their graphs rebuilt there, and the
+branches that key on a tensor being on a GPU taking the GPU's way (``apply_diff``'s merge, the
+kernels' products handed over coalesced). There its GCN kernels read nothing back: the sizes of
+their node and edge sets are found on the host with the diff maps and travel with them. A GPU run
+counts what its own path does (``make bench-gpu``: ``cuda_syncs_per_step``).
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ import signal
 import pytest
 import torch
 
+from dygsched.data import diffmap
 from dygsched.engine import host_syncs
 from dygsched.engine.host_syncs import DeviceReads, counting_syncs
+from dygsched.engine.snapshot_groups import reuse
 from dygsched.engine.strategy import IterationStats
 from tests.conftest import TINY_SYNTHETIC
 
@@ -97,6 +103,56 @@ def test_a_steady_step_reads_nothing_back_but_the_listed_sites(tmp_path, monkeyp
         assert steady.reads == 0, steady.where
 
 
+# REAL with its reuse engine on the GCN-family models; the steady step's reads per step on its device
+# path, played on CPU, were 56 for TGCN before the kernels took their sets' sizes from the host
+# (node sets, out-edges and products sized on the device; 33 by this counter before it counted
+# repeat_interleave and products of uncoalesced matrices, which a GPU waits on too): now only the
+# task loss's node mask, once per group (and MPNN-LSTM's second convolution, PyG's, above the reused one).
+REAL = [*TINY_SYNTHETIC, "sched=real", "sched.timeline.profile_epochs=0", "sched.executor.reuse_path=diff"]
+REAL_MODELS = {"tgcn": [], "wdgcn": ["model=wdgcn"], "mpnn_lstm": ["model=mpnn_lstm"], "evolvegcn_o": ["model=evolvegcn_o"]}
+REAL_CEILING = 4.0  # TGCN's reads per step: the loss mask of each of the step's groups (4 on this graph)
+
+
+def play_the_gpu_path(monkeypatch) -> None:
+    """REAL's device path on CPU: chains moved and rebuilt, the GPU's branches taken."""
+    monkeypatch.setattr(reuse, "moves_chains", lambda device: True)
+    monkeypatch.setattr(diffmap, "on_gpu", lambda tensor: True)
+
+
+def steady_reads_per_step(tmp_path) -> float:
+    import pandas as pd
+
+    metrics = pd.read_parquet(tmp_path / "results" / "counted" / "metrics.parquet")
+    rows = metrics[(metrics.metric == "device_reads_per_step") & (metrics.epoch == 1)]
+    return float(rows.value.iloc[0])
+
+
+@pytest.mark.parametrize("model", [m if m == "tgcn" else pytest.param(m, marks=pytest.mark.slow) for m in REAL_MODELS])
+def test_reals_steady_step_on_its_device_path_reads_back_only_the_listed_sites(tmp_path, monkeypatch, model):
+    play_the_gpu_path(monkeypatch)
+    steady = train_counting(tmp_path, monkeypatch, [*REAL, *REAL_MODELS[model]])[-1]
+    assert set(steady.where) <= LEFT, steady.where  # nothing in the reuse engine, its kernels or the diff maps
+    if model == "tgcn":
+        assert set(steady.where) == {"__getitem__ in dygsched.engine.objective.node_losses"}, steady.where
+        assert steady_reads_per_step(tmp_path) == REAL_CEILING
+
+
+@pytest.mark.slow  # a second REAL run
+def test_the_counter_sees_reals_kernels_read_their_sets_back_without_the_hosts_sizes(tmp_path, monkeypatch):
+    """The check above can fail: without the sizes the host found, the same path reads each step's
+    node sets, out-edges and product entries back (as it did before)."""
+    play_the_gpu_path(monkeypatch)
+    monkeypatch.setattr(reuse, "with_step_sizes", lambda graph, diffs, layer: diffs.diffs)
+    steady = train_counting(tmp_path, monkeypatch, REAL)[-1]
+    kernels = {site.split(" in ")[1] for site in steady.where if "incremental_kernels" in site or "diffmap" in site}
+    assert {
+        "dygsched.models.incremental_kernels.spmm.node_set",
+        "dygsched.data.diffmap.out_edge_positions",
+        "dygsched.models.incremental_kernels.spmm.spmm",
+    } <= kernels, steady.where
+    assert steady_reads_per_step(tmp_path) > 5 * REAL_CEILING
+
+
 def test_the_counter_sees_a_loss_read_every_step(tmp_path, monkeypatch):
     """The check above can fail: a step that reads its loss (as the engine did) is counted, once per step."""
 
@@ -125,7 +181,18 @@ def test_the_counter_follows_device_tensors_and_not_host_ones():
         torch.full((2,), 1.0, device=host.device).tolist()  # made where a host tensor is: the host
         torch.zeros(2, device=out.device).tolist()  # made where a device tensor is: the device
         int(out.shape[0]), out.numel()  # sizes are known on the host
-    assert reads.reads == 5, reads.where
+        counts = torch.tensor([1, 2]).to(device)
+        torch.arange(2, device=device).repeat_interleave(counts)  # its size is the device's sum
+        torch.repeat_interleave(torch.arange(2, device=device), counts, output_size=3)  # the host gave it
+        mark = torch.zeros(4, dtype=torch.bool, device=device)
+        mark[torch.tensor([0, 2])] = out[:2, 0] > 0  # a boolean value written, nothing selected by it
+        entries = torch.tensor([[0, 1], [1, 0]]).to(device)
+        loose = torch.sparse_coo_tensor(entries, torch.ones(2, device=device), (2, 4), check_invariants=False)
+        torch.sparse.mm(loose, out)  # a GPU coalesces the matrix first, reading its entries back
+        tight = torch.sparse_coo_tensor(entries, torch.ones(2, device=device), (2, 4), is_coalesced=True, check_invariants=False)
+        torch.sparse.mm(tight, out)  # handed over coalesced: nothing to read
+    assert reads.reads == 7, reads.where
+    assert {"repeat_interleave", "_sparse_mm"} <= {site.split(" in ")[0] for site in reads.where}
 
 
 def test_counting_is_off_by_default_and_leaves_no_rows():

@@ -155,6 +155,38 @@ def test_utgs_evaluation_streams_every_snapshot_from_the_first():
     assert scores["utg"] == pytest.approx(scores["windows"], rel=1e-6)
 
 
+def test_utgs_test_after_validation_continues_from_the_state_validation_left():
+    """The test streamed on from where validation stopped gives the numbers of a test streamed from
+    the first snapshot; after a training step it streams from the first snapshot again."""
+    from dygsched.engine.snapshot_groups.config import SnapshotGroupConfig
+    from dygsched.engine.strategy import Artifacts, RunContext
+
+    graph, _, _ = setup()
+    run = default_run(window=2, split={"train": 0.6, "val": 0.2}, seed=3, epochs=1, link={"procedure": "utg"})
+
+    def strategy():
+        built = SnapshotGroupConfig().build()
+        built.setup(RunContext(graph, run, 0, 1, torch.device("cpu"), Artifacts(None, True)))
+        torch.manual_seed(0)
+        built.objective(TGCN(3, 6, hidden_channels=8, num_layers=1))
+        return built
+
+    alone, after = strategy(), strategy()
+    from_the_first = alone.evaluate("test")
+    after.evaluate("val")
+    assert after._streamed is not None and after._streamed[0] == after.split.val[-1].stop
+    continued = after.evaluate("test")
+    assert after._streamed[0] == after.split.test[-1].stop
+    assert continued == pytest.approx(from_the_first, rel=1e-6)
+    with torch.no_grad():  # new parameters: the state validation left is stale
+        next(after._objective.parameters()).add_(0.5)
+    moved = after.evaluate("test")
+    reference = strategy()
+    with torch.no_grad():
+        next(reference._objective.parameters()).add_(0.5)
+    assert moved == pytest.approx(reference.evaluate("test"), rel=1e-6) and moved != pytest.approx(continued, rel=1e-6)
+
+
 def test_event_and_snapshot_models_on_a_cut_stream_score_the_same_pairs_against_the_same_negatives(tmp_path, monkeypatch):
     from dygsched.data.events import EventStream
     from dygsched.data.loading import for_task, load_data
@@ -181,3 +213,22 @@ def test_event_and_snapshot_models_on_a_cut_stream_score_the_same_pairs_against_
         assert torch.equal(fixed[phase].destinations, protocol.fixed[phase].destinations)
         assert torch.equal(fixed[phase].present, protocol.fixed[phase].present)
     assert len(list((tmp_path / "negatives").glob("*_test_ns.pkl"))) == 1  # generated once, read by both
+
+
+def test_evaluation_scores_in_blocks_of_whole_columns_the_same_as_at_once(monkeypatch):
+    from dygsched.engine import link_objective
+
+    graph, split, objective = setup()
+    z = torch.randn(graph.num_nodes, 6)
+    src = torch.randint(0, graph.num_nodes, (7,)).expand(5, 7)
+    dst = torch.randint(0, graph.num_nodes, (5, 7))
+    whole = objective.score(z, src, dst)
+    calls = []
+    score = objective.score
+    monkeypatch.setattr(objective, "score", lambda *a: calls.append(a[1].shape) or score(*a))
+    monkeypatch.setattr(link_objective, "SCORED_AT_ONCE", 10)  # two columns of 5 negatives per call
+    assert torch.allclose(objective.score_in_blocks(z, src, dst), whole, atol=1e-6)
+    assert calls == [(5, 2), (5, 2), (5, 2), (5, 1)]
+    calls.clear()  # one source per column: split with its columns
+    assert torch.allclose(objective.score_in_blocks(z, src[0], dst), whole, atol=1e-6)
+    assert calls == [(2,), (2,), (2,), (1,)]

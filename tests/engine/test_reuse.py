@@ -21,6 +21,7 @@ from dygsched.errors import ConfigError
 from dygsched.models.evolvegcn_o import EvolveGCNO
 from dygsched.models.flops import count_conv_flops
 from dygsched.models.gat_lstm import GATLSTM
+from dygsched.models.gclstm import GCLSTM
 from dygsched.models.mpnn_lstm import MPNNLSTM
 from dygsched.models.tgcn import TGCN
 from dygsched.models.wdgcn import WDGCN
@@ -171,6 +172,16 @@ def test_chains_merge_overlapping_groups_only_with_type_two():
 def test_unknown_reuse_path_is_a_config_error():
     with pytest.raises(ConfigError, match="reuse_path"):
         ReuseExecutor(reuse=True, reuse_path="sometimes")
+
+
+def test_a_model_without_a_reusable_convolution_is_refused_only_when_reuse_is_on():
+    """GC-LSTM convolves its hidden state, never its input: REAL's reuse has nothing to compute once,
+    so the strategy refuses it before any rank starts; with reuse off it trains as any model."""
+    model = GCLSTM(4, 1, hidden_channels=8, num_layers=1)
+    with pytest.raises(ConfigError, match=r"GCLSTMLayer has none to reuse .*: set sched.executor.reuse=false"):
+        ReuseExecutor(reuse=True).check_model(model)
+    ReuseExecutor(reuse=False).check_model(model)
+    ReuseExecutor(reuse=True).check_model(TGCN(4, 1, hidden_channels=8, num_layers=1))
 
 
 def run_cli(tmp_path, name, *overrides):

@@ -131,9 +131,9 @@ def epoch_groups(folder: Path) -> list[list[list[int]]]:
     return [[sorted(set(groups)) for groups in epoch] for epoch in epochs]
 
 
-def reference_parameters(name: str, folder: Path, task: str = "node") -> dict[str, torch.Tensor]:
+def reference_parameters(name: str, folder: Path, task: str = "node", extra: tuple[str, ...] = ()) -> dict[str, torch.Tensor]:
     """Single-process SGD on each iteration's mean group loss, from the worker's own initial model."""
-    run = config(name, folder.parent, *TASKS[task])
+    run = config(name, folder.parent, *TASKS[task], *extra)
     graph = for_task(load_data(run.dataset), TemporalGraph, run)
     split = build_split(graph, run)
     seed_everything(run.seed)
@@ -326,3 +326,98 @@ def test_a_strategy_refuses_a_task_it_does_not_train():
     for name in sorted(p.stem for p in (ROOT / "conf" / "sched").glob("*.yaml") if p.stem not in STRATEGIES):
         with pytest.raises(ConfigError, match=rf"^sched={name} trains on EventStream data, but the dataset gives TemporalGraph"):
             build_strategy(config(name, Path("unused"), *TASKS["link"]).sched).check(data, run, 1)
+
+
+# ---- GC-LSTM: a model whose layer 0 convolves its hidden state, not its input ---------------------------
+GCLSTM_MODEL = ["model=gclstm"]  # one layer of width 16 (TINY_SYNTHETIC), K = 2: one propagation of H per step
+# The strategies that cannot apply their mechanics to it refuse it before any rank starts, in one line:
+# REAL's reuse engine (nothing to reuse), node partitions (the convolution reads every node's H at each step).
+REAL_REUSE = "REAL's reuse engine computes layer 0's convolution of its input once per chain of snapshots"
+GCLSTM_REFUSED = {
+    "greedy": REAL_REUSE,
+    "ilp": REAL_REUSE,
+    "real": REAL_REUSE,
+    "real_g_paper": REAL_REUSE,
+    "flare": "GCLSTMLayer cannot run on a part of them",
+    "distdy": "use model=sage_temporal",
+}
+# REAL's planners train it with the reuse engine off; every strategy that does not split nodes trains it as it is.
+GCLSTM_TRAINED = {
+    name: ["sched.executor.reuse=false"] if GCLSTM_REFUSED.get(name) == REAL_REUSE else []
+    for name in STRATEGIES
+    if name not in ("flare", "distdy")
+}
+# One strategy per executor in the fast suite (group by group, ESDG, BLAD, REAL's with reuse off: 6 s on
+# 2 idle cores); the others only plan differently and run in `make test-slow`.
+GCLSTM_FAST = ("blad", "esdg", "greedy", "psg")
+GCLSTM_SLOW = tuple(sorted(set(GCLSTM_TRAINED) - set(GCLSTM_FAST)))
+
+
+def gclstm_config(name: str, results: Path, *extra: str) -> RunConfig:
+    return config(name, results, *GCLSTM_MODEL, *GCLSTM_TRAINED.get(name, []), *extra)
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_gclstm_is_trained_or_refused_in_one_line_before_any_rank(name, tmp_path):
+    from dygsched.errors import ConfigError
+
+    run = config(name, tmp_path, *GCLSTM_MODEL)
+    data = load_data(run.dataset)
+    strategy = build_strategy(run.sched)
+    if name in GCLSTM_REFUSED:
+        with pytest.raises(ConfigError, match=GCLSTM_REFUSED[name]) as refused:
+            strategy.check_model(build_model(run.model, data))
+        assert "\n" not in str(refused.value)
+    if name in GCLSTM_TRAINED:
+        run = gclstm_config(name, tmp_path)
+        build_strategy(run.sched).check_model(build_model(run.model, data))
+
+
+def _gclstm_rank(rank: int, world_size: int, results: str, names: tuple[str, ...]) -> None:
+    env = DistEnv(rank, world_size, 0)
+    data = None
+    for name in names:
+        run = gclstm_config(name, Path(results) / name, f"epochs={EPOCHS}", "run_id=full", f"dist_backend={DEVICE_KEYED}")
+        data = data or load_data(run.dataset)
+        train_in_group(run, env, torch.device("cpu"), data, _RunPlace(None))
+        dist.barrier()
+
+
+def gclstm_runs(tmp_path_factory, names: tuple[str, ...]) -> Path:
+    """``names`` trained on GC-LSTM, two epochs on two ranks (one rank runs the same code)."""
+    results = tmp_path_factory.mktemp("gclstm")
+    run_ranks(_gclstm_rank, (2, str(results), names), nprocs=2, timeout_s=600, backend=DEVICE_KEYED)
+    return results
+
+
+@pytest.fixture(scope="module")
+def gclstm_fast_runs(tmp_path_factory) -> Path:
+    return gclstm_runs(tmp_path_factory, GCLSTM_FAST)
+
+
+@pytest.fixture(scope="module")
+def gclstm_slow_runs(tmp_path_factory) -> Path:
+    return gclstm_runs(tmp_path_factory, GCLSTM_SLOW)
+
+
+def assert_gclstm_trained_exactly(results: Path, name: str) -> None:
+    folder = results / name / "full"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "ok" and summary["epochs_completed"] == EPOCHS and summary["world_size"] == 2
+    assert summary["conv_flops_per_epoch"] > 0
+    assert build_strategy(gclstm_config(name, results).sched).exact
+    trained = load_checkpoint(folder)["model"]
+    assert any(".conv.lins.1." in key for key in trained)  # the Chebyshev filter's propagated term was trained
+    for key, value in reference_parameters(name, folder, extra=(*GCLSTM_MODEL, *GCLSTM_TRAINED[name])).items():
+        assert torch.allclose(trained[key], value, atol=1e-5), (name, key, float((trained[key] - value).abs().max()))
+
+
+@pytest.mark.parametrize("name", GCLSTM_FAST)
+def test_gclstm_trains_exactly_under_each_executor(gclstm_fast_runs, name):
+    assert_gclstm_trained_exactly(gclstm_fast_runs, name)
+
+
+@pytest.mark.slow  # the same executors as above under the other planners
+@pytest.mark.parametrize("name", GCLSTM_SLOW)
+def test_gclstm_trains_exactly_under_every_other_strategy_that_takes_it(gclstm_slow_runs, name):
+    assert_gclstm_trained_exactly(gclstm_slow_runs, name)

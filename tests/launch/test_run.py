@@ -250,9 +250,12 @@ def test_a_mistyped_key_names_what_is_close_instead_of_adding_it(override, messa
     [
         (
             ["dataset=collegemsg", "dataset.foo=1"],
-            "unknown key 'dataset.foo': dataset has _target_, format, name, path, snapshot",
+            "unknown key 'dataset.foo': dataset has _target_, format, label_col, name, path, snapshot",
         ),
-        (["dataset=stream", "dataset.foo=1"], "unknown key 'dataset.foo': dataset has _target_, format, name, path, snapshot"),
+        (
+            ["dataset=stream", "dataset.foo=1"],
+            "unknown key 'dataset.foo': dataset has _target_, format, label_col, name, path, snapshot",
+        ),
         (
             ["dataset=edgelist", "dataset.task=x"],
             "unknown key 'dataset.task': did you mean dataset.lags? dataset has _target_, directed",
@@ -270,6 +273,7 @@ def test_a_mistyped_key_names_what_is_close_instead_of_adding_it(override, messa
         ),
         (["optim=sgd", "optim.momentun=0.9"], "unknown key 'optim.momentun': did you mean optim.momentum?"),
         (["launcher=torchrun", "launcher.nnode=2"], "unknown key 'launcher.nnode': did you mean launcher.nnodes"),
+        (["task=node", "node_task.dropuot=0.2"], "unknown key 'node_task.dropuot': did you mean node_task.dropout?"),
     ],
 )
 def test_an_unknown_key_names_the_keys_of_the_chosen_config(overrides, message):

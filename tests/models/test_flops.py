@@ -12,9 +12,11 @@ from dygsched.data.diffmap import coalesce, diff_snapshots
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.data.temporal_graph import Snapshot
 from dygsched.models.flops import FlopCounter, add_flops, count_conv_flops, counting
+from dygsched.models.gclstm import GCLSTM
 from dygsched.models.incremental_kernels import gat_conv_chain, gcn_conv_chain
 from dygsched.models.ops import gcn_aggregate
-from tests.models.test_models import NAMES, build
+from tests.models.snapshots import changing_group
+from tests.models.test_models import NAMES, REUSABLE, build
 
 N = 3
 CYCLE = torch.tensor([[0, 1, 2], [1, 2, 0]])  # 0 -> 1 -> 2 -> 0
@@ -154,6 +156,8 @@ def test_every_model_is_countable_and_reuse_counts_less(name: str) -> None:
     with count_conv_flops(model) as full:
         model(snapshots)
     assert full.by_kind["aggregate"] > 0 and full.by_kind["transform"] > 0
+    if name not in REUSABLE:  # GC-LSTM: no convolution of the input to reuse (test_gclstm_count_is_its_formula)
+        return
     first = coalesce(snapshots[0].edge_index, snapshots[0].edge_weight, snapshots[0].num_nodes)
     diffs = [diff_snapshots(a, b) for a, b in itertools.pairwise(snapshots)]
     with count_conv_flops(model) as reused:
@@ -173,3 +177,26 @@ def test_tgcn_forward_count_is_its_folded_convolution() -> None:
         folding = 2 * 3 * 8 * 8 * (4 + 1)  # the three 8 x 8 input halves times the conv's weight and bias
         expected += folding + (3 * messages + n) + 2 * messages * 4 + 2 * n * 4 * 24 + n * 24  # aggregate 4 wide, then project
     assert counter.total == expected
+
+
+def test_gclstm_count_is_its_formula() -> None:
+    """Per snapshot: the input's share of the four gates (a projection ``4 -> 4 x 8`` and its bias)
+    and the scaled Laplacian (once per graph: ``4 m + n`` over its ``m`` coefficients, a self-loop
+    on every node included). Per step from a non-zero state: ``K - 1 = 2`` propagations of ``H``
+    (``2 m x 8`` each), the order-2 term's ``2 T_1 - T_0`` (``2 n x 8``), the stacked projection
+    ``3 x 8 -> 4 x 8`` and its bias. The first snapshot's step starts from zero and convolves nothing."""
+    snapshots = changing_group(length=2)
+    model = GCLSTM(4, 1, hidden_channels=8, num_layers=1, K=3)
+    with count_conv_flops(model) as counter:
+        model(snapshots)
+    expected = dict.fromkeys(counter.by_kind, 0)
+    for t, s in enumerate(snapshots):
+        n, m = s.num_nodes, int((s.edge_index[0] != s.edge_index[1]).sum()) + s.num_nodes
+        expected["transform"] += 2 * n * 4 * 32
+        expected["elementwise"] += n * 32
+        expected["normalize"] += 4 * m + n
+        if t > 0:
+            expected["aggregate"] += 2 * (2 * m * 8)
+            expected["elementwise"] += 2 * n * 8 + n * 32
+            expected["transform"] += 2 * n * 24 * 32
+    assert counter.by_kind == expected

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,21 +14,27 @@ from hypothesis import strategies as st
 from torch import nn
 from torch_geometric.nn import GATConv, GCNConv
 
-from dygsched.data.diffmap import DiffMap, EdgeSet, coalesce, diff_snapshots
+from dygsched.data import diffmap
+from dygsched.data.diffmap import DiffMap, EdgeSet, apply_diff, coalesce, diff_snapshots
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.data.temporal_graph import Snapshot
 from dygsched.models import DGNN, flops
 from dygsched.models.incremental_kernels import (
+    GCNSpec,
     gat_conv_chain,
     gcn_aggregate_chain,
     gcn_conv_chain,
+    gcn_step_sizes,
+    node_set,
     projected_gcn_chain,
     resolve_paths,
+    spmm,
 )
+from dygsched.models.incremental_kernels.spmm import coalesced as coalesced_entries
 from dygsched.models.ops import gcn_aggregate
 from tests.data.test_diffmap import snapshot_chains
 from tests.models.snapshots import changing_group, in_float64
-from tests.models.test_models import NAMES, build
+from tests.models.test_models import REUSABLE, build
 
 FEATURES = 3
 EXACT = {"rtol": 1e-9, "atol": 1e-9}  # float64
@@ -300,7 +307,7 @@ def _group_with_small_changes(seed: int, classes: int = 0) -> list[Snapshot]:
 
 
 @pytest.mark.parametrize("train", [False, True], ids=["eval", "train"])
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", REUSABLE)
 def test_models_with_precomputed_first_layer_convs_equal_full_models(name: str, train: bool) -> None:
     """In float64: the two paths sum the same messages in different orders, which in float32 moves a
     gradient element by a few ulps of the terms summed into it (2e-6 against a 1e-6 bound on AVX2 and
@@ -336,3 +343,114 @@ def test_forward_rejects_a_wrong_number_of_first_layer_outputs() -> None:
     outs = model.layers[0].conv_chain(*chain_inputs(snapshots))
     with pytest.raises(ValueError, match="2 first-layer conv outputs for 3 snapshots"):
         model(snapshots, first_conv_outs=outs[:2])
+
+
+# -- sets sized on the host: the same chain, found without reading sizes back ---------------------
+
+
+def sized(first: EdgeSet, diffs: list[DiffMap], spec: GCNSpec) -> list[DiffMap]:
+    """``diffs`` with the sizes of each incremental step, found on the host as the reuse engine
+    finds them (``reuse.with_step_sizes``: the graph before each diff map, from the chain's first)."""
+    out, before = [], first
+    for diff in diffs:
+        after = apply_diff(before, diff)
+        out.append(replace(diff, step_sizes=gcn_step_sizes(before, after, diff, spec)))
+        before = after
+    return out
+
+
+def assert_bitwise_same(module: nn.Module, plain: list[torch.Tensor], given: list[torch.Tensor]) -> None:
+    """The same outputs and the same gradients of one random linear loss, bit for bit."""
+    assert len(plain) == len(given)
+    for a, b in zip(plain, given, strict=True):
+        assert torch.equal(a, b)
+    params = [p for p in module.parameters() if p.requires_grad]
+    if not params or not any(o.requires_grad for o in plain):  # the aggregation alone has no parameters
+        return
+    weights = [torch.randn(o.shape, generator=torch.Generator().manual_seed(t), dtype=o.dtype) for t, o in enumerate(plain)]
+    grads = [
+        torch.autograd.grad(sum((o * w).sum() for o, w in zip(outs, weights, strict=True)), params, allow_unused=True)
+        for outs in (plain, given)
+    ]
+    for a, b in zip(*grads, strict=True):
+        assert (a is None and b is None) or torch.equal(a, b)
+
+
+KERNELS = ["gcn_conv", "gcn_conv_normalize_off", "gcn_conv_improved", "aggregate", "aggregate_no_loops", "case_2"]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_a_chain_given_its_steps_sizes_by_the_host_computes_the_same_bits(kernel: str, data: st.DataObject) -> None:
+    """With the sizes the host found, the kernels find their sets without reading a size back and
+    compute exactly what they computed without them: outputs and gradients, bit for bit, on random
+    multigraphs with self-loops coming and going, weight changes and changed feature rows."""
+    snapshots = data.draw(snapshot_chains(features=FEATURES))
+    paths = data.draw(paths_strategy(len(snapshots) - 1))
+    x, first, diffs = chain_inputs(snapshots, data.draw(whole_strategy(len(snapshots) - 1)))
+    torch.manual_seed(0)
+    settings_of = {"gcn_conv_normalize_off": {"normalize": False}, "gcn_conv_improved": {"improved": True}}
+    conv = GCNConv(FEATURES, 4, **settings_of.get(kernel, {})).double()
+    chains: dict[str, tuple[GCNSpec, Callable[[list[DiffMap]], list[torch.Tensor]]]] = {
+        "aggregate": (GCNSpec.of(), lambda d: gcn_aggregate_chain(x, first, d, paths)),
+        "aggregate_no_loops": (
+            GCNSpec.of(add_self_loops=False),
+            lambda d: gcn_aggregate_chain(x, first, d, paths, add_self_loops=False),
+        ),
+        "case_2": (
+            GCNSpec.of(),
+            lambda d: projected_gcn_chain(x, conv.lin.weight, conv.bias, first, d, paths, project_first=False),
+        ),
+    }
+    of_conv = GCNSpec.of(conv.improved, conv.add_self_loops, conv.normalize)
+    spec, chain = chains.get(kernel, (of_conv, lambda d: gcn_conv_chain(conv, x, first, d, paths)))
+    given_sizes = sized(first, diffs, spec)
+    assert all(d.step_sizes is not None or d.is_full for d in given_sizes)
+    assert_bitwise_same(conv, chain(diffs), chain(given_sizes))
+
+
+def test_the_hosts_sizes_of_a_known_step() -> None:
+    """Hand count on 4 nodes (edges 0->1, 2->3; the next snapshot adds 0->3 and changes row 2):
+    node 3's in-degree changes and row 2 changed, so the sources are 2 and 3; their out-edges in
+    the new graph are 2->3 alone (3 has none); the rows rewritten are 3 (the added edge's and the
+    out-edge's target) and the filled self-loops of the sources, 2 and 3; the product has the
+    out-edge and the added edge."""
+    x = torch.randn(4, 3, dtype=torch.float64)
+    y = x.clone()
+    y[2] += 1.0
+    edges = [torch.tensor([[0, 2], [1, 3]]), torch.tensor([[0, 0, 2], [1, 3, 3]])]
+    before, after = (Snapshot(e, torch.ones(e.size(1), dtype=torch.float64), f, None, None) for e, f in zip(edges, (x, y)))
+    diff = diff_snapshots(before, after)
+    first = coalesce(before.edge_index, before.edge_weight, 4)
+    sizes = gcn_step_sizes(first, apply_diff(first, diff), diff, GCNSpec.of())
+    assert sizes is not None
+    assert (sizes.sources, sizes.fill_nodes, sizes.out_edges, sizes.rows, sizes.entries) == (2, 2, 1, 2, 2)
+
+
+def test_the_coalesced_matrix_is_the_one_torch_coalesces_to_and_gives_the_same_product(monkeypatch) -> None:
+    """What a GPU would coalesce before its product (entries sorted, a repeated pair summed: the
+    kernels repeat a pair at most twice, an edge removed and added again), built here without a
+    read; on the GPU's path (played on CPU) the product is the coalesced matrix's, bit for bit."""
+    gen = torch.Generator().manual_seed(3)
+    rows, cols = torch.randint(0, 7, (40,), generator=gen), torch.randint(0, 9, (40,), generator=gen)
+    keys = torch.unique(rows * 9 + cols)
+    rows, cols = torch.div(keys, 9, rounding_mode="floor"), torch.remainder(keys, 9)
+    twice = torch.randperm(keys.numel(), generator=gen)[:10]
+    rows, cols = torch.cat([rows, rows[twice]]), torch.cat([cols, cols[twice]])
+    shuffle = torch.randperm(rows.numel(), generator=gen)
+    rows, cols = rows[shuffle], cols[shuffle]
+    values = torch.randn(rows.numel(), generator=gen)
+    indices, summed = coalesced_entries(rows, cols, values, 9, keys.numel())
+    reference = torch.sparse_coo_tensor(torch.stack([rows, cols]), values, (7, 9), check_invariants=False).coalesce()
+    assert torch.equal(indices, reference.indices()) and torch.equal(summed, reference.values())
+    dense = torch.randn(9, 4, generator=gen)
+    monkeypatch.setattr(diffmap, "on_gpu", lambda tensor: True)
+    assert torch.equal(spmm(rows, cols, values, dense, 7, distinct=keys.numel()), torch.sparse.mm(reference, dense))
+
+
+def test_a_node_set_of_selected_ids_with_its_size_given_is_the_same_set() -> None:
+    ids, keep = torch.tensor([5, 1, 3]), torch.tensor([True, False, True])
+    plain = node_set(8, (ids, keep), torch.tensor([0, 5]))
+    sized_set = node_set(8, (ids, keep), torch.tensor([0, 5]), size=3)
+    assert plain[0].tolist() == [0, 3, 5] and all(torch.equal(a, b) for a, b in zip(plain, sized_set, strict=True))

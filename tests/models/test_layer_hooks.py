@@ -8,6 +8,7 @@ import torch
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.engine.snapshot_groups.profiler import PhaseTimer, TimedHooks
 from dygsched.models.gat_lstm import GATLSTM
+from dygsched.models.gclstm import GCLSTM
 from dygsched.models.hooks import PLAIN, GivenFirstSpatial, LayerHooks
 from dygsched.models.mpnn_lstm import MPNNLSTM
 from dygsched.models.tgcn import TGCN
@@ -31,7 +32,13 @@ class StepByStep(LayerHooks):
 
 
 @pytest.mark.parametrize(
-    "make", [lambda: TGCN(4, 1, 8, 2), lambda: GATLSTM(4, 1, 8, 3, heads=2), lambda: MPNNLSTM(4, 1, 8, 1, dropout=0.0)]
+    "make",
+    [
+        lambda: TGCN(4, 1, 8, 2),
+        lambda: GATLSTM(4, 1, 8, 3, heads=2),
+        lambda: MPNNLSTM(4, 1, 8, 1, dropout=0.0),
+        lambda: GCLSTM(4, 1, 8, 2, K=3),
+    ],
 )
 def test_hooks_see_every_layer_and_the_timed_forward_is_the_forward(make):
     graph = SyntheticSource(num_nodes=30, num_snapshots=3, feature_dim=4).load()
@@ -59,7 +66,13 @@ def test_unroll_continues_from_given_states_like_one_long_sequence():
 
 
 @pytest.mark.parametrize(
-    "make", [lambda: TGCN(4, 1, 8, 3), lambda: MPNNLSTM(4, 1, 8, 2, dropout=0.0), lambda: GATLSTM(4, 1, 8, 2, heads=2)]
+    "make",
+    [
+        lambda: TGCN(4, 1, 8, 3),
+        lambda: MPNNLSTM(4, 1, 8, 2, dropout=0.0),
+        lambda: GATLSTM(4, 1, 8, 2, heads=2),
+        lambda: GCLSTM(4, 1, 8, 2, K=3),
+    ],
 )
 def test_one_layer_at_a_time_is_the_same_computation(make):
     graph = SyntheticSource(num_nodes=30, num_snapshots=4, feature_dim=4).load()

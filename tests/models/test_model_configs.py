@@ -8,7 +8,7 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from dygsched.models import DGNN, GATLSTM, MPNNLSTM, TGCN, WDGCN, EvolveGCNH, EvolveGCNO
+from dygsched.models import DGNN, GATLSTM, GCLSTM, MPNNLSTM, TGCN, WDGCN, EvolveGCNH, EvolveGCNO
 from dygsched.models.sage_temporal import SAGETemporal
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
@@ -19,6 +19,7 @@ EXPECTED = {
     "evolvegcn_h": EvolveGCNH,
     "gat_lstm": GATLSTM,
     "mpnn_lstm": MPNNLSTM,
+    "gclstm": GCLSTM,
 }
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 import torch
 
 from dygsched.data.temporal_graph import Snapshot
-from dygsched.models import DGNN, GATLSTM, MPNNLSTM, TGCN, WDGCN, EvolveGCNH, EvolveGCNO
+from dygsched.models import DGNN, GATLSTM, GCLSTM, MPNNLSTM, TGCN, WDGCN, EvolveGCNH, EvolveGCNO
 from dygsched.models.ops import gcn_aggregate
 from tests.models.snapshots import changing_group, random_snapshot
 
@@ -23,8 +24,11 @@ MODELS: dict[str, tuple[type[DGNN], dict[str, Any]]] = {
     "evolvegcn_h": (EvolveGCNH, {}),
     "gat_lstm": (GATLSTM, {"heads": 2}),
     "mpnn_lstm": (MPNNLSTM, {"dropout": 0.0}),
+    "gclstm": (GCLSTM, {"K": 3}),
 }
 NAMES = sorted(MODELS)
+# The models whose first layer has a convolution of its input to reuse (``DGNNLayer.reuse``): all but GC-LSTM.
+REUSABLE = [name for name in NAMES if name != "gclstm"]
 
 
 def build(name: str, out_channels: int = 1, num_layers: int = 2, seed: int = 0, **overrides: Any) -> DGNN:
@@ -62,6 +66,17 @@ def test_gradients_reach_every_parameter(name: str, num_layers: int) -> None:
         assert param.grad.abs().sum() > 0, f"{name}: zero gradient for {pname}"
 
 
+def tensors_in(value: Any) -> list[torch.Tensor]:
+    """The tensors of a spatial output: a tensor, or tuples and frozen dataclasses of them (GC-LSTM's)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, tuple):
+        return [t for item in value for t in tensors_in(item)]
+    if dataclasses.is_dataclass(value):
+        return [t for field in dataclasses.fields(value) for t in tensors_in(getattr(value, field.name))]
+    return []
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_state_is_a_tuple_of_tensors_and_spatial_does_not_read_it(name: str) -> None:
     """The engine ships states between ranks and may cache ``spatial`` outputs (REAL)."""
@@ -74,8 +89,8 @@ def test_state_is_a_tuple_of_tensors_and_spatial_does_not_read_it(name: str) -> 
         out_a = layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, state)
         noisy = tuple(torch.randn_like(t) for t in state)
         out_b = layer.spatial(x, snapshot.edge_index, snapshot.edge_weight, noisy)
-        parts_a = out_a if isinstance(out_a, tuple) else (out_a,)
-        parts_b = out_b if isinstance(out_b, tuple) else (out_b,)
+        parts_a, parts_b = tensors_in(out_a), tensors_in(out_b)
+        assert parts_a and len(parts_a) == len(parts_b)
         for a, b in zip(parts_a, parts_b, strict=True):
             assert torch.equal(a, b)
         x, new_state = layer.temporal(out_a, state)
@@ -166,3 +181,28 @@ def test_mpnn_lstm_width_grows_with_the_skip_connection() -> None:
     without = build("mpnn_lstm", num_layers=2, skip=False)
     assert [layer.out_channels for layer in without.layers] == [2 * HIDDEN, 2 * HIDDEN]
     assert without(changing_group()).shape == (12,)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"K": 0}, "K \\(the Chebyshev filter size\\) must be a positive integer, got 0"),
+        ({"K": 2.5}, "got 2.5"),
+        ({"normalization": "none"}, "unknown normalization 'none' \\(choose from sym, rw, null\\)"),
+    ],
+)
+def test_gclstm_rejects_a_filter_size_or_normalization_it_cannot_build(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        build("gclstm", **overrides)
+
+
+def test_gclstm_is_initialised_as_tgt_gate_by_gate() -> None:
+    """Each gate's block of a stacked weight is Glorot-uniform over its own sizes (tgt's ``W_g``:
+    ``in x out``; ``Theta_g^k``: ``out x out``), not over the stacked matrix; biases start at zero."""
+    torch.manual_seed(0)
+    layer = GCLSTM(64, 1, hidden_channels=16, num_layers=1, K=2).layers[0]
+    for weight, fan_in in ((layer.input.weight, 64), *((lin.weight, 16) for lin in layer.conv.lins)):
+        bound = (6.0 / (fan_in + 16)) ** 0.5
+        for block in weight.chunk(4):
+            assert block.abs().max() <= bound and block.abs().max() > 0.9 * bound
+    assert not layer.input.bias.any() and not layer.conv.bias.any()

@@ -12,7 +12,10 @@ WD-GCN and GAT-LSTM have no tgt counterpart; they are checked in test_equations.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Iterator
+from typing import cast
 
 import pytest
 import torch
@@ -20,6 +23,7 @@ import torch
 from dygsched.data.temporal_graph import Snapshot
 from dygsched.models.evolvegcn_h import EvolveGCNHLayer
 from dygsched.models.evolvegcn_o import EvolveGCNOLayer
+from dygsched.models.gclstm import GCLSTM, GCLSTMLayer
 from dygsched.models.mpnn_lstm import MPNNLSTMLayer
 from dygsched.models.tgcn import TGCN, TGCNLayer
 from tests.models.snapshots import changing_group
@@ -285,3 +289,151 @@ def test_mpnn_lstm_matches_tgt_on_one_snapshot_in_training_mode(source: str) -> 
     after = theirs["weights_after"]
     torch.testing.assert_close(ours.batch_norm_1.running_mean, after["_batch_norm_1.running_mean"], **TOL)
     torch.testing.assert_close(ours.batch_norm_2.running_var, after["_batch_norm_2.running_var"], **TOL)
+
+
+# ---- GC-LSTM ---------------------------------------------------------------------------------------
+
+GCLSTM_GATES = ("i", "f", "c", "o")
+GCLSTM_IN, GCLSTM_HIDDEN = 3, 5  # two widths apart from each other and from the 4 gates: a transposed or mis-stacked block shows
+# (normalization, K, bias): the default Laplacian with a filter of order 2; the other two
+# normalisations, one without the convolutions' biases; K = 1, which does not propagate.
+GCLSTM_SETTINGS = {
+    "sym-K3": ("sym", 3, True),
+    "rw-K2-no-bias": ("rw", 2, False),
+    "none-K2": (None, 2, True),
+    "sym-K1": ("sym", 1, True),
+}
+
+
+def gclstm_group() -> list[Snapshot]:
+    return changing_group(length=3, num_features=GCLSTM_IN, dtype=torch.float64)
+
+
+def tgt_gclstm(normalization: str | None, k: int, bias: bool) -> dict:
+    """Two tgt ``GCLSTM`` cells stacked (3 -> 5 -> 5): their weights, ``H`` and ``C`` of both at
+    every step, and every weight's gradient. tgt's default zero state is float32, so both cells
+    start from float64 zeros given explicitly."""
+    recurrent = tgt_recurrent()
+    cells = [recurrent.GCLSTM(a, GCLSTM_HIDDEN, k, normalization, bias).double() for a in (GCLSTM_IN, GCLSTM_HIDDEN)]
+    for seed, cell in enumerate(cells):
+        draw_parameters(cell, seed)
+    weights = [weights_of(cell) for cell in cells]
+    snapshots = gclstm_group()
+    zeros = torch.zeros(snapshots[0].num_nodes, GCLSTM_HIDDEN, dtype=torch.float64)
+    states = [(zeros, zeros), (zeros, zeros)]
+    steps = []
+    for snapshot in snapshots:
+        x = snapshot.x
+        for i, cell in enumerate(cells):
+            states[i] = cell(x, snapshot.edge_index, snapshot.edge_weight, *states[i])
+            x = states[i][0]
+        steps.append([[t.detach().clone() for t in state] for state in states])
+    (x * output_weights(x)).sum().backward()
+    grads = [{name: param.grad.clone() for name, param in cell.named_parameters()} for cell in cells]
+    return {"inputs": inputs_of(snapshots), "weights": weights, "states": steps, "grads": grads}
+
+
+GCLSTM_CASES = {
+    name: library_case(f"gclstm-{name}", lambda setting=setting: tgt_gclstm(*setting))
+    for name, setting in GCLSTM_SETTINGS.items()
+}
+
+
+def stacked(tensors: dict[str, torch.Tensor], name: str, k: int | None = None) -> torch.Tensor:
+    """tgt's per-gate parameters of one kind in our layout: input weights ``W_g`` (``[in, out]``)
+    transposed and stacked, input biases ``b_g`` (``[1, out]``), the convolutions' ``k``-th linear
+    weights, or their biases, each stacked in the gate order ``i, f, c, o``."""
+    if name == "W":
+        return torch.cat([tensors[f"W_{g}"] for g in GCLSTM_GATES], dim=1).T
+    if name == "b":
+        return torch.cat([tensors[f"b_{g}"].reshape(-1) for g in GCLSTM_GATES])
+    if name == "lin":
+        return torch.cat([tensors[f"conv_{g}.lins.{k}.weight"] for g in GCLSTM_GATES])
+    return torch.cat([tensors[f"conv_{g}.bias"] for g in GCLSTM_GATES])
+
+
+def load_gclstm_cell(layer: GCLSTMLayer, cell_weights: dict[str, torch.Tensor]) -> None:
+    with torch.no_grad():
+        layer.input.weight.copy_(stacked(cell_weights, "W"))
+        layer.input.bias.copy_(stacked(cell_weights, "b"))
+        for k, lin in enumerate(layer.conv.lins):
+            lin.weight.copy_(stacked(cell_weights, "lin", k))
+        if layer.conv.bias is not None:
+            layer.conv.bias.copy_(stacked(cell_weights, "conv_bias"))
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("setting", sorted(GCLSTM_SETTINGS))
+def test_gclstm_matches_tgt_cell_by_cell(setting: str, source: str) -> None:
+    """Our GC-LSTM stacks the four gates' Chebyshev convolutions into one (one recursion on ``H``
+    per step), keeps each snapshot's scaled Laplacian, and skips a zero state's convolution: the
+    same ``H`` and ``C`` at every step, and the same gradients, as two tgt cells stacked, on directed
+    graphs with isolated nodes (zero degrees) whose node sets change."""
+    normalization, k, bias = GCLSTM_SETTINGS[setting]
+    theirs = library_outputs(GCLSTM_CASES[setting], source)
+    snapshots = gclstm_group()
+    assert_recorded_on(snapshots, theirs, GCLSTM_CASES[setting])
+    model = GCLSTM(GCLSTM_IN, 1, GCLSTM_HIDDEN, num_layers=2, K=k, normalization=normalization, bias=bias).double()
+    layers = [cast(GCLSTMLayer, layer) for layer in model.layers]
+    for layer, cell_weights in zip(layers, theirs["weights"], strict=True):
+        load_gclstm_cell(layer, cell_weights)
+
+    states = model.initial_states(12, torch.device("cpu"), torch.float64)
+    for snapshot, expected in zip(snapshots, theirs["states"], strict=True):
+        out, states = model.step(snapshot, states)
+        for ours, (h, c) in zip(states, expected, strict=True):
+            torch.testing.assert_close(ours[0], h, **TOL)
+            torch.testing.assert_close(ours[1], c, **TOL)
+        torch.testing.assert_close(out, expected[-1][0], **TOL)
+
+    (out * output_weights(out)).sum().backward()
+    for layer, grads in zip(layers, theirs["grads"], strict=True):
+        torch.testing.assert_close(layer.input.weight.grad, stacked(grads, "W"), **TOL)
+        torch.testing.assert_close(layer.input.bias.grad, stacked(grads, "b"), **TOL)
+        for index, lin in enumerate(layer.conv.lins):
+            torch.testing.assert_close(lin.weight.grad, stacked(grads, "lin", index), **TOL)
+        if bias:
+            torch.testing.assert_close(layer.conv.bias.grad, stacked(grads, "conv_bias"), **TOL)
+        else:
+            assert layer.conv.bias is None and not any(name.endswith(".bias") for name in grads if name.startswith("conv_"))
+
+
+@contextlib.contextmanager
+def default_float64() -> Iterator[None]:
+    """Modules built in float64 from the start: their initialisers then draw float64 values, the same
+    under every CPU kernel set (float32 draws can differ by an ulp between them)."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
+
+
+def tgt_gclstm_initialisation() -> dict:
+    """The weights of two tgt ``GCLSTM`` cells (``K = 2``) built after ``torch.manual_seed(0)``."""
+    recurrent = tgt_recurrent()
+    with default_float64():
+        torch.manual_seed(0)
+        cells = [recurrent.GCLSTM(a, GCLSTM_HIDDEN, 2) for a in (GCLSTM_IN, GCLSTM_HIDDEN)]
+    return {"weights": [weights_of(cell) for cell in cells]}
+
+
+GCLSTM_INITIAL = library_case("gclstm-initialisation", tgt_gclstm_initialisation)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_gclstm_starts_from_the_weights_tgt_draws_from_the_same_seed(source: str) -> None:
+    """Our stacked parameters are drawn in tgt's order from the same generator, so after one seed a
+    model holds tgt's cells' weights (and a run's first steps are tgt's, bench-vs-pygt's losses too)."""
+    theirs = library_outputs(GCLSTM_INITIAL, source)
+    with default_float64():
+        torch.manual_seed(0)
+        model = GCLSTM(GCLSTM_IN, 1, GCLSTM_HIDDEN, num_layers=2, K=2)
+    same_draws = {"rtol": 0.0, "atol": 1e-12}  # a kernel set rounds a float64 draw by an ulp; another draw is ~0.1 off
+    for layer, weights in zip([cast(GCLSTMLayer, layer) for layer in model.layers], theirs["weights"], strict=True):
+        torch.testing.assert_close(layer.input.weight, stacked(weights, "W"), **same_draws)
+        torch.testing.assert_close(layer.conv.bias, stacked(weights, "conv_bias"), **same_draws)
+        for k, lin in enumerate(layer.conv.lins):
+            torch.testing.assert_close(lin.weight, stacked(weights, "lin", k), **same_draws)
+        assert not layer.input.bias.any() and not stacked(weights, "b").any()  # tgt's b_g start at zero

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dygsched.commands.gpu_check.groups import Joined, RankGroups
 from dygsched.commands.gpu_check.probing import probe, probe_rank, probe_settings
 from dygsched.commands.gpu_check.runs import gpu_count, variant_row
 from dygsched.commands.gpu_check.table import TABLE, Clock, Row, failure, markdown, tally, write_table
@@ -34,11 +35,19 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--budget-s",
         type=float,
-        default=225.0,
-        help="start no run after this many seconds; the check ends within the budget and one run's deadline "
-        "(default: %(default)s)",
+        default=315.0,
+        help="start no run after this many seconds; the check ends within the budget, one start of ranks and one "
+        "run's deadline (default: %(default)s)",
     )
-    parser.add_argument("--run-timeout-s", type=float, default=75.0, help="deadline of one run (default: %(default)s)")
+    parser.add_argument(
+        "--run-timeout-s", type=float, default=45.0, help="deadline of one run on its ranks (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--start-timeout-s",
+        type=float,
+        default=60.0,
+        help="deadline of a group of ranks' start: spawned, imported, joined (default: %(default)s)",
+    )
     parser.add_argument("--dist-timeout-s", type=float, default=30.0, help="the runs' collective timeout (default: %(default)s)")
     parser.add_argument("--probe-timeout-s", type=float, default=60.0, help="deadline of each probe (default: %(default)s)")
     args = parser.parse_args(list(argv))
@@ -51,20 +60,25 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     missing = [n for n in args.only if n not in names]
     if missing:
         parser.error(f"unknown variant {', '.join(missing)}: choose from {', '.join(names)}")
-    for name in ("budget_s", "run_timeout_s", "dist_timeout_s", "probe_timeout_s"):
+    for name in ("budget_s", "run_timeout_s", "start_timeout_s", "dist_timeout_s", "probe_timeout_s"):
         if not getattr(args, name) > 0:
             parser.error(f"--{name.replace('_', '-')} must be more than 0")
     return args
 
 
 def cuda_visible() -> bool:
+    """Whether a CUDA device is visible, asked without initialising CUDA in this process (torch
+    counts through NVML first): CUDA is initialised in the spawned ranks alone."""
     import torch
 
-    return bool(torch.cuda.is_available())
+    return int(torch.cuda.device_count()) > 0
 
 
-def describe_machine(device: str) -> dict[str, Any]:
-    """What the table was measured with (``check_gpu_machine.json``): Python, torch, CUDA, NCCL, the GPU."""
+def describe_machine(device: str, gpu_details: bool = False) -> dict[str, Any]:
+    """What the table was measured with (``check_gpu_machine.json``): Python, torch, CUDA, NCCL and
+    the GPU count, read without initialising CUDA here; the check adds the GPU's name and memory
+    when the first ranks on it joined (``add_gpu``). ``gpu_details``: read them here instead, which
+    initialises CUDA in this process (bench-gpu, whose plain loop runs here anyway)."""
     import platform
 
     import torch
@@ -72,17 +86,29 @@ def describe_machine(device: str) -> dict[str, Any]:
     machine: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__, "cpus": os.cpu_count()}
     if device == "cuda":
         try:
-            nccl: Any = torch.cuda.nccl.version()
+            nccl: Any = torch.cuda.nccl.version()  # the library's own version: no device touched
         except Exception:  # a build without NCCL: the probe's nccl rows say what that means
             nccl = None
         machine.update(
             cuda=torch.version.cuda,
             nccl=".".join(map(str, nccl)) if isinstance(nccl, tuple) else nccl,
             gpus=torch.cuda.device_count(),
-            gpu=torch.cuda.get_device_name(0),
-            gpu_memory_gib=round(torch.cuda.get_device_properties(0).total_memory / 2**30, 1),
         )
+        if gpu_details:
+            machine.update(
+                gpu=torch.cuda.get_device_name(0),
+                gpu_memory_gib=round(torch.cuda.get_device_properties(0).total_memory / 2**30, 1),
+            )
     return machine
+
+
+def add_gpu(machine: dict[str, Any], joined: Sequence[Joined]) -> bool:
+    """The GPU a group's rank 0 joined on, into ``machine`` (once); whether it was added."""
+    first = joined[0] if joined else None
+    if first is None or not first.gpu or "gpu" in machine:
+        return False
+    machine.update(gpu=first.gpu, gpu_memory_gib=first.gpu_memory_gib)
+    return True
 
 
 def main(argv: Sequence[str]) -> int:
@@ -99,12 +125,12 @@ def main(argv: Sequence[str]) -> int:
     clock = Clock(args.budget_s)
     clock.say(f"check-gpu: device={args.device}, parts {', '.join(args.parts)}, table in {folder / TABLE}.csv and .md")
     machine = describe_machine(args.device)
-    (folder / f"{TABLE}_machine.json").write_text(json.dumps(machine, indent=2) + "\n")
+    write_machine(folder, machine)
     clock.say(", ".join(f"{key} {value}" for key, value in machine.items()))
     rows: list[Row] = []
     signal.signal(signal.SIGTERM, _stop)  # a run in progress stops its ranks on it, as dygsched run does
     try:
-        check(args, folder, clock, rows)
+        check(args, folder, clock, rows, machine)
     except (Terminated, KeyboardInterrupt) as exc:
         write_table(rows, folder)
         stopped_by = getattr(exc, "signal_name", "interrupted")
@@ -127,19 +153,36 @@ def _stop(signum: int, frame: Any) -> None:
     raise Terminated(signum)
 
 
-def check(args: argparse.Namespace, folder: Path, clock: Clock, rows: list[Row]) -> None:
-    """The parts ``args`` asks for, each row added to ``rows`` and the table rewritten at once."""
+def write_machine(folder: Path, machine: dict[str, Any]) -> None:
+    (folder / f"{TABLE}_machine.json").write_text(json.dumps(machine, indent=2) + "\n")
+
+
+def check(args: argparse.Namespace, folder: Path, clock: Clock, rows: list[Row], machine: dict[str, Any] | None = None) -> None:
+    """The parts ``args`` asks for, each row added to ``rows`` and the table rewritten at once; the
+    runs of parts 2 and 3 trained by groups of ranks started once per world size and device
+    (``groups``), which leave at the end or stop with the check."""
 
     def keep(new: list[Row] | Row) -> None:
         rows.extend(new if isinstance(new, list) else [new])
         write_table(rows, folder)
 
+    def joined(ranks: list[Joined]) -> None:
+        if machine is not None and add_gpu(machine, ranks):
+            write_machine(folder, machine)
+            clock.say(f"gpu {machine['gpu']}, {machine['gpu_memory_gib']} GiB")
+
     if "probe" in args.parts:
         for setting in probe_settings(args.device, gpu_count(args.device)):
             keep(probe(setting.world_size, setting.backend, args.device, folder, args.probe_timeout_s, clock, setting.spread))
-    # strategy by strategy, one rank then two: a check stopped by its budget misses the last strategies
-    # (the repeats) at both world sizes rather than every strategy at two ranks
-    for variant in (v for v in VARIANTS if not args.only or v.name in args.only):
-        for part, world_size in (("ws1", 1), ("ws2", 2)):
-            if part in args.parts and world_size in variant.world_sizes:
-                keep(variant_row(part, variant, world_size, args.device, folder / "runs", args, clock))
+    groups = RankGroups(folder / "ranks", args.start_timeout_s, clock.say, joined)
+    try:
+        # strategy by strategy, one rank then two: a check stopped by its budget misses the last
+        # strategies (the repeats) at both world sizes rather than every strategy at two ranks
+        for variant in (v for v in VARIANTS if not args.only or v.name in args.only):
+            for part, world_size in (("ws1", 1), ("ws2", 2)):
+                if part in args.parts and world_size in variant.world_sizes:
+                    keep(variant_row(part, variant, world_size, args.device, folder / "runs", args, clock, groups))
+    except BaseException:
+        groups.stop()
+        raise
+    groups.close()

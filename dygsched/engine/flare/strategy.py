@@ -144,12 +144,13 @@ class FlareStrategy(Strategy):
 
     def check_model(self, model: nn.Module) -> None:
         layers = getattr(model, "layers", [])
-        refused = [type(layer).__name__ for layer in layers if not getattr(layer, "partitionable", False)]
+        refused = [layer for layer in layers if not getattr(layer, "partitionable", False)]
         if refused or not isinstance(model, DGNN):
-            what = refused[0] if refused else type(model).__name__
+            what = type(refused[0] if refused else model).__name__
+            because = getattr(refused[0], "not_partitionable_because", "") if refused else "it is not a snapshot model"
             raise ConfigError(
                 f"sched={self.name} splits every snapshot's nodes over the ranks, and {what} cannot run on a part of them "
-                "(EvolveGCN-H's top-k ranks every node of a snapshot); use another model"
+                f"({because or 'it is not partitionable'}); use another model"
             )
         model_norm(model)
 

@@ -83,3 +83,4 @@ class BatchInputs:
     neighbours: SampledNeighbours
     series: Series
     negative_sources: bool = False  # the roots end with the negatives' own sources (whole-edge samplers)
+    extra_roots: int = 0  # task=node: rows embedded after the link roots (label rows: node_task.py)

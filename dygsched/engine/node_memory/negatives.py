@@ -6,7 +6,8 @@ Evaluation draws ``eval_negatives`` per event under each sampler of ``eval.negat
 fixed negatives, where ``tgb_negatives`` gives their files, replace the drawn ones of their phase.
 Draws are seeded per global batch and made from the global batch's events, so every rank count
 draws the same ones; a rank takes its slice. ``negative_sampler`` and ``new_node_sampler`` build a
-run's samplers from its settings; ``check_samplers`` refuses impossible ones before any rank starts.
+run's samplers from its settings; ``check_samplers`` and ``check_evaluation`` refuse impossible ones
+before any rank starts.
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ from dygsched.data.event_batches import evaluated_phase, negative_destinations
 from dygsched.data.events import EventSplit, EventStream
 from dygsched.data.link_negatives import stored_in_cache
 from dygsched.data.negative_edges import NegativeEdges, sampler_names
-from dygsched.data.tgb_negatives import FixedNegatives
+from dygsched.data.tgb_negatives import FixedNegatives, read_phase_negatives
 from dygsched.engine.node_memory.batches import RankBatch
 from dygsched.engine.run_config import RunConfig
 from dygsched.errors import ConfigError
+from dygsched.metrics.link_prediction import AVERAGES
+
+INDUCTIVE_EVENTS = ("in_phase", "apart")  # eval.inductive: the new-node events scored in the phase's pass, or apart
 
 
 @dataclass(frozen=True)
@@ -155,3 +159,31 @@ def check_samplers(stream: EventStream, split: EventSplit, settings: RunConfig) 
             "eval.negatives=inductive draws edges first seen after training, but every edge of this split "
             "occurs in training (or before its last time): use random or historical"
         )
+
+
+def check_evaluation(stream: EventStream, split: EventSplit, settings: RunConfig) -> None:
+    """What link prediction's evaluation draws and how it scores, before any rank starts: the
+    samplers (``check_samplers``), ``eval.inductive`` and ``eval.average``, and TGB's or
+    ``eval.one_vs_many``'s fixed negatives (generated here, once, and read back against the split)."""
+    if settings.eval_negatives < 1:
+        raise ConfigError(f"eval_negatives must be at least 1 negative per event, got {settings.eval_negatives}")
+    check_samplers(stream, split, settings)
+    if settings.eval.inductive not in INDUCTIVE_EVENTS:
+        raise ConfigError(f"eval.inductive must be one of {', '.join(INDUCTIVE_EVENTS)}, got {settings.eval.inductive!r}")
+    if settings.eval.average not in AVERAGES:
+        raise ConfigError(f"eval.average must be one of {', '.join(AVERAGES)}, got {settings.eval.average!r}")
+    if settings.eval.inductive == "apart" and (settings.tgb_negatives or settings.eval.one_vs_many):
+        raise ConfigError(
+            "eval.inductive=apart draws its own negatives for the new-node pass: fixed ones "
+            "(tgb_negatives, eval.one_vs_many) have none for it"
+        )
+    if settings.tgb_negatives:
+        if settings.eval_negatives != 1:
+            raise ConfigError("give eval_negatives (uniform negatives) or tgb_negatives (TGB's fixed ones), not both")
+        if not settings.eval.default_negatives:
+            raise ConfigError(
+                "tgb_negatives gives TGB's fixed negatives: leave eval.negatives and eval.negative_pool at random, all"
+            )
+    prefix = fixed_negatives_prefix(stream, split, settings)  # eval.one_vs_many's are generated here, once
+    if prefix is not None:
+        read_phase_negatives(prefix, stream, {"val": split.val, "test": split.test})  # one line if it does not fit

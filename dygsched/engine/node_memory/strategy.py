@@ -32,6 +32,10 @@ positive and negative pair: transductive, inductive (``split.new_nodes`` hides D
 nodes from training, ``dygsched/data/new_nodes.py``) and, with ``eval_negatives = m > 1`` or TGB's
 fixed negatives, the mean reciprocal rank.
 
+Under ``task=node`` on a labelled stream, the loop trains and scores node property prediction
+instead: the task (``node_task.py``) adds the rows it embeds and decides the loss and the metrics;
+the loop, the backends and their exchanges are the same (``model=persistent`` is its floor).
+
 Epoch metrics: ``redundancy_dispatch`` and ``redundancy_aggregate`` (the share of the series and
 of the written endpoints that repeats a vertex: eta1, eta2), ``state_bytes`` (this rank's table) and
 ``exchange_s`` (seconds in node-state exchanges, inside ``comm_s``). Bytes per kind and peer:
@@ -59,6 +63,7 @@ from dygsched.data.event_batches import (
 from dygsched.data.events import EventSplit, EventStream
 from dygsched.data.kinds import DynamicData
 from dygsched.data.new_nodes import NewNodeSplit, new_node_split
+from dygsched.data.temporal_graph import Task
 from dygsched.data.tgb_negatives import read_phase_negatives
 from dygsched.engine import comm
 from dygsched.engine.node_memory.backend import MemoryRun, NodeMemory
@@ -66,23 +71,24 @@ from dygsched.engine.node_memory.batches import BatchInputs, RankBatch, Series
 from dygsched.engine.node_memory.config import NodeMemoryConfig
 from dygsched.engine.node_memory.negatives import (
     NegativeSampler,
-    check_samplers,
+    check_evaluation,
     fixed_negatives_prefix,
     negative_sampler,
     new_node_sampler,
 )
+from dygsched.engine.node_memory.node_task import NodePropertyTask, check_node_model, node_task_for
 from dygsched.engine.node_memory.transport import Transport
 from dygsched.engine.node_memory.updates import StateUpdates
 from dygsched.engine.run_config import RunConfig
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, Missing, RunContext, Strategy
 from dygsched.engine.timing import timed
 from dygsched.errors import ConfigError
-from dygsched.metrics.link_prediction import AVERAGES, EvaluationScores, link_prediction_metrics, sampler_label
+from dygsched.metrics.link_prediction import EvaluationScores, link_prediction_metrics, sampler_label
 from dygsched.models.edgebank import EdgeBank
 from dygsched.models.memory_base import MemoryModel, gather_rows
+from dygsched.models.persistent_forecast import PersistentForecast
 
 PHASES = ("train", "val", "test")
-INDUCTIVE_EVENTS = ("in_phase", "apart")  # eval.inductive
 
 
 class NodeMemoryStrategy(Strategy):
@@ -104,35 +110,16 @@ class NodeMemoryStrategy(Strategy):
         self.communicates_in_backward = self.memory.communicates_in_backward
         self._position: str | None = None  # the last phase whose events the state has absorbed
         self._epoch = 0
+        self._task = Task.LINK  # the data's (task=node: its labels), known from check() or setup()
+        self.node_task: NodePropertyTask | None = None  # task=node (node_task.py)
 
     # ---- before any rank starts -------------------------------------------------------------------
     def check(self, data: DynamicData, settings: RunConfig, world_size: int) -> None:
         super().check(data, settings, world_size)
         self.memory.check(self.name, data, settings, world_size)
         assert isinstance(data, EventStream)
-        if settings.eval_negatives < 1:
-            raise ConfigError(f"eval_negatives must be at least 1 negative per event, got {settings.eval_negatives}")
         split = data.split(settings.split.train, settings.split.val, settings.split.by)
-        check_samplers(data, split, settings)
-        if settings.eval.inductive not in INDUCTIVE_EVENTS:
-            raise ConfigError(f"eval.inductive must be one of {', '.join(INDUCTIVE_EVENTS)}, got {settings.eval.inductive!r}")
-        if settings.eval.average not in AVERAGES:
-            raise ConfigError(f"eval.average must be one of {', '.join(AVERAGES)}, got {settings.eval.average!r}")
-        if settings.eval.inductive == "apart" and (settings.tgb_negatives or settings.eval.one_vs_many):
-            raise ConfigError(
-                "eval.inductive=apart draws its own negatives for the new-node pass: fixed ones "
-                "(tgb_negatives, eval.one_vs_many) have none for it"
-            )
-        if settings.tgb_negatives:
-            if settings.eval_negatives != 1:
-                raise ConfigError("give eval_negatives (uniform negatives) or tgb_negatives (TGB's fixed ones), not both")
-            if not settings.eval.default_negatives:
-                raise ConfigError(
-                    "tgb_negatives gives TGB's fixed negatives: leave eval.negatives and eval.negative_pool at random, all"
-                )
-        prefix = fixed_negatives_prefix(data, split, settings)  # eval.one_vs_many's are generated here, once
-        if prefix is not None:
-            read_phase_negatives(prefix, data, {"val": split.val, "test": split.test})  # one line if it does not fit
+        check_evaluation(data, split, settings)
         training_events = int(
             new_node_split(data, split, settings.split.new_nodes, settings.split.new_nodes_draw).train_events.numel()
         )  # refuses an impossible share
@@ -140,12 +127,17 @@ class NodeMemoryStrategy(Strategy):
             raise ConfigError(
                 f"a global batch of {self.batch_size} x {world_size} ranks is more than the {training_events} training events"
             )
+        self._task = data.task  # task=node: its labels' task, its own checks (node_task.py)
+        node_task = node_task_for(data, split, settings, self.batch_size, world_size)
+        if node_task is not None:
+            node_task.check(settings)
 
     def check_model(self, model: nn.Module) -> None:
-        if not isinstance(model, (MemoryModel, EdgeBank)):
+        if not isinstance(model, (MemoryModel, EdgeBank, PersistentForecast)):
             raise ConfigError(
                 f"sched={self.name} trains memory-based continuous-time models: use model=tgn, jodie or apan (or edgebank)"
             )
+        check_node_model(model, self._task)
 
     # ---- on every rank ----------------------------------------------------------------------------
     def setup(self, run: RunContext) -> None:
@@ -177,10 +169,14 @@ class NodeMemoryStrategy(Strategy):
                 events = self.new_node_events[new_node_pass] = torch.arange(start, stop)[new]
                 self.new_node_negatives[new_node_pass] = new_node_sampler(stream, self.split, run.settings, events)
         self.edge = stream.edge_matrix().to(self.times.dtype)  # weight and edge features, as the models read them
+        self._task = stream.task
+        self.node_task = node_task_for(stream, self.split, run.settings, self.batch_size, self.world_size)  # task=node
 
     def objective(self, model: nn.Module) -> nn.Module:
         self.check_model(model)
         self.model = cast(MemoryModel, model)  # check_model refuses any other model
+        # task=node: the model under its classifier, its weights from node_task.init_from (node_task.py)
+        module = self.node_task.objective(model, self.device) if self.node_task is not None else model
         self.memory.attach(
             MemoryRun(
                 self.name,
@@ -197,7 +193,7 @@ class NodeMemoryStrategy(Strategy):
                 self.transport,
             )
         )
-        return model
+        return module
 
     # ---- batches ----------------------------------------------------------------------------------
     def phase_size(self, phase: str) -> int:
@@ -251,7 +247,8 @@ class NodeMemoryStrategy(Strategy):
         src, dst, t = self.stream.src[events], self.stream.dst[events], self.times[events]
         negatives = self.new_node_negatives.get(batch.phase, self.negatives).of(batch, self._epoch, sampler)
         roots = negatives.destinations if negatives.sources is None else torch.cat([negatives.destinations, negatives.sources])
-        read = batch_series(self.sampler(batch.phase), src, dst, roots, t, int(self.model.embedding_neighbours))
+        extra = self.node_task.extra_roots(batch) if self.node_task is not None else None  # task=node's rows, last
+        read = batch_series(self.sampler(batch.phase), src, dst, roots, t, int(self.model.embedding_neighbours), extra)
         return BatchInputs(
             src,
             dst,
@@ -261,6 +258,7 @@ class NodeMemoryStrategy(Strategy):
             read.neighbours,
             self.memory.prepare(Series(read.vertices, read.times)),
             negative_sources=negatives.sources is not None,
+            extra_roots=0 if extra is None else int(extra[0].numel()),
         )
 
     def _step(
@@ -271,6 +269,10 @@ class NodeMemoryStrategy(Strategy):
         micro-batch of the same batch, if any)."""
         if isinstance(self.model, EdgeBank):
             return self._edgebank_step(batch, inputs)
+        if isinstance(self.model, PersistentForecast):  # task=node's floor scores its rows alone (node_task.py)
+            assert self.node_task is not None
+            self.node_task.baseline_step(batch, self.events_of(batch))
+            return torch.zeros((), dtype=torch.float64), torch.zeros(0), torch.zeros(0, 1), self._no_writes()
         model, n = self.model, batch.events
         src, dst, t, roots, root_times, sampled, series = (
             inputs.src,
@@ -306,7 +308,8 @@ class NodeMemoryStrategy(Strategy):
             neighbour_edge_index=event_index.to(dev, non_blocking=True),
         )
         z = gather_rows(z, expand)
-        per_event = (roots.numel() - 2 * n) // max(n, 1) // (2 if inputs.negative_sources else 1)
+        z, z_extra = z[: z.shape[0] - inputs.extra_roots], z[z.shape[0] - inputs.extra_roots :]  # task=node's rows
+        per_event = (roots.numel() - inputs.extra_roots - 2 * n) // max(n, 1) // (2 if inputs.negative_sources else 1)
         positive = model.score(z[:n], z[n : 2 * n])
         negative_dst = z[2 * n : (2 + per_event) * n]
         negative_src = (
@@ -317,6 +320,8 @@ class NodeMemoryStrategy(Strategy):
             F.binary_cross_entropy_with_logits(negative, torch.zeros_like(negative), reduction="sum")
         )
         negative = negative.detach().view(per_event, n).t()
+        if self.node_task is not None:  # task=node: its loss (with the link loss under backbone=link), node_task.py
+            loss_sum = self.node_task.step_loss(batch, self.events_of(batch), z[:n], z_extra, loss_sum)
         return loss_sum, positive.detach(), negative, self._updates(batch, memory[: 2 * n].detach(), src, dst, t)
 
     def _edgebank_step(
@@ -350,13 +355,16 @@ class NodeMemoryStrategy(Strategy):
             proportion=(stop - start) / self.stream.num_events,
         ).to(self.device)
         positive, negative = scored[:, 0], scored[:, 1:]
+        return bank.loss_sum(positive, negative.reshape(-1)), positive, negative, self._no_writes()
+
+    def _no_writes(self) -> StateUpdates:
+        """A step that writes no node state (EdgeBank, the persistent forecast)."""
         table, none = self.memory.table, torch.zeros(0, dtype=torch.int64)
-        nothing = StateUpdates(
+        return StateUpdates(
             none, none, table.memory.new_zeros(0, table.memory_dim), table.memory.new_zeros(0, table.mail_dim),
             table.memory_time.new_zeros(0), none, none, table.memory.new_zeros(0, table.mail_dim),
             table.memory_time.new_zeros(0),
         )  # fmt: skip
-        return bank.loss_sum(positive, negative.reshape(-1)), positive, negative, nothing
 
     def _embedded_roots(self, roots: torch.Tensor, root_times: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The roots to embed (the first of each distinct (vertex, time) pair) and the index that
@@ -417,23 +425,29 @@ class NodeMemoryStrategy(Strategy):
     # ---- an epoch ---------------------------------------------------------------------------------
     def run_epoch(self, epoch: Epoch) -> Mapping[str, MetricValue]:
         self._epoch = epoch.index
-        if isinstance(self.model, EdgeBank):  # nothing to train: evaluation streams the phases it scores
+        if isinstance(self.model, (EdgeBank, PersistentForecast)):  # nothing to train: evaluation streams the phases it scores
             return {}
-        self.memory.table.reset()
+        self._reset_state()
         self.model.train()
+        node_task = self.node_task  # task=node: what a step's loss is counted in, and which batches step (node_task.py)
+        if node_task is not None:
+            node_task.train_mode(self.model)
         self._series_vertices = self._series_unique = self._endpoints = self._endpoints_unique = 0
         exchange_s = 0.0
-        epoch.expect_steps(len(self.batches("train")), "batch")
+        epoch.expect_steps(sum(self._trains(batch) for batch in self.batches("train")), "batch")
         for batch, parts in self.prepared("train"):
-            stats = IterationStats(batch.index, units=batch.events)
+            steps = self._trains(batch)
+            stats = IterationStats(batch.index, units=node_task.units(batch) if node_task is not None else batch.events)
+            divisor = node_task.divisor(batch) if node_task is not None else batch.global_events
             self.transport.new_step()
             with timed(self.device) as step:
                 writes = []
                 for i, (part, inputs) in enumerate(parts):
                     upcoming = parts[i + 1][1].series if i + 1 < len(parts) else None
                     loss_sum, _, _, updates = self._step(part, inputs, stats, upcoming)
-                    epoch.backward(loss_sum / batch.global_events, final=i + 1 == len(parts))
-                    stats.add_loss(loss_sum)
+                    if steps:
+                        epoch.backward(loss_sum / divisor, final=i + 1 == len(parts))
+                        stats.add_loss(loss_sum)
                     writes.append(updates)
                 updates = StateUpdates.cat(writes)
                 self._count_writes(updates)
@@ -442,7 +456,8 @@ class NodeMemoryStrategy(Strategy):
             stats.comm_s += exchanged
             exchange_s += exchanged
             stats.busy_s = step.seconds - exchanged
-            epoch.finish_iteration(stats)
+            if steps:
+                epoch.finish_iteration(stats)
         self._position = "train"
         self.artifacts.write_json("node_memory_traffic.json", self.transport.traffic_by_pair())
         return {
@@ -450,7 +465,18 @@ class NodeMemoryStrategy(Strategy):
             "redundancy_aggregate": self._share_repeated(self._endpoints, self._endpoints_unique),
             "state_bytes": self.memory.table.nbytes,
             "exchange_s": exchange_s,  # the node-state exchanges' share of comm_s (the rest: the gradient all-reduce)
+            **(node_task.epoch_metrics() if node_task is not None else {}),
         }
+
+    def _trains(self, batch: RankBatch) -> bool:
+        """Whether a training batch takes an optimizer step (task=node on affinities: only with label rows)."""
+        return self.node_task is None or self.node_task.trains(batch)
+
+    def _reset_state(self) -> None:
+        """The node state as before the stream (and the persistent forecast's, under task=node)."""
+        self.memory.table.reset()
+        if self.node_task is not None:
+            self.node_task.reset()
 
     @staticmethod
     def _share_repeated(total: int, unique: int) -> float:
@@ -466,13 +492,14 @@ class NodeMemoryStrategy(Strategy):
             raise ValueError(phase)
         previous = PHASES[PHASES.index(phase) - 1]
         if self._position != previous:  # bring the state to the end of the phase before
-            self.memory.table.reset()
+            self._reset_state()
             self._position = None
             for earlier in PHASES[: PHASES.index(phase)]:
                 self._stream_through(earlier)
         new_node_pass = NEW_NODE_PASSES[phase]
         before = self.memory.table.snapshot() if new_node_pass in self.new_node_events else None
-        metrics = self._metrics(self._stream_through(phase))
+        scores = self._stream_through(phase)  # task=node: the same pass scores its rows (node_task.py)
+        metrics = self.node_task.metrics() if self.node_task is not None else self._metrics(scores)
         if before is not None:
             metrics.update(self._new_node_pass(phase, before))
         return metrics
@@ -496,6 +523,8 @@ class NodeMemoryStrategy(Strategy):
         """Every batch of ``phase`` without training: its scores under each sampler of
         ``eval.negatives`` (training's phase: TGL's rule), and its state writes, once."""
         samplers = self.settings.eval.samplers if evaluated_phase(phase) in ("val", "test") else ("random",)
+        if self.node_task is not None:
+            self.node_task.start_pass(phase)
         self.model.eval()
         self.transport.counting = False
         losses = dict.fromkeys(samplers, 0.0)
@@ -532,6 +561,11 @@ class NodeMemoryStrategy(Strategy):
         }
 
     def evaluation_metrics(self, data: DynamicData, settings: RunConfig) -> frozenset[str]:
+        assert isinstance(data, EventStream)
+        split = data.split(settings.split.train, settings.split.val, settings.split.by)
+        node_task = node_task_for(data, split, settings, self.batch_size, 1)
+        if node_task is not None:  # task=node (node_task.py)
+            return node_task.metric_names()
         fixed = bool(settings.tgb_negatives) or settings.eval.one_vs_many > 1
         return settings.link_metric_names(ranking=settings.eval_negatives > 1 or fixed)
 
@@ -561,4 +595,5 @@ class NodeMemoryStrategy(Strategy):
             "global_batch_events": self.batch_size * self.world_size,
             "state_rows_per_rank": self.memory.ownership.rows_on(self.rank) if hasattr(self.memory, "ownership") else None,
             **self.memory.describe(),
+            **(self.node_task.describe() if self.node_task is not None else {}),
         }

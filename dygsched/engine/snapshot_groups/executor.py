@@ -99,6 +99,9 @@ class GroupExecutor(ABC):
         if profile_epochs and not self.profiles:
             raise ConfigError(f"{type(self).__name__} does not profile snapshot groups: set sched.timeline.profile_epochs=0")
 
+    def check_model(self, model: DGNN) -> None:
+        """Raise ``ConfigError`` before any worker starts if this executor cannot train ``model``."""
+
     @contextmanager
     def epoch_scope(self, run: EpochRun) -> Iterator[None]:
         """What the executor sets up for one epoch and tears down after it (nothing here)."""

@@ -16,6 +16,9 @@ and accounting) and, with ``reuse=True``, removes the work REAL removes:
 * **Reconstruction (section 4.3).** On a GPU only the chain's first graph and its diff maps cross
   to the device; the full graphs that higher layers need are rebuilt there with ``apply_diff``.
   On CPU there is no transfer to save and higher layers read the snapshots in place.
+* **No reads back.** Preprocessing also finds, on the host, the sizes of each diff map's
+  incremental step for the first layer's kernel (``with_step_sizes``), which travel with the diff
+  maps: a GPU step never waits to learn a set's size (``dygsched.models.incremental_kernels``).
 * **Pipeline (section 4.1.3).** On a GPU the next chain's transfer runs on a copy stream and the
   chain's first-layer convolutions on a conv stream, while the main stream runs the dense work and
   backward of the chain before; events order them (``dygsched.engine.snapshot_groups.streams``): one
@@ -47,7 +50,7 @@ from dygsched.engine.snapshot_groups.profiler import PhaseTimer
 from dygsched.engine.snapshot_groups.streams import Streams
 from dygsched.engine.strategy import IterationStats, MetricValue, Missing
 from dygsched.errors import ConfigError
-from dygsched.models.dgnn import DGNN
+from dygsched.models.dgnn import DGNN, DGNNLayer
 from dygsched.models.hooks import PLAIN, GivenFirstConv, LayerHooks
 from dygsched.planner.aggregation_cost import ChainStep, ConvCostCurve, OrderCosts, choose_projection_first
 
@@ -94,18 +97,34 @@ class LoadedChain:
     ready: torch.cuda.Event | None = None  # recorded on the copy stream after this chain's copies (GPU)
 
 
-class HostCache:
-    """What preprocessing computes once per run on each rank: diff maps, coalesced graphs, paths."""
+def moves_chains(device: torch.device) -> bool:
+    """Whether a chain's inputs cross to ``device`` and its full graphs are rebuilt there (REAL 4.3):
+    on a GPU; on CPU the snapshots are read where they are."""
+    return device.type != "cpu"
 
-    def __init__(self, graph: TemporalGraph, device: torch.device, kind: str, path: str, curve: ConvCostCurve | None) -> None:
+
+class HostCache:
+    """What preprocessing computes once per run on each rank: diff maps (each with the sizes of the
+    first layer's incremental step along it, ``step_sizes``), coalesced graphs, paths."""
+
+    def __init__(
+        self,
+        graph: TemporalGraph,
+        device: torch.device,
+        kind: str,
+        path: str,
+        curve: ConvCostCurve | None,
+        layer: DGNNLayer | None = None,
+    ) -> None:
         self.graph = graph
         self.kind = kind  # the first layer's reuse kind: gcn, gcn_aggregate or gat
         self.path = path
         self.pin = device.type == "cuda"
         start = time.perf_counter()
         self.diffs: GraphDiffs = build_diff_maps(graph)
+        sized = with_step_sizes(graph, self.diffs, layer) if layer is not None else self.diffs.diffs
         self.preprocess_s = time.perf_counter() - start
-        self._diffs = tuple(_pinned(d) if self.pin and d is not None else d for d in self.diffs.diffs)
+        self._diffs = tuple(_pinned(d) if self.pin and d is not None else d for d in sized)
         self.curve = curve
         self._edge_sets: dict[int, EdgeSet] = {}
         self._paths: dict[tuple[int, int], list[str]] = {}
@@ -141,6 +160,19 @@ class HostCache:
             diffs = [self.diff(t) for t in range(chain.start + 1, chain.stop)]
             self._steps[key] = chain_steps(self.edge_set(chain.start), diffs, self.paths(chain), self.kind)
         return self._steps[key]
+
+
+def with_step_sizes(graph: TemporalGraph, diffs: GraphDiffs, layer: DGNNLayer) -> tuple[DiffMap | None, ...]:
+    """Each diff map with the sizes of ``layer``'s incremental step along it (``DGNNLayer.step_sizes``),
+    found here on the host from the graph before it, once per run: a GPU then reads none back."""
+    before = coalesce(graph.snapshots[0].edge_index, graph.snapshots[0].edge_weight, graph.num_nodes)
+    sized: list[DiffMap | None] = [None]
+    for diff in diffs.diffs[1:]:
+        assert diff is not None
+        after = apply_diff(before, diff)
+        sized.append(replace(diff, step_sizes=layer.step_sizes(before, after, diff)))
+        before = after
+    return tuple(sized)
 
 
 def _pinned(value: Any) -> Any:
@@ -184,6 +216,16 @@ class ReuseExecutor(SequentialExecutor):
     def merges_pairs(self) -> bool:
         return self.reuse and self.reuse_group
 
+    def check_model(self, model: DGNN) -> None:
+        """Reuse needs layer 0 to convolve its input (``DGNNLayer.reuse``); GC-LSTM convolves its hidden state."""
+        layer = first_layer(model)
+        if self.reuse and layer.reuse is None:
+            raise ConfigError(
+                "REAL's reuse engine computes layer 0's convolution of its input once per chain of snapshots, and "
+                f"{type(layer).__name__} has none to reuse (its graph convolution reads the hidden state): "
+                "set sched.executor.reuse=false or use another model"
+            )
+
     @contextmanager
     def epoch_scope(self, run: EpochRun) -> Iterator[None]:
         if self.reuse and (self.cache is None or self.cache.graph is not run.graph):
@@ -222,11 +264,11 @@ class ReuseExecutor(SequentialExecutor):
                 (fit_conv_cost_curve(device), fit_order_costs(device, *widths) if widths else None) if comm.rank() == 0 else None
             )
             curve, self.order_costs = comm.broadcast_object(fitted)
-        self.cache = HostCache(graph, device, kind, self.reuse_path, curve)
+        self.cache = HostCache(graph, device, kind, self.reuse_path, curve, layer)
         self.streams = Streams.create(device, self.use_streams)
 
     def epoch_metrics(self) -> Mapping[str, MetricValue]:
-        """``reuse_preprocess_s``: the diff maps' build time (once per run), only when reuse runs;
+        """``reuse_preprocess_s``: the diff maps' build time with their steps' sizes (once per run), only when reuse runs;
         ``reuse_case``: REAL 4.1.2's case the engine chose this epoch (1: project first, 2:
         aggregate first), only where it chose one."""
         if self.cache is None:
@@ -285,7 +327,7 @@ class ReuseExecutor(SequentialExecutor):
         diffs = tuple(cache.diff(t) for t in range(chain.start + 1, chain.stop))
         x = snapshots[chain.start].x
         targets = tuple(target_tensors(snapshots[t]) for t in range(chain.start, chain.stop))
-        if device.type == "cpu":
+        if not moves_chains(device):
             return LoadedChain(chain, x, first, diffs, targets, 0)
         moved = first.nbytes() + sum(d.nbytes() for d in diffs) + x.element_size() * x.nelement()
         moved += sum(t.element_size() * t.nelement() for held in targets for t in held)
@@ -342,7 +384,7 @@ class ReuseExecutor(SequentialExecutor):
         device from the first graph and the diff maps (REAL 4.3), so no full graph crosses again.
         """
         chain = loaded.chain
-        if device.type == "cpu":
+        if not moves_chains(device):
             return list(graph.snapshots[chain.start : chain.stop])
         edges, x = loaded.first, loaded.x
         rebuilt = []
@@ -352,8 +394,9 @@ class ReuseExecutor(SequentialExecutor):
                 edges = apply_diff(edges, diff)
                 if diff.changed_nodes.numel():
                     x = x.index_copy(0, diff.changed_nodes, diff.changed_x)
-            edge_index, edge_weight = edges.expanded()
-            target_index = graph.snapshots[chain.start + offset].target_index
+            snapshot = graph.snapshots[chain.start + offset]
+            edge_index, edge_weight = edges.expanded(snapshot.edge_index.size(1))  # its raw edges: a size the host knows
+            target_index = snapshot.target_index
             rebuilt.append(Snapshot(edge_index, edge_weight, x, y, mask, links[0] if links else None, target_index))
         return rebuilt
 

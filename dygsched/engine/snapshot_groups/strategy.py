@@ -28,7 +28,7 @@ from torch import nn
 from dygsched.data.groups import SnapshotGroup
 from dygsched.data.kinds import DynamicData
 from dygsched.data.temporal_graph import Task, TemporalGraph
-from dygsched.engine.objective import build_split, check_task, group_objective
+from dygsched.engine.objective import PhaseEvaluation, build_split, check_task, group_objective
 from dygsched.engine.run_config import RunConfig
 from dygsched.engine.snapshot_groups.config import SnapshotGroupConfig, TimelineConfig
 from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor, SequentialExecutor, fetch
@@ -37,7 +37,7 @@ from dygsched.engine.snapshot_groups.timeline import Timeline
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, Strategy
 from dygsched.engine.timing import timed
 from dygsched.errors import ConfigError, ScheduleError
-from dygsched.models.dgnn import DGNN
+from dygsched.models.dgnn import DGNN, State
 from dygsched.models.inherited_states import InheritedStates
 from dygsched.planner.plan import Plan
 from dygsched.planner.planning import PlannerConfig, load_plan_file
@@ -61,6 +61,8 @@ class SnapshotGroupStrategy(Strategy):
         self.exact = executor.exact
         self.plan: Plan[int] | None = None
         self._last_epoch = -1
+        # UTG's evaluation: where the last phase streamed to, the state it left there, and the parameters' versions
+        self._streamed: tuple[int, list[State | None], tuple[int, ...]] | None = None
 
     def check(self, data: DynamicData, settings: RunConfig, world_size: int) -> None:
         super().check(data, settings, world_size)
@@ -98,6 +100,13 @@ class SnapshotGroupStrategy(Strategy):
     def carries_states(self) -> bool:
         """UTG's procedure (``link.procedure=utg``) on a link graph."""
         return self.settings.link.procedure == "utg" and self.graph.task is Task.LINK
+
+    def check_model(self, model: nn.Module) -> None:
+        if isinstance(model, DGNN):
+            try:
+                self.executor.check_model(model)
+            except ConfigError as exc:
+                raise ConfigError(f"sched={self.name}: {exc}") from None
 
     def setup(self, run: RunContext) -> None:
         assert isinstance(run.data, TemporalGraph)
@@ -162,13 +171,7 @@ class SnapshotGroupStrategy(Strategy):
         groups = self.split.phase(phase)
         with torch.no_grad():
             if self.carries_states:  # UTG's: every snapshot in order from the first, scoring the next one's pairs
-                model = objective.model
-                stop = groups[-1].stop
-                snapshots, _ = fetch(self.graph, SnapshotGroup(-1, 0, stop), self.device)
-                hooks = InheritedStates(model, range(stop), None)
-                model.unroll(snapshots, hooks=hooks)
-                for group in groups:
-                    evaluation.add(model.readout(hooks.outputs[group.stop - 1]), snapshots[group.stop - 1])
+                self._stream(evaluation, groups)
                 objective.train()
                 return evaluation.metrics(shared=True)
             for group in groups[self.rank :: self.world_size]:
@@ -176,6 +179,26 @@ class SnapshotGroupStrategy(Strategy):
                 evaluation.add(objective.model(snapshots), snapshots[-1])
         objective.train()
         return evaluation.metrics()
+
+    def _stream(self, evaluation: PhaseEvaluation, groups: tuple[SnapshotGroup, ...]) -> None:
+        """UTG's evaluation (``link.procedure=utg``): the snapshots in order, each group's last output
+        scored. It starts from the first snapshot, or, where the phase streamed just before under the
+        same parameters ended at or before this one's first output (test after validation, as the
+        worker calls them), from the state that one left: the same numbers, and the test's time is the
+        test snapshots' own, as UTG times it."""
+        model = self._objective.model
+        version = tuple(p._version for p in self._objective.parameters())
+        start, saved = 0, {}
+        left = self._streamed
+        if left is not None and left[2] == version and left[0] <= groups[0].stop - 1:
+            start, saved = left[0], {left[0]: left[1]}
+        stop = groups[-1].stop
+        snapshots, _ = fetch(self.graph, SnapshotGroup(-1, start, stop), self.device)
+        hooks = InheritedStates(model, range(start, stop), saved)
+        model.unroll(snapshots, hooks=hooks)
+        for group in groups:
+            evaluation.add(model.readout(hooks.outputs[group.stop - 1 - start]), snapshots[group.stop - 1 - start])
+        self._streamed = (stop, saved[stop], version)
 
     def lr_multiplier(self, epoch: int) -> float:
         return self.timeline.lr_multiplier(epoch)

@@ -20,21 +20,36 @@ Graph semantics are those of the coalesced ``EdgeSet`` (see ``dygsched.data.diff
 parallel edges are summed for GCN and counted for GAT, which is what PyG computes on the raw
 edge list, except for repeated self-loops under GCN's self-loop filling.
 
-One module each: ``gcn.py`` (the three GCN chains), ``gat.py`` (the GAT chain), ``spmm.py`` (the
-sparse-dense product and node sets the GCN update and the engine's aggregation timing share),
-``chain.py`` (a chain's ``paths`` and its checks).
+A GCN step's sets (the nodes whose scaled features change, the rows it rewrites, their edges)
+depend on the graph alone: ``gcn_step_sizes`` finds their sizes on the host, where the diff maps
+are built, and a diff map carries them (``DiffMap.step_sizes``) to the device, which then finds
+the same sets without reading a size back (``GCNStepSizes``); the outputs are the same bits.
+
+One module each: ``gcn.py`` (the three GCN chains and their steps' sizes), ``gat.py`` (the GAT
+chain), ``spmm.py`` (the sparse-dense product and node sets the GCN update and the engine's
+aggregation timing share), ``chain.py`` (a chain's ``paths`` and its checks).
 """
 
 from dygsched.models.incremental_kernels.chain import PATHS, resolve_paths
 from dygsched.models.incremental_kernels.gat import gat_conv_chain
-from dygsched.models.incremental_kernels.gcn import gcn_aggregate_chain, gcn_conv_chain, projected_gcn_chain
+from dygsched.models.incremental_kernels.gcn import (
+    GCNSpec,
+    GCNStepSizes,
+    gcn_aggregate_chain,
+    gcn_conv_chain,
+    gcn_step_sizes,
+    projected_gcn_chain,
+)
 from dygsched.models.incremental_kernels.spmm import node_set, spmm
 
 __all__ = [
     "PATHS",
+    "GCNSpec",
+    "GCNStepSizes",
     "gat_conv_chain",
     "gcn_aggregate_chain",
     "gcn_conv_chain",
+    "gcn_step_sizes",
     "node_set",
     "projected_gcn_chain",
     "resolve_paths",

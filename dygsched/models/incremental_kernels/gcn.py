@@ -26,9 +26,114 @@ def _inv_sqrt(deg: Tensor) -> Tensor:
 
 
 @dataclass(frozen=True)
-class _GCNSpec:
+class GCNSpec:
+    """What a GCN's incremental step depends on besides the graph: normalisation, and the weight
+    of its filled self-loops (0 without self-loop filling)."""
+
     normalize: bool
-    fill: float  # weight of the filled self-loops; 0 without self-loop filling
+    fill: float
+
+    @classmethod
+    def of(cls, improved: bool = False, add_self_loops: bool = True, normalize: bool = True) -> GCNSpec:
+        """The spec of a ``GCNConv`` (or ``gcn_aggregate``) with these settings."""
+        return cls(normalize, (2.0 if improved else 1.0) if normalize and add_self_loops else 0.0)
+
+
+@dataclass(frozen=True)
+class GCNStepSizes:
+    """The sizes of one incremental step's sets, found on the host (``gcn_step_sizes``) and carried
+    by its diff map (``DiffMap.step_sizes``): the sources (nodes whose ``y = s z`` may change), the
+    nodes whose filled self-loop is rewritten, the sources' out-edges, the rows the step rewrites,
+    and the distinct entries of its product. With them a GPU finds the same sets without reading
+    their sizes back."""
+
+    spec: GCNSpec
+    sources: int
+    fill_nodes: int
+    out_edges: int
+    rows: int
+    entries: int
+
+
+@dataclass(frozen=True)
+class _StepSets:
+    """One incremental step's sets (see ``_step_sets``)."""
+
+    sources: Tensor
+    fill_nodes: Tensor
+    positions: Tensor  # the sources' out-edges in the new graph
+    owner: Tensor  # the index into ``sources`` of each one's source
+    out_dst: Tensor
+    rows: Tensor
+    local: Tensor  # node -> position in ``rows`` (-1 elsewhere)
+
+
+def _self_loops(edges: EdgeSet) -> Tensor:
+    """Whether each node has an explicit self-loop, found without a boolean selection."""
+    n = edges.num_nodes
+    src, dst = split_keys(edges.keys, n)
+    return torch.zeros(n, dtype=torch.int32, device=src.device).index_add_(0, src, (src == dst).to(torch.int32)) > 0
+
+
+def _loops_after(has_loop: Tensor, diff: DiffMap) -> Tensor:
+    """``has_loop`` after ``diff``: its removed self-loops cleared, then its added ones set."""
+    n = has_loop.numel()
+    marks = []
+    for keys in (diff.removed_keys, diff.added_keys):
+        src, dst = split_keys(keys, n)
+        marks.append(torch.zeros(n, dtype=torch.int32, device=src.device).index_add_(0, src, (src == dst).to(torch.int32)) > 0)
+    removed, added = marks
+    return (has_loop & ~removed) | added
+
+
+def _step_sets(
+    diff: DiffMap, edges: EdgeSet, old_loop: Tensor | None, has_loop: Tensor | None, spec: GCNSpec, sizes: GCNStepSizes | None
+) -> _StepSets:
+    """The sets of one incremental step from the graph alone (``edges``: the new graph; the loops
+    before and after ``diff``): the sources, the nodes whose filled self-loop changes weight, the
+    sources' out-edges and the rows that receive a message. A touched node is a source where its
+    normalisation's input (weighted in-degree plus filled self-loop) changed, read from the diff
+    map's degrees, or where its feature row changed. ``sizes``: the sets' sizes found on the host
+    by this same function, with which none is read back."""
+    n = diff.num_nodes
+    changed = diff.changed_nodes
+    fill_nodes = changed[:0]
+    if spec.normalize:
+        assert old_loop is not None and has_loop is not None
+        touched = diff.touched_nodes
+        degrees = diff.degree_after.dtype
+        before = diff.degree_before + _fill_weights(spec, old_loop[touched], degrees)
+        after = diff.degree_after + _fill_weights(spec, has_loop[touched], degrees)
+        sources, _ = node_set(n, (touched, before != after), changed, size=sizes.sources if sizes else None)
+        if spec.fill:
+            loop_changed = has_loop[touched] != old_loop[touched]
+            fill_nodes, _ = node_set(n, sources, (touched, loop_changed), size=sizes.fill_nodes if sizes else None)
+    else:
+        sources = changed
+    positions, owner = out_edge_positions(edges.keys, sources, n, sizes.out_edges if sizes else None)
+    out_dst = torch.remainder(edges.keys[positions], n)
+    added_dst, removed_dst = torch.remainder(diff.added_keys, n), torch.remainder(diff.removed_keys, n)
+    rows, local = node_set(n, out_dst, added_dst, removed_dst, fill_nodes, size=sizes.rows if sizes else None)
+    return _StepSets(sources, fill_nodes, positions, owner, out_dst, rows, local)
+
+
+def gcn_step_sizes(before: EdgeSet, after: EdgeSet, diff: DiffMap, spec: GCNSpec) -> GCNStepSizes | None:
+    """The sizes of the incremental step from the graph ``before`` to ``after`` along ``diff``, on
+    the host (the tensors where they are); ``None`` for a snapshot kept whole, which is aggregated
+    in full."""
+    if diff.is_full:
+        return None
+    old_loop = _self_loops(before) if spec.normalize else None
+    has_loop = _loops_after(old_loop, diff) if old_loop is not None else None
+    sets = _step_sets(diff, after, old_loop, has_loop, spec, None)
+    # a product entry per out-edge, added and removed edge; an edge whose weight changed is both
+    added, removed = diff.added_keys, diff.removed_keys  # sorted and distinct each
+    shared = 0
+    if added.numel() and removed.numel():
+        at = torch.searchsorted(removed, added).clamp_(max=removed.numel() - 1)
+        shared = int((removed[at] == added).sum())
+    entries = sets.positions.numel() + added.numel() + removed.numel() - shared
+    return GCNStepSizes(spec, sets.sources.numel(), sets.fill_nodes.numel(), sets.positions.numel(), sets.rows.numel(), entries)
 
 
 @dataclass(frozen=True)
@@ -43,11 +148,11 @@ class _GCNState:
     out_rows: Tensor | None = None  # the rows of ``out`` this step rewrote (None: all, a full aggregation)
 
 
-def _fill_weights(spec: _GCNSpec, has_loop: Tensor, dtype: torch.dtype) -> Tensor:
+def _fill_weights(spec: GCNSpec, has_loop: Tensor, dtype: torch.dtype) -> Tensor:
     return (~has_loop).to(dtype) * spec.fill
 
 
-def _gcn_full(edges: EdgeSet, z: Tensor, spec: _GCNSpec, bias: Tensor | None) -> _GCNState:
+def _gcn_full(edges: EdgeSet, z: Tensor, spec: GCNSpec, bias: Tensor | None) -> _GCNState:
     """Aggregate ``z`` over the whole graph (GCN normalisation as ``gcn_norm``)."""
     n, width = z.shape
     src, dst = split_keys(edges.keys, n)
@@ -55,12 +160,11 @@ def _gcn_full(edges: EdgeSet, z: Tensor, spec: _GCNSpec, bias: Tensor | None) ->
     s = deg_raw = has_loop = None
     if spec.normalize:
         deg_raw = torch.zeros(n, dtype=z.dtype, device=z.device).index_add_(0, dst, coef)
-        has_loop = torch.zeros(n, dtype=torch.bool, device=z.device)
-        has_loop[src[src == dst]] = True
+        has_loop = _self_loops(edges)
         fill = _fill_weights(spec, has_loop, z.dtype)
         s = _inv_sqrt(deg_raw + fill)
         coef = coef * s[src]
-    u = spmm(dst, src, coef, z, n)
+    u = spmm(dst, src, coef, z, n, distinct=src.numel())  # one entry per distinct edge
     messages = src.numel()
     if s is not None and spec.fill:
         u = u + (fill * s).unsqueeze(-1) * z
@@ -78,35 +182,30 @@ def _gcn_full(edges: EdgeSet, z: Tensor, spec: _GCNSpec, bias: Tensor | None) ->
     return _GCNState(edges, z, u, out, s, deg_raw, has_loop)
 
 
-def _gcn_diff(state: _GCNState, diff: DiffMap, edges: EdgeSet, z: Tensor, spec: _GCNSpec, bias: Tensor | None) -> _GCNState:
-    """One incremental step (see ``gcn_conv_chain`` for the math); ``edges``/``z`` are the new graph/features."""
+def _gcn_diff(state: _GCNState, diff: DiffMap, edges: EdgeSet, z: Tensor, spec: GCNSpec, bias: Tensor | None) -> _GCNState:
+    """One incremental step (see ``gcn_conv_chain`` for the math); ``edges``/``z`` are the new graph/features.
+    The step's sets come from the graph alone (``_step_sets``), sized by the diff map's
+    ``step_sizes`` where the host found them for this spec."""
     n, width = z.shape
     dtype = z.dtype
     added_src, added_dst = split_keys(diff.added_keys, n)
     removed_src, removed_dst = split_keys(diff.removed_keys, n)
-    changed = diff.changed_nodes
     s_old, z_old = state.s, state.z
-    s, deg_raw, has_loop = s_old, state.deg_raw, state.has_loop
-    fill_nodes = changed[:0]
-    fill_old = fill_new = None
+    s, deg_raw, old_loop, has_loop = s_old, state.deg_raw, state.has_loop, state.has_loop
+    sizes = diff.step_sizes if isinstance(diff.step_sizes, GCNStepSizes) and diff.step_sizes.spec == spec else None
     if spec.normalize:
-        assert s_old is not None and deg_raw is not None and has_loop is not None
+        assert s_old is not None and deg_raw is not None and old_loop is not None
         touched = diff.touched_nodes
         deg_raw = deg_raw.index_copy(0, touched, diff.degree_after.to(dtype))
-        old_loop = has_loop
-        has_loop = has_loop.clone()
-        has_loop[removed_src[removed_src == removed_dst]] = False
-        has_loop[added_src[added_src == added_dst]] = True
-        s_touched = _inv_sqrt(deg_raw[touched] + _fill_weights(spec, has_loop[touched], dtype))
-        s = s_old.index_copy(0, touched, s_touched)
-        sources, _ = node_set(n, touched[s_touched != s_old[touched]], changed)
-        if spec.fill:
-            loop_changed = touched[has_loop[touched] != old_loop[touched]]
-            fill_nodes, _ = node_set(n, sources, loop_changed)
-            fill_old = _fill_weights(spec, old_loop[fill_nodes], dtype)
-            fill_new = _fill_weights(spec, has_loop[fill_nodes], dtype)
-    else:
-        sources = changed
+        has_loop = _loops_after(old_loop, diff)
+        s = s_old.index_copy(0, touched, _inv_sqrt(deg_raw[touched] + _fill_weights(spec, has_loop[touched], dtype)))
+    sets = _step_sets(diff, edges, old_loop, has_loop, spec, sizes)
+    sources, fill_nodes, pos, rows, local = sets.sources, sets.fill_nodes, sets.positions, sets.rows, sets.local
+    fill_old = fill_new = None
+    if fill_nodes.numel():
+        assert old_loop is not None and has_loop is not None
+        fill_old = _fill_weights(spec, old_loop[fill_nodes], dtype)
+        fill_new = _fill_weights(spec, has_loop[fill_nodes], dtype)
 
     def y_rows(scale: Tensor | None, feats: Tensor, rows: Tensor) -> Tensor:
         return feats[rows] if scale is None else scale[rows].unsqueeze(-1) * feats[rows]
@@ -119,12 +218,9 @@ def _gcn_diff(state: _GCNState, diff: DiffMap, edges: EdgeSet, z: Tensor, spec: 
     # removed (-) edges carry the old y, so that an added edge from such a source totals w * y_new,
     # a removed one -w * y_old and an unchanged one w * dy. One product over [z_old; dy].
     dy = y_rows(s, z, sources) - y_rows(s_old, z_old, sources)
-    pos, owner = out_edge_positions(edges.keys, sources, n)
-    out_dst = torch.remainder(edges.keys[pos], n)
-    rows, local = node_set(n, out_dst, added_dst, removed_dst, fill_nodes)
     delta = spmm(
-        local[torch.cat([out_dst, added_dst, removed_dst])],
-        torch.cat([owner + n, added_src, removed_src]),
+        local[torch.cat([sets.out_dst, added_dst, removed_dst])],
+        torch.cat([sets.owner + n, added_src, removed_src]),
         torch.cat(
             [
                 edges.weights[pos].to(dtype),
@@ -134,6 +230,7 @@ def _gcn_diff(state: _GCNState, diff: DiffMap, edges: EdgeSet, z: Tensor, spec: 
         ),
         torch.cat([z_old, dy]),
         rows.numel(),
+        distinct=sizes.entries if sizes else None,
     )
     if fill_nodes.numel():
         assert fill_old is not None and fill_new is not None
@@ -174,7 +271,7 @@ def _gcn_chain(
     first: EdgeSet,
     diffs: Sequence[DiffMap],
     paths: Sequence[str] | None,
-    spec: _GCNSpec,
+    spec: GCNSpec,
     bias: Tensor | None,
     after: Callable[[Tensor], Tensor] | None = None,
 ) -> list[Tensor]:
@@ -228,11 +325,10 @@ def gcn_conv_chain(
     if conv.flow != "source_to_target":
         raise ValueError(f"gcn_conv_chain supports flow='source_to_target' only, got {conv.flow!r}")
     check_chain(x, first, diffs)
-    fill = (2.0 if conv.improved else 1.0) if conv.normalize and conv.add_self_loops else 0.0
     z = conv.lin(x)
     if flops.counting():
         add_flops("transform", 2 * x.size(0) * x.size(1) * z.size(1))
-    return _gcn_chain(z, conv.lin, first, diffs, paths, _GCNSpec(conv.normalize, fill), conv.bias)
+    return _gcn_chain(z, conv.lin, first, diffs, paths, GCNSpec.of(conv.improved, conv.add_self_loops, conv.normalize), conv.bias)
 
 
 def projected_gcn_chain(
@@ -257,7 +353,7 @@ def projected_gcn_chain(
     "selective MatMul": a node whose neighbourhood did not change keeps its projected row); a step
     the chain aggregates whole (``"full"``, or a snapshot kept whole) is projected whole."""
     check_chain(x, first, diffs)
-    spec = _GCNSpec(True, (2.0 if improved else 1.0) if add_self_loops else 0.0)
+    spec = GCNSpec.of(improved, add_self_loops)
     if weight is None:
         return _gcn_chain(x, None, first, diffs, paths, spec, bias)
     if not project_first:

@@ -26,7 +26,7 @@ VS_PYGT_DATASETS = {  # name -> dataset overrides (the synthetic graph: 20,000 n
     "twitter_tennis": ("dataset=twitter_tennis",),
     "synthetic20k": ("dataset=synthetic", "dataset.num_nodes=20000", "dataset.avg_degree=8", "dataset.num_snapshots=16"),
 }
-VS_PYGT_MODELS = ("tgcn", "mpnn_lstm", "evolvegcn_o", "evolvegcn_h", "wdgcn", "gat_lstm")
+VS_PYGT_MODELS = ("tgcn", "mpnn_lstm", "evolvegcn_o", "evolvegcn_h", "wdgcn", "gat_lstm", "gclstm")
 
 
 def _snapshot_graph(dataset: str, window: int) -> tuple[TemporalGraph, tuple[SnapshotGroup, ...], float]:
@@ -96,13 +96,14 @@ def build_vs_pygt(
     Temporal loop (what tgt's examples do: the same snapshots, groups, optimizer and learning rate)
     and of dygsched on one rank, their ratio and both final losses (they must go down alike).
 
-    The plain model is tgt's cell where tgt has one: ``TGCN`` stacked ``layers`` deep; ``MPNNLSTM``
+    The plain model is tgt's cell where tgt has one: ``TGCN`` and ``GCLSTM`` stacked ``layers`` deep; ``MPNNLSTM``
     over the window as one block-diagonal batch, as tgt builds it; ``EvolveGCNO``/``EvolveGCNH``
     stacked with a ReLU after each, restarting from the initial weight at each group, at the input's
     width (tgt's EvolveGCN keeps it, so both sides run it there). tgt has no WD-GCN or GAT-LSTM: their
     plain loop is PyG's ``GCNConv``/``GATConv`` and ``nn.LSTMCell``. TGCN's semantics are the same
     on both sides; tgt's MPNN-LSTM normalises a window with one batch norm and appends a different
-    skip block, so its losses are for orientation. ``extra``: overrides for the dygsched runs."""
+    skip block, so its losses are for orientation. GC-LSTM's semantics are the same on both sides
+    (``K = 2``, the config's). ``extra``: overrides for the dygsched runs."""
     for name in datasets:
         if name not in VS_PYGT_DATASETS:
             raise ConfigError(f"bench-vs-pygt: unknown dataset {name!r} (known: {', '.join(sorted(VS_PYGT_DATASETS))})")
@@ -160,7 +161,7 @@ VS_PYGT = PaperTarget(
     reading=read_vs_pygt,
     regime=Regime(
         paper="",
-        ours="the six snapshot models on Twitter-Tennis and a 20,000-node synthetic graph (16 snapshots), one rank against "
+        ours="the seven snapshot models on Twitter-Tennis and a 20,000-node synthetic graph (16 snapshots), one rank against "
         "PyTorch Geometric Temporal's plain loop, hidden 64, window 4, 3 epochs",
     ),
     settings=Settings(

@@ -15,11 +15,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GATConv, GCNConv
-from torch_geometric_temporal.nn.recurrent import MPNNLSTM, TGCN, EvolveGCNH, EvolveGCNO
+from torch_geometric_temporal.nn.recurrent import GCLSTM, MPNNLSTM, TGCN, EvolveGCNH, EvolveGCNO
 
 if TYPE_CHECKING:
     from dygsched.data.groups import SnapshotGroup
     from dygsched.data.temporal_graph import TemporalGraph
+
+GCLSTM_K = 2  # conf/model/gclstm.yaml's filter size, which the dygsched side runs with
 
 
 class PlainTGCN(nn.Module):
@@ -37,6 +39,26 @@ class PlainTGCN(nn.Module):
             h = snapshot.x
             for i, cell in enumerate(self.cells):
                 h = states[i] = cell(h, snapshot.edge_index, snapshot.edge_weight, states[i])
+        return self.head(h).squeeze(-1)
+
+
+class PlainGCLSTM(nn.Module):
+    """tgt's ``GCLSTM`` cells (Chebyshev filter size ``K``) stacked ``layers`` deep and a linear head;
+    each cell carries its ``(H, C)`` from one snapshot to the next."""
+
+    def __init__(self, in_channels: int, hidden: int, layers: int, K: int) -> None:
+        super().__init__()
+        widths = [in_channels] + [hidden] * layers
+        self.cells = nn.ModuleList(GCLSTM(a, b, K) for a, b in zip(widths, widths[1:]))
+        self.head = nn.Linear(hidden, 1)
+
+    def forward(self, snapshots: list[Any]) -> torch.Tensor:
+        states: list[Any] = [(None, None)] * len(self.cells)
+        for snapshot in snapshots:
+            h = snapshot.x
+            for i, cell in enumerate(self.cells):
+                states[i] = cell(h, snapshot.edge_index, snapshot.edge_weight, *states[i])
+                h = states[i][0]
         return self.head(h).squeeze(-1)
 
 
@@ -112,6 +134,8 @@ def plain_model(model_name: str, in_channels: int, hidden: int, layers: int, num
         return PlainTGCN(in_channels, hidden, layers)
     if model_name == "mpnn_lstm":
         return PlainMPNNLSTM(in_channels, hidden, num_nodes, window, dropout=0.5)
+    if model_name == "gclstm":
+        return PlainGCLSTM(in_channels, hidden, layers, K=GCLSTM_K)
     if model_name.startswith("evolvegcn"):
         return PlainEvolveGCN(model_name, in_channels, num_nodes, layers)
     return PlainConvLSTM(model_name, in_channels, hidden, layers)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dygsched.paper import bench
-from dygsched.paper.bench import stream_accuracy, stream_scaling
+from dygsched.paper.bench import node_tasks, stream_accuracy, stream_scaling, unified
 from dygsched.paper.published import rows_of
 
 PLAIN = (str, int, float, bool)
 
 
-def test_each_benchmark_is_a_project_benchmark_with_plain_settings_and_no_published_rows_but_dyglibs():
+def test_each_benchmark_is_a_project_benchmark_with_plain_settings_and_no_published_rows_but_dyglibs_and_utgs():
     assert [t.name for t in bench.TARGETS] == [
         "bench-flop-counting",
         "bench-vs-pygt",
@@ -17,17 +17,25 @@ def test_each_benchmark_is_a_project_benchmark_with_plain_settings_and_no_publis
         "bench-stream-scaling",
         "bench-scaling",
         "table-stream-accuracy",
+        "table-unified",
+        "table-node-tasks",
     ]
     for paper_target in bench.TARGETS:
-        assert paper_target.paper == bench.SECTION.key and not paper_target.reproduces_paper
-        assert paper_target.shape is None and paper_target.headlines is None
-        published = rows_of(paper_target.name)
-        if paper_target is stream_accuracy.STREAM_ACCURACY:  # DyGLib's UCI figures beside ours, with no verdict
-            assert set(published.paper) == {"dyglib"} and len(published) == 15
-        else:
-            assert published.empty
+        assert paper_target.paper == bench.SECTION.key
         for value in [*paper_target.settings.full.values(), *paper_target.settings.smoke.values()]:
             assert isinstance(value, PLAIN) or (isinstance(value, tuple) and all(isinstance(v, PLAIN) for v in value)), value
+        published = rows_of(paper_target.name)
+        verdict = paper_target.shape is not None and paper_target.headlines is not None
+        if paper_target is unified.UNIFIED:  # UTG's figures beside ours, with a verdict (test_unified.py)
+            assert paper_target.reproduces_paper and verdict and set(published.paper) == {"utg"}
+            continue
+        assert not paper_target.reproduces_paper and paper_target.shape is None and paper_target.headlines is None
+        if paper_target is stream_accuracy.STREAM_ACCURACY:  # DyGLib's UCI figures beside ours, with no verdict
+            assert set(published.paper) == {"dyglib"} and len(published) == 15
+        elif paper_target is node_tasks.NODE_TASKS:  # DyGLib's Table 15 and TGB's leaderboard, for real streams' rows
+            assert set(published.paper) == {"dyglib", "tgb"} and len(published) == 7
+        else:
+            assert published.empty
 
 
 def test_the_sweeps_compose_at_full_and_smoke_size(tmp_path):

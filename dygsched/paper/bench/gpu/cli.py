@@ -125,7 +125,7 @@ def main(argv: Sequence[str]) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     clock = Clock(args.budget_s)
     clock.say(f"bench-gpu: device={args.device}, size {args.size}, pairs {', '.join(args.pairs)}, table in {folder / TABLE}.csv")
-    machine = describe_machine(args.device)
+    machine = describe_machine(args.device, gpu_details=True)
     (folder / f"{TABLE}_machine.json").write_text(json.dumps(machine, indent=2) + "\n")
     clock.say(", ".join(f"{key} {value}" for key, value in machine.items()))
     setting = Setting(args.device, folder, args.size, args.rounds, args.run_timeout_s, clock)
