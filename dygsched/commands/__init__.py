@@ -1,0 +1,1 @@
+"""The commands that do not launch a run: they read what runs left (``dygsched predict`` and ``embed``)."""
