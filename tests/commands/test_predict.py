@@ -68,6 +68,25 @@ def test_embeddings_are_what_the_head_reads(psg_run: Path, tmp_path: Path):
     np.testing.assert_allclose(head.squeeze(-1).numpy(), predictions["prediction"].to_numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_link_scores_give_the_run_s_test_ap_and_pairs_score_as_the_phase_does(tmp_path: Path):
+    """A snapshot model on task=link over two ranks: the table's AP is the run's; a pairs file's
+    pairs get the scores the phase's own rows give them (no time: after the last snapshot)."""
+    folder = _train(
+        tmp_path / "results", "link", "model=tgcn", "sched=psg", "task=link", "world_size=2", "epochs=1",
+        "dataset.num_nodes=60", "dataset.num_snapshots=10",
+    )  # fmt: skip
+    assert run_dygsched("predict", str(folder)).returncode == 0
+    frame = pd.read_parquet(folder / "predictions-test.parquet")
+    found = link_prediction_metrics(link_scores(frame), with_mrr=False)
+    assert found["ap"] == pytest.approx(_recorded(folder, "test", "ap"), rel=1e-9)
+    last = frame[(frame["snapshot"] == frame["snapshot"].max()) & (frame["label"] == 1)].head(3)
+    pairs = tmp_path / "pairs.parquet"
+    last[["src", "dst"]].to_parquet(pairs)
+    assert run_dygsched("predict", str(folder), "--pairs", str(pairs)).returncode == 0
+    scored = pd.read_parquet(folder / "predictions-pairs.parquet")
+    np.testing.assert_allclose(scored["score"].to_numpy(), last["score"].to_numpy(), rtol=1e-5)
+
+
 def _nothing_written(folder: Path) -> None:
     written = [p.name for p in folder.iterdir() if p.suffix == ".parquet" and p.name.startswith(("predictions", "embed"))]
     temporaries = [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
