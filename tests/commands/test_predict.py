@@ -4,7 +4,8 @@ One tiny snapshot run on two ranks (PSG) is trained once for the module; its tes
 MSE must equal the test MSE the run recorded for the epoch its checkpoint holds, and the model's
 head applied to `embed`'s rows must give the same predictions. The memory models (slow: they
 train on Enron's stream) are compared the same way: EdgeBank's AP with the run's own (it trains
-nothing, so a replay reads the same state), TGN's with the strategy's own evaluation of the checkpoint.
+nothing, so a replay reads the same state), TGN's with the strategy's own evaluation of the checkpoint;
+so is the link-prediction snapshot run (slow too: a second training run).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def test_embeddings_are_what_the_head_reads(psg_run: Path, tmp_path: Path):
     np.testing.assert_allclose(head.squeeze(-1).numpy(), predictions["prediction"].to_numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_link_scores_give_the_run_s_test_ap_and_pairs_score_as_the_phase_does(tmp_path: Path):
     """A snapshot model on task=link over two ranks: the table's AP is the run's; a pairs file's
     pairs get the scores the phase's own rows give them (no time: after the last snapshot)."""
