@@ -30,8 +30,9 @@ from dygsched.data.kinds import DynamicData
 from dygsched.data.loading import for_task, load_data
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.build import build_model, build_strategy
-from dygsched.engine.checkpoint import CHECKPOINT_FILE, CONFIG_FILE, load_checkpoint, saved_config
-from dygsched.engine.run_config import RunConfig
+from dygsched.engine.checkpoint import CHECKPOINT_FILE, load_checkpoint
+from dygsched.engine.node_memory.config import NodeMemoryConfig, SingleProcessConfig
+from dygsched.engine.run_config import CONFIG_FILE, RunConfig, saved_run
 from dygsched.engine.strategy import Strategy
 from dygsched.errors import ConfigError
 
@@ -78,10 +79,7 @@ def open_run(folder: str | Path) -> RunFiles:
         raise ConfigError(f"no run folder {path}")
     if not (path / CONFIG_FILE).is_file():
         raise ConfigError(f"{path} is not a run folder (no {CONFIG_FILE}; give results/<run id>)")
-    try:
-        run = RunConfig.of(saved_config(path))
-    except ConfigError as exc:
-        raise ConfigError(f"{path / CONFIG_FILE}: {exc}") from None
+    run = saved_run(path)  # one line naming the file when it is not a run's configuration
     if not (path / CHECKPOINT_FILE).is_file():
         why = "it ran with checkpoint=false" if run.checkpoint is False else "no epoch completed"
         raise ConfigError(f"{path} has no {CHECKPOINT_FILE} ({why}): train it again with checkpoint=true to predict from it")
@@ -100,15 +98,14 @@ def load_run(files: RunFiles) -> LoadedRun:
     name = run.sched.name or "?"
     if name in UNSUPPORTED:
         raise ConfigError(f"predict does not read sched={name} runs: {UNSUPPORTED[name]}")
-    settings = run.settings
     strategy = build_strategy(run.sched)
-    data = for_task(load_data(run.dataset), strategy.data_kind, settings)
+    data = for_task(load_data(run.dataset), strategy.data_kind, run)
     if isinstance(data, EventStream):
         strategy = _one_rank_memory_strategy(files)  # the global batch of the run's ranks, in one process
     elif not isinstance(data, TemporalGraph):
         raise ConfigError(f"predict reads snapshots or event streams, not {type(data).__name__}")
     device = torch.device("cpu")
-    strategy.setup(RunContext(data, settings, 0, 1, device, Artifacts(None, True)))
+    strategy.setup(RunContext(data, run, 0, 1, device, Artifacts(None, True)))
     model = build_model(run.model, data)
     module = strategy.objective(model)
     try:
@@ -125,10 +122,8 @@ def _one_rank_memory_strategy(files: RunFiles) -> Strategy:
     run on ``M`` ranks of ``B`` events each takes the steps of one process with ``B x M`` events
     (``dygsched/engine/node_memory/strategy.py``), and its evaluation writes the state per global batch."""
     world = _world_size(files)
-    batch = int(files.run.sched.fields.get("batch_size", 600)) * world
-    return build_strategy(
-        {"_target_": "dygsched.engine.node_memory.single.SingleProcessStrategy", "name": "single", "batch_size": batch}
-    )
+    batch = files.run.strategy_settings(NodeMemoryConfig).batch_size * world
+    return build_strategy(SingleProcessConfig(batch_size=batch))
 
 
 def _world_size(files: RunFiles) -> int:

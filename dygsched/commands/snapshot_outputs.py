@@ -40,7 +40,7 @@ def _parts(loaded: LoadedRun) -> tuple[TemporalGraph, GroupObjective, DGNN, Spli
     assert isinstance(graph, TemporalGraph) and isinstance(objective, GroupObjective)
     if loaded.files.run.link.procedure == "utg" and graph.task is Task.LINK:
         raise ConfigError("predict does not read link.procedure=utg runs yet (their states run on from the first snapshot)")
-    return graph, objective, objective.model, build_split(graph, loaded.files.run.settings)
+    return graph, objective, objective.model, build_split(graph, loaded.files.run)
 
 
 @torch.no_grad()

@@ -50,7 +50,7 @@ def stream_predictions(loaded: LoadedRun, phase: str) -> pd.DataFrame:
     strategy._reset_state()
     for earlier in PHASES[: PHASES.index(phase)]:
         strategy._stream_through(earlier)
-    samplers = strategy.settings.eval_samplers if phase in ("val", "test") else ("random",)
+    samplers = strategy.settings.eval.samplers if phase in ("val", "test") else ("random",)
     ids = loaded.node_ids.numpy()
     strategy.model.eval()
     frames: list[pd.DataFrame] = []
