@@ -222,9 +222,10 @@ def beside_utg(table: pd.DataFrame) -> pd.DataFrame:
     table["utg_label"] = labels
 
     def figure(row: pd.Series, column: str) -> float:
-        if row["utg_label"] is None or row["procedure"] == "windows":
+        utg_dataset = OURS_AS_UTGS.get(row["dataset"])  # a label column of strings holds a missing label as NaN
+        if utg_dataset is None or pd.isna(row["utg_label"]) or row["procedure"] == "windows":
             return float("nan")
-        chosen = published[published.dataset == OURS_AS_UTGS[row["dataset"]]]
+        chosen = published[published.dataset == utg_dataset]
         try:
             return published_value(chosen, row["utg_label"], column)
         except KeyError:
