@@ -1,4 +1,6 @@
-"""``dygsched run | plan | simulate | runs | datasets | paper | report``: a thin dispatcher; the work lives in the stages."""
+"""``dygsched run | plan | simulate | runs | datasets | paper | report | predict | embed``: a thin dispatcher.
+
+The work lives in the stages."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ commands:
   datasets  list the real datasets (shipped, downloaded, or to fetch) or download one (fetch NAME)
   paper     list the paper targets, or build them (dygsched paper table-sven-comm) and render results/report/
   report    render every paper table and figure into results/report/ from what a results folder holds
+  predict   a finished run's predictions on a phase (or on given pairs), as Parquet (docs/results.md)
+  embed     a finished run's node embeddings at chosen snapshots or times, as Parquet
 
 Run 'dygsched COMMAND --help' for a command's options."""
 
@@ -70,6 +74,18 @@ def _report(argv: list[str]) -> int:
     return report_main(argv)
 
 
+def _predict(argv: list[str]) -> int:
+    from dygsched.commands.predict import predict_main
+
+    return predict_main(argv)
+
+
+def _embed(argv: list[str]) -> int:
+    from dygsched.commands.predict import embed_main
+
+    return embed_main(argv)
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": _run,
     "plan": _plan,
@@ -78,6 +94,8 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "datasets": _datasets,
     "paper": _paper,
     "report": _report,
+    "predict": _predict,
+    "embed": _embed,
 }
 
 

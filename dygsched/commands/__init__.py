@@ -5,4 +5,6 @@
 dygsched.commands.gpu_check``): each is one module (or package) with a ``main(argv)`` that
 ``dygsched/cli.py`` dispatches to. None of them launches a run of its own making: what composes,
 checks and launches a run is ``dygsched/launch/``, which the GPU check calls like ``dygsched run``.
+``dygsched predict`` and ``embed`` (``predict.py``) read a finished run back and write its
+predictions and embeddings as Parquet.
 """

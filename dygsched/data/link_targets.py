@@ -51,7 +51,7 @@ def link_prediction_graph(graph: TemporalGraph, embedding_dim: int) -> TemporalG
             replace(s, links=distinct_pairs(following.edge_index), target_index=t + 1)
             for t, (s, following) in enumerate(zip(snapshots[:-1], snapshots[1:]))
         )
-    return TemporalGraph(graph.name, kept, Task.LINK, embedding_dim=embedding_dim)
+    return TemporalGraph(graph.name, kept, Task.LINK, embedding_dim=embedding_dim, node_ids=graph.node_ids)
 
 
 def links_of(snapshot: Snapshot) -> torch.Tensor:

@@ -112,6 +112,7 @@ class NodeMemoryStrategy(Strategy):
         self._epoch = 0
         self._task = Task.LINK  # the data's (task=node: its labels), known from check() or setup()
         self.node_task: NodePropertyTask | None = None  # task=node (node_task.py)
+        self._series_vertices = self._series_unique = 0  # an epoch's counts (a pass outside an epoch counts too)
 
     # ---- before any rank starts -------------------------------------------------------------------
     def check(self, data: DynamicData, settings: RunConfig, world_size: int) -> None:
