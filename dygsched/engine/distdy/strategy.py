@@ -244,6 +244,12 @@ class DistDyStrategy(Strategy):
             seconds += time.perf_counter() - start
         return self.placements[tau], seconds
 
+    def placed(self, tau: int) -> list[SnapshotPartition]:
+        """Every snapshot's placement up to ``tau``, as rank 0 computes them (a strategy set up as rank 0
+        of ``world_size`` ranks, outside a process group, gives what that many stores would get)."""
+        self._place(tau)
+        return self.placements[: tau + 1]
+
     # ---- one epoch ---------------------------------------------------------------------------------------
     def windows(self, epoch_index: int) -> list[int]:
         """The steps (each window's latest snapshot) epoch ``epoch_index`` trains, in order."""
