@@ -16,7 +16,21 @@ from tests.conftest import ROOT
 
 PACKAGE = ROOT / "dygsched"
 BOTTOM = ("errors", "components", "jit")
-STAGES = ("data", "models", "planner", "certify", "metrics", "engine", "launch", "paper", "report", "cli", "__main__")
+STAGES = (
+    "data",
+    "models",
+    "planner",
+    "certify",
+    "metrics",
+    "engine",
+    "advise",
+    "launch",
+    "paper",
+    "report",
+    "commands",
+    "cli",
+    "__main__",
+)
 RANK = {**dict.fromkeys(BOTTOM, 0), **{stage: number for number, stage in enumerate(STAGES, start=1)}}
 
 CERTIFY_USERS = ("dygsched.paper.planner",)  # the planner benchmark certifies plans; training never imports certify

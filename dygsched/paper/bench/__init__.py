@@ -23,6 +23,15 @@ from dygsched.paper.bench.unified import UNIFIED
 from dygsched.paper.bench.vs_pygt import VS_PYGT
 from dygsched.paper.target import PaperTarget
 
-TARGETS: tuple[PaperTarget, ...] = (FLOP_COUNTING, VS_PYGT, TGN_PYG, STREAM_SCALING, SCALING, STREAM_ACCURACY, UNIFIED, NODE_TASKS)
+TARGETS: tuple[PaperTarget, ...] = (
+    FLOP_COUNTING,
+    VS_PYGT,
+    TGN_PYG,
+    STREAM_SCALING,
+    SCALING,
+    STREAM_ACCURACY,
+    UNIFIED,
+    NODE_TASKS,
+)
 
 __all__ = ["SECTION", "TARGETS"]
