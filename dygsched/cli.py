@@ -31,13 +31,13 @@ def _run(argv: list[str]) -> int:
 
 
 def _plan(argv: list[str]) -> int:
-    from dygsched.launch.plan_cli import main as plan_main
+    from dygsched.commands.plan import main as plan_main
 
     return plan_main(argv)
 
 
 def _simulate(argv: list[str]) -> int:
-    from dygsched.launch.simulate_cli import main as simulate_main
+    from dygsched.commands.simulate import main as simulate_main
 
     return simulate_main(argv)
 
@@ -49,13 +49,13 @@ def _advise(argv: list[str]) -> int:
 
 
 def _runs(argv: list[str]) -> int:
-    from dygsched.launch.runs_cli import main as runs_main
+    from dygsched.commands.runs import main as runs_main
 
     return runs_main(argv)
 
 
 def _datasets(argv: list[str]) -> int:
-    from dygsched.launch.datasets_cli import main as datasets_main
+    from dygsched.commands.datasets import main as datasets_main
 
     return datasets_main(argv)
 

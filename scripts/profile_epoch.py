@@ -29,14 +29,13 @@ DATASETS = {
 
 
 def main(argv: list[str] | None = None) -> None:
-    from omegaconf import OmegaConf
 
     from dygsched.data.groups import sliding_groups, split_by_time
     from dygsched.data.loading import load_data
     from dygsched.engine.build import build_model
     from dygsched.engine.objective import GroupObjective
     from dygsched.engine.snapshot_groups.profiler import PhaseTimer, TimedHooks
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="twitter_tennis", choices=sorted(DATASETS))
@@ -54,12 +53,12 @@ def main(argv: list[str] | None = None) -> None:
         f"model.num_layers={args.layers}",
         f"window={args.window}",
     ]
-    cfg = OmegaConf.to_container(compose_config(overrides), resolve=True)
-    graph = load_data(cfg["dataset"])
-    groups = split_by_time(sliding_groups(graph.num_snapshots, args.window), cfg["split"]["train"], cfg["split"]["val"]).train
+    run = compose_run(overrides)
+    graph = load_data(run.dataset)
+    groups = split_by_time(sliding_groups(graph.num_snapshots, args.window), run.split.train, run.split.val).train
     torch.manual_seed(0)
-    objective = GroupObjective(build_model(cfg["model"], graph), graph.task)
-    optimizer = torch.optim.Adam(objective.parameters(), lr=cfg["optim"]["lr"])
+    objective = GroupObjective(build_model(run.model, graph), graph.task)
+    optimizer = torch.optim.Adam(objective.parameters(), lr=run.optim.learning_rate)
     device = torch.device("cpu")
     per_epoch: list[dict[str, float]] = []
     for _ in range(args.epochs):

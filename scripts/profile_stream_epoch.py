@@ -31,11 +31,11 @@ import pandas as pd
 import torch
 
 from dygsched.data.loading import load_data
-from dygsched.engine.build import build_model, build_optimizer, build_strategy, run_settings
+from dygsched.engine.build import build_model, build_optimizer, build_strategy
 from dygsched.engine.gradient_sync import GradientSync
 from dygsched.engine.strategy import Artifacts, Epoch, RunContext
 from dygsched.engine.worker import seed_everything
-from dygsched.launch.compose import compose_config
+from dygsched.launch.compose import compose_run
 
 PHASES = ("sampling", "memory", "embedding", "backward", "state writes", "optimizer", "rest")
 
@@ -52,16 +52,15 @@ def timed(seconds: dict[str, float], phase: str, function: Callable[..., Any]) -
 
 
 def profile(overrides: list[str], epochs: int) -> list[dict[str, float]]:
-    cfg = compose_config(["sched=single", "world_size=1", *overrides])
-    data = load_data(cfg.dataset)
-    settings = run_settings(cfg)
-    strategy = build_strategy(cfg.sched)
-    strategy.check(data, settings, 1)
+    run = compose_run(["sched=single", "world_size=1", *overrides])
+    data = load_data(run.dataset)
+    strategy = build_strategy(run.sched)
+    strategy.check(data, run, 1)
     device = torch.device("cpu")
-    strategy.setup(RunContext(data, settings, 0, 1, device, Artifacts(None, True)))
-    seed_everything(settings.seed)
-    module = strategy.objective(build_model(cfg.model, data))
-    optimizer = build_optimizer(cfg.optim, module.parameters())
+    strategy.setup(RunContext(data, run, 0, 1, device, Artifacts(None, True)))
+    seed_everything(run.seed)
+    module = strategy.objective(build_model(run.model, data))
+    optimizer = build_optimizer(run.optim, module.parameters())
     sync = GradientSync(module, 1)
     model = strategy.model
 

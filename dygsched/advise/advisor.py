@@ -121,7 +121,7 @@ def profile_cases(
         baseline = 0  # the GPU allocator's peak counts tensors alone: each family's own
     else:
         say("measuring a rank's resident set before training")
-        baseline = rank_baseline_bytes(dict(first.run.dataset), dict(first.run.model))
+        baseline = rank_baseline_bytes(first.run.dataset, first.run.model)
     samples: list[StepSample] = []
     family_memory: dict[str, int] = {}
     kernels: dict[str, float] = {}
@@ -238,7 +238,7 @@ def targets(profile: Profile, request: Request) -> list[Target]:
 def applicability(case: StrategyCase, data: DynamicData, ranks: int) -> str:
     """Why ``case`` cannot run on ``ranks`` ranks (its own check of the data), or ``""``."""
     try:
-        case.strategy.check(data, case.run.settings, ranks)
+        case.strategy.check(data, case.run, ranks)
     except DygschedError as exc:
         return str(exc)
     return ""
@@ -250,7 +250,7 @@ def price(case: StrategyCase, data: DynamicData, profile: Profile, target: Targe
     from dygsched.engine.flare import FlareStrategy
     from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
 
-    settings = case.run.settings
+    settings = case.run
     if case.family in (SEQUENTIAL, REUSE, BLAD):
         return snapshot_groups.price(case, cast(TemporalGraph, data), profile, target, time_limit)
     if case.family == FLARE:

@@ -24,20 +24,22 @@ from dygsched.advise.snapshot_groups import memory_of, peak_memory
 from dygsched.data.temporal_graph import Task, TemporalGraph
 from dygsched.engine.distdy import DistDyStrategy
 from dygsched.engine.distdy.cluster import ComputeCost, Network, StepCounts, epoch_counts, simulate_epoch
-from dygsched.engine.strategy import Artifacts, RunContext, RunSettings
+from dygsched.engine.run_config import RunConfig
+from dygsched.engine.strategy import Artifacts, RunContext
 
 
-def virtual(strategy_sched: DistDyStrategy, graph: TemporalGraph, settings: RunSettings, stores: int) -> DistDyStrategy:
+def virtual(strategy_sched: DistDyStrategy, graph: TemporalGraph, settings: RunConfig, stores: int) -> DistDyStrategy:
     """A copy of the strategy set up as rank 0 of ``stores`` ranks (no process group: it only places)."""
-    copy = DistDyStrategy(strategy_sched.config, strategy_sched.name)
+    copy = DistDyStrategy(strategy_sched.config)
     copy.setup(RunContext(graph, settings, 0, stores, torch.device("cpu"), Artifacts(None, True)))
     return copy
 
 
-def counts_for(strategy: DistDyStrategy, graph: TemporalGraph, settings: RunSettings, stores: int) -> list[StepCounts]:
+def counts_for(strategy: DistDyStrategy, graph: TemporalGraph, settings: RunConfig, stores: int) -> list[StepCounts]:
     """One epoch's mini-batches on ``stores`` stores, counted as the strategy trains them (``loop=epochs``)."""
     placed = virtual(strategy, graph, settings, stores)
-    placements = placed.placed(graph.num_snapshots - 1)
+    placed.place(graph.num_snapshots - 1)
+    placements = placed.placements
     config = strategy.config
     return epoch_counts(
         graph,
@@ -70,7 +72,7 @@ def compute_cost(profile: Profile, target: Target) -> ComputeCost:
 
 
 def price(
-    case_name: str, strategy: DistDyStrategy, graph: TemporalGraph, settings: RunSettings, profile: Profile, target: Target
+    case_name: str, strategy: DistDyStrategy, graph: TemporalGraph, settings: RunConfig, profile: Profile, target: Target
 ) -> Prediction:
     """DistDy on ``target`` (see the module docstring)."""
     from dygsched.advise.cases import DISTDY

@@ -36,7 +36,7 @@ from dygsched.engine.flare.config import FlareConfig
 from dygsched.engine.flare.decay import decay_counts
 from dygsched.engine.flare.strategy import FlareStrategy, chunk_survival
 from dygsched.engine.objective import build_split
-from dygsched.engine.strategy import RunSettings
+from dygsched.engine.run_config import RunConfig
 
 
 @dataclass(frozen=True)
@@ -114,11 +114,11 @@ class Counter:
         return WindowWork(nodes, edges, received, sent, decayed, blocks)
 
 
-def windows(graph: TemporalGraph, settings: RunSettings) -> tuple[SnapshotGroup, ...]:
+def windows(graph: TemporalGraph, settings: RunConfig) -> tuple[SnapshotGroup, ...]:
     return build_split(graph, settings).train
 
 
-def counter_for(graph: TemporalGraph, strategy: FlareStrategy, settings: RunSettings, ranks: int) -> Counter:
+def counter_for(graph: TemporalGraph, strategy: FlareStrategy, settings: RunConfig, ranks: int) -> Counter:
     """The partition the strategy would make on ``ranks`` ranks, counted."""
     config = strategy.config
     train_stop = windows(graph, settings)[-1].stop
@@ -127,7 +127,7 @@ def counter_for(graph: TemporalGraph, strategy: FlareStrategy, settings: RunSett
 
 
 def price(
-    case_name: str, strategy: FlareStrategy, graph: TemporalGraph, settings: RunSettings, profile: Profile, target: Target
+    case_name: str, strategy: FlareStrategy, graph: TemporalGraph, settings: RunConfig, profile: Profile, target: Target
 ) -> Prediction:
     """FlareDTDG on ``target`` (see the module docstring)."""
     from dygsched.advise.cases import FLARE

@@ -35,6 +35,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from dygsched.advise.cases import BLAD, DISTDY, FLARE, NODE_MEMORY, REUSE, SEQUENTIAL, StrategyCase
 from dygsched.advise.hardware import LOCAL, LinkProfile
 from dygsched.advise.profile import DeviceInfo, StepSample
+from dygsched.data.dataset_config import DatasetConfig
 from dygsched.data.kinds import DynamicData
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.build import build_model, build_optimizer, build_strategy
@@ -43,6 +44,7 @@ from dygsched.engine.gradient_sync import GradientSync
 from dygsched.engine.strategy import Artifacts, Epoch, IterationStats, RunContext, Strategy
 from dygsched.engine.worker import seed_everything
 from dygsched.planner.plan import Plan, SolverStatus
+from dygsched.typed_config import Part
 
 WARMUP_STEPS = 1
 
@@ -129,7 +131,7 @@ def release_freed_memory() -> None:
         pass
 
 
-def _baseline_rank(index: int, dataset: dict[str, Any], model: dict[str, Any], out: str) -> None:  # pragma: no cover (a child)
+def _baseline_rank(index: int, dataset: DatasetConfig, model: Part, out: str) -> None:  # pragma: no cover (a child)
     """A fresh process as a rank is before it trains: the worker's modules, the data, the model."""
     del index
     import dygsched.engine.worker  # noqa: F401 (what a rank imports)
@@ -142,7 +144,7 @@ def _baseline_rank(index: int, dataset: dict[str, Any], model: dict[str, Any], o
     Path(out).write_text(json.dumps({"rss": memory_now(torch.device("cpu"))}))
 
 
-def rank_baseline_bytes(dataset: dict[str, Any], model: dict[str, Any], timeout_s: float = 120.0) -> int:
+def rank_baseline_bytes(dataset: DatasetConfig, model: Part, timeout_s: float = 120.0) -> int:
     """The resident set of a process that imported what a rank imports, loaded the data and built the
     model: where a CPU rank's peak starts (this process holds every strategy's configuration besides)."""
     import torch.multiprocessing as mp
@@ -253,11 +255,7 @@ class _Steps:
 
 def fresh_strategy(case: StrategyCase, **changes: Any) -> Strategy:
     """A new strategy of ``case``'s settings (``changes`` to its flat config, e.g. a smaller batch)."""
-    strategy = build_strategy(case.run.sched)
-    if changes:
-        config: Any = cast(Any, strategy).config
-        strategy = type(strategy)(replace(config, **changes), strategy.name)  # type: ignore[call-arg]
-    return strategy
+    return build_strategy(replace(case.run.sched, **changes) if changes else case.run.sched)
 
 
 @contextmanager
@@ -284,7 +282,7 @@ def run_steps(
 ) -> tuple[Strategy, _Steps]:
     """Up to ``steps`` steps (and ``budget_s`` seconds) of ``strategy`` on one rank, each step's wall
     time and peak memory. ``plan``: a snapshot-group strategy trains these units, one step each."""
-    settings = case.run.settings
+    settings = case.run
     strategy.setup(RunContext(data, settings, 0, 1, device, Artifacts(None, True)))
     seed_everything(settings.seed)
     module = strategy.objective(build_model(case.run.model, data)).to(device)
@@ -344,7 +342,7 @@ def optimizer_step_s(case: StrategyCase, data: DynamicData, device: torch.device
     """The optimizer's step and the gradients' clearing, alone (seconds, the fastest of ``repeats``),
     and the parameters' bytes."""
     strategy = fresh_strategy(case)
-    strategy.setup(RunContext(data, case.run.settings, 0, 1, device, Artifacts(None, True)))
+    strategy.setup(RunContext(data, case.run, 0, 1, device, Artifacts(None, True)))
     module = strategy.objective(build_model(case.run.model, data)).to(device)
     parameters = [p for p in module.parameters() if p.requires_grad]
     optimizer = build_optimizer(case.run.optim, parameters)
@@ -457,11 +455,9 @@ def _profile_flare(
 
     strategy, record = run_steps(fresh_strategy(case), case, graph, device, steps, budget_s)
     flare = cast(FlareStrategy, strategy)
-    counter = Counter(graph, flare.partition, flare.config, case.run.settings.seed, epoch=0)
+    counter = Counter(graph, flare.partition, flare.config, case.run.seed, epoch=0)
     windows = [g for segment in flare.epoch_windows(0) for g in segment]
-    plans = [
-        StepPlan((g.index,), window_features(counter, g, flare.config, case.run.settings.window), str(g.index)) for g in windows
-    ]
+    plans = [StepPlan((g.index,), window_features(counter, g, flare.config, case.run.window), str(g.index)) for g in windows]
     start = time.perf_counter()
     flare.start_epoch(1)  # the epoch's shuffle and renumbering, warm
     facts = {"flare_epoch_start_s": time.perf_counter() - start}
@@ -475,7 +471,7 @@ def _profile_distdy(
     from dygsched.engine.distdy import DistDyStrategy
 
     strategy = cast(DistDyStrategy, fresh_strategy(case))
-    counts = counts_for(strategy, graph, case.run.settings, 1)
+    counts = counts_for(strategy, graph, case.run, 1)
     plans = [StepPlan((i,), step_features(c), str(i)) for i, c in enumerate(counts)]
     _, record = run_steps(strategy, case, graph, device, steps, budget_s)
     return samples_of(DISTDY, threads, record, plans), record.kernels, {}
@@ -488,9 +484,9 @@ def _profile_node_memory(
     from dygsched.data.events import EventStream
 
     stream = cast(EventStream, data)
-    settings = case.run.settings
+    settings = case.run
     batch = int(cast(Any, case.strategy).config.batch_size)
-    events = stream.split(settings.train_fraction, settings.val_fraction, settings.split_by).train
+    events = stream.split(settings.split.train, settings.split.val, settings.split.by).train
     samples: list[StepSample] = []
     kernels = None
     facts: dict[str, float] = {}
@@ -516,7 +512,7 @@ def model_facts(case: StrategyCase, data: DynamicData, device: torch.device) -> 
     from dygsched.models.dgnn import DGNN
     from dygsched.models.memory_base import MemoryModel
 
-    seed_everything(case.run.settings.seed)
+    seed_everything(case.run.seed)
     model = build_model(case.run.model, data)
     facts: dict[str, float] = {}
     if isinstance(model, DGNN) and isinstance(data, TemporalGraph):

@@ -32,7 +32,7 @@ from dygsched.engine.node_memory.depcomm import DepCommMemory
 from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
 from dygsched.engine.node_memory.sven import SvenMemory
 from dygsched.engine.node_memory.volumes import RowSizes, count_traffic, demand_matrix, epoch_reads
-from dygsched.engine.strategy import RunSettings
+from dygsched.engine.run_config import RunConfig
 
 # All-to-alls one step of each backend calls, read from its code: DepCache's exchange of counts and
 # its four row kinds (aggregate, aggregate_index, for endpoints and deliveries); DepComm's counts,
@@ -54,7 +54,7 @@ def owner_map(
     strategy: NodeMemoryStrategy,
     stream: EventStream,
     events: tuple[int, int],
-    settings: RunSettings,
+    settings: RunConfig,
     ranks: int,
     profile: Profile,
 ) -> np.ndarray:
@@ -76,14 +76,14 @@ def owner_map(
 
 
 def price(
-    case_name: str, strategy: NodeMemoryStrategy, stream: EventStream, settings: RunSettings, profile: Profile, target: Target
+    case_name: str, strategy: NodeMemoryStrategy, stream: EventStream, settings: RunConfig, profile: Profile, target: Target
 ) -> Prediction:
     """``strategy`` on ``target`` (see the module docstring)."""
     from dygsched.advise.cases import NODE_MEMORY
 
     ranks = target.gpus
     batch = strategy.config.batch_size
-    events = stream.split(settings.train_fraction, settings.val_fraction, settings.split_by).train
+    events = stream.split(settings.split.train, settings.split.val, settings.split.by).train
     count = events[1] - events[0]
     steps = math.ceil(count / (batch * ranks))
     threads = target.threads

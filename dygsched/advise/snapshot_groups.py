@@ -50,7 +50,7 @@ ILP_SOLVERS = ("ilp", "dygnex_l", "real")
 
 def groups_of(graph: TemporalGraph, case: StrategyCase) -> tuple[list[Span], list[tuple[int, int]]]:
     """The training groups' spans and (nodes, edges): the cost model's inputs, as the timeline reads them."""
-    groups = build_split(graph, case.run.settings).train
+    groups = build_split(graph, case.run).train
     return [(g.start, g.stop) for g in groups], [g.work(graph) for g in groups]
 
 
@@ -175,8 +175,8 @@ def state_bytes(profile: Profile, nodes: int) -> float:
 def price_esdg(case: StrategyCase, graph: TemporalGraph, profile: Profile, target: Target) -> Prediction:
     """ESDG: every group on all ranks along the chain (see the module docstring)."""
     strategy = cast(SnapshotGroupStrategy, case.strategy)
-    ranks, window = target.gpus, case.run.settings.window
-    groups = build_split(graph, case.run.settings).train
+    ranks, window = target.gpus, case.run.window
+    groups = build_split(graph, case.run).train
     threads = target.threads
     step = step_cost(profile, target)
     raw_step = profile.step_s(threads)

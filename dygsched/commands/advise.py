@@ -109,14 +109,14 @@ class Composed:
 
 def compose_cases(overrides: Sequence[str], names: Sequence[str] | None) -> Composed:
     """The one place the advisor reads the configuration: each strategy's run composed from
-    ``overrides`` (and ``sched=<name>``), checked as ``dygsched run`` checks it (schema, settings,
-    the strategy's own check, its model on the data), as typed values. A strategy named in ``names``
-    that cannot train this model or task is one error line; unnamed ones are left out with their reason."""
+    ``overrides`` (and ``sched=<name>``) into its typed ``RunConfig`` (``compose_run``) and checked
+    as ``dygsched run`` checks it (the files, the components, the strategy's own check of the data,
+    its model and optimizer on the data). A strategy named in ``names`` that cannot train this model
+    or task is one error line; unnamed ones are left out with their reason."""
     from dygsched.advise.cases import StrategyCase
     from dygsched.data.loading import for_task, load_data
-    from dygsched.engine.build import build_model
-    from dygsched.launch.checks import check_run
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.checks import check_data, check_run, precheck
+    from dygsched.launch.compose import compose_run
 
     for override in overrides:
         key = override.lstrip("+~").split("=", 1)[0]
@@ -132,15 +132,15 @@ def compose_cases(overrides: Sequence[str], names: Sequence[str] | None) -> Comp
     loaded: Any = None
     cases, refused, data = [], {}, {}
     for name in chosen:
-        cfg = compose_config([*overrides, f"sched={name}", "world_size=1", "progress=false"])
-        checked = check_run(cfg, [*overrides, f"sched={name}"])
-        run, strategy = checked.run, checked.strategy
+        run = compose_run([*overrides, f"sched={name}", "world_size=1", "progress=false"])
+        precheck(run)
+        checked = check_run(run)
+        strategy = checked.strategy
         try:
             if loaded is None:
                 loaded = load_data(run.dataset)
-            mine = for_task(loaded, strategy.data_kind, run.settings)
-            strategy.check(mine, run.settings, 1)
-            strategy.check_model(build_model(run.model, mine))
+            mine = for_task(loaded, strategy.data_kind, run)
+            check_data(checked, mine, 1)
             case = StrategyCase.of(run, strategy)
         except DygschedError as exc:
             if names:

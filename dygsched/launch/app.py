@@ -1,11 +1,12 @@
 """``run(cfg) -> summary``: the whole training run behind ``dygsched run``.
 
-Outside a distributed job it runs the check pipeline (``checks``: schema, settings, the
-strategy's own check, the data) once in this process, resolves the run folder, then hands the run,
-as a typed ``RunConfig``, to the configured launcher (``local`` processes, ``torchrun``), which
-starts the ranks and waits for them. Inside a job (``RANK`` and ``WORLD_SIZE`` set by torchrun, or
-a SLURM task of ``launcher=slurm``) this process *is* a rank: it runs the same checks, then trains
-its rank directly.
+It takes the run as the typed ``RunConfig`` its caller composed once (``compose_run``: the command,
+a paper sweep, a test). Outside a distributed job it runs the rest of the check pipeline
+(``checks``: the components, the launcher, the strategy's own check of the data) once in this
+process, resolves the run folder, then hands the same typed run to the configured launcher
+(``local`` processes, ``torchrun``), which starts the ranks and waits for them. Inside a job (``RANK``
+and ``WORLD_SIZE`` set by torchrun, or a SLURM task of ``launcher=slurm``) this process *is* a
+rank: it runs the same checks, then trains its rank directly.
 """
 
 from __future__ import annotations
@@ -19,19 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
-
 from dygsched.data.kinds import DynamicData
 from dygsched.data.loading import for_task, load_data
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.checkpoint import mark_failed
 from dygsched.engine.distributed import DistEnv
-from dygsched.engine.run_config import RunConfig
+from dygsched.engine.run_config import RunConfig, check_plain_name
 from dygsched.engine.worker import RunStart, failure_text, start_run, train_rank
 from dygsched.errors import ConfigError, DygschedError, Terminated
 from dygsched.launch.base import LaunchFailed
-from dygsched.launch.checks import CheckedRun, check_data, check_device_here, check_ranks, check_run
-from dygsched.launch.config_checks import check_plain_name, check_results_dir
+from dygsched.launch.checks import CheckedRun, check_data, check_device_here, check_ranks, check_results_dir, check_run
 from dygsched.metrics.log import configure_logging
 from dygsched.metrics.run_folder import RunFolder
 from dygsched.metrics.runs_table import check_runs_table
@@ -52,7 +50,7 @@ class RunFailed(DygschedError):
 def prepare(checked: CheckedRun, world_size: int) -> DynamicData:
     """Load and validate the data and everything that depends on it, before any rank trains."""
     # a cut stream: the kind the strategy trains on, as the run's task reads it
-    data = for_task(load_data(checked.run.dataset), checked.strategy.data_kind, checked.run.settings)
+    data = for_task(load_data(checked.run.dataset), checked.strategy.data_kind, checked.run)
     check_data(checked, data, world_size)
     return data
 
@@ -61,10 +59,9 @@ def under_torchrun() -> bool:
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ
 
 
-def run(cfg: DictConfig, overrides: Sequence[str] | None = None, settings_checked: bool = False) -> dict[str, Any]:
-    """Train one run; ``overrides`` (the command line's) let a launcher start ranks with the same settings.
-    ``settings_checked``: the caller already ran ``precheck`` on ``cfg`` (``dygsched run`` does, up front)."""
-    checked = check_run(cfg, overrides, settings_checked)
+def run(run_config: RunConfig, overrides: Sequence[str] | None = None) -> dict[str, Any]:
+    """Train one run; ``overrides`` (the command line's) let a launcher start ranks with the same settings."""
+    checked = check_run(run_config)
     configure_logging(checked.run.progress)
     launcher = checked.launcher
     env = launcher.worker_env() or (DistEnv.from_environ() if under_torchrun() else None)

@@ -21,7 +21,7 @@ import pytest
 
 from dygsched.errors import ConfigError
 from dygsched.launch.app import RunFailed, run
-from dygsched.launch.compose import compose_config
+from dygsched.launch.compose import compose_run
 from dygsched.launch.local import free_port
 from tests.cli_process import run_dygsched
 from tests.conftest import ROOT, TINY_SYNTHETIC
@@ -31,7 +31,7 @@ RECOVERY = [*TINY_SYNTHETIC, "model=mpnn_lstm", "sched=greedy", "sched.timeline.
 
 
 def train(results: Path, *overrides: str) -> dict:
-    return run(compose_config([*RECOVERY, f"results_dir={results}", *overrides]))
+    return run(compose_run([*RECOVERY, f"results_dir={results}", *overrides]))
 
 
 def losses(run_dir: Path) -> list[tuple]:
@@ -151,7 +151,7 @@ def test_a_worker_exception_marks_the_run_failed_with_its_reason(tmp_path):
     results = tmp_path / "results"
     failing = ["model=tgcn", "model._target_=tests.launch.failing_model.FailingTGCN", "+model.fail_after=3"]
     with pytest.raises(RunFailed) as info:
-        run(compose_config([*TINY_SYNTHETIC, *failing, "epochs=3", "run_id=oom", f"results_dir={results}"]))
+        run(compose_run([*TINY_SYNTHETIC, *failing, "epochs=3", "run_id=oom", f"results_dir={results}"]))
     message = str(info.value)
     assert "\n" not in message and "rank 1: OutOfMemoryError: CUDA out of memory" in message
     summary = json.loads((results / "oom" / "summary.json").read_text())
@@ -166,16 +166,16 @@ def test_resume_restores_the_timeline(tmp_path):
     switch, it keeps the solved plan and profiles no more."""
     results = tmp_path / "results"
     base = [*TINY_SYNTHETIC, f"results_dir={results}", "sched=greedy", "sched.timeline.profile_epochs=2", "run_id=timeline"]
-    run(compose_config([*base, "epochs=1"]))
+    run(compose_run([*base, "epochs=1"]))
     folder = results / "timeline"
     assert (folder / "plan_profiling.json").exists() and not (folder / "plan.json").exists()
 
-    summary = run(compose_config([*base, "epochs=3", "resume=true"]))  # the latest checkpoint with these settings
+    summary = run(compose_run([*base, "epochs=3", "resume=true"]))  # the latest checkpoint with these settings
     assert summary["run_id"] == "timeline" and summary["switch_epoch"] == 2
     plan, profile = (folder / "plan.json"), (folder / "profile.json")
     before = plan.read_bytes(), plan.stat().st_mtime_ns, profile.stat().st_mtime_ns
 
-    summary = run(compose_config([*base, "epochs=4", f"resume={folder}"]))
+    summary = run(compose_run([*base, "epochs=4", f"resume={folder}"]))
     assert summary["epochs_completed"] == 4 and summary["switch_epoch"] == 2
     assert (plan.read_bytes(), plan.stat().st_mtime_ns, profile.stat().st_mtime_ns) == before
     metrics = pd.read_parquet(folder / "metrics.parquet")
@@ -360,7 +360,7 @@ def test_sigterm_to_the_dygsched_launcher_stops_torchrun_and_records_the_run(tmp
 
 
 def _slurm_task(overrides: list[str]) -> dict:
-    return run(compose_config(overrides))
+    return run(compose_run(overrides))
 
 
 @pytest.mark.slow
@@ -396,7 +396,12 @@ def start_and_signal_the_launcher(tmp_path: Path, sig: int) -> tuple[subprocess.
 
 
 @pytest.mark.parametrize(
-    "sig, code, reason", [(signal.SIGTERM, 143, "terminated by SIGTERM"), (signal.SIGINT, 130, "interrupted")]
+    "sig, code, reason",
+    [
+        (signal.SIGTERM, 143, "terminated by SIGTERM"),
+        # the same stop of the workers; what Ctrl-C alone does differently is test_ctrl_c_marks_the_run_interrupted's
+        pytest.param(signal.SIGINT, 130, "interrupted", marks=pytest.mark.slow),
+    ],
 )
 def test_a_signal_to_the_launcher_stops_the_workers_and_records_the_run(tmp_path, sig, code, reason):
     """What `timeout`, SLURM preemption and Kubernetes send (SIGTERM), or Ctrl-C to the launcher alone:
@@ -413,3 +418,22 @@ def test_a_signal_to_the_launcher_stops_the_workers_and_records_the_run(tmp_path
     assert (folder / "metrics.parquet").exists() and not list(folder.glob("*.tmp*"))
     assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]
     resume_for_one_more_epoch(tmp_path, folder, summary)
+
+
+def test_ctrl_c_marks_the_run_interrupted(tmp_path, monkeypatch, capsys):
+    """Ctrl-C while the ranks train (the launcher's wait raises KeyboardInterrupt, and it stops the
+    workers as on SIGTERM, which the test above drives with real processes): the run is marked failed,
+    "interrupted", with its runs-table row, and ``dygsched`` exits 130 with one line."""
+    from dygsched.cli import main
+    from dygsched.launch.local import LocalLauncher
+
+    def interrupted(self, config, data, folder, world_size, overrides):
+        folder.path.mkdir(parents=True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(LocalLauncher, "launch", interrupted)
+    assert main(["run", *TINY_SYNTHETIC, "world_size=1", "run_id=victim", f"results_dir={tmp_path / 'results'}"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["dygsched: interrupted"]
+    summary = json.loads((tmp_path / "results" / "victim" / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["reason"] == "interrupted" and summary["epochs_completed"] == 0
+    assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]

@@ -331,10 +331,8 @@ def test_sweeps_run_what_the_make_recipes_ran():
 
 
 def test_every_sweep_point_composes_and_each_breakdown_run_is_its_step():
-    from omegaconf import OmegaConf
-
     from dygsched.launch.checks import precheck
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
     from dygsched.launch.sweeps import sweep_points
 
     steps = []
@@ -342,11 +340,11 @@ def test_every_sweep_point_composes_and_each_breakdown_run_is_its_step():
         for smoke in (False, True):
             for run in planned_runs(sweep, smoke):
                 for point in sweep_points([*run, "results_dir=unused", "progress=false"]):
-                    cfg = compose_config(point)
+                    typed = compose_run(point)
                     if smoke:  # what the smoke build runs passes the checks a run makes before it trains
-                        precheck(cfg, point)
+                        precheck(typed)
                     if sweep is sven.breakdown.BREAKDOWN_SWEEP and not smoke:
-                        steps.append(sven.breakdown.breakdown_step(OmegaConf.to_container(cfg.sched)))
+                        steps.append(sven.breakdown.breakdown_step(typed.sched))
     assert tuple(steps) == sven.breakdown.BREAKDOWN_ORDER
 
 

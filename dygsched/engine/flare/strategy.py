@@ -47,16 +47,8 @@ from dygsched.engine.node_partition.layout import GCNNorm, PartitionedSnapshot, 
 from dygsched.engine.node_partition.overlap import OverlapSchedule
 from dygsched.engine.node_partition.pairs import PairRows, every_row
 from dygsched.engine.objective import GroupObjective, build_split, check_task, group_objective
-from dygsched.engine.strategy import (
-    Epoch,
-    IterationStats,
-    MetricValue,
-    Missing,
-    RunContext,
-    RunSettings,
-    Strategy,
-    broadcast_from_rank0,
-)
+from dygsched.engine.run_config import RunConfig
+from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, Missing, RunContext, Strategy, broadcast_from_rank0
 from dygsched.engine.timing import Region, Tally, timed
 from dygsched.errors import ConfigError
 from dygsched.models.dgnn import DGNN
@@ -117,12 +109,12 @@ class FlareStrategy(Strategy):
     data_kind = TemporalGraph
     exact = False  # decayed blocks depend on the partition; with full blocks only, P ranks equal one process (tests)
 
-    config_type = FlareConfig
     predicts_links = True  # task=link: a pair is scored where its source lives (node_partition.pairs)
     communicates_in_backward = True  # halo/row all-to-alls inside backward: no overlapped gradient buckets
 
-    def __init__(self, config: FlareConfig, name: str = "flare") -> None:
-        self.name, self.config = name, config
+    def __init__(self, config: FlareConfig) -> None:
+        super().__init__(config)
+        self.config: FlareConfig = config
         self.full, self.alpha = config.full, config.alpha  # where the decay starts; the auto-tuning moves them
         self.overlap_schedule = OverlapSchedule(config.overlap) if config.overlap != "none" else None
         self._state_bytes = 0
@@ -133,7 +125,7 @@ class FlareStrategy(Strategy):
         self._partition_reported = False
 
     # ---- before any rank starts -------------------------------------------------------------------
-    def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
+    def check(self, data: DynamicData, settings: RunConfig, world_size: int) -> None:
         super().check(data, settings, world_size)
         assert isinstance(data, TemporalGraph)
         if self.full > settings.window:

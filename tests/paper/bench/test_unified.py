@@ -25,14 +25,10 @@ def test_an_event_models_pairs_after_an_earlier_batch_of_their_own_snapshot_are_
 def test_collegemsg_weekly_in_windows_of_one_tests_utgs_pairs():
     """Our split of CollegeMsg cut weekly, one snapshot per unit, is UTG's: its test snapshots score
     the 508 pairs of UTG's test file, in the same four snapshots."""
-    from omegaconf import OmegaConf
+    from dygsched.launch.compose import compose_run
 
-    from dygsched.launch.compose import compose_config
-
-    config = OmegaConf.to_container(
-        compose_config(["dataset=collegemsg", "dataset.snapshot=weekly", "window=1", "task=link"]), resolve=True
-    )
-    assert unified.test_pairs(config) == UTG_TEST_PAIRS  # type: ignore[arg-type]
+    config = compose_run(["dataset=collegemsg", "dataset.snapshot=weekly", "window=1", "task=link"])
+    assert unified.test_pairs(config) == UTG_TEST_PAIRS
 
 
 RUNS = {  # run -> (model, sched, seed, validation MRR per epoch, test MRR per epoch, test seconds per epoch)
@@ -46,9 +42,14 @@ RUNS = {  # run -> (model, sched, seed, validation MRR per epoch, test MRR per e
 
 
 def write_runs(root) -> None:
+    from dygsched.launch.compose import compose_run
     from dygsched.metrics.runs_table import append_run
 
     folder = root / unified.UNIFIED_DIR
+    configs = {  # each strategy's run as its config.yaml keeps it (the test pairs are given: the data is not read)
+        "psg": compose_run(["task=link", "link.procedure=utg"]).to_container(),
+        "single": compose_run(["dataset=events", "model=tgn", "sched=single", "sched.batch_size=200"]).to_container(),
+    }
     for run_id, (model, sched, seed, val, test, seconds) in RUNS.items():
         (folder / run_id).mkdir(parents=True)
         rows = []
@@ -56,8 +57,7 @@ def write_runs(root) -> None:
             rows += [(epoch, -1, 0, "val", "mrr", v), (epoch, -1, 0, "test", "mrr", t), (epoch, -1, 0, "test", "eval_time_s", s)]
             rows += [(epoch, -1, 0, "test", "hits@10", 2 * t), (epoch, -1, 0, "train", "epoch_time_s", 3.0)]
         metric_rows(run_id, rows).to_parquet(folder / run_id / "metrics.parquet")
-        config = {"link": {"procedure": "utg"}, "sched": {"name": sched, **({"batch_size": 200} if sched == "single" else {})}}
-        (folder / run_id / "config.yaml").write_text(yaml.safe_dump(config))
+        (folder / run_id / "config.yaml").write_text(yaml.safe_dump(configs[sched]))
         summary = {"run_id": run_id, "status": "ok", "dataset": "collegemsg", "snapshot": "weekly", "model": model}
         append_run(folder, {**summary, "sched": sched, "seed": seed})
 
