@@ -1,6 +1,5 @@
-"""``dygsched run | plan | simulate | runs | datasets | paper | report | predict | embed``: a thin dispatcher.
-
-The work lives in the stages."""
+"""``dygsched run | plan | simulate | advise | runs | datasets | paper | report | predict | embed``: a thin
+dispatcher; the work lives in the stages."""
 
 from __future__ import annotations
 
@@ -16,6 +15,7 @@ commands:
   run       train a DGNN across worker processes (Hydra overrides, e.g. model=tgcn sched=psg world_size=2)
   plan      plan group times onto GPUs and print the plan, its predicted time, bound and gap
   simulate  plan a simulated dynamic graph for 4 ... 1,024 GPUs and report parallel efficiency
+  advise    profile a model here, then predict every strategy's epoch time, memory and traffic on 1 ... 1,024 GPUs
   runs      list the runs of a results folder (filters KEY=VALUE) or compare two (--compare A B)
   datasets  list the real datasets (shipped, downloaded, or to fetch) or download one (fetch NAME)
   paper     list the paper targets, or build them (dygsched paper table-sven-comm) and render results/report/
@@ -42,6 +42,12 @@ def _simulate(argv: list[str]) -> int:
     from dygsched.commands.simulate import main as simulate_main
 
     return simulate_main(argv)
+
+
+def _advise(argv: list[str]) -> int:
+    from dygsched.commands.advise import main as advise_main
+
+    return advise_main(argv)
 
 
 def _runs(argv: list[str]) -> int:
@@ -90,6 +96,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": _run,
     "plan": _plan,
     "simulate": _simulate,
+    "advise": _advise,
     "runs": _runs,
     "datasets": _datasets,
     "paper": _paper,

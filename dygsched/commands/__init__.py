@@ -7,4 +7,6 @@ dygsched.commands.gpu_check``): each is one module (or package) with a ``main(ar
 checks and launches a run is ``dygsched/launch/``, which the GPU check calls like ``dygsched run``.
 ``dygsched predict`` and ``embed`` (``predict.py``) read a finished run back and write its
 predictions and embeddings as Parquet.
+``dygsched advise`` (``advise.py``) composes the typed run once per strategy and hands the advisor
+(``dygsched/advise/``) typed values.
 """

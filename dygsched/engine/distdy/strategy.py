@@ -223,9 +223,10 @@ class DistDyStrategy(Strategy):
         self.loss = cast(LinkObjective, group_objective(cast("DGNN", model), self.graph, self.split, self.settings))
         return self.loss
 
-    def _place(self, tau: int) -> tuple[SnapshotPartition, float]:
+    def place(self, tau: int) -> tuple[SnapshotPartition, float]:
         """Snapshot ``tau``'s placement: rank 0 partitions each snapshot as it arrives, in order, and every
-        rank receives it. Returns it and the seconds placing it took (0 when it was placed before)."""
+        rank receives it. Returns it and the seconds placing it took (0 when it was placed before); every
+        earlier one is in ``placements`` (set up as rank 0 of N ranks outside a process group: N stores')."""
         seconds = 0.0
         while len(self.placements) <= tau:
             t = len(self.placements)
@@ -266,7 +267,7 @@ class DistDyStrategy(Strategy):
         for tau in steps:
             while not store.snapshots or store.snapshots[-1] < tau:  # the snapshots that arrived up to tau
                 t = store.snapshots[-1] + 1 if store.snapshots else 0
-                placement, seconds = self._place(t)
+                placement, seconds = self.place(t)
                 clock["partition"] += seconds
                 cut.append(placement.cut_edges)
                 start = time.perf_counter()
@@ -541,7 +542,7 @@ class DistDyStrategy(Strategy):
             wanted = {t for group in (*self.split.val, *self.split.test) for t in range(group.start, group.stop)}
             store, held = self._new_store(), {}
             for t in range(max(wanted) + 1):
-                self._add_snapshot(store, t, self._place(t)[0])
+                self._add_snapshot(store, t, self.place(t)[0])
                 if t in wanted:
                     held[t] = store.features(t)
             self._evaluation_held = held
@@ -550,7 +551,7 @@ class DistDyStrategy(Strategy):
     def _rebuild_window(self, tau: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         store = self._new_store()
         for t in range(tau + 1):  # from the first snapshot: a store's versions depend on where nodes were before
-            self._add_snapshot(store, t, self._place(t)[0])
+            self._add_snapshot(store, t, self.place(t)[0])
         return {t: store.features(t) for t in range(tau - self.window + 1, tau + 1)}
 
     def _new_store(self) -> GraphStore:

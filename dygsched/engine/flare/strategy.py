@@ -94,6 +94,15 @@ def model_norm(model: nn.Module) -> GCNNorm:
     return GCNNorm(bool(add_self_loops), bool(improved))
 
 
+def chunk_survival(seed: int, epoch: int, rank: int, chunks: int) -> np.ndarray:
+    """``survival[c]``: chunk ``c``'s place in ``rank``'s survival order of ``epoch`` (a decayed block
+    keeping ``N`` chunks keeps those placed below ``N``), drawn from the run's seed."""
+    order = np.random.default_rng([seed, epoch, rank, 17]).permutation(chunks)
+    survival = np.empty(chunks, dtype=np.int64)
+    survival[order] = np.arange(chunks)
+    return survival
+
+
 class FlareStrategy(Strategy):
     """FlareDTDG's hybrid batching over node partitions (see the module docstring)."""
 
@@ -192,9 +201,7 @@ class FlareStrategy(Strategy):
     def chunk_order(self, epoch: int) -> tuple[np.ndarray, np.ndarray]:
         """This rank's node order for ``epoch`` (owned rows sorted by their chunk's survival rank,
         then by id) and ``ends[c]``: how many of its nodes lie in the first ``c`` chunks."""
-        survival = np.random.default_rng([self.settings.seed, epoch, self.rank, 17]).permutation(self.config.chunks)
-        rank_of_chunk = np.empty(self.config.chunks, dtype=np.int64)
-        rank_of_chunk[survival] = np.arange(self.config.chunks)
+        rank_of_chunk = chunk_survival(self.settings.seed, epoch, self.rank, self.config.chunks)
         owned_rank = rank_of_chunk[self.partition.chunk[self.layout.owned]]
         order = np.lexsort((np.arange(owned_rank.size), owned_rank))
         ends = np.concatenate([[0], np.cumsum(np.bincount(owned_rank, minlength=self.config.chunks))])

@@ -12,6 +12,7 @@ limit), the builder runs ``dygsched run`` itself (``dygsched.paper.runner.run_in
 plain sweeps are the targets' ``Sweep``. Nothing here imports torch until a builder runs.
 """
 
+from dygsched.paper.bench.advise import ADVISE_BENCH
 from dygsched.paper.bench.common import SECTION
 from dygsched.paper.bench.flop_counting import FLOP_COUNTING
 from dygsched.paper.bench.node_tasks import NODE_TASKS
@@ -32,6 +33,7 @@ TARGETS: tuple[PaperTarget, ...] = (
     STREAM_ACCURACY,
     UNIFIED,
     NODE_TASKS,
+    ADVISE_BENCH,
 )
 
 __all__ = ["SECTION", "TARGETS"]

@@ -19,6 +19,7 @@ def test_each_benchmark_is_a_project_benchmark_with_plain_settings_and_no_publis
         "table-stream-accuracy",
         "table-unified",
         "table-node-tasks",
+        "bench-advise",
     ]
     for paper_target in bench.TARGETS:
         assert paper_target.paper == bench.SECTION.key
