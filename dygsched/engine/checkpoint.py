@@ -15,7 +15,8 @@ Resuming loads it on rank 0, which hands every rank the model, the optimizer and
 states; training continues at the next epoch exactly as if it had never stopped. What it resumes
 is found by ``find_resume``: the run folder's ``config.yaml``, read back as a typed ``RunConfig``,
 must equal the run's own, setting by setting, but for those a resumed run may change
-(``RESUMABLE_CHANGES``).
+(``RESUMABLE_CHANGES``). ``resume=true`` with no such run refuses to start (a requeued or retyped
+command would otherwise train a new run of the full length unnoticed); ``resume=auto`` starts one.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from dygsched.typed_config import differences
 CHECKPOINT_FILE = "checkpoint.pt"
 FORMAT_VERSION = 3  # 3: metric rows in the run folder's metrics.epochs; 2 held them under "rows"
 READABLE_FORMATS = (2, FORMAT_VERSION)  # a format-2 checkpoint resumes with the rows it carries
+NEW_IF_NONE = "auto"  # resume=auto: the latest checkpointed run with these settings, else a new run
 
 # Settings a resumed run may change: they do not alter what is trained or how.
 RESUMABLE_CHANGES = (
@@ -137,13 +139,27 @@ def saved_config(run_dir: Path) -> RunConfig:
         raise ConfigError(f"cannot resume: {exc}") from None
 
 
-def check_resumable(run_dir: Path, run: RunConfig) -> None:
-    """Raise ``ConfigError`` unless ``run_dir`` has a checkpoint written under the same settings."""
+def require_checkpoint(run_dir: Path) -> None:
     if not checkpoint_path(run_dir).is_file():
         raise ConfigError(f"cannot resume: {run_dir} has no {CHECKPOINT_FILE} (not a run folder, or no epoch completed)")
+
+
+def check_resumable(run_dir: Path, run: RunConfig) -> None:
+    """Raise ``ConfigError`` unless ``run_dir`` has a checkpoint written under the same settings."""
+    require_checkpoint(run_dir)
     changed = config_differences(saved_config(run_dir), run)
     if changed:
         raise ConfigError(f"cannot resume {Path(run_dir).name}: its settings differ: {'; '.join(changed[:6])}")
+
+
+def resume_folder(resume: str) -> Path:
+    """The run folder ``resume=<folder>`` names (its ``checkpoint.pt`` named instead is its folder)."""
+    folder = Path(resume).expanduser()
+    if folder.name == CHECKPOINT_FILE:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ConfigError(f"cannot resume: no run folder {folder}")
+    return folder
 
 
 def find_resume(run: RunConfig) -> Path | None:
@@ -151,31 +167,51 @@ def find_resume(run: RunConfig) -> Path | None:
 
     ``resume=<folder>`` must hold a checkpoint of a run with the same settings (``epochs`` and the
     runtime settings in ``RESUMABLE_CHANGES`` may differ). ``resume=true`` takes the most recently
-    checkpointed run in ``results_dir`` (or the ``run_id`` given) with the same settings, and
-    starts a new run when there is none.
+    checkpointed run in ``results_dir`` (or the ``run_id`` given) with the same settings, and is
+    refused when there is none; ``resume=auto`` then starts a new run.
     """
     resume = run.resume
     if resume is None or resume is False:
         return None
-    if resume is True:
-        results = Path(run.results_dir)
-        if run.run_id:
-            folder = results / run.run_id
-            found = folder if checkpoint_path(folder).is_file() and not _differs(folder, run) else None
-        else:
-            candidates = [p.parent for p in results.glob(f"*/{CHECKPOINT_FILE}") if not _differs(p.parent, run)]
-            found = max(candidates, key=lambda p: checkpoint_path(p).stat().st_mtime, default=None)
+    if resume is True or resume == NEW_IF_NONE:
+        found = latest_resumable(run)
+        if found is None and resume is True:
+            raise ConfigError(nothing_to_resume(run))
         if found is not None:
             check_epochs_left(found, run)
         return found
-    folder = Path(resume).expanduser()
-    if folder.name == CHECKPOINT_FILE:
-        folder = folder.parent
-    if not folder.is_dir():
-        raise ConfigError(f"cannot resume: no run folder {folder}")
+    folder = resume_folder(resume)
     check_resumable(folder, run)
     check_epochs_left(folder, run)
     return folder
+
+
+def latest_resumable(run: RunConfig) -> Path | None:
+    """The most recently checkpointed run in ``results_dir`` (or the ``run_id`` given) with ``run``'s settings."""
+    results = Path(run.results_dir)
+    if run.run_id:
+        folder = results / run.run_id
+        return folder if checkpoint_path(folder).is_file() and not _differs(folder, run) else None
+    candidates = [p.parent for p in results.glob(f"*/{CHECKPOINT_FILE}") if not _differs(p.parent, run)]
+    return max(candidates, key=lambda p: checkpoint_path(p).stat().st_mtime, default=None)
+
+
+def nothing_to_resume(run: RunConfig) -> str:
+    """``resume=true`` found no run to continue: where it looked, why the runs there did not match,
+    and the two ways on."""
+    results = Path(run.results_dir)
+    if run.run_id:
+        folder = results / run.run_id
+        if not checkpoint_path(folder).is_file():
+            why = f"{folder} holds no checkpointed run"
+        else:
+            changed = _changes(folder, run)
+            why = f"{folder} ran with other settings: {'; '.join(changed[:6]) or 'its config.yaml cannot be read'}"
+    else:
+        others = len(list(results.glob(f"*/{CHECKPOINT_FILE}")))
+        why = f"{results} holds no checkpointed run with these settings" + (f" ({others} with other settings)" if others else "")
+    ways = "resume=auto starts a new run when there is none, resume=<run folder> names one"
+    return f"resume=true: nothing to resume: {why}; {ways}"
 
 
 def check_epochs_left(folder: Path, run: RunConfig) -> None:
@@ -193,3 +229,10 @@ def _differs(folder: Path, run: RunConfig) -> bool:
         return bool(config_differences(saved_config(folder), run))
     except ConfigError:
         return True
+
+
+def _changes(folder: Path, run: RunConfig) -> list[str]:
+    try:
+        return config_differences(saved_config(folder), run)
+    except ConfigError:
+        return []
