@@ -24,8 +24,9 @@ from typing import Any
 from dygsched.data.kinds import DynamicData
 from dygsched.data.loading import for_task, load_data
 from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.engine.checkpoint import NEW_IF_NONE, checkpoint_path, mark_failed
+from dygsched.engine.checkpoint import mark_failed
 from dygsched.engine.distributed import DistEnv
+from dygsched.engine.resumable import NEW_IF_NONE, checkpoint_path
 from dygsched.engine.run_config import RunConfig, check_plain_name
 from dygsched.engine.worker import RunStart, failure_text, start_run, train_rank
 from dygsched.errors import ConfigError, DygschedError, Terminated

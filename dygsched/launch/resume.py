@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from dygsched.engine.checkpoint import NEW_IF_NONE, RESUMABLE_CHANGES, require_checkpoint, resume_folder, saved_config
+from dygsched.engine.resumable import NEW_IF_NONE, RESUMABLE_CHANGES, require_checkpoint, resume_folder, saved_config
 from dygsched.engine.run_config import RunConfig
 from dygsched.errors import ConfigError
 from dygsched.launch.compose import compose_run, config_groups
