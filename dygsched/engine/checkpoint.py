@@ -34,6 +34,8 @@ from dygsched.engine.resumable import (
     NEW_IF_NONE,
     checkpoint_path,
     config_differences,
+    latest_resumable,
+    nothing_to_resume,
     require_checkpoint,
     resume_folder,
     saved_config,
@@ -144,34 +146,6 @@ def find_resume(run: RunConfig) -> Path | None:
     return folder
 
 
-def latest_resumable(run: RunConfig) -> Path | None:
-    """The most recently checkpointed run in ``results_dir`` (or the ``run_id`` given) with ``run``'s settings."""
-    results = Path(run.results_dir)
-    if run.run_id:
-        folder = results / run.run_id
-        return folder if checkpoint_path(folder).is_file() and not _differs(folder, run) else None
-    candidates = [p.parent for p in results.glob(f"*/{CHECKPOINT_FILE}") if not _differs(p.parent, run)]
-    return max(candidates, key=lambda p: checkpoint_path(p).stat().st_mtime, default=None)
-
-
-def nothing_to_resume(run: RunConfig) -> str:
-    """``resume=true`` found no run to continue: where it looked, why the runs there did not match,
-    and the two ways on."""
-    results = Path(run.results_dir)
-    if run.run_id:
-        folder = results / run.run_id
-        if not checkpoint_path(folder).is_file():
-            why = f"{folder} holds no checkpointed run"
-        else:
-            changed = _changes(folder, run)
-            why = f"{folder} ran with other settings: {'; '.join(changed[:6]) or 'its config.yaml cannot be read'}"
-    else:
-        others = len(list(results.glob(f"*/{CHECKPOINT_FILE}")))
-        why = f"{results} holds no checkpointed run with these settings" + (f" ({others} with other settings)" if others else "")
-    ways = "resume=auto starts a new run when there is none, resume=<run folder> names one"
-    return f"resume=true: nothing to resume: {why}; {ways}"
-
-
 def check_epochs_left(folder: Path, run: RunConfig) -> None:
     """Refuse ``epochs`` below what the run already completed: its summary would contradict itself."""
     completed = int(load_checkpoint(folder)["epoch"]) + 1
@@ -180,17 +154,3 @@ def check_epochs_left(folder: Path, run: RunConfig) -> None:
             f"cannot resume {folder.name} with epochs={run.epochs}: it has completed {completed} epochs already "
             f"(give epochs={completed} or more)"
         )
-
-
-def _differs(folder: Path, run: RunConfig) -> bool:
-    try:
-        return bool(config_differences(saved_config(folder), run))
-    except ConfigError:
-        return True
-
-
-def _changes(folder: Path, run: RunConfig) -> list[str]:
-    try:
-        return config_differences(saved_config(folder), run)
-    except ConfigError:
-        return []

@@ -60,3 +60,45 @@ def resume_folder(resume: str) -> Path:
     if not folder.is_dir():
         raise ConfigError(f"cannot resume: no run folder {folder}")
     return folder
+
+
+def latest_resumable(run: RunConfig) -> Path | None:
+    """The most recently checkpointed run in ``results_dir`` (or the ``run_id`` given) with ``run``'s settings."""
+    results = Path(run.results_dir)
+    if run.run_id:
+        folder = results / run.run_id
+        return folder if checkpoint_path(folder).is_file() and not _differs(folder, run) else None
+    candidates = [p.parent for p in results.glob(f"*/{CHECKPOINT_FILE}") if not _differs(p.parent, run)]
+    return max(candidates, key=lambda p: checkpoint_path(p).stat().st_mtime, default=None)
+
+
+def nothing_to_resume(run: RunConfig) -> str:
+    """``resume=true`` found no run to continue: where it looked, why the runs there did not match,
+    and the two ways on."""
+    results = Path(run.results_dir)
+    if run.run_id:
+        folder = results / run.run_id
+        if not checkpoint_path(folder).is_file():
+            why = f"{folder} holds no checkpointed run"
+        else:
+            changed = _changes(folder, run)
+            why = f"{folder} ran with other settings: {'; '.join(changed[:6]) or 'its config.yaml cannot be read'}"
+    else:
+        others = len(list(results.glob(f"*/{CHECKPOINT_FILE}")))
+        why = f"{results} holds no checkpointed run with these settings" + (f" ({others} with other settings)" if others else "")
+    ways = "resume=auto starts a new run when there is none, resume=<run folder> names one"
+    return f"resume=true: nothing to resume: {why}; {ways}"
+
+
+def _differs(folder: Path, run: RunConfig) -> bool:
+    try:
+        return bool(config_differences(saved_config(folder), run))
+    except ConfigError:
+        return True
+
+
+def _changes(folder: Path, run: RunConfig) -> list[str]:
+    try:
+        return config_differences(saved_config(folder), run)
+    except ConfigError:
+        return []

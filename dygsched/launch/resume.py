@@ -10,7 +10,8 @@ run's own ``model.*`` settings need not be retyped), a key by its value (``optim
 global group (``+experiment=...``) by every setting it changes from the defaults.
 
 ``resume=true`` and ``resume=auto`` compose as any run does (``find_resume`` looks for the run with
-these settings), and so does every point of a ``-m`` sweep.
+these settings; ``resume=true`` with none is refused here already, before the results folder is
+made), and so does every point of a ``-m`` sweep.
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from dygsched.engine.resumable import NEW_IF_NONE, RESUMABLE_CHANGES, require_checkpoint, resume_folder, saved_config
+from dygsched.engine.resumable import (
+    NEW_IF_NONE,
+    RESUMABLE_CHANGES,
+    latest_resumable,
+    nothing_to_resume,
+    require_checkpoint,
+    resume_folder,
+    saved_config,
+)
 from dygsched.engine.run_config import RunConfig
 from dygsched.errors import ConfigError
 from dygsched.launch.compose import compose_run, config_groups
@@ -31,6 +40,8 @@ def compose_resumed(overrides: list[str]) -> RunConfig:
     """The run ``dygsched run <overrides>`` describes: with ``resume=<run folder>``, that run's own
     settings and the resumable ones given; otherwise the overrides composed (``compose_run``)."""
     composed = compose_run(overrides)
+    if composed.resume is True and latest_resumable(composed) is None:  # refused before anything is written
+        raise ConfigError(nothing_to_resume(composed))
     if not isinstance(composed.resume, str) or composed.resume == NEW_IF_NONE:
         return composed
     folder = resume_folder(composed.resume)
