@@ -130,8 +130,8 @@ def _dispatch(argv: list[str]) -> int:
     except DygschedError as exc:
         print(f"dygsched: error: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("dygsched: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # a run's own says how to continue it
+        print(f"dygsched: interrupted: {exc}" if str(exc) else "dygsched: interrupted", file=sys.stderr)
         return 130
 
 

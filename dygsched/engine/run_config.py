@@ -325,7 +325,9 @@ class RunConfig(Typed):
     dist_backend: str = "auto"
     dist_timeout_s: float = 300.0  # collective timeout: a lost rank cannot hang the run for longer
     checkpoint: bool = True  # write checkpoint.pt (model, optimizer, plan, RNG states, metrics) after every epoch
-    resume: bool | str | None = None  # true: continue the latest checkpointed run with these settings; or a run folder
+    # a run folder (its own settings); true: the latest checkpointed run with these settings, refused
+    # when there is none; auto: that run, else a new one
+    resume: bool | str | None = None
     results_dir: str = "results"
     run_id: str | None = None  # generated when null; a plain name (letters, digits, - _ .)
     overwrite: bool = False  # true: a run_id that names an earlier run moves that run aside (<id>.replaced-<time>)
@@ -334,7 +336,7 @@ class RunConfig(Typed):
     def __post_init__(self) -> None:
         check_world_size(self.world_size)
         if self.resume is not None and not isinstance(self.resume, (bool, str)):
-            raise ConfigError(f"resume must be true, false or a run folder, got {self.resume!r}")
+            raise ConfigError(f"resume must be true, false, auto or a run folder, got {self.resume!r}")
         if not _number(self.dist_timeout_s) or not self.dist_timeout_s > 0:
             raise ConfigError(f"dist_timeout_s must be positive seconds, got {self.dist_timeout_s!r}")
         super().__post_init__()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import signal
 import time
 from collections.abc import Sequence
@@ -25,11 +26,13 @@ from dygsched.data.loading import for_task, load_data
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.checkpoint import mark_failed
 from dygsched.engine.distributed import DistEnv
+from dygsched.engine.resumable import NEW_IF_NONE, checkpoint_path
 from dygsched.engine.run_config import RunConfig, check_plain_name
 from dygsched.engine.worker import RunStart, failure_text, start_run, train_rank
 from dygsched.errors import ConfigError, DygschedError, Terminated
 from dygsched.launch.base import LaunchFailed
 from dygsched.launch.checks import CheckedRun, check_data, check_device_here, check_ranks, check_results_dir, check_run
+from dygsched.launch.torchrun import quote_override
 from dygsched.metrics.log import configure_logging
 from dygsched.metrics.run_folder import RunFolder
 from dygsched.metrics.runs_table import check_runs_table
@@ -102,11 +105,12 @@ def run(run_config: RunConfig, overrides: Sequence[str] | None = None) -> dict[s
         raise RunFailed(f"run {folder.run_id} failed: {exc.reason} (details in {folder.path})") from None
     except Terminated as exc:
         mark_failed(folder, identity, str(exc))
-        exc.args = (f"run {folder.run_id} {exc}: its completed epochs are in {folder.path}; resume={folder.path} continues it",)
+        exc.args = (f"run {folder.run_id} {exc}: {how_to_continue(folder)}",)
         raise
     except KeyboardInterrupt:
         if folder.path.is_dir():
             mark_failed(folder, identity, "interrupted")
+            raise KeyboardInterrupt(f"run {folder.run_id}: {how_to_continue(folder)}") from None
         raise
     finally:
         if previous is not None:
@@ -114,6 +118,15 @@ def run(run_config: RunConfig, overrides: Sequence[str] | None = None) -> dict[s
     if not (folder.path / "summary.json").exists():
         return {}  # rank 0 ran on another machine: its summary is there
     return {**folder.read_summary(), "run_dir": str(folder.path)}
+
+
+def how_to_continue(folder: RunFolder) -> str:
+    """What a stopped run's last line says: where its completed epochs are and the command, ready
+    to paste, that continues it (its folder holds its settings)."""
+    if not checkpoint_path(folder.path).is_file():
+        return f"it completed no epoch with a checkpoint (in {folder.path}), so there is nothing to resume"
+    command = shlex.join(["dygsched", "run", quote_override("resume", str(folder.path))])
+    return f"its completed epochs are in {folder.path}; `{command}` continues it"
 
 
 @dataclass(frozen=True)
@@ -150,8 +163,8 @@ def claim_run_folder(run: RunConfig, world_size: int) -> RunStart:
     start = start_run(run, world_size)
     if start.resumed is not None:
         return start
-    if run.resume is True:
-        log.info("dygsched: nothing to resume for these settings; starting a new run")
+    if run.resume == NEW_IF_NONE:
+        log.info("dygsched: resume=auto: nothing to resume for these settings; starting a new run")
     run_id = str(start.run.run_id)
     check_plain_name(run_id, "run_id (made of the dataset, model and sched names)")
     existing = Path(start.run.results_dir) / run_id
@@ -185,7 +198,8 @@ def run_rank(checked: CheckedRun, env: DistEnv) -> dict[str, Any]:
         raise
     except SystemExit as exc:  # submitit's preemption handler on rank 0, after it requeued the job
         raise RunFailed(
-            f"rank {env.rank}: stopped by the cluster (exit {exc.code}); a requeued job with resume=true continues it"
+            f"rank {env.rank}: stopped by the cluster (exit {exc.code}); "
+            "a job submitted with resume=auto continues it when requeued"
         ) from None
     except BaseException as exc:
         raise RunFailed(f"rank {env.rank}: {failure_text(exc).splitlines()[0]}") from None

@@ -1,6 +1,7 @@
 """``dygsched run``: the Hydra application, its summary lines, and the fork server's early start.
 
-The overrides are composed once, into the typed run (``compose_run``), and its files checked
+The overrides are composed once, into the typed run (``compose_run``; with ``resume=<run folder>``,
+the run folder's own configuration: ``compose_resumed``), and its files checked
 (``precheck``), so an unknown name or a bad value is one clear line before anything starts; the
 local launcher's fork server is then started explicitly, so the ranks' imports overlap the
 launcher's own, and the run (``run(RunConfig)``) trains that same typed value. A ``-m`` sweep
@@ -29,7 +30,8 @@ from omegaconf import DictConfig
 from dygsched.engine.run_config import RunConfig
 from dygsched.errors import DygschedError
 from dygsched.launch.checks import precheck, wants_fork_server
-from dygsched.launch.compose import CONFIG_NAME, compose_run, typed_run
+from dygsched.launch.compose import CONFIG_NAME, typed_run
+from dygsched.launch.resume import compose_resumed
 from dygsched.launch.sweeps import SweepShape, check_sweep, sweep_run_line, sweep_shape
 
 MULTIRUN_FLAGS = {"-m", "--multirun"}
@@ -145,7 +147,7 @@ def main(argv: list[str]) -> int:
     sweep_args = [arg for arg in argv if arg not in MULTIRUN_FLAGS]
     invocation = Invocation(sweep=sweep_shape(sweep_args) if multirun else None)
     if not any(arg in HYDRA_FLAGS or arg.startswith("--cfg") for arg in argv):  # one run: no Hydra job to hand it to
-        run = compose_run(argv)
+        run = compose_resumed(argv)
         precheck(run)
         start_fork_server_for([run])
         invocation.train(run, argv)

@@ -135,7 +135,9 @@ def write_run(results, run_id, run, epoch=0):
 
 def test_find_resume(tmp_path):
     results = tmp_path / "results"
-    assert find_resume(config(results_dir=str(results), resume=True)) is None  # nothing yet: a new run
+    with pytest.raises(ConfigError, match=r"resume=true: nothing to resume: .* holds no checkpointed run.*resume=auto starts"):
+        find_resume(config(results_dir=str(results), resume=True))
+    assert find_resume(config(results_dir=str(results), resume="auto")) is None  # nothing yet: a new run
     older = write_run(results, "a", config())
     time.sleep(0.01)
     newer = write_run(results, "b", config())
@@ -143,6 +145,9 @@ def test_find_resume(tmp_path):
     os.utime(older / CHECKPOINT_FILE, (time.time() + 60, time.time() + 60))
     assert find_resume(config(results_dir=str(results), resume=True)) == older  # the latest checkpoint
     assert find_resume(config(results_dir=str(results), resume=True, run_id="b")) == newer
+    assert find_resume(config(results_dir=str(results), resume="auto")) == older  # found: auto continues it too
+    with pytest.raises(ConfigError, match=r"c ran with other settings: seed \(5 -> 0\)"):
+        find_resume(config(results_dir=str(results), resume=True, run_id="c"))
     assert find_resume(config(results_dir=str(results), resume=str(newer), epochs=5)) == newer
     assert find_resume(config(results_dir=str(results), resume=str(newer / CHECKPOINT_FILE))) == newer
     assert find_resume(config(resume=False)) is None
