@@ -66,3 +66,20 @@ def test_one_rank_is_about_two_ranks_work_times_two(psg, monkeypatch, slow_first
     serial = 2 * pair.compute_s + alone.overhead_s  # two ranks' busiest rank's work, done by one
     assert 0.8 * serial <= alone.epoch_time_s <= 1.25 * serial
     assert alone.epoch_time_s <= 2.5 * pair.epoch_time_s
+
+
+def test_each_profiled_step_is_timed_against_its_own_plan(psg):
+    # the step run under the kernel counter keeps its place: before, every later time was the next plan's
+    import math
+
+    import torch
+
+    from dygsched.advise.measure import _threads, fresh_strategy, run_steps, samples_of, snapshot_plans
+
+    case, graph = psg
+    plans = snapshot_plans(graph, case, "sequential", 2)
+    with _threads(1):
+        _, record = run_steps(fresh_strategy(case), case, graph, torch.device("cpu"), len(plans), 60.0, [p.units for p in plans])
+    assert len(record.seconds) == len(plans) and record.kernels
+    assert [k for k, s in enumerate(record.seconds) if not math.isfinite(s)] == [2]
+    assert {s.label for s in samples_of("sequential", 1, record, plans)} == {p.label for p in plans[1:]}
