@@ -47,6 +47,7 @@ from dygsched.planner.plan import Plan, SolverStatus
 from dygsched.typed_config import Part
 
 WARMUP_STEPS = 1
+MIN_TIMED_STEPS = 4  # the budget ends a family only after these many timed steps past the warm-up
 
 
 class _Enough(Exception):
@@ -246,7 +247,8 @@ class StepPlan:
 
 @dataclass
 class _Steps:
-    """The records of one profiled run."""
+    """The records of one profiled run, one entry per step in the order the plan gives them (the
+    step that ran under the kernel counter is NaN seconds and no memory: its time is not a step's)."""
 
     seconds: list[float]
     memory: list[int | None]
@@ -315,13 +317,15 @@ def run_steps(
         if counter is not None:  # this step ran under the counter: its count, not its time
             counter.__exit__(None, None, None)
             record.kernels, counter = counter.count, None
+            record.seconds.append(math.nan)  # it keeps its place: the next step's time is the next plan's
+            record.memory.append(None)
         else:
             record.seconds.append(seconds)
             record.memory.append(_peak(device, resettable))
-        done = len(record.seconds)
-        if done >= steps or (time.perf_counter() - started > budget_s and done > WARMUP_STEPS + 2):
+        timed = sum(1 for s in record.seconds if math.isfinite(s))
+        if timed >= steps or (time.perf_counter() - started > budget_s and timed >= WARMUP_STEPS + MIN_TIMED_STEPS):
             raise _Enough
-        if done == count_kernels_at and record.kernels is None:
+        if timed == count_kernels_at and record.kernels is None:
             counter = KernelCounter()
             counter.__enter__()
         reset_memory_peaks(device)
@@ -368,7 +372,7 @@ def samples_of(family: str, threads: int, record: _Steps, plans: Sequence[StepPl
     snapshot families train each picked step twice) is its faster time and its larger peak."""
     best: dict[tuple[str, int], StepSample] = {}
     for index, (seconds, memory) in enumerate(zip(record.seconds, record.memory)):
-        if index < WARMUP_STEPS or index >= len(plans) or seconds <= 0:
+        if index < WARMUP_STEPS or index >= len(plans) or not (math.isfinite(seconds) and seconds > 0):
             continue
         step = plans[index]
         sample = StepSample(family, threads, step.features, seconds, memory, units=len(step.units), label=step.label)

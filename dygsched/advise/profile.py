@@ -243,27 +243,34 @@ def fit_curve(features: Sequence[Sequence[float]], target: Sequence[float]) -> C
     return Curve(tuple(float(c) for c in coef), r2, len(y))
 
 
-OUTLIER_FACTOR = 2.0  # a step slower than this many times its curve's fit was slowed by something else
+OUTLIER_FACTOR = 2.0  # a step slower than this many times the other steps' curve was slowed by something else
 
 
 def time_curve(samples: Sequence[StepSample], step_s: float) -> Curve:
     """A family's seconds per unit of work against its features, the optimizer step taken out
     (a step of ``u`` units trains ``u`` units and steps once). A step more than ``OUTLIER_FACTOR``
-    times slower than the fit says (another process took the cores meanwhile) is left out and the
-    curve fitted again (up to three times), as long as more steps than coefficients remain."""
+    times slower than the curve the *other* steps give (another process took the cores meanwhile,
+    or the thread pool was still waking) is left out, the slowest such step first, up to a third of
+    the steps and as long as two remain. Judged against the others' curve, not one fitted through
+    it: with as few steps as coefficients, a curve through every step fits the slow one too."""
     if not samples:
         raise ConfigError("no measured steps to fit a cost curve on")
     features = [s.features for s in samples]
     target = [max(s.seconds - step_s, 1e-9) for s in samples]
+
+    def fitted(indices: Sequence[int]) -> Curve:
+        return fit_curve([features[k] for k in indices], [target[k] for k in indices])
+
     kept = list(range(len(samples)))
-    curve = fit_curve(features, target)
-    for _ in range(3):  # a large outlier bends the first fit: trim, refit, trim again
-        fast = [k for k in kept if target[k] <= OUTLIER_FACTOR * max(curve(*features[k]), 1e-9)]
-        if len(fast) == len(kept) or len(fast) <= len(curve.coefficients):
+    for _ in range(max(1, len(samples) // 3)):
+        if len(kept) <= 2:
             break
-        kept = fast
-        curve = fit_curve([features[k] for k in kept], [target[k] for k in kept])
-    return curve
+        slowness = {k: target[k] / max(fitted([j for j in kept if j != k])(*features[k]), 1e-9) for k in kept}
+        slowest = max(kept, key=lambda k: slowness[k])
+        if slowness[slowest] <= OUTLIER_FACTOR:
+            break
+        kept.remove(slowest)
+    return fitted(kept)
 
 
 def memory_curve(samples: Sequence[StepSample], base: int = 0) -> Curve | None:

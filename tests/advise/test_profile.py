@@ -75,3 +75,18 @@ def test_a_step_with_no_time_is_malformed(tmp_path):
     (tmp_path / "p.json").write_text(json.dumps(data))
     with pytest.raises(ConfigError, match="is malformed"):
         Profile.load(tmp_path / "p.json")
+
+
+def test_a_slow_step_among_as_few_steps_as_coefficients_is_left_out():
+    # three steps for three coefficients: a curve through all three fits the slow one too (issue 60)
+    sizes = [(925, 4575), (982, 4916), (1079, 5548)]
+    steps = [sample(n, e, 1e-5 * n + 2e-6 * e + 0.003 + 0.001, threads=2) for n, e in sizes]
+    steps[0] = sample(925, 4575, 3.8, threads=2)  # the thread pool still waking, another process on the cores
+    curve = time_curve(steps, step_s=0.001)
+    assert curve(925, 4575) == pytest.approx(1e-5 * 925 + 2e-6 * 4575 + 0.003, rel=0.05)
+
+
+def test_steps_of_a_steep_curve_are_all_kept():
+    sizes = [(100, 50), (200, 400), (800, 900)]
+    steps = [sample(n, e, 1e-5 * n + 2e-6 * e + 0.0005) for n, e in sizes]
+    assert time_curve(steps, step_s=0.0).samples == 3

@@ -110,7 +110,8 @@ def test_every_partitioner_trains_the_same_losses_and_parameters(runs):
 
 def evaluation_rows(folder):
     metrics = pd.read_parquet(folder / "metrics.parquet")
-    evaluated = metrics.phase.isin(["val", "test"]) & (metrics["rank"] == 0) & (metrics.metric != "eval_time_s")  # scores, not clocks
+    # scores, not clocks
+    evaluated = metrics.phase.isin(["val", "test"]) & (metrics["rank"] == 0) & (metrics.metric != "eval_time_s")
     rows = metrics[evaluated].sort_values(["epoch", "phase", "metric"])
     return rows[["epoch", "phase", "metric"]].values.tolist(), rows["value"].tolist()
 
