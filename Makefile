@@ -87,7 +87,7 @@ test-gpu: $(GPU_DEPS) ## the tests that need a CUDA device (GPU_PYTHON=python3: 
 	$(GPU_RUN) -m pytest -q -p no:cacheprovider -m gpu tests/engine/test_gpu.py tests/engine/test_timing.py
 
 check-gpu: $(GPU_DEPS) ## every collective and every strategy on this node's GPUs against CPU, about 5 min, table in $(RESULTS)/check-gpu (GPU_PYTHON=python3: no install)
-	timeout -k 30 $(GPU_TARGET_TIMEOUT_S) env $(GPU_RUN) -m dygsched.launch.gpu_check $(RESULTS)/check-gpu $(CHECK_GPU_ARGS)
+	timeout -k 30 $(GPU_TARGET_TIMEOUT_S) env $(GPU_RUN) -m dygsched.commands.gpu_check $(RESULTS)/check-gpu $(CHECK_GPU_ARGS)
 
 bench-gpu: $(GPU_DEPS) ## five comparisons on one GPU, A and B alternated, ratios with spreads and syncs per step, about 5 min, table in $(RESULTS)/bench-gpu
 	timeout -k 30 $(GPU_TARGET_TIMEOUT_S) env $(GPU_RUN) -m dygsched.paper.bench.gpu $(RESULTS)/bench-gpu $(BENCH_GPU_ARGS)

@@ -1,4 +1,5 @@
-"""``dygsched run | plan | simulate | runs | datasets | paper | report``: a thin dispatcher; the work lives in the stages."""
+"""``dygsched run | plan | simulate | advise | runs | datasets | paper | report | predict | embed``: a thin
+dispatcher; the work lives in the stages."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ commands:
   run       train a DGNN across worker processes (Hydra overrides, e.g. model=tgcn sched=psg world_size=2)
   plan      plan group times onto GPUs and print the plan, its predicted time, bound and gap
   simulate  plan a simulated dynamic graph for 4 ... 1,024 GPUs and report parallel efficiency
+  advise    profile a model here, then predict every strategy's epoch time, memory and traffic on 1 ... 1,024 GPUs
   runs      list the runs of a results folder (filters KEY=VALUE) or compare two (--compare A B)
   datasets  list the real datasets (shipped, downloaded, or to fetch) or download one (fetch NAME)
   paper     list the paper targets, or build them (dygsched paper table-sven-comm) and render results/report/
   report    render every paper table and figure into results/report/ from what a results folder holds
+  predict   a finished run's predictions on a phase (or on given pairs), as Parquet (docs/results.md)
+  embed     a finished run's node embeddings at chosen snapshots or times, as Parquet
 
 Run 'dygsched COMMAND --help' for a command's options."""
 
@@ -29,25 +33,31 @@ def _run(argv: list[str]) -> int:
 
 
 def _plan(argv: list[str]) -> int:
-    from dygsched.launch.plan_cli import main as plan_main
+    from dygsched.commands.plan import main as plan_main
 
     return plan_main(argv)
 
 
 def _simulate(argv: list[str]) -> int:
-    from dygsched.launch.simulate_cli import main as simulate_main
+    from dygsched.commands.simulate import main as simulate_main
 
     return simulate_main(argv)
 
 
+def _advise(argv: list[str]) -> int:
+    from dygsched.commands.advise import main as advise_main
+
+    return advise_main(argv)
+
+
 def _runs(argv: list[str]) -> int:
-    from dygsched.launch.runs_cli import main as runs_main
+    from dygsched.commands.runs import main as runs_main
 
     return runs_main(argv)
 
 
 def _datasets(argv: list[str]) -> int:
-    from dygsched.launch.datasets_cli import main as datasets_main
+    from dygsched.commands.datasets import main as datasets_main
 
     return datasets_main(argv)
 
@@ -70,14 +80,29 @@ def _report(argv: list[str]) -> int:
     return report_main(argv)
 
 
+def _predict(argv: list[str]) -> int:
+    from dygsched.commands.predict import predict_main
+
+    return predict_main(argv)
+
+
+def _embed(argv: list[str]) -> int:
+    from dygsched.commands.predict import embed_main
+
+    return embed_main(argv)
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": _run,
     "plan": _plan,
     "simulate": _simulate,
+    "advise": _advise,
     "runs": _runs,
     "datasets": _datasets,
     "paper": _paper,
     "report": _report,
+    "predict": _predict,
+    "embed": _embed,
 }
 
 
@@ -105,8 +130,8 @@ def _dispatch(argv: list[str]) -> int:
     except DygschedError as exc:
         print(f"dygsched: error: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("dygsched: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # a run's own says how to continue it
+        print(f"dygsched: interrupted: {exc}" if str(exc) else "dygsched: interrupted", file=sys.stderr)
         return 130
 
 

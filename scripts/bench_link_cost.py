@@ -38,18 +38,18 @@ from typing import Any
 
 import pandas as pd
 import torch
-from omegaconf import OmegaConf
 
 from dygsched.data.link_negatives import generate, stored
 from dygsched.data.link_targets import link_events
 from dygsched.data.loading import for_task, load_data
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.data.tgb_negatives import PHASE_FILES, read_phase_negatives
-from dygsched.engine.build import build_model, run_settings
+from dygsched.engine.build import build_model
 from dygsched.engine.distributed import peak_rss, reset_memory_peaks
 from dygsched.engine.link_objective import evaluated_ranges
 from dygsched.engine.objective import GroupObjective, build_split, group_objective
-from dygsched.launch.compose import compose_config
+from dygsched.engine.run_config import RunConfig
+from dygsched.launch.compose import compose_run
 from dygsched.models.dgnn import DGNN
 
 CPU = torch.device("cpu")
@@ -69,27 +69,26 @@ class Clock:
         self.parts[name] = self.parts.get(name, 0.0) + time.perf_counter() - began
 
 
-def run_config(dataset: str, unit: str, task: str, one_vs_many: int, seed: int) -> dict[str, Any]:
+def run_config(dataset: str, unit: str, task: str, one_vs_many: int, seed: int) -> RunConfig:
     overrides = [f"dataset={dataset}", f"dataset.snapshot={unit}", "model=tgcn", f"task={task}", f"seed={seed}", "world_size=1"]
     if task == "link":
         overrides.append(f"eval.one_vs_many={one_vs_many}")
-    return OmegaConf.to_container(compose_config(overrides), resolve=True)  # type: ignore[return-value]
+    return compose_run(overrides)
 
 
 class Setup:
     """One task's graph (the same cut), split, objective and optimizer."""
 
-    def __init__(self, cut: TemporalGraph, config: dict[str, Any]) -> None:
-        settings = run_settings(config)
+    def __init__(self, cut: TemporalGraph, settings: RunConfig) -> None:
         graph = for_task(cut, TemporalGraph, settings)
         assert isinstance(graph, TemporalGraph)
         self.graph, self.split = graph, build_split(graph, settings)
         torch.manual_seed(settings.seed)
-        model = build_model(config["model"], graph)
+        model = build_model(settings.model, graph)
         assert isinstance(model, DGNN)
         self.objective: GroupObjective = group_objective(model, graph, self.split, settings)
         self.optimizer = torch.optim.Adam(self.objective.parameters(), lr=0.01)
-        self.link = config["task"] == "link"
+        self.link = settings.task == "link"
 
     def train_epoch(self, epoch: int, clock: Clock | None) -> float:
         """One epoch, PSG's order; with ``clock``, the link loss split into the model's part and the scoring."""
@@ -138,7 +137,7 @@ def spread(values: list[float]) -> tuple[float, float, float]:
 def epoch_shares(args: argparse.Namespace) -> pd.DataFrame:
     config = run_config(args.dataset, args.unit, "link", args.one_vs_many, args.seed)
     began = time.perf_counter()
-    cut = load_data(config["dataset"])
+    cut = load_data(config.dataset)
     assert isinstance(cut, TemporalGraph)
     took = time.perf_counter() - began
     print(f"{args.dataset} cut {args.unit}: {cut.num_snapshots} snapshots, {cut.num_nodes:,} nodes (loaded in {took:.1f} s)")
@@ -176,9 +175,8 @@ def epoch_shares(args: argparse.Namespace) -> pd.DataFrame:
 def stored_negatives_memory(args: argparse.Namespace) -> pd.DataFrame:
     rows = []
     for dataset in args.memory_datasets.split(","):
-        config = run_config(dataset, args.unit, "link", 1, args.seed)
-        settings = run_settings(config)
-        graph = for_task(load_data(config["dataset"]), TemporalGraph, settings)
+        settings = run_config(dataset, args.unit, "link", 1, args.seed)
+        graph = for_task(load_data(settings.dataset), TemporalGraph, settings)
         assert isinstance(graph, TemporalGraph)
         split = build_split(graph, settings)
         events = link_events(graph)

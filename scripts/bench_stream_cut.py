@@ -29,13 +29,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from omegaconf import OmegaConf
 
 from dygsched.data.events import EventStream
 from dygsched.data.loading import load_data
 from dygsched.data.stream_cut import cut_stream
 from dygsched.data.time_cut import UNITS, TimeCut
-from dygsched.launch.compose import compose_config
+from dygsched.launch.compose import compose_run
 
 # Run by --tgx-python: TGX reads the file (not timed), then its discretize is timed.
 TGX_ROUND = """
@@ -112,8 +111,7 @@ def main(argv: list[str]) -> int:
     if args.torch_threads is not None:
         torch.set_num_threads(args.torch_threads)
 
-    config = OmegaConf.to_container(compose_config([f"dataset={args.dataset}"]).dataset, resolve=True)
-    stream = load_data(config, kind=EventStream)
+    stream = load_data(compose_run([f"dataset={args.dataset}"]).dataset)
     assert isinstance(stream, EventStream)
     frame = pd.DataFrame({"src": stream.src.numpy(), "dst": stream.dst.numpy(), "t": stream.t.numpy()})
     plain = dataclasses.replace(stream, edge_features=None)

@@ -9,9 +9,10 @@ layer's graph part: normalisation, aggregation and the input projections), ``tem
 recurrent updates), ``readout + loss``, ``backward``, ``optimizer`` and ``other`` (the rest of the
 loop: fetching the group, Python between the phases). The engine's own timers
 (``dygsched.engine.snapshot_groups.profiler``) do the timing, as in profiling epochs. What the framework adds
-around this loop (metrics, gradient sync, timing) is the difference between this loop and a
-``dygsched run``'s epoch time (``scripts/bench_vs_pygt.py`` prints that). Run it on two commits to
-compare before and after.
+around this loop (metrics, gradient sync, timing) is the difference between this loop and the
+epoch time of ``dygsched run sched=single`` on the same settings. Run it on two commits to
+compare before and after. A model that is not a snapshot model, or data that is not snapshots,
+is refused in one line.
 """
 
 from __future__ import annotations
@@ -26,18 +27,10 @@ DATASETS = {
     "twitter_tennis": ["dataset=twitter_tennis"],
     "synthetic20k": ["dataset=synthetic", "dataset.num_nodes=20000", "dataset.avg_degree=8", "dataset.num_snapshots=16"],
 }
+PHASES = ("spatial", "temporal", "readout + loss", "backward", "optimizer", "other")
 
 
 def main(argv: list[str] | None = None) -> None:
-    from omegaconf import OmegaConf
-
-    from dygsched.data.groups import sliding_groups, split_by_time
-    from dygsched.data.loading import load_data
-    from dygsched.engine.build import build_model
-    from dygsched.engine.objective import GroupObjective
-    from dygsched.engine.snapshot_groups.profiler import PhaseTimer, TimedHooks
-    from dygsched.launch.compose import compose_config
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="twitter_tennis", choices=sorted(DATASETS))
     parser.add_argument("--model", default="tgcn")
@@ -47,6 +40,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--epochs", type=int, default=4)
     args = parser.parse_args(argv)
 
+    from dygsched.errors import DygschedError
+
+    try:
+        profile(args)
+    except DygschedError as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+
+
+def profile(args: argparse.Namespace) -> None:
+    from dygsched.data.groups import sliding_groups, split_by_time
+    from dygsched.data.loading import load_data
+    from dygsched.data.temporal_graph import TemporalGraph
+    from dygsched.engine.build import build_model
+    from dygsched.engine.objective import GroupObjective
+    from dygsched.engine.snapshot_groups.profiler import PhaseTimer, TimedHooks
+    from dygsched.engine.timing import Tally, timed
+    from dygsched.errors import ConfigError
+    from dygsched.launch.compose import compose_run
+    from dygsched.models.dgnn import DGNN
+
     overrides = [
         *DATASETS[args.dataset],
         f"model={args.model}",
@@ -54,31 +67,41 @@ def main(argv: list[str] | None = None) -> None:
         f"model.num_layers={args.layers}",
         f"window={args.window}",
     ]
-    cfg = OmegaConf.to_container(compose_config(overrides), resolve=True)
-    graph = load_data(cfg["dataset"])
-    groups = split_by_time(sliding_groups(graph.num_snapshots, args.window), cfg["split"]["train"], cfg["split"]["val"]).train
+    run = compose_run(overrides)
+    graph = load_data(run.dataset)
+    if not isinstance(graph, TemporalGraph):
+        raise ConfigError(f"dataset {args.dataset} gives an event stream: this loop trains on snapshots")
+    groups = split_by_time(sliding_groups(graph.num_snapshots, args.window), run.split.train, run.split.val).train
+    if not groups:
+        raise ConfigError(f"windows of {args.window} leave no training group on {graph.num_snapshots} snapshots")
     torch.manual_seed(0)
-    objective = GroupObjective(build_model(cfg["model"], graph), graph.task)
-    optimizer = torch.optim.Adam(objective.parameters(), lr=cfg["optim"]["lr"])
+    model = build_model(run.model, graph)
+    if not isinstance(model, DGNN):
+        raise ConfigError(f"model={args.model} is {type(model).__name__}, not a snapshot model (a DGNN): PSG's loop trains those")
+    objective = GroupObjective(model, graph.task)
+    optimizer = torch.optim.Adam(objective.parameters(), lr=run.optim.learning_rate)
     device = torch.device("cpu")
     per_epoch: list[dict[str, float]] = []
     for _ in range(args.epochs):
-        timer = PhaseTimer(device, {name: 0.0 for name in ("spatial", "temporal", "readout + loss", "backward", "optimizer")})
+        tally = Tally()  # the engine's phases (spatial, temporal, backward) and this loop's own two, in one tally
+        timer = PhaseTimer(device, tally)
         hooks = TimedHooks(timer)
         start = time.perf_counter()
         for group in groups:
             optimizer.zero_grad()
             snapshots = group.snapshots(graph)
-            h, _ = objective.model.unroll(snapshots, hooks=hooks)
-            with timer.phase("readout + loss"):
-                loss = objective.loss_from_predictions(objective.model.readout(h), snapshots[-1])
+            h, _ = model.unroll(snapshots, hooks=hooks)
+            with timed(device) as region:
+                loss = objective.loss_from_predictions(model.readout(h), snapshots[-1])
+            tally.add("readout + loss", region)
             with timer.phase("backward"):
                 loss.backward()
-            with timer.phase("optimizer"):
+            with timed(device) as region:
                 optimizer.step()
-        seconds = dict(timer.seconds)
+            tally.add("optimizer", region)
+        seconds = {name: tally.seconds(name) for name in PHASES[:-1]}
         seconds["total"] = time.perf_counter() - start
-        seconds["other"] = seconds["total"] - sum(v for k, v in timer.seconds.items())
+        seconds["other"] = seconds["total"] - sum(seconds[name] for name in PHASES[:-1])
         per_epoch.append({k: v / len(groups) * 1e3 for k, v in seconds.items()})
     steady = per_epoch[1:] or per_epoch
     print(
@@ -86,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.layers} layer(s), windows of {args.window}"
     )
     total = statistics.median(e["total"] for e in steady)
-    for name in ("spatial", "temporal", "readout + loss", "backward", "optimizer", "other", "total"):
+    for name in (*PHASES, "total"):
         value = statistics.median(e[name] for e in steady)
         print(f"  {name:<15}{value:>9.2f} ms/group {100 * value / total:>6.1f}%")
 

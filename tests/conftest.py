@@ -32,11 +32,11 @@ TINY_SYNTHETIC = [
 
 @pytest.fixture
 def compose(tmp_path):
-    """Compose the real Hydra configs with overrides, writing results under tmp_path."""
-    from dygsched.launch.compose import compose_config
+    """Compose the real Hydra configs with overrides into the typed run, writing results under tmp_path."""
+    from dygsched.launch.compose import compose_run
 
     def _compose(*overrides: str):
-        return compose_config([f"results_dir={tmp_path / 'results'}", *overrides])
+        return compose_run([f"results_dir={tmp_path / 'results'}", *overrides])
 
     return _compose
 

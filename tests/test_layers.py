@@ -1,8 +1,8 @@
 """No import runs back up: a module imports only from its own stage or the stages before it.
 
 The stages in order (docs/architecture.md): the shared bottom (``errors``, ``components``,
-``jit``), then data < models < planner < metrics < engine < launch < paper < report, and the
-``dygsched`` program (``cli``, ``__main__``) on top. ``certify`` sits on the planner (it bounds its
+``jit``, ``typed_config``), then data < models < planner < metrics < engine < advise < launch < commands <
+paper < report, and the ``dygsched`` program (``cli``, ``__main__``) on top. ``certify`` sits on the planner (it bounds its
 plans) and only the planner's benchmarks use it. Every ``import`` is read with ``ast``, those inside
 functions too, so a lazy import is no way around the order.
 """
@@ -15,8 +15,22 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "dygsched"
-BOTTOM = ("errors", "components", "jit")
-STAGES = ("data", "models", "planner", "certify", "metrics", "engine", "launch", "paper", "report", "cli", "__main__")
+BOTTOM = ("errors", "components", "jit", "typed_config")
+STAGES = (
+    "data",
+    "models",
+    "planner",
+    "certify",
+    "metrics",
+    "engine",
+    "advise",
+    "launch",
+    "commands",
+    "paper",
+    "report",
+    "cli",
+    "__main__",
+)
 RANK = {**dict.fromkeys(BOTTOM, 0), **{stage: number for number, stage in enumerate(STAGES, start=1)}}
 
 CERTIFY_USERS = ("dygsched.paper.planner",)  # the planner benchmark certifies plans; training never imports certify

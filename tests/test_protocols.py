@@ -5,24 +5,24 @@ DyGLib's and UTG's presets are compared with the overrides the paper targets run
 change to either side fails here; TGB's with the settings its config file cites."""
 
 import pytest
-from omegaconf import OmegaConf
 
-from dygsched.launch.compose import compose_config
+from dygsched.engine.run_config import RunConfig
+from dygsched.launch.compose import compose_run
 from dygsched.paper.bench import stream_accuracy, unified
+from dygsched.typed_config import differences
 from tests.cli_process import run_dygsched
 
 # what a target sets that is not its protocol: how it keeps its folders small
 OPERATIONAL = {"checkpoint=false", "metrics.count_flops=false"}
 
 
-def composed(*overrides: str) -> dict:
-    return OmegaConf.to_container(compose_config(list(overrides)), resolve=True)
+def composed(*overrides: str) -> RunConfig:
+    return compose_run(list(overrides))
 
 
 def same_run(preset: list[str], explicit: list[str]) -> None:
-    with_preset, written_out = composed(*preset), composed(*explicit)
-    differing = {key for key in with_preset.keys() | written_out.keys() if with_preset.get(key) != written_out.get(key)}
-    assert not differing, {key: (with_preset.get(key), written_out.get(key)) for key in differing}
+    differing = differences(composed(*preset), composed(*explicit))
+    assert not differing, differing
 
 
 def test_dyglib_is_table_stream_accuracys_protocol():
@@ -50,8 +50,8 @@ def test_tgb_is_tgbs_example_scripts_settings():
 
 @pytest.mark.parametrize("name", ["dyglib", "tgb", "utg"])
 def test_a_strategy_or_setting_given_beside_a_preset_wins(name):
-    assert composed(f"+protocol={name}", "sched=depcache", "epochs=3")["sched"]["name"] == "depcache"
-    assert composed(f"+protocol={name}", "epochs=3")["epochs"] == 3
+    assert composed(f"+protocol={name}", "sched=depcache", "epochs=3").sched.name == "depcache"
+    assert composed(f"+protocol={name}", "epochs=3").epochs == 3
 
 
 def test_the_plain_metric_name_under_several_samplers_and_the_spelling_when_ambiguous(tmp_path):

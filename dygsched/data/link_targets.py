@@ -51,7 +51,7 @@ def link_prediction_graph(graph: TemporalGraph, embedding_dim: int) -> TemporalG
             replace(s, links=distinct_pairs(following.edge_index), target_index=t + 1)
             for t, (s, following) in enumerate(zip(snapshots[:-1], snapshots[1:]))
         )
-    return TemporalGraph(graph.name, kept, Task.LINK, embedding_dim=embedding_dim)
+    return TemporalGraph(graph.name, kept, Task.LINK, embedding_dim=embedding_dim, node_ids=graph.node_ids)
 
 
 def links_of(snapshot: Snapshot) -> torch.Tensor:
@@ -87,7 +87,7 @@ def cut_pairs(graph: TemporalGraph, settings: SplitSettings) -> EventStream:
     models' groups of ``settings.window`` split: validation begins with the pairs the first
     validation group scores, test with the first test group's; training has every pair before."""
     events = link_events(graph)
-    split = split_by_time(sliding_groups(graph.num_snapshots, settings.window), settings.train_fraction, settings.val_fraction)
+    split = split_by_time(sliding_groups(graph.num_snapshots, settings.window), settings.split.train, settings.split.val)
     counts = [links_of(s).shape[1] for s in graph.snapshots]
     offsets = [0]
     for count in counts:
@@ -95,14 +95,19 @@ def cut_pairs(graph: TemporalGraph, settings: SplitSettings) -> EventStream:
     return replace(events, phase_starts=(offsets[split.val[0].stop - 1], offsets[split.test[0].stop - 1]))
 
 
+class SplitFractions(Protocol):
+    @property
+    def train(self) -> float: ...
+
+    @property
+    def val(self) -> float: ...
+
+
 class SplitSettings(Protocol):
-    """What ``cut_pairs`` reads of a run's settings."""
+    """What ``cut_pairs`` reads of a run's settings (its ``RunConfig``: ``window`` and ``split``)."""
 
     @property
     def window(self) -> int: ...
 
     @property
-    def train_fraction(self) -> float: ...
-
-    @property
-    def val_fraction(self) -> float: ...
+    def split(self) -> SplitFractions: ...

@@ -17,11 +17,10 @@ A source that refuses its file says, on the same line, which other source reads 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Protocol
 
-from dygsched.components import instantiate_component
+from dygsched.data.dataset_config import DatasetConfig
 from dygsched.data.events import EventStream
 from dygsched.data.kinds import DATA_KINDS, DynamicData
 from dygsched.data.link_targets import SplitSettings
@@ -30,15 +29,12 @@ from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.data.time_cut import parse_snapshot
 from dygsched.errors import ConfigError, DataError
 
-SNAPSHOT_KEY = "snapshot"
 
-
-def load_data(dataset_cfg: Mapping[str, Any]) -> DynamicData:
+def load_data(dataset: DatasetConfig) -> DynamicData:
     """The configured source's data: snapshots (``TemporalGraph``) or events (``EventStream``); with
     ``dataset.snapshot`` set, the stream cut into snapshots (``TemporalGraph.cut`` names the cut)."""
-    settings = dict(dataset_cfg)
-    cut = parse_snapshot(settings.pop(SNAPSHOT_KEY, None))
-    source = instantiate_component(settings, "dataset")
+    cut = parse_snapshot(dataset.snapshot)
+    source = dataset.build("dataset")
     try:
         data = source.load()
     except DataError as exc:  # a file another source reads: the line names that source
@@ -53,30 +49,36 @@ def load_data(dataset_cfg: Mapping[str, Any]) -> DynamicData:
         edge_list = getattr(source, "kind", None) == "snapshots"
         hint = " (an edge list: set dataset.kind=events to cut its rows this way)" if edge_list else ""
         raise ConfigError(
-            f"{cut.label} cuts an event stream into snapshots, but dataset '{settings.get('name')}' gives snapshots already{hint}"
+            f"{cut.label} cuts an event stream into snapshots, but dataset '{dataset.name}' gives snapshots already{hint}"
         )
     return replace(cut_stream(data, cut), cut=cut.label)
 
 
-def load_graph(dataset_cfg: Mapping[str, Any]) -> TemporalGraph:
+def load_graph(dataset: DatasetConfig) -> TemporalGraph:
     """The configured source's snapshots; an event stream without ``dataset.snapshot`` is refused with one line."""
-    data = load_data(dataset_cfg)
+    data = load_data(dataset)
     if not isinstance(data, TemporalGraph):
         raise ConfigError(
-            f"dataset '{dataset_cfg.get('name')}' gives an event stream here, not snapshots "
+            f"dataset '{dataset.name}' gives an event stream here, not snapshots "
             "(cut it with dataset.snapshot=daily, weekly, ... or a number of time units; an edge list: dataset.kind=snapshots)"
         )
     return data
 
 
+class LinkSettings(Protocol):
+    @property
+    def embedding_dim(self) -> int: ...
+
+
 class TaskSettings(SplitSettings, Protocol):
-    """What ``for_task`` reads of a run's settings (``RunSettings`` has it): the split's, and the task's."""
+    """What ``for_task`` reads of a run's settings (the run's ``RunConfig`` has it: ``task``,
+    ``link.embedding_dim``, ``window`` and ``split``)."""
 
     @property
     def task(self) -> str | None: ...
 
     @property
-    def embedding_dim(self) -> int: ...
+    def link(self) -> LinkSettings: ...
 
 
 def for_task(data: DynamicData, kind: type, settings: TaskSettings) -> DynamicData:
@@ -92,9 +94,9 @@ def for_task(data: DynamicData, kind: type, settings: TaskSettings) -> DynamicDa
                 f"task=node: an event model on dataset '{data.name}' cut by {data.cut} predicts its links; "
                 "node targets need a snapshot model (model=tgcn, ...)"
             )
-        return cut_pairs(link_prediction_graph(data, settings.embedding_dim), settings)
+        return cut_pairs(link_prediction_graph(data, settings.link.embedding_dim), settings)
     if isinstance(data, TemporalGraph):
-        return link_prediction_graph(data, settings.embedding_dim) if settings.task == "link" else data
+        return link_prediction_graph(data, settings.link.embedding_dim) if settings.task == "link" else data
     if settings.task == "node":
         return for_node_task(data)
     return data

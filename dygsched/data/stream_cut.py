@@ -98,7 +98,7 @@ def cut_stream(
             )
         )
     times = torch.from_numpy(intervals.bounds[:graphs].copy())
-    return TemporalGraph(stream.name, tuple(snapshots), Task.REGRESSION, snapshot_times=times)
+    return TemporalGraph(stream.name, tuple(snapshots), Task.REGRESSION, snapshot_times=times, node_ids=stream.node_ids)
 
 
 class _Members:

@@ -9,15 +9,13 @@ a run trains and, for a graph cut from timestamps, why one interval fewer than w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from dygsched.data.dataset_config import DatasetConfig
 from dygsched.data.events import EventStream
 from dygsched.data.kinds import DynamicData
 from dygsched.data.temporal_graph import Task, TemporalGraph
 
 
-def describe_task(data: DynamicData, dataset: Mapping[str, Any]) -> str:
+def describe_task(data: DynamicData, dataset: DatasetConfig) -> str:
     """``node regression of the next snapshot's log-degree``, ``link prediction of the next snapshot's pairs``, ..."""
     if isinstance(data, EventStream):
         return {
@@ -31,7 +29,8 @@ def describe_task(data: DynamicData, dataset: Mapping[str, Any]) -> str:
     if data.task is Task.CLASSIFICATION:
         return f"node classification into {data.num_classes} classes"
     if data.snapshot_times is not None:  # cut from timestamps: FlareDTDG's next-snapshot degree targets
-        target = "log(1 + weighted in-degree)" if dataset.get("features") == "flare" else "log-degree"
+        flare = dataset.settings.get("features") == "flare"  # the source's own setting (EdgeList types it)
+        target = "log(1 + weighted in-degree)" if flare else "log-degree"
         return f"node regression of the next snapshot's {target}"
     return "node regression of each snapshot's node targets"
 

@@ -86,7 +86,8 @@ class TemporalGraph:
     timestamps (``dygsched.data.stream_cut``): entry ``s`` is when snapshot ``s`` starts, the last
     entry when the interval that gives the last snapshot's targets starts; without overlapping
     snapshots (``lags``) snapshot ``s`` holds the events of ``[snapshot_times[s], snapshot_times[s+1])``.
-    ``None`` for sources whose snapshots carry no times (generated graphs, signals).
+    ``None`` for sources whose snapshots carry no times (generated graphs, signals). ``node_ids``: a
+    cut stream's ``EventStream.node_ids`` (the ids of the user's file), ``None`` where ids are the file's own.
     """
 
     name: str
@@ -96,6 +97,7 @@ class TemporalGraph:
     embedding_dim: int = 0  # only for link prediction: the width of the node embeddings the pairs are scored from
     snapshot_times: torch.Tensor | None = None
     cut: str | None = None  # the dataset.snapshot a stream was cut by (an event model then trains on the cut's pairs)
+    node_ids: torch.Tensor | None = None  # node_ids[v]: the source's id of node v, where the loader compacted ids
 
     def __post_init__(self) -> None:
         if not self.snapshots:

@@ -12,7 +12,11 @@ own ``checkpoint_s``/``checkpoint_bytes`` rows after it, so the checkpoint stays
 model however long the run.
 
 Resuming loads it on rank 0, which hands every rank the model, the optimizer and its own RNG
-states; training continues at the next epoch exactly as if it had never stopped.
+states; training continues at the next epoch exactly as if it had never stopped. What it resumes
+is found by ``find_resume``: the run folder's ``config.yaml``, read back as a typed ``RunConfig``,
+must equal the run's own, setting by setting, but for those a resumed run may change
+(``resumable.RESUMABLE_CHANGES``). ``resume=true`` with no such run refuses to start (a requeued or retyped
+command would otherwise train a new run of the full length unnoticed); ``resume=auto`` starts one.
 """
 
 from __future__ import annotations
@@ -20,37 +24,30 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import OmegaConf
 
+from dygsched.engine.resumable import (
+    CHECKPOINT_FILE,
+    NEW_IF_NONE,
+    checkpoint_path,
+    config_differences,
+    latest_resumable,
+    nothing_to_resume,
+    require_checkpoint,
+    resume_folder,
+    saved_config,
+)
+from dygsched.engine.run_config import RunConfig
 from dygsched.errors import ConfigError
 from dygsched.metrics.atomic import write_with
 from dygsched.metrics.recorder import MetricRecorder
 from dygsched.metrics.run_folder import RunFolder
 
-CHECKPOINT_FILE = "checkpoint.pt"
-CONFIG_FILE = "config.yaml"
 FORMAT_VERSION = 3  # 3: metric rows in the run folder's metrics.epochs; 2 held them under "rows"
 READABLE_FORMATS = (2, FORMAT_VERSION)  # a format-2 checkpoint resumes with the rows it carries
-
-# Settings a resumed run may change: they do not alter what is trained or how.
-RESUMABLE_CHANGES = (
-    "epochs",
-    "progress",
-    "dist_timeout_s",
-    "dist_backend",  # how the ranks talk, not what they compute
-    "results_dir",
-    "run_id",
-    "resume",
-    "launcher",
-    "checkpoint",
-    "device",
-    "metrics",  # what is counted, not what is trained
-    "grad_sync",  # bucket sizes and overlap: the same sums, element by element
-)
 
 
 def capture_rng(device: torch.device) -> dict[str, Any]:
@@ -74,10 +71,6 @@ def restore_rng(state: Mapping[str, Any], device: torch.device) -> None:
     random.setstate((version, tuple(internal), gauss))
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"], device)
-
-
-def checkpoint_path(run_dir: Path) -> Path:
-    return Path(run_dir) / CHECKPOINT_FILE
 
 
 def save_checkpoint(run_dir: Path, state: Mapping[str, Any]) -> int:
@@ -121,94 +114,43 @@ def resumed_rows(folder: RunFolder, state: Mapping[str, Any]) -> list[tuple[Any,
     return [] if frame is None else list(frame.itertuples(index=False, name=None))
 
 
-def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in config.items():
-        if isinstance(value, Mapping):
-            flat.update(flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
-def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """``key (saved -> current)`` for every setting that differs, except the resumable ones."""
-    a, b = flatten(saved), flatten(current)
-    changed = []
-    for key in sorted(set(a) | set(b)):
-        if key.split(".")[0] in RESUMABLE_CHANGES:
-            continue
-        if a.get(key) != b.get(key):
-            changed.append(f"{key} ({a.get(key)!r} -> {b.get(key)!r})")
-    return changed
-
-
-def saved_config(run_dir: Path) -> dict[str, Any]:
-    path = Path(run_dir) / CONFIG_FILE
-    try:
-        data = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
-    except Exception as exc:  # missing, unreadable, not YAML
-        raise ConfigError(f"cannot resume: cannot read {path} ({str(exc).strip().splitlines()[0]})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"cannot resume: {path} is not a run configuration")
-    return cast(dict[str, Any], data)  # a configuration's keys are names
-
-
-def check_resumable(run_dir: Path, config: Mapping[str, Any]) -> None:
+def check_resumable(run_dir: Path, run: RunConfig) -> None:
     """Raise ``ConfigError`` unless ``run_dir`` has a checkpoint written under the same settings."""
-    if not checkpoint_path(run_dir).is_file():
-        raise ConfigError(f"cannot resume: {run_dir} has no {CHECKPOINT_FILE} (not a run folder, or no epoch completed)")
-    changed = config_differences(saved_config(run_dir), config)
+    require_checkpoint(run_dir)
+    changed = config_differences(saved_config(run_dir), run)
     if changed:
         raise ConfigError(f"cannot resume {Path(run_dir).name}: its settings differ: {'; '.join(changed[:6])}")
 
 
-def find_resume(config: Mapping[str, Any]) -> Path | None:
-    """The run folder ``config['resume']`` names, checked; ``None`` when there is nothing to resume.
+def find_resume(run: RunConfig) -> Path | None:
+    """The run folder ``run.resume`` names, checked; ``None`` when there is nothing to resume.
 
     ``resume=<folder>`` must hold a checkpoint of a run with the same settings (``epochs`` and the
     runtime settings in ``RESUMABLE_CHANGES`` may differ). ``resume=true`` takes the most recently
-    checkpointed run in ``results_dir`` (or the ``run_id`` given) with the same settings, and
-    starts a new run when there is none.
+    checkpointed run in ``results_dir`` (or the ``run_id`` given) with the same settings, and is
+    refused when there is none; ``resume=auto`` then starts a new run.
     """
-    resume = config.get("resume")
+    resume = run.resume
     if resume is None or resume is False:
         return None
-    if resume is True:
-        results = Path(config["results_dir"])
-        if config.get("run_id"):
-            folder = results / str(config["run_id"])
-            found = folder if checkpoint_path(folder).is_file() and not _differs(folder, config) else None
-        else:
-            candidates = [p.parent for p in results.glob(f"*/{CHECKPOINT_FILE}") if not _differs(p.parent, config)]
-            found = max(candidates, key=lambda p: checkpoint_path(p).stat().st_mtime, default=None)
+    if resume is True or resume == NEW_IF_NONE:
+        found = latest_resumable(run)
+        if found is None and resume is True:
+            raise ConfigError(nothing_to_resume(run))
         if found is not None:
-            check_epochs_left(found, config)
+            check_epochs_left(found, run)
         return found
-    if not isinstance(resume, str):
-        raise ConfigError(f"resume must be true, false or a run folder, got {resume!r}")
-    folder = Path(resume).expanduser()
-    if folder.name == CHECKPOINT_FILE:
-        folder = folder.parent
-    if not folder.is_dir():
-        raise ConfigError(f"cannot resume: no run folder {folder}")
-    check_resumable(folder, config)
-    check_epochs_left(folder, config)
+    folder = resume_folder(resume)
+    check_resumable(folder, run)
+    check_epochs_left(folder, run)
     return folder
 
 
-def check_epochs_left(folder: Path, config: Mapping[str, Any]) -> None:
+def check_epochs_left(folder: Path, run: RunConfig) -> None:
     """Refuse ``epochs`` below what the run already completed: its summary would contradict itself."""
     completed = int(load_checkpoint(folder)["epoch"]) + 1
-    if int(config["epochs"]) < completed:
+    if run.epochs < completed:
         raise ConfigError(
-            f"cannot resume {folder.name} with epochs={config['epochs']}: it has completed {completed} epochs already "
+            f"cannot resume {folder.name} with epochs={run.epochs}: it has completed {completed} epochs already "
             f"(give epochs={completed} or more)"
         )
-
-
-def _differs(folder: Path, config: Mapping[str, Any]) -> bool:
-    try:
-        return bool(config_differences(saved_config(folder), config))
-    except ConfigError:
-        return True

@@ -30,10 +30,9 @@ import torch
 from torch import nn
 
 from dygsched.engine import comm
+from dygsched.engine.run_config import GradSync
 
-DEFAULT_BUCKET_BYTES = (
-    25 * 2**20
-)  # outside a run; a run passes grad_sync.bucket_mb (its default: RunSchema, a test keeps them equal)
+DEFAULT_BUCKET_BYTES = int(GradSync().bucket_mb * 2**20)  # outside a run: the run's default grad_sync.bucket_mb
 
 
 @dataclass

@@ -43,7 +43,8 @@ from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.data.tgb_negatives import FixedNegatives, read_phase_negatives
 from dygsched.engine import comm
 from dygsched.engine.objective import GroupObjective, PhaseEvaluation
-from dygsched.engine.strategy import MetricValue, RunSettings
+from dygsched.engine.run_config import RunConfig
+from dygsched.engine.strategy import MetricValue
 from dygsched.metrics.link_prediction import EvaluationScores, link_prediction_metrics, sampler_label
 from dygsched.models.dgnn import DGNN
 from dygsched.models.link_decoder import LinkDecoder
@@ -73,14 +74,14 @@ class LinkProtocol:
     fixed_rows: dict[int, tuple[int, int]]
 
     @classmethod
-    def build(cls, graph: TemporalGraph, split: Split, settings: RunSettings) -> LinkProtocol:
+    def build(cls, graph: TemporalGraph, split: Split, settings: RunConfig) -> LinkProtocol:
         train_stop = split.train[-1].stop  # snapshots 0 .. train_stop - 1 are what training reads
         train_last = graph.snapshots[train_stop - 1].target_index
         val_last = graph.snapshots[split.val[-1].stop - 1].target_index
         edges = None
-        if not settings.default_negatives:
+        if not settings.eval.default_negatives:
             edges = NegativeEdges(
-                link_events(graph), train_last, settings.negative_pool, settings.random_share, val_last_time=val_last
+                link_events(graph), train_last, settings.eval.negative_pool, settings.eval.random_share, val_last_time=val_last
             )
         fixed, fixed_rows = stored_negatives(graph, split, settings)
         seen = torch.zeros(graph.num_nodes, dtype=torch.bool)
@@ -91,13 +92,13 @@ class LinkProtocol:
             seed=settings.seed,
             num_nodes=graph.num_nodes,
             embedding_dim=graph.embedding_dim,
-            train_negatives=settings.train_negatives,
+            train_negatives=settings.link.negatives,
             eval_negatives=settings.eval_negatives,
-            samplers=settings.eval_samplers,
-            negative_pool=settings.negative_pool,
-            default_negatives=settings.default_negatives,
-            hits_k=settings.hits_k,
-            average=settings.score_average,
+            samplers=settings.eval.samplers,
+            negative_pool=settings.eval.negative_pool,
+            default_negatives=settings.eval.default_negatives,
+            hits_k=settings.eval.hits_k,
+            average=settings.eval.average,
             edges=edges,
             seen=seen,
             training_pairs={s.target_index: links_of(s).shape[1] for s in graph.snapshots[:train_stop]},
@@ -137,19 +138,19 @@ def evaluated_ranges(graph: TemporalGraph, split: Split) -> tuple[np.ndarray, di
     return offsets, phases, int(offsets[split.train[-1].stop])
 
 
-def negatives_prefix(graph: TemporalGraph, split: Split, settings: RunSettings) -> str | None:
+def negatives_prefix(graph: TemporalGraph, split: Split, settings: RunConfig) -> str | None:
     """The stored negatives' files of this run: ``tgb_negatives``'s, or ``eval.one_vs_many``'s, generated
     into the cache first where they are not there yet (``dygsched.data.link_negatives``); None without either."""
     if settings.tgb_negatives:
         return settings.tgb_negatives
-    if not settings.one_vs_many:
+    if not settings.eval.one_vs_many:
         return None
     _, phases, train_stop = evaluated_ranges(graph, split)
-    return str(stored_in_cache(link_events(graph), train_stop, phases, settings.one_vs_many, settings.seed))
+    return str(stored_in_cache(link_events(graph), train_stop, phases, settings.eval.one_vs_many, settings.seed))
 
 
 def stored_negatives(
-    graph: TemporalGraph, split: Split, settings: RunSettings
+    graph: TemporalGraph, split: Split, settings: RunConfig
 ) -> tuple[dict[str, FixedNegatives], dict[int, tuple[int, int]]]:
     """The stored negatives of the validation and test positives (``negatives_prefix``), and each
     evaluated target snapshot's rows in its phase's."""

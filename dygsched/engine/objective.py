@@ -26,15 +26,16 @@ from torch import nn
 from dygsched.data.groups import Split, sliding_groups, split_by_time
 from dygsched.data.temporal_graph import Snapshot, Task, TemporalGraph
 from dygsched.engine import comm
-from dygsched.engine.strategy import MetricValue, RunSettings
+from dygsched.engine.run_config import RunConfig
+from dygsched.engine.strategy import MetricValue
 from dygsched.models.dgnn import DGNN
 from dygsched.models.hooks import PLAIN, LayerHooks
 
 
-def build_split(graph: TemporalGraph, settings: RunSettings) -> Split:
+def build_split(graph: TemporalGraph, settings: RunConfig) -> Split:
     """The sliding groups of ``settings.window`` snapshots, split by time."""
     groups = sliding_groups(graph.num_snapshots, settings.window)
-    return split_by_time(groups, settings.train_fraction, settings.val_fraction)
+    return split_by_time(groups, settings.split.train, settings.split.val)
 
 
 def metric_name(task: Task) -> str:
@@ -135,7 +136,7 @@ class GroupObjective(nn.Module):
         return NodeEvaluation(self)
 
 
-def check_task(graph: TemporalGraph, split: Split, settings: RunSettings) -> None:
+def check_task(graph: TemporalGraph, split: Split, settings: RunConfig) -> None:
     """Refuse what the graph's task cannot train on this split, before any rank starts: link
     prediction needs every group's last snapshot to have pairs in the next one, and its stored
     negatives (``eval.one_vs_many``) are generated here, once, before the ranks read them."""
@@ -147,7 +148,7 @@ def check_task(graph: TemporalGraph, split: Split, settings: RunSettings) -> Non
         stored_negatives(graph, split, settings)  # files that do not match the cut: one line here
 
 
-def group_objective(model: DGNN, graph: TemporalGraph, split: Split, settings: RunSettings) -> GroupObjective:
+def group_objective(model: DGNN, graph: TemporalGraph, split: Split, settings: RunConfig) -> GroupObjective:
     """The objective ``graph``'s task asks for: node targets, or link prediction (``Task.LINK``)."""
     if graph.task is Task.LINK:
         from dygsched.engine.link_objective import LinkObjective, LinkProtocol

@@ -1,10 +1,11 @@
 """The one interface every training strategy implements, and what the worker hands it.
 
-A strategy is named by ``conf/sched/<name>.yaml``: its ``_target_`` plus either its typed blocks
-(the snapshot-group strategies' ``planner:``, ``timeline:`` and ``executor:``, built by Hydra) or flat
-settings typed by its ``config_type`` (a frozen ``StrategyConfig`` dataclass, the one place of their
-defaults), which the worker builds and hands to ``Strategy(config, name)``. It owns everything
-that differs between the published methods:
+A strategy is named by ``conf/sched/<name>.yaml``, whose ``_target_`` is its configuration class (a
+frozen ``StrategyConfig`` dataclass: its flat settings, its typed blocks and its ``_target_`` parts,
+the one place of their defaults); the run's ``sched`` block composes into it, and its ``build()``
+makes the strategy, ``Strategy(config)``, the one way every strategy is built. It reads the run's
+own settings from the typed run (``RunConfig``: ``settings.window``, ``settings.split.train``). It
+owns everything that differs between the published methods:
 
 * its units of work, built from the data (sliding snapshot groups; group x node-partition blocks;
   event batches) and its planning, including any profiling or re-planning timeline;
@@ -38,7 +39,7 @@ from dygsched.data.kinds import DynamicData
 from dygsched.data.temporal_graph import Task, TemporalGraph
 from dygsched.engine import comm
 from dygsched.engine.gradient_sync import GradientSync
-from dygsched.engine.run_config import NodeTask
+from dygsched.engine.run_config import NodeTask, RunConfig
 from dygsched.engine.strategy_config import StrategyConfig
 from dygsched.engine.timing import Region
 from dygsched.errors import ConfigError
@@ -110,51 +111,6 @@ def unscaled_loss(loss: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
     return value / scale if scale != 1.0 else value
 
 
-@dataclass(frozen=True)
-class RunSettings:
-    """The run-level settings a strategy may read: ``window`` (snapshots per group), the split
-    fractions by time, the seed and the number of epochs; for link prediction on event streams,
-    the share of nodes hidden from training (``split.new_nodes``) and the negatives per
-    evaluated event (``eval_negatives``, or TGB's fixed ones: ``tgb_negatives``)."""
-
-    window: int
-    train_fraction: float
-    val_fraction: float
-    seed: int
-    epochs: int
-    new_node_fraction: float = 0.0
-    eval_negatives: int = 1
-    tgb_negatives: str | None = None
-    split_by: str = "events"  # event streams: by event count, or by timestamp quantiles ("time")
-    eval_samplers: tuple[str, ...] = ("random",)  # eval.negatives (dygsched/data/negative_edges.py)
-    negative_pool: str = "all"  # the random sampler's destinations: all nodes or the stream's destinations
-    random_share: float = 0.0  # the share of a historical or inductive batch drawn at random anyway
-    hits_k: int = 10
-    # how *_inductive metrics score the events with a new endpoint: "in_phase", inside the phase's
-    # pass; "apart", replayed alone from the state before the phase (DyGLib's new-node evaluation)
-    inductive_events: str = "in_phase"
-    new_node_draw: str = "ours"  # split.new_nodes_draw: which nodes split.new_nodes hides (dygsched/data/new_nodes.py)
-    score_average: str = "pooled"  # eval.average: AP and AUC pooled over a phase's pairs, or averaged per batch
-    task: str | None = None  # node | link; None: the data's own (node targets on snapshots, links on streams)
-    train_negatives: int = 1  # link prediction on snapshots: negatives per positive pair in training (link.negatives)
-    embedding_dim: int = 64  # link prediction on snapshots: the node embeddings' width (link.embedding_dim)
-    one_vs_many: int = 0  # eval.one_vs_many: stored TGB-style negatives per evaluated positive (0: off)
-    link_procedure: str = "windows"  # link.procedure: windows (groups from zero states) | utg (UTG's, states carried)
-    node_task: NodeTask = NodeTask()  # task=node on event streams: init_from (a resolved run folder), backbone, dropout
-
-    @property
-    def default_negatives(self) -> bool:
-        """TGL's rule alone: uniform destinations among all nodes (metric names carry no sampler)."""
-        return self.eval_samplers == ("random",) and self.negative_pool == "all"
-
-    def link_metric_names(self, ranking: bool) -> frozenset[str]:
-        """What link prediction's evaluation reports under these samplers (``ranking``: with MRR and hits@k)."""
-        from dygsched.metrics.link_prediction import link_metric_names, sampler_label
-
-        labels = None if self.default_negatives else tuple(sampler_label(s, self.negative_pool) for s in self.eval_samplers)
-        return link_metric_names(ranking, self.hits_k, labels)
-
-
 def is_link_task(data: DynamicData) -> bool:
     """Whether a run on ``data`` predicts links: an event stream (unless ``task=node`` reads its
     labels), or snapshots under ``task=link``."""
@@ -188,7 +144,7 @@ class RunContext:
     """What a strategy gets once per run, on every rank, before the model exists."""
 
     data: DynamicData
-    settings: RunSettings
+    settings: RunConfig  # the run's typed configuration: its run-level settings (window, split, seed, ...)
     rank: int
     world_size: int
     device: torch.device
@@ -298,21 +254,24 @@ class Strategy(ABC):
     (``eval_negatives``, ``eval.negatives``; on streams ``split.new_nodes``, ``split.by``); others refuse them.
     ``communicates_in_backward``: its backward pass runs collectives of its own (all-to-alls of
     halos or rows), which bucket all-reduces started during that backward would interleave with in
-    a different order on each rank, so ``grad_sync.overlap=true`` is refused for it.
-    ``config_type``: the dataclass of its flat ``sched.*`` settings, built from the config and passed
-    to the constructor as ``Strategy(config, name)``; ``None`` when Hydra builds it from typed blocks.
+    a different order on each rank, so ``grad_sync.overlap=true`` is refused for it. ``exact``,
+    ``communicates_in_backward`` and ``gradient_staleness`` are class defaults a strategy may set per
+    instance, from its configuration. ``config``: its configuration (``StrategyConfig``), what
+    ``StrategyConfig.build`` hands the constructor; ``name``: the ``conf/sched`` file's.
     """
 
-    name: str
-    config_type: ClassVar[type[StrategyConfig] | None] = None
     data_kind: ClassVar[type] = object
-    exact: bool = True  # a class default; a strategy whose exactness depends on its settings sets it per instance
+    exact: bool = True
     predicts_links: ClassVar[bool] = False
     link_procedures: ClassVar[tuple[str, ...]] = ("windows",)  # the link.procedure values it trains
-    communicates_in_backward: ClassVar[bool] = False
+    communicates_in_backward: bool = False
     gradient_staleness: int = 0
 
-    def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
+    def __init__(self, config: StrategyConfig) -> None:
+        self.config = config
+        self.name = config.name
+
+    def check(self, data: DynamicData, settings: RunConfig, world_size: int) -> None:
         """Raise ``ConfigError`` if this strategy cannot run on ``data`` with ``world_size`` ranks;
         runs in the launching process, before any rank starts."""
         if not isinstance(data, self.data_kind):
@@ -325,13 +284,13 @@ class Strategy(ABC):
         if links and not self.predicts_links:
             raise ConfigError(f"sched={self.name} does not train link prediction (task=link): use task=node or another sched")
         stream_only = {
-            "split.new_nodes": settings.new_node_fraction != 0.0,
-            "split.by": settings.split_by != "events",
+            "split.new_nodes": settings.split.new_nodes != 0.0,
+            "split.by": settings.split.by != "events",
         }
         link_only = {
             "eval_negatives": settings.eval_negatives != 1,
-            "eval.negatives": not settings.default_negatives,
-            "eval.one_vs_many": settings.one_vs_many != 0,
+            "eval.negatives": not settings.eval.default_negatives,
+            "eval.one_vs_many": settings.eval.one_vs_many != 0,
             "tgb_negatives": bool(settings.tgb_negatives),
             **stream_only,
         }
@@ -342,9 +301,9 @@ class Strategy(ABC):
             raise ConfigError(
                 f"{named} set link prediction's evaluation, and this run trains node targets (task=link predicts links)"
             )
-        if links and isinstance(data, TemporalGraph) and settings.link_procedure not in self.link_procedures:
+        if links and isinstance(data, TemporalGraph) and settings.link.procedure not in self.link_procedures:
             raise ConfigError(
-                f"link.procedure={settings.link_procedure}: sched={self.name} trains {', '.join(self.link_procedures)} "
+                f"link.procedure={settings.link.procedure}: sched={self.name} trains {', '.join(self.link_procedures)} "
                 "(UTG's procedure carries each window's state into the next: sched=psg at world_size=1 trains it)"
             )
         if settings.node_task != NodeTask() and (links or isinstance(data, TemporalGraph)):
@@ -352,9 +311,11 @@ class Strategy(ABC):
                 "node_task.* sets node property prediction on a labelled event stream (task=node); this run "
                 + ("predicts links" if links else "trains snapshot node targets")
             )
-        if settings.one_vs_many and (settings.eval_negatives != 1 or not settings.default_negatives or settings.tgb_negatives):
+        if settings.eval.one_vs_many and (
+            settings.eval_negatives != 1 or not settings.eval.default_negatives or settings.tgb_negatives
+        ):
             raise ConfigError(
-                f"eval.one_vs_many={settings.one_vs_many} ranks every positive against stored negatives: leave "
+                f"eval.one_vs_many={settings.eval.one_vs_many} ranks every positive against stored negatives: leave "
                 "eval_negatives at 1, eval.negatives at random and tgb_negatives unset"
             )
         if links and isinstance(data, TemporalGraph) and any(stream_only.values()):
@@ -385,12 +346,12 @@ class Strategy(ABC):
     def evaluate(self, phase: str) -> Mapping[str, MetricValue]:
         """Loss and the task's metric over the ``val`` or ``test`` part, the same on every rank."""
 
-    def evaluation_metrics(self, data: DynamicData, settings: RunSettings) -> frozenset[str]:
+    def evaluation_metrics(self, data: DynamicData, settings: RunConfig) -> frozenset[str]:
         """The names ``evaluate`` reports on ``data`` (what ``early_stop.metric`` may name), known
         before any rank starts: the loss and the task's metric (accuracy, or MSE for regression)."""
         task = getattr(data, "task", None)
         if getattr(task, "name", "") == "LINK":
-            return settings.link_metric_names(ranking=settings.eval_negatives > 1 or settings.one_vs_many > 1)
+            return settings.link_metric_names(ranking=settings.eval_negatives > 1 or settings.eval.one_vs_many > 1)
         return frozenset({"loss", "accuracy" if getattr(task, "name", "") == "CLASSIFICATION" else "mse"})
 
     def lr_multiplier(self, epoch: int) -> float:

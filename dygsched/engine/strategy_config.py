@@ -1,96 +1,55 @@
-"""A strategy's configuration: one frozen dataclass per strategy, each field a ``sched.<name>`` setting.
+"""A strategy's configuration: the class its ``sched`` block composes into, and what builds the strategy.
 
-As ``PlannerConfig`` and ``TimelineConfig`` type the snapshot-group strategies' blocks, a
-``StrategyConfig`` subclass types a strategy's flat settings, and it is the one place of each
-setting's type and default: ``dygsched.launch.schema`` registers its defaults as the config
-``strategy_config/<name>``, which ``conf/sched/<name>.yaml`` starts from, so the composed ``sched``
-block has every setting (``sched.chunks=8`` overrides one) and the yaml restates none. The worker
-builds the strategy from ``from_config(sched block)``, which refuses a key the dataclass does not
-have; ``__post_init__`` checks each value against its field's annotation (``int``, ``float``,
-``bool``, ``str``, ``None``, ``tuple[int, ...]`` or a union of them), so a subclass checks only
-ranges and choices. Anything wrong is one ``ConfigError`` line naming ``sched.<name>``.
+Every strategy is named by ``conf/sched/<name>.yaml``, whose ``_target_`` is its configuration
+class, a frozen ``StrategyConfig`` dataclass (``dygsched.typed_config.Typed``): flat settings
+(FlareDTDG's ``chunks``, DistDy's ``fanouts``) and typed blocks (the snapshot-group strategies'
+``planner`` and ``timeline``) as fields, ``_target_`` parts (their ``executor``) as ``Part`` fields.
+It is the one place of each setting's type and default: ``dygsched.launch.compose`` registers its
+defaults as the config ``strategy_config/<Class>``, which the yaml starts from, so the composed
+``sched`` block has every setting (``sched.chunks=8`` overrides one) and the yaml restates none.
+``__post_init__`` checks each value against its field's annotation, so a subclass checks only
+ranges and choices; anything wrong is one ``ConfigError`` line naming ``sched.<name>``.
 
-This module imports no torch, nor do the strategies' config modules at import: the CLI reads their
-defaults before it imports torch.
+``build()`` is the one way a strategy is made: it imports the class ``strategy`` names
+(``package.module:Class``, a ``Strategy``) and hands it this configuration. A subclass of a
+configuration may bind another piece (the node-memory strategies' backend) the same way.
+
+This module imports no torch, nor do the strategies' config modules at import: the CLI types a
+run before it imports torch.
 """
 
 from __future__ import annotations
 
-import types
-from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, fields
-from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from dygsched.components import load_target
 from dygsched.errors import ConfigError
+from dygsched.typed_config import Typed
 
-S = TypeVar("S", bound="StrategyConfig")
-KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string", type(None): "null"}
-
-
-def _is_union(hint: Any) -> bool:
-    return get_origin(hint) in (Union, types.UnionType)
-
-
-def conforms(value: Any, hint: Any) -> bool:
-    """Whether ``value`` (as a config gives it: lists for tuples, ints for floats) fits ``hint``."""
-    if _is_union(hint):
-        return any(conforms(value, arg) for arg in get_args(hint))
-    if get_origin(hint) is tuple:
-        item = get_args(hint)[0]
-        return isinstance(value, (list, tuple)) and all(conforms(v, item) for v in value)
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint)
-
-
-def normalised(value: Any, hint: Any) -> Any:
-    """``value`` as the field holds it: a float for ``float``, a tuple for ``tuple[...]``."""
-    if _is_union(hint):
-        return normalised(value, next(arg for arg in get_args(hint) if conforms(value, arg)))
-    if get_origin(hint) is tuple:
-        return tuple(normalised(v, get_args(hint)[0]) for v in value)
-    return float(value) if hint is float else value
-
-
-def describe(hint: Any) -> str:
-    """``an integer or null``, ``a list of integers``: what ``hint`` asks for, in words."""
-    if _is_union(hint):
-        return " or ".join(describe(arg) for arg in get_args(hint))
-    if get_origin(hint) is tuple:
-        return "a list of " + describe(get_args(hint)[0]).removeprefix("an ").removeprefix("a ") + "s"
-    return KIND_NAMES.get(hint, hint.__name__)
+if TYPE_CHECKING:
+    from dygsched.engine.strategy import Strategy
 
 
 @dataclass(frozen=True)
-class StrategyConfig:
-    """Base of every strategy's configuration dataclass (see the module docstring)."""
+class StrategyConfig(Typed):
+    """Base of every strategy's configuration (see the module docstring). ``name``: the
+    ``conf/sched`` file's, by which runs, tables and messages name the strategy."""
 
-    def __post_init__(self) -> None:
-        hints = get_type_hints(type(self))
-        for item in fields(self):
-            value, hint = getattr(self, item.name), hints[item.name]
-            if not conforms(value, hint):
-                raise ConfigError(f"sched.{item.name} must be {describe(hint)}, got {value!r}")
-            object.__setattr__(self, item.name, normalised(value, hint))
+    key: ClassVar[str] = "sched"
+    selected: ClassVar[bool] = True
+    strategy: ClassVar[str] = ""  # the Strategy class it builds, package.module:Class (imported by build)
 
-    @classmethod
-    def from_config(cls: type[S], options: Mapping[str, Any]) -> S:
-        """The configuration from a composed ``sched`` block (without its ``_target_`` and ``name``)."""
-        known = [item.name for item in fields(cls)]
-        unknown = sorted(set(options) - set(known))
-        if unknown:
-            raise ConfigError(f"unknown key 'sched.{unknown[0]}': {cls.__name__} has {', '.join(known)}")
-        return cls(**options)
+    name: str = ""
 
-    @classmethod
-    def defaults(cls) -> dict[str, Any]:
-        """Every setting's default as a config holds it (a list for a tuple): the ``strategy_config`` config."""
-        values = {}
-        for item in fields(cls):
-            assert item.default is not MISSING, f"{cls.__name__}.{item.name} needs a default"
-            values[item.name] = list(item.default) if isinstance(item.default, tuple) else item.default
-        return values
+    def build(self) -> Strategy:
+        """The strategy this configuration describes (its class imported now)."""
+        from dygsched.engine.strategy import Strategy
+
+        if not self.strategy:
+            raise ConfigError(f"sched '{self.name}': {type(self).__name__} names no strategy class to build")
+        built: Any = load_target(self.strategy)
+        if not (isinstance(built, type) and issubclass(built, Strategy)):
+            raise ConfigError(f"sched '{self.name}': {self.strategy} is not a dygsched Strategy")
+        strategy: Strategy = built(self)
+        return strategy

@@ -1,9 +1,9 @@
 """One rank's whole run: the process group, the model and optimizer, the epochs, metrics and checkpoints.
 
 Everything that differs between strategies happens behind ``Strategy`` (``dygsched.engine.strategy``):
-this module builds the configured one (``run.sched``, a ``_target_``, through ``dygsched.engine.build``),
-hands it the data and the rank's place, and drives its epochs. It reads the run's settings as typed
-values (``RunConfig``). It imports no strategy.
+this module builds the configured one (``run.sched``, its configuration class, through
+``dygsched.engine.build``), hands it the data and the rank's place, and drives its epochs. It reads
+the run's settings as the typed ``RunConfig`` the launcher hands every rank. It imports no strategy.
 """
 
 from __future__ import annotations
@@ -137,15 +137,15 @@ class _EpochTotals:
 
 
 def train_rank(
-    run: RunConfig | Mapping[str, Any],
+    run: RunConfig,
     env: DistEnv,
     data: DynamicData | None = None,
     mark_failure: bool = False,
     strategy: Strategy | None = None,
 ) -> dict[str, Any] | None:
     """Run on every rank; rank 0 writes the run folder and returns the summary, others return None.
-    ``run``: the run's settings (a composed config is typed here, at the door). ``data`` and
-    ``strategy``: what this process already loaded and built (else built here from ``run``).
+    ``run``: the run's typed configuration. ``data`` and ``strategy``: what this process already
+    loaded and built (else built here from ``run``).
 
     A rank that fails writes its reason to ``failure-rank<r>.txt`` in the run folder and abandons
     its process group without the collective teardown (its peers may be dead), so the process can
@@ -153,7 +153,6 @@ def train_rank(
     ``mark_failure`` (no parent process watches the ranks: torchrun, SLURM) rank 0 also marks the
     run failed, with the earliest reason any rank wrote.
     """
-    run = RunConfig.of(run)
     where = _RunPlace(RunFolder(Path(run.results_dir), run.run_id) if run.run_id else None, env.rank)
     device = None
     # NCCL's watchdog tears the communicators down and aborts the rank on a failed or timed-out collective
@@ -259,7 +258,7 @@ def start_run(run: RunConfig, world_size: int) -> RunStart:
     """The one place a run's folder and resume are resolved (the launcher before it starts the ranks,
     rank 0 of a job no launcher process watches): the run ``resume=`` names or finds, on as many ranks
     as it ran on, else the ``run_id`` given, else a new one."""
-    resume_dir = find_resume(run.to_container())
+    resume_dir = find_resume(run)
     if resume_dir is None:
         run_id = run.run_id or new_run_id(str(run.dataset.name), str(run.model.name), str(run.sched.name))
         return RunStart(run.replace(run_id=str(run_id), resume=None), None)
@@ -285,7 +284,7 @@ def _record(recorder: MetricRecorder, epoch: int, phase: str, metric: str, value
 
 
 def train_in_group(
-    run: RunConfig | Mapping[str, Any],
+    run: RunConfig,
     env: DistEnv,
     device: torch.device,
     data: DynamicData | None,
@@ -293,8 +292,8 @@ def train_in_group(
     strategy: Strategy | None = None,
 ) -> dict[str, Any] | None:
     """The run, in a process group this rank already joined; rank 0 returns the summary."""
-    rank_run = _RankRun(RunConfig.of(run), env, device, data, where, strategy)
-    for epoch in range(rank_run.first_epoch, rank_run.settings.epochs):
+    rank_run = _RankRun(run, env, device, data, where, strategy)
+    for epoch in range(rank_run.first_epoch, rank_run.run.epochs):
         if rank_run.stopped_early:  # a resumed run that had stopped already
             break
         rank_run.train_epoch(epoch)
@@ -305,14 +304,13 @@ def train_in_group(
 
 
 def train_in_joined_group(
-    run: RunConfig | Mapping[str, Any], env: DistEnv, device: torch.device, data: DynamicData | None = None
+    run: RunConfig, env: DistEnv, device: torch.device, data: DynamicData | None = None
 ) -> dict[str, Any] | None:
     """One run in a process group this rank joined before and keeps after it (runs one after another
     in one group, as the GPU check trains its strategies): ``train_in_group`` in the folder ``run``
     names (``results_dir``, ``run_id``), its phase kept there and a failure's reason written there as
     ``train_rank`` writes it; the exception then propagates (the caller decides what becomes of the
     group). Rank 0 returns the summary."""
-    run = RunConfig.of(run)
     where = _RunPlace(RunFolder(Path(run.results_dir), run.run_id) if run.run_id else None, env.rank)
     try:
         return train_in_group(run, env, device, data, where)
@@ -356,18 +354,15 @@ class _RankRun:
                 remove_stale_temporaries(self.folder.path)
         _record_ranks(self.folder, self.rank, self.world_size, device)
         where.enter("loading the data")
-        self.settings = run.settings
         self.strategy = strategy if strategy is not None else build_strategy(run.sched)  # its data kind: a stream or its cut
         loaded = data if data is not None else load_data(run.dataset)
-        data = for_task(loaded, self.strategy.data_kind, self.settings)  # a no-op where the launcher did it
-        self.described = {"task": describe_task(data, run.dataset.fields), **data_counts(data)}  # the summary's words
+        data = for_task(loaded, self.strategy.data_kind, self.run)  # a no-op where the launcher did it
+        self.described = {"task": describe_task(data, run.dataset), **data_counts(data)}  # the summary's words
         self.inapplicable = inapplicable_settings(data)
         self.recorder = MetricRecorder(self.run_id, self.rank)
         where.enter(f"the setup of sched={self.strategy.name} (partitioning, planning)")
-        self.strategy.setup(
-            RunContext(data, self.settings, self.rank, self.world_size, device, Artifacts(self.folder, self.is_main))
-        )
-        seed_everything(self.settings.seed)
+        self.strategy.setup(RunContext(data, self.run, self.rank, self.world_size, device, Artifacts(self.folder, self.is_main)))
+        seed_everything(self.run.seed)
         self.module = self.strategy.objective(build_model(run.model, data))
         if resumed:
             self.strategy.load_state_dict(resumed["strategy"])
@@ -394,12 +389,12 @@ class _RankRun:
 
     def train_epoch(self, epoch: int) -> None:
         """The strategy's epoch, timed, then the epoch's metrics and evaluation."""
-        self.where.enter(f"training, epoch {epoch + 1} of {self.settings.epochs}")
+        self.where.enter(f"training, epoch {epoch + 1} of {self.run.epochs}")
         for group, base in zip(self.optimizer.param_groups, self.base_lrs, strict=True):
             group["lr"] = base * self.strategy.lr_multiplier(epoch)
         record = partial(_record, self.recorder, epoch)
         with ExitStack() as stack:
-            bar = stack.enter_context(StepBar(f"epoch {epoch + 1}/{self.settings.epochs}")) if self.show_progress else None
+            bar = stack.enter_context(StepBar(f"epoch {epoch + 1}/{self.run.epochs}")) if self.show_progress else None
             totals = _EpochTotals(self.recorder, epoch, not self.sync.overlap, bar)
             rss_resettable = reset_memory_peaks(self.device)
             flops = stack.enter_context(count_conv_flops(self.module)) if self.count_flops else None
@@ -453,7 +448,7 @@ class _RankRun:
         train_loss: MetricValue = (
             float(loss_sum[0] / loss_sum[1]) if loss_sum[1] > 0 else Missing("no training step (a model without parameters)")
         )
-        self.where.enter(f"evaluation, epoch {epoch + 1} of {self.settings.epochs}")
+        self.where.enter(f"evaluation, epoch {epoch + 1} of {self.run.epochs}")
         (val, val_s), (test, test_s) = timed_evaluation(self.strategy, "val"), timed_evaluation(self.strategy, "test")
         if self.is_main:
             record("train", "loss", train_loss)
@@ -469,7 +464,7 @@ class _RankRun:
             log.info(
                 "epoch %d/%d  train_loss %s  %s  time %.2fs",
                 epoch + 1,
-                self.settings.epochs,
+                self.run.epochs,
                 f"{train_loss:.4f}" if not isinstance(train_loss, Missing) else "-",
                 shown,
                 epoch_time,
@@ -515,7 +510,7 @@ class _RankRun:
         The other ranks wait for rank 0's writes on the store (``comm.wait_for_rank``), as for its
         other solo work: a checkpoint that takes longer than ``dist_timeout_s`` to write must not
         time out their next collective (under NCCL its watchdog would abort healthy ranks)."""
-        self.where.enter(f"saving the metrics and checkpoint, epoch {epoch + 1} of {self.settings.epochs}")
+        self.where.enter(f"saving the metrics and checkpoint, epoch {epoch + 1} of {self.run.epochs}")
         save_start = time.perf_counter()
         new_rows, rngs = self._collect(self.checkpointing)
         try:
@@ -560,7 +555,7 @@ class _RankRun:
             **self.run.identity(self.run_id, self.world_size),
             "status": "ok",
             **self.described,
-            "window": self.settings.window,
+            "window": self.run.window,
             **described,
             "dist_backend": comm.backend(),  # the process group's backend, e.g. cpu:gloo,cuda:nccl
             "missing": dict(sorted({**described.get("missing", {}), **self.recorder.missing}.items())),

@@ -1,17 +1,19 @@
 """``run(cfg) -> summary``: the whole training run behind ``dygsched run``.
 
-Outside a distributed job it runs the check pipeline (``checks``: schema, settings, the
-strategy's own check, the data) once in this process, resolves the run folder, then hands the run,
-as a typed ``RunConfig``, to the configured launcher (``local`` processes, ``torchrun``), which
-starts the ranks and waits for them. Inside a job (``RANK`` and ``WORLD_SIZE`` set by torchrun, or
-a SLURM task of ``launcher=slurm``) this process *is* a rank: it runs the same checks, then trains
-its rank directly.
+It takes the run as the typed ``RunConfig`` its caller composed once (``compose_run``: the command,
+a paper sweep, a test). Outside a distributed job it runs the rest of the check pipeline
+(``checks``: the components, the launcher, the strategy's own check of the data) once in this
+process, resolves the run folder, then hands the same typed run to the configured launcher
+(``local`` processes, ``torchrun``), which starts the ranks and waits for them. Inside a job (``RANK``
+and ``WORLD_SIZE`` set by torchrun, or a SLURM task of ``launcher=slurm``) this process *is* a
+rank: it runs the same checks, then trains its rank directly.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shlex
 import signal
 import time
 from collections.abc import Sequence
@@ -19,20 +21,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
-
 from dygsched.data.kinds import DynamicData
 from dygsched.data.loading import for_task, load_data
 from dygsched.data.task_names import describe_snapshots, describe_task
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.checkpoint import mark_failed
 from dygsched.engine.distributed import DistEnv
-from dygsched.engine.run_config import RunConfig
+from dygsched.engine.resumable import NEW_IF_NONE, checkpoint_path
+from dygsched.engine.run_config import RunConfig, check_plain_name
 from dygsched.engine.worker import RunStart, failure_text, start_run, train_rank
 from dygsched.errors import ConfigError, DygschedError, Terminated
 from dygsched.launch.base import LaunchFailed
-from dygsched.launch.checks import CheckedRun, check_data, check_device_here, check_ranks, check_run
-from dygsched.launch.config_checks import check_plain_name, check_results_dir
+from dygsched.launch.checks import CheckedRun, check_data, check_device_here, check_ranks, check_results_dir, check_run
+from dygsched.launch.torchrun import quote_override
 from dygsched.metrics.log import configure_logging
 from dygsched.metrics.run_folder import RunFolder
 from dygsched.metrics.runs_table import check_runs_table
@@ -48,10 +49,8 @@ def describe_data(data: DynamicData) -> str:
 
 def describe_objective(checked: CheckedRun, data: DynamicData) -> str:
     """The header's second line: ``task: node regression of the next snapshot's log-degree; metric: mse``."""
-    metrics = sorted(name for name in checked.strategy.evaluation_metrics(data, checked.run.settings) if name != "loss")
-    return (
-        f"task: {describe_task(data, checked.run.dataset.fields)}; metric{'s' if len(metrics) > 1 else ''}: {', '.join(metrics)}"
-    )
+    metrics = sorted(name for name in checked.strategy.evaluation_metrics(data, checked.run) if name != "loss")
+    return f"task: {describe_task(data, checked.run.dataset)}; metric{'s' if len(metrics) > 1 else ''}: {', '.join(metrics)}"
 
 
 class RunFailed(DygschedError):
@@ -61,7 +60,7 @@ class RunFailed(DygschedError):
 def prepare(checked: CheckedRun, world_size: int) -> DynamicData:
     """Load and validate the data and everything that depends on it, before any rank trains."""
     # a cut stream: the kind the strategy trains on, as the run's task reads it
-    data = for_task(load_data(checked.run.dataset), checked.strategy.data_kind, checked.run.settings)
+    data = for_task(load_data(checked.run.dataset), checked.strategy.data_kind, checked.run)
     check_data(checked, data, world_size)
     return data
 
@@ -70,10 +69,9 @@ def under_torchrun() -> bool:
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ
 
 
-def run(cfg: DictConfig, overrides: Sequence[str] | None = None, settings_checked: bool = False) -> dict[str, Any]:
-    """Train one run; ``overrides`` (the command line's) let a launcher start ranks with the same settings.
-    ``settings_checked``: the caller already ran ``precheck`` on ``cfg`` (``dygsched run`` does, up front)."""
-    checked = check_run(cfg, overrides, settings_checked)
+def run(run_config: RunConfig, overrides: Sequence[str] | None = None) -> dict[str, Any]:
+    """Train one run; ``overrides`` (the command line's) let a launcher start ranks with the same settings."""
+    checked = check_run(run_config)
     configure_logging(checked.run.progress)
     launcher = checked.launcher
     env = launcher.worker_env() or (DistEnv.from_environ() if under_torchrun() else None)
@@ -115,11 +113,12 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None, settings_checke
         raise RunFailed(f"run {folder.run_id} failed: {exc.reason} (details in {folder.path})") from None
     except Terminated as exc:
         mark_failed(folder, identity, str(exc))
-        exc.args = (f"run {folder.run_id} {exc}: its completed epochs are in {folder.path}; resume={folder.path} continues it",)
+        exc.args = (f"run {folder.run_id} {exc}: {how_to_continue(folder)}",)
         raise
     except KeyboardInterrupt:
         if folder.path.is_dir():
             mark_failed(folder, identity, "interrupted")
+            raise KeyboardInterrupt(f"run {folder.run_id}: {how_to_continue(folder)}") from None
         raise
     finally:
         if previous is not None:
@@ -127,6 +126,15 @@ def run(cfg: DictConfig, overrides: Sequence[str] | None = None, settings_checke
     if not (folder.path / "summary.json").exists():
         return {}  # rank 0 ran on another machine: its summary is there
     return {**folder.read_summary(), "run_dir": str(folder.path)}
+
+
+def how_to_continue(folder: RunFolder) -> str:
+    """What a stopped run's last line says: where its completed epochs are and the command, ready
+    to paste, that continues it (its folder holds its settings)."""
+    if not checkpoint_path(folder.path).is_file():
+        return f"it completed no epoch with a checkpoint (in {folder.path}), so there is nothing to resume"
+    command = shlex.join(["dygsched", "run", quote_override("resume", str(folder.path))])
+    return f"its completed epochs are in {folder.path}; `{command}` continues it"
 
 
 @dataclass(frozen=True)
@@ -163,8 +171,8 @@ def claim_run_folder(run: RunConfig, world_size: int) -> RunStart:
     start = start_run(run, world_size)
     if start.resumed is not None:
         return start
-    if run.resume is True:
-        log.info("dygsched: nothing to resume for these settings; starting a new run")
+    if run.resume == NEW_IF_NONE:
+        log.info("dygsched: resume=auto: nothing to resume for these settings; starting a new run")
     run_id = str(start.run.run_id)
     check_plain_name(run_id, "run_id (made of the dataset, model and sched names)")
     existing = Path(start.run.results_dir) / run_id
@@ -198,7 +206,8 @@ def run_rank(checked: CheckedRun, env: DistEnv) -> dict[str, Any]:
         raise
     except SystemExit as exc:  # submitit's preemption handler on rank 0, after it requeued the job
         raise RunFailed(
-            f"rank {env.rank}: stopped by the cluster (exit {exc.code}); a requeued job with resume=true continues it"
+            f"rank {env.rank}: stopped by the cluster (exit {exc.code}); "
+            "a job submitted with resume=auto continues it when requeued"
         ) from None
     except BaseException as exc:
         raise RunFailed(f"rank {env.rank}: {failure_text(exc).splitlines()[0]}") from None

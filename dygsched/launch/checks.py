@@ -1,13 +1,15 @@
 """The one check pipeline every entry point runs once, in a fixed order, before any rank trains.
 
-1. schema: the config composed against ``RunSchema`` (``compose_config``) and resolved; every
-   component setting keeps the type of its default;
-2. settings: what their values alone refuse (``config_checks``), the results folder, the dataset's
-   file; stages 1 and 2 are ``precheck``, which imports no torch, so ``dygsched run`` refuses a
-   mistyped value in the time Python and Hydra take to start;
-3. components: the typed ``RunConfig``, the strategy built from its own config class, the launcher,
-   and what the pair of them refuses (``check_run`` returns them, as ``CheckedRun``); the world
-   size and what the launcher refuses of it (``check_ranks``);
+1. types and values: the config composed and typed (``compose_run``): every setting of the run,
+   of its strategy's configuration and of its dataset and optimizer is checked as the typed
+   ``RunConfig`` is built, before torch is imported;
+2. the files: the results folder can be written, a catalogued dataset file is there (``precheck``,
+   still without torch, so ``dygsched run`` refuses a mistyped value or a missing download in the
+   time Python and Hydra take to start);
+3. components: the strategy built from its configuration, the model's, the data source's and the
+   launcher's settings checked against their classes, the launcher built, and what the pair of
+   them refuses (``check_run`` returns them, as ``CheckedRun``); the world size and what the
+   launcher refuses of it (``check_ranks``);
 4. data: the strategy's own ``check`` of the data, and the model and optimizer built on it
    (``check_data``).
 """
@@ -15,72 +17,62 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from omegaconf import DictConfig
-
-from dygsched.engine.run_config import plain_config
+from dygsched.engine.run_config import RunConfig, check_world_size
 from dygsched.errors import ConfigError
-from dygsched.launch.compose import compose_config, group_choices, resolved, resolver_refusal
-from dygsched.launch.config_checks import check_group_types, check_results_dir, check_settings, check_world_size
 
 if TYPE_CHECKING:
     from dygsched.data.kinds import DynamicData
-    from dygsched.engine.run_config import RunConfig
     from dygsched.engine.strategy import Strategy
     from dygsched.launch.base import Launcher
 
 
-def precheck(cfg: DictConfig, overrides: Sequence[str] | None) -> dict[str, Any] | None:
-    """Stages 1 and 2, before torch is imported: the resolved config, or ``None`` when an
-    interpolation cannot resolve (``check_run`` then says so in its own words). ``overrides``: the
-    command line's, whose group choices the component types are checked against (``None``: not
-    known, e.g. a config composed by a script, whose components keep their classes' checks)."""
-    try:
-        config = plain_config(cfg)
-        defaults = plain_config(compose_config(group_choices(list(overrides)))) if overrides is not None else None
-    except Exception as exc:  # an interpolation that cannot resolve: the run says so in its own words
-        refusal = resolver_refusal(exc)
-        if refusal is not None:
-            raise refusal from None
-        return None
-    check_settings(config)
-    if defaults is not None:
-        check_group_types(config, defaults)
-    check_results_dir(Path(str(config["results_dir"])), keep=False)
-    from dygsched.data.time_cut import parse_snapshot
-
-    parse_snapshot((config.get("dataset") or {}).get("snapshot"))  # an unknown unit, a length of 0: refused now
-    dataset_path = (config.get("dataset") or {}).get("path")
-    if isinstance(dataset_path, str):
+def precheck(run: RunConfig) -> None:
+    """Stage 2, before torch is imported: the results folder, a catalogued dataset file."""
+    check_results_dir(Path(run.results_dir), keep=False)
+    if run.dataset.path is not None:
         from dygsched.data.download import ensure_readable
 
-        ensure_readable(dataset_path)  # a catalogued download: there, and its bytes intact
-    return config
+        ensure_readable(run.dataset.path)  # a catalogued download: there, and its bytes intact
+
+
+def check_results_dir(results: Path, keep: bool = True) -> None:
+    """``results_dir`` must be a folder this process can create and write, checked before any rank
+    starts; with ``keep=False`` the folders the check had to create are removed again (a run
+    refused later leaves nothing behind)."""
+    missing = [folder for folder in [results, *results.parents] if not folder.exists()]
+    try:
+        results.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"results_dir {results} cannot be used: {exc.strerror or exc}") from None
+    writable = os.access(results, os.W_OK | os.X_OK)
+    if not keep:
+        for folder in missing:  # deepest first
+            folder.rmdir()
+    if not writable:
+        raise ConfigError(f"results_dir {results} cannot be used: not writable")
 
 
 @dataclass(frozen=True)
 class CheckedRun:
-    """A config that passed stages 1 to 3: its typed settings, its strategy and its launcher, built once."""
+    """A run that passed stages 1 to 3: its typed configuration, its strategy and its launcher, built once."""
 
     run: RunConfig
     strategy: Strategy
     launcher: Launcher
 
 
-def check_run(cfg: DictConfig, overrides: Sequence[str] | None = None, settings_checked: bool = False) -> CheckedRun:
-    """Stages 1 to 3 (1 and 2 only where ``settings_checked`` is false: the caller ran ``precheck``)."""
-    if not settings_checked:
-        precheck(cfg, overrides)
-    from dygsched.engine.build import build_strategy
-    from dygsched.engine.run_config import RunConfig
+def check_run(run: RunConfig) -> CheckedRun:
+    """Stage 3: the strategy, the components' settings against their classes, the launcher."""
+    from dygsched.engine.build import MODEL_ONLY_SETTINGS
 
-    run = RunConfig.of(resolved(cfg))
-    strategy = build_strategy(run.sched)
+    strategy = run.sched.build()
     check_overlap(run, strategy)
+    run.model.check(MODEL_ONLY_SETTINGS)
+    run.dataset.check()
     return CheckedRun(run, strategy, build_launcher(run))
 
 
@@ -105,13 +97,9 @@ def check_overlap(run: RunConfig, strategy: Strategy) -> None:
 
 
 def build_launcher(run: RunConfig) -> Launcher:
-    from dygsched.components import instantiate_component
     from dygsched.launch.base import Launcher
 
-    params = run.launcher.params
-    if "_target_" not in params:
-        raise ConfigError(f"launcher '{run.launcher.name}' names no _target_")
-    launcher = instantiate_component(params, "launcher")
+    launcher = run.launcher.build("launcher")
     if not isinstance(launcher, Launcher):
         raise ConfigError(f"launcher '{run.launcher.name}' is not a dygsched Launcher")
     return launcher
@@ -133,11 +121,9 @@ def check_ranks(checked: CheckedRun) -> int:
     return world_size
 
 
-def check_point(
-    cfg: DictConfig, overrides: Sequence[str] | None = None, settings_checked: bool = False
-) -> tuple[CheckedRun, int]:
+def check_point(run: RunConfig) -> tuple[CheckedRun, int]:
     """Everything that can be checked without the data (stages 1 to 3): what a sweep checks of every point."""
-    checked = check_run(cfg, overrides, settings_checked)
+    checked = check_run(run)
     return checked, check_ranks(checked)
 
 
@@ -162,18 +148,18 @@ def check_strategy_data(checked: CheckedRun, data: DynamicData, world_size: int)
     from dygsched.data.time_cut import parse_snapshot
     from dygsched.launch.event_strategies import check_event_model_strategy
 
-    check_event_model_strategy(checked.run.model, checked.strategy, data)
+    run = checked.run
+    check_event_model_strategy(run.model, checked.strategy, data)
     try:
-        checked.strategy.check(data, checked.run.settings, world_size)
+        checked.strategy.check(data, run, world_size)
     except TooFewSnapshots as exc:
-        cut = parse_snapshot(checked.run.dataset.get("snapshot"))
+        cut = parse_snapshot(run.dataset.snapshot)
         if cut is None or not isinstance(data, TemporalGraph):
             raise
-        settings = checked.run.settings
-        needed = fewest_snapshots(settings.window, settings.train_fraction, settings.val_fraction)
+        needed = fewest_snapshots(run.window, run.split.train, run.split.val)
         raise ConfigError(
-            f"{cut.label} cuts dataset '{checked.run.dataset.name}' into {data.num_snapshots} snapshots, fewer than the "
-            f"{needed} that window={settings.window} and a {settings.train_fraction}/{settings.val_fraction}/rest split "
+            f"{cut.label} cuts dataset '{run.dataset.name}' into {data.num_snapshots} snapshots, fewer than the "
+            f"{needed} that window={run.window} and a {run.split.train}/{run.split.val}/rest split "
             f"need ({exc}): cut finer or shorten the window"
         ) from None
 
@@ -185,7 +171,7 @@ def check_early_stop_metric(checked: CheckedRun, data: DynamicData) -> None:
     early_stop = checked.run.early_stop
     if early_stop.metric is None:
         return
-    recorded = checked.strategy.evaluation_metrics(data, checked.run.settings)
+    recorded = checked.strategy.evaluation_metrics(data, checked.run)
     try:
         watched_metric(early_stop.metric, recorded)
     except ConfigError as exc:
@@ -202,10 +188,10 @@ def check_device_here(device: str) -> None:
         raise ConfigError(f"device=cuda but this machine has no CUDA device visible{why}: use device=cpu or device=auto")
 
 
-def wants_fork_server(config: Mapping[str, Any]) -> bool:
-    """Whether a checked config's ranks start from the local launcher's fork server (this process starts them, on CPU)."""
-    if (config.get("launcher") or {}).get("name") != "local" or "RANK" in os.environ:
+def wants_fork_server(run: RunConfig) -> bool:
+    """Whether a checked run's ranks start from the local launcher's fork server (this process starts them, on CPU)."""
+    if run.launcher.name != "local" or "RANK" in os.environ:
         return False
     from dygsched.launch.fork_server import serves
 
-    return serves(str(config.get("device", "auto")))
+    return serves(run.device)

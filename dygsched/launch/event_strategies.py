@@ -14,51 +14,60 @@ refusal prints the command line to type instead.
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dygsched.errors import ConfigError
 
+if TYPE_CHECKING:
+    from dygsched.data.kinds import DynamicData
+    from dygsched.engine.strategy import Strategy
+    from dygsched.typed_config import Part
+
 
 def event_strategies() -> list[str]:
-    """The ``sched=`` names whose strategy trains on ``EventStream`` data, in name order."""
-    from hydra.utils import get_class
-    from omegaconf import OmegaConf
+    """The ``sched=`` names whose strategy trains on ``EventStream`` data, in name order (each file's
+    ``_target_`` is its configuration class, whose ``strategy`` names the strategy class)."""
+    from omegaconf import DictConfig, OmegaConf
 
+    from dygsched.components import load_target
     from dygsched.data.events import EventStream
+    from dygsched.engine.strategy_config import StrategyConfig
+    from dygsched.typed_config import load_class
 
     names = []
     for entry in sorted(resources.files("dygsched.conf").joinpath("sched").iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".yaml"):
             continue
-        target = OmegaConf.to_container(OmegaConf.create(entry.read_text(encoding="utf-8"))).get("_target_")  # type: ignore[union-attr]
+        node = OmegaConf.create(entry.read_text(encoding="utf-8"))
+        target = node.get("_target_") if isinstance(node, DictConfig) else None
         try:
-            kind = getattr(get_class(str(target)), "data_kind", None)
-        except Exception:  # noqa: BLE001 (a file without a target of its own: not a strategy to name)
+            config_class = load_class(str(target), "sched")
+            strategy = load_target(config_class.strategy) if issubclass(config_class, StrategyConfig) else None
+            kind = getattr(strategy, "data_kind", None)
+        except Exception:  # noqa: BLE001 (a file without a strategy of its own: not one to name)
             continue
         if isinstance(kind, type) and issubclass(kind, EventStream):
             names.append(entry.name.removesuffix(".yaml"))
     return names
 
 
-def check_event_model_strategy(model_cfg: Any, strategy: Any, data: Any) -> None:
+def check_event_model_strategy(model: Part, strategy: Strategy, data: DynamicData) -> None:
     """Refuse an event-stream model under a snapshot strategy, naming the strategies that train it."""
-    from hydra.utils import get_class
-
     from dygsched.data.events import EventStream
 
     if not isinstance(data, EventStream) or isinstance(data, strategy.data_kind):
         return
     try:
-        model = get_class(str(model_cfg.get("_target_", "")))
-    except Exception:  # noqa: BLE001 (the model's own check names a bad target)
+        model_class = model.built_class()
+    except ConfigError:  # the model's own check names a bad target
         return
     from dygsched.models.memory_base import MemoryModel
 
-    if not issubclass(model, MemoryModel):
+    if not issubclass(model_class, MemoryModel):
         return
     names = event_strategies()
     reference = " (sched=single world_size=1: the one-process reference)" if "single" in names else ""
     raise ConfigError(
-        f"model={model_cfg.get('name')} is a memory model for event streams, which sched={strategy.name} does not "
+        f"model={model.name} is a memory model for event streams, which sched={strategy.name} does not "
         f"train (it trains snapshots): choose sched={', '.join(names)}{reference}"
     )

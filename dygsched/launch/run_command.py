@@ -1,11 +1,16 @@
 """``dygsched run``: the Hydra application, its summary lines, and the fork server's early start.
 
-Overrides are composed once up front (``compose_config``) and their settings checked
-(``precheck``), so an unknown name or a bad value is one clear line before anything starts; for a
-``-m`` sweep every point is checked so. The local launcher's fork server is then started
-explicitly, so the ranks' imports overlap the launcher's own. Then ``hydra.main`` runs the job (or
-the sweep), so launcher plugins and multirun work as in any Hydra app. As each run of a sweep
-starts, one line says which of how many it is and what it sets (quiet with ``progress=false``).
+The overrides are composed once, into the typed run (``compose_run``; with ``resume=<run folder>``,
+the run folder's own configuration: ``compose_resumed``), and its files checked
+(``precheck``), so an unknown name or a bad value is one clear line before anything starts; the
+local launcher's fork server is then started explicitly, so the ranks' imports overlap the
+launcher's own, and the run (``run(RunConfig)``) trains that same typed value. A ``-m`` sweep
+composes and checks every point the same way up front, then hands the sweep to ``hydra.main`` so
+Hydra's sweeper and launcher plugins (SLURM's submitit) run it as in any Hydra app: each job
+receives its point's typed run, composed before (Hydra's own composition of the job is used only
+for a point of a sweep form it alone expands). As each run of a sweep starts, one line says which
+of how many it is and what it sets (quiet with ``progress=false``). Hydra's own flags (``--cfg``,
+``--help``) go to ``hydra.main`` as they are.
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
+from dygsched.engine.run_config import RunConfig
 from dygsched.errors import DygschedError
 from dygsched.launch.checks import precheck, wants_fork_server
-from dygsched.launch.compose import CONFIG_NAME, compose_config, resolved
+from dygsched.launch.compose import CONFIG_NAME, typed_run
+from dygsched.launch.resume import compose_resumed
 from dygsched.launch.sweeps import SweepShape, check_sweep, sweep_run_line, sweep_shape
 
 MULTIRUN_FLAGS = {"-m", "--multirun"}
@@ -96,37 +103,44 @@ def _megabytes(value: int | None, otherwise: str) -> str:
 
 @dataclass
 class Invocation:
-    """One ``dygsched run`` command: what was checked before Hydra took over, and the runs that failed."""
+    """One ``dygsched run`` command: the typed runs composed before Hydra took over (by the point's
+    overrides), and the runs that failed."""
 
     sweep: SweepShape | None = None  # the sweep being run, where it could be expanded
-    checked: bool = False  # every job's settings were checked up front (``precheck``)
+    runs: dict[tuple[str, ...], RunConfig] = field(default_factory=dict)  # each point's typed run, composed and checked
     failures: list[DygschedError] = field(default_factory=list)
     finished: list[tuple[str, str]] = field(default_factory=list)  # (results folder, run id) of each run that ended
 
     def job(self, cfg: DictConfig) -> None:
-        """One run of the command (the only one, or one point of a sweep), inside ``hydra.main``."""
+        """One point of a sweep, inside ``hydra.main``: its typed run, composed before Hydra took over."""
         from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
 
-        from dygsched.launch.app import run
-        from dygsched.launch.torchrun import SUPERVISED_ENV
         from dygsched.metrics.log import LOGGER, configure_logging
 
         hydra_cfg = HydraConfig.get()
         overrides = list(hydra_cfg.overrides.task)
-        if (
-            hydra_cfg.mode == RunMode.MULTIRUN and os.environ.get("SLURM_PROCID", "0") == "0"
-        ):  # one line per run, not per SLURM task
-            configure_logging(bool(cfg.progress))
-            logging.getLogger(LOGGER).info(sweep_run_line(int(hydra_cfg.job.num), overrides, self.sweep))
         try:
-            summary = run(cfg, overrides=overrides, settings_checked=self.checked)
+            run = self.runs.get(point_key(overrides)) or typed_run(cfg)
         except DygschedError as exc:
-            print(f"dygsched: error: {exc}", file=sys.stderr, flush=True)
-            self.failures.append(exc)
+            self.failed(exc)
+            return
+        if os.environ.get("SLURM_PROCID", "0") == "0":  # one line per run, not per SLURM task
+            configure_logging(run.progress)
+            logging.getLogger(LOGGER).info(sweep_run_line(int(hydra_cfg.job.num), overrides, self.sweep))
+        self.train(run, overrides)
+
+    def train(self, run: RunConfig, overrides: list[str]) -> None:
+        """One run of the command (the only one, or one point of a sweep), and its summary lines."""
+        from dygsched.launch.app import run as train
+        from dygsched.launch.torchrun import SUPERVISED_ENV
+
+        try:
+            summary = train(run, overrides=overrides)
+        except DygschedError as exc:
+            self.failed(exc)
             return
         if summary and not os.environ.get(SUPERVISED_ENV):  # empty on ranks other than 0; the launcher prints its own
-            run_dir = Path(str(summary.get("run_dir") or Path(str(cfg.results_dir)) / str(summary.get("run_id"))))
+            run_dir = Path(str(summary.get("run_dir") or Path(run.results_dir) / str(summary.get("run_id"))))
             print_summary(summary, str(run_dir))
             self.finished.append((str(run_dir.parent), str(summary.get("run_id"))))
 
@@ -151,23 +165,26 @@ class Invocation:
             with pd.option_context("display.width", 200, "display.max_columns", None, "display.max_colwidth", 48):
                 print(runs[columns].to_string(index=False), flush=True)
 
+    def failed(self, exc: DygschedError) -> None:
+        print(f"dygsched: error: {exc}", file=sys.stderr, flush=True)
+        self.failures.append(exc)
+
     def exit_code(self) -> int:
         return max(getattr(failure, "exit_code", 1) for failure in self.failures) if self.failures else 0
 
 
-def start_fork_server_for(configs: list[DictConfig]) -> None:
-    """Start the local launcher's fork server now (in the background) where one of these checked
-    configs starts CPU ranks from it, so the ranks' imports overlap this process's own."""
-    for cfg in configs:
-        try:
-            config = resolved(cfg)
-        except DygschedError:  # the run reports it
-            continue
-        if wants_fork_server(config):
-            from dygsched.launch.fork_server import start_fork_server
+def point_key(overrides: list[str]) -> tuple[str, ...]:
+    """A sweep point's overrides, in any order: how its typed run is found again for Hydra's job."""
+    return tuple(sorted(overrides))
 
-            start_fork_server()
-            return
+
+def start_fork_server_for(runs: list[RunConfig]) -> None:
+    """Start the local launcher's fork server now (in the background) where one of these checked
+    runs starts CPU ranks from it, so the ranks' imports overlap this process's own."""
+    if any(wants_fork_server(run) for run in runs):
+        from dygsched.launch.fork_server import start_fork_server
+
+        start_fork_server()
 
 
 @contextmanager
@@ -185,16 +202,17 @@ def main(argv: list[str]) -> int:
     multirun = any(arg in MULTIRUN_FLAGS for arg in argv)
     sweep_args = [arg for arg in argv if arg not in MULTIRUN_FLAGS]
     invocation = Invocation(sweep=sweep_shape(sweep_args) if multirun else None)
-    if not any(arg in HYDRA_FLAGS or arg.startswith("--cfg") for arg in argv):
-        cfg = compose_config(argv)
-        precheck(cfg, argv)
-        invocation.checked = True
-        start_fork_server_for([cfg])
-    elif multirun and not any(arg in HYDRA_FLAGS - MULTIRUN_FLAGS for arg in argv):
+    if not any(arg in HYDRA_FLAGS or arg.startswith("--cfg") for arg in argv):  # one run: no Hydra job to hand it to
+        run = compose_resumed(argv)
+        precheck(run)
+        start_fork_server_for([run])
+        invocation.train(run, argv)
+        return invocation.exit_code()
+    if multirun and not any(arg in HYDRA_FLAGS - MULTIRUN_FLAGS for arg in argv):
         points = check_sweep(sweep_args)
         if points is not None:
-            invocation.checked = True
-            start_fork_server_for([cfg for _, cfg in points])
+            invocation.runs = {point_key(point): run for point, run in points}
+            start_fork_server_for(list(invocation.runs.values()))
 
     @hydra.main(config_path="pkg://dygsched.conf", config_name=CONFIG_NAME, version_base="1.3")
     def hydra_job(cfg: DictConfig) -> None:

@@ -1,16 +1,16 @@
-"""``dygsched run -m``: a sweep's points, its shape for the progress lines, and checking every point
-before the first job starts (or is submitted)."""
+"""``dygsched run -m``: a sweep's points, its shape for the progress lines, and every point composed,
+typed and checked before the first job starts (or is submitted): the typed runs that Hydra's jobs,
+and the paper's sweeps, then run."""
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
 
-from omegaconf import DictConfig
-
+from dygsched.engine.run_config import RunConfig
 from dygsched.errors import ConfigError, DygschedError
 from dygsched.launch.checks import check_point, precheck
-from dygsched.launch.compose import compose_config
+from dygsched.launch.compose import compose_config, typed_run
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def sweep_shape(overrides: list[str]) -> SweepShape | None:
     return SweepShape(runs, tuple(key for key, values in choices if len(values) > 1))
 
 
-def check_sweep(overrides: list[str]) -> list[tuple[list[str], DictConfig]] | None:
+def check_sweep(overrides: list[str]) -> list[tuple[list[str], RunConfig]] | None:
     """Compose and check every point of a sweep before the first job starts (or is submitted);
     ``None`` for a sweep form only Hydra's sweeper expands (glob, ...), which reports its own errors."""
     try:
@@ -73,20 +73,21 @@ def check_sweep(overrides: list[str]) -> list[tuple[list[str], DictConfig]] | No
     return checked_points(points)
 
 
-def checked_points(points: list[list[str]]) -> list[tuple[list[str], DictConfig]]:
-    """Every point composed and checked (the settings alone, then what the launcher and the strategy
-    refuse without data), before any of them runs; a refusal is one line naming its point."""
+def checked_points(points: list[list[str]]) -> list[tuple[list[str], RunConfig]]:
+    """Every point composed, typed and checked (its values and files, then what the launcher and the
+    strategy refuse without data), before any of them runs; a refusal is one line naming its point."""
     composed = []
     for point in points:  # what the settings alone refuse, for every point, before torch is imported
-        cfg = compose_config(point)
+        cfg = compose_config(point)  # Hydra's refusal (an unknown key or file) names the key itself
         try:
-            precheck(cfg, point)
+            run = typed_run(cfg)
+            precheck(run)
         except DygschedError as exc:
             raise ConfigError(f"{exc} (sweep point: {' '.join(point) or 'defaults'})") from None
-        composed.append((point, cfg))
-    for point, cfg in composed:
+        composed.append((point, run))
+    for point, run in composed:
         try:
-            check_point(cfg, point, settings_checked=True)
+            check_point(run)
         except DygschedError as exc:
             raise ConfigError(f"{exc} (sweep point: {' '.join(point) or 'defaults'})") from None
     return composed

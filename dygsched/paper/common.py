@@ -11,13 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from dygsched.engine.run_config import plain_config
 from dygsched.errors import DygschedError
 from dygsched.metrics.atomic import write_with
 from dygsched.paper.target import Tables
 
 if TYPE_CHECKING:
-    pass
+    from dygsched.engine.run_config import RunConfig
 
 
 def completed_runs(folder: Path) -> pd.DataFrame:
@@ -29,16 +28,16 @@ def completed_runs(folder: Path) -> pd.DataFrame:
     return runs[runs["status"] == "ok"].reset_index(drop=True)
 
 
-def finished_runs(folder: Path) -> list[tuple[dict[str, Any], pd.DataFrame, dict[str, Any]]]:
-    """Every finished run under a sweep: its summary, metrics table and config (unresolved)."""
-    from omegaconf import OmegaConf
+def finished_runs(folder: Path) -> list[tuple[dict[str, Any], pd.DataFrame, RunConfig]]:
+    """Every finished run under a sweep: its summary, metrics table and typed configuration."""
+    from dygsched.engine.run_config import saved_run
 
     found = []
     for summary_path in sorted(Path(folder).glob("*/summary.json")):
         summary = json.loads(summary_path.read_text())
         if summary.get("status") == "ok":
-            cfg = plain_config(OmegaConf.load(summary_path.parent / "config.yaml"), resolve=False)
-            found.append((summary, pd.read_parquet(summary_path.parent / "metrics.parquet"), cfg))
+            run = saved_run(summary_path.parent)
+            found.append((summary, pd.read_parquet(summary_path.parent / "metrics.parquet"), run))
     if not found:
         raise DygschedError(f"no finished runs under {folder}: run the target's sweep first")
     return found

@@ -189,9 +189,9 @@ def reuse_memory_row(dataset: str) -> dict[str, Any]:
     touched nodes' degrees, in bytes, and the time building the diff maps took."""
     from dygsched.data.diffmap import build_diff_maps, memory_report
     from dygsched.data.loading import load_graph
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
 
-    graph = load_graph(compose_config([f"dataset={dataset}"]).dataset)
+    graph = load_graph(compose_run([f"dataset={dataset}"]).dataset)
     return {"dataset": dataset, "nodes": graph.num_nodes, **memory_report(graph, build_diff_maps(graph))}
 
 
@@ -278,7 +278,7 @@ def _bench_reuse_run(spec: str, overrides: list[str], folder: Path, round_index:
     """One run of one strategy; ``spec`` is a sched name, optionally with its own overrides:
     ``real:sched.executor.streams=false``. A rerun replaces the earlier run of the same id (moved aside)."""
     from dygsched.launch.app import run
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
 
     sched, *own = spec.split(":")
     label = "-".join([sched, *(o.split("=")[0].split(".")[-1] + "_" + o.split("=")[-1] for o in own)])
@@ -293,7 +293,7 @@ def _bench_reuse_run(spec: str, overrides: list[str], folder: Path, round_index:
         *([f"sched.timeline.profile_epochs={profile_epochs}"] if sched != "psg" else []),
     ]
     start = time.perf_counter()
-    summary = run(compose_config(point), overrides=point)
+    summary = run(compose_run(point), overrides=point)
     return {
         "run": label,
         "epoch_time_s": summary["epoch_time_s"],

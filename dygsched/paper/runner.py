@@ -132,13 +132,18 @@ def run_missing(
             print(line, file=sys.stderr, flush=True)
 
     root = results_root(results, smoke)
-    ran, present, failed = [], 0, 0
+    ran, present, failed, unavailable = [], 0, 0, []
     for number, paper_target in enumerate(targets, start=1):
         label = f"target {number} of {len(targets)}: {paper_target.name}"
         grown = _sweep_grew(paper_target, root, smoke, extra)
         if not paper_target.missing_outputs(root) and not grown:
             say(f"{label}: present, not rerun" + (" (--rerun builds it again with --set)" if extra else ""))
             present += 1
+            continue
+        absent = paper_target.absent_needs()
+        if absent:  # an optional dependency this environment lacks: the rest of the build goes on
+            say(f"{label}: not built: {'; '.join(needed.sentence() for needed in absent)}")
+            unavailable.append(paper_target.name)
             continue
         resumes = " (its sweep's runs changed since it was built: the runs still planned are kept)" if grown else ""
         say(f"{label} ({'smoke size' if smoke else paper_target.expected}){resumes} ...")
@@ -153,7 +158,8 @@ def run_missing(
             failed += 1
         say(f"{label}: {status} in {wall_time(record.wall_s)}")
         ran.append(record)
-    say(f"targets: {len(ran)} run ({len(ran) - failed} built, {failed} failed), {present} present")
+    not_built = f", {len(unavailable)} not built for want of a dependency ({', '.join(unavailable)})" if unavailable else ""
+    say(f"targets: {len(ran)} run ({len(ran) - failed} built, {failed} failed), {present} present{not_built}")
     return ran
 
 

@@ -21,10 +21,13 @@ import shlex
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dygsched.paper.provenance import commit
 from dygsched.paper.target import Overrides, Sweep
+
+if TYPE_CHECKING:
+    from dygsched.engine.run_config import RunConfig
 
 RECORD = "sweep.json"
 PARTS = "sweep.parts.json"  # each sitting of a sweep not yet finished: its commit, start, seconds and runs
@@ -73,8 +76,9 @@ def is_complete(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ())
         return False
 
 
-def _points(run: Overrides, folder: Path) -> list[tuple[list[str], Any]]:
-    """Every job of one multirun, composed and checked now (a bad override: one line, nothing run)."""
+def _points(run: Overrides, folder: Path) -> list[tuple[list[str], RunConfig]]:
+    """Every job of one multirun, composed into its typed run and checked now (a bad override: one
+    line, nothing run)."""
     from dygsched.launch.sweeps import checked_points, sweep_points
 
     return checked_points(sweep_points([*run, f"results_dir={folder}", "progress=false"]))
@@ -91,7 +95,7 @@ def run_sweep(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -
         return folder
     multiruns = planned_runs(sweep, smoke, extra)
     jobs = [job for run in multiruns for job in _points(run, folder)]  # all checked before the first trains
-    done = finished_points(folder, [cfg for _, cfg in jobs]) if folder.exists() else {}
+    done = finished_points(folder, [typed for _, typed in jobs]) if folder.exists() else {}
     if done:
         _drop_unfinished(folder, set(done.values()))
         log.info("sweep %s: resumed, %d of %d runs already finished", folder, len(done), len(jobs))
@@ -103,7 +107,7 @@ def run_sweep(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -
     parts = _read_parts(folder) if done else []
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     parts.append({"commit": commit(), "started": now, "wall_s": 0.0, "runs": 0})
-    for number, (point, cfg) in enumerate(jobs, start=1):
+    for number, (point, typed) in enumerate(jobs, start=1):
         if number - 1 in done:
             continue
         log.info(
@@ -113,7 +117,7 @@ def run_sweep(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -
             " ".join(o for o in point if not o.startswith(("results_dir=", "progress="))),
         )
         begin = time.perf_counter()
-        run(cfg, overrides=point, settings_checked=True)  # checked_points ran precheck on every point
+        run(typed, overrides=point)  # each point composed, typed and checked once (checked_points)
         parts[-1]["wall_s"] = round(float(parts[-1]["wall_s"]) + time.perf_counter() - begin, 1)
         parts[-1]["runs"] = int(parts[-1]["runs"]) + 1
         (folder / PARTS).write_text(json.dumps(parts, indent=2))
@@ -128,12 +132,10 @@ def run_sweep(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -
     return folder
 
 
-def _as_ran(config: Any) -> dict[str, Any]:
-    """A run's configuration as it ran (resolved, as its folder's ``config.yaml`` keeps it), less what
+def _as_ran(run: RunConfig) -> dict[str, Any]:
+    """A run's typed configuration as it ran (as its folder's ``config.yaml`` keeps it), less what
     differs per invocation, a shipped dataset named by its file alone (the checkout may have moved)."""
-    from dygsched.engine.run_config import plain_config
-
-    return {key: _shipped_by_name(value) for key, value in plain_config(config).items() if key not in PER_INVOCATION}
+    return {key: _shipped_by_name(value) for key, value in run.to_container().items() if key not in PER_INVOCATION}
 
 
 def _shipped_by_name(value: Any) -> Any:
@@ -146,11 +148,12 @@ def _shipped_by_name(value: Any) -> Any:
     return value
 
 
-def finished_points(folder: Path, configs: list[Any]) -> dict[int, str]:
-    """Which of a sweep's points (their composed ``configs``) an earlier sitting already ran to the
-    end in ``folder``: point index -> run id, each run matched to one point (rounds repeat a point)."""
-    from omegaconf import OmegaConf
-
+def finished_points(folder: Path, configs: list[RunConfig]) -> dict[int, str]:
+    """Which of a sweep's points (their typed runs) an earlier sitting already ran to the end in
+    ``folder``: point index -> run id, each run matched to one point (rounds repeat a point), the
+    saved configurations read back as typed runs and compared as such."""
+    from dygsched.engine.run_config import saved_run
+    from dygsched.errors import ConfigError
     from dygsched.metrics.runs_table import read_runs
 
     runs = read_runs(folder)
@@ -158,9 +161,10 @@ def finished_points(folder: Path, configs: list[Any]) -> dict[int, str]:
         return {}
     ran = {}
     for run_id in runs.loc[runs["status"] == "ok", "run_id"]:
-        saved = folder / str(run_id) / "config.yaml"
-        if saved.is_file():
-            ran[str(run_id)] = _as_ran(OmegaConf.load(saved))
+        try:
+            ran[str(run_id)] = _as_ran(saved_run(folder / str(run_id)))
+        except ConfigError:  # no config.yaml, or one of a form no longer read: not a point of this sweep
+            continue
     done: dict[int, str] = {}
     for index, config in enumerate(configs):
         wanted = _as_ran(config)

@@ -145,6 +145,29 @@ class Claim:
     check: Callable[[Tables], ClaimCheck] | None = None
 
 
+@dataclass(frozen=True)
+class Needed:
+    """An optional dependency a target's builder imports (``module``), ``what`` it is, and the one
+    command that installs it (and builds the target): without it the target is reported as not
+    built, with that command, and the other targets build."""
+
+    module: str
+    what: str
+    install: str
+
+    @property
+    def present(self) -> bool:
+        from importlib.util import find_spec
+
+        try:
+            return find_spec(self.module) is not None
+        except (ImportError, ValueError):  # a parent package that is itself absent
+            return False
+
+    def sentence(self) -> str:
+        return f"it needs {self.what} ({self.module}), which `{self.install}` installs"
+
+
 Builder = Callable[..., None]  # builder(results_root, **settings) writes the target's outputs
 Reading = Callable[[Tables], str]
 Shaper = Callable[[Tables], PaperShape]
@@ -179,6 +202,7 @@ class PaperTarget:
     headlines: Headliner | None = None
     claims: tuple[Claim, ...] = ()  # the text's claims on a figure that prints no number
     departures: str = ""  # where ours departs from the paper's shape, the measured reason and where the docs show it
+    needs: tuple[Needed, ...] = ()  # optional dependencies its builder imports: absent, it is not built (Needed)
 
     def __post_init__(self) -> None:
         if not self.outputs:
@@ -215,6 +239,10 @@ class PaperTarget:
     @property
     def figures(self) -> tuple[str, ...]:
         return tuple(path for path in self.outputs if path.endswith(".png"))
+
+    def absent_needs(self) -> tuple[Needed, ...]:
+        """The optional dependencies it needs that this environment lacks."""
+        return tuple(needed for needed in self.needs if not needed.present)
 
     def missing_outputs(self, results: Path) -> list[str]:
         return [path for path in self.outputs if not (Path(results) / path).is_file()]

@@ -9,17 +9,18 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from dygsched.errors import ScheduleError
 from dygsched.planner.cost_model import CostModel, group_times_from_sizes
 from dygsched.planner.plan import Plan, U
 from dygsched.planner.problem import ScheduleProblem
 from dygsched.planner.solve import get_solver, solve
+from dygsched.typed_config import Typed
 
 
 @dataclass(frozen=True)
-class PlannerConfig:
+class PlannerConfig(Typed):
     """How a strategy plans its units onto ranks and iterations.
 
     ``solver``: a registered solver's name (``dygsched plan --help`` lists them) or
@@ -31,14 +32,16 @@ class PlannerConfig:
     eq. 17 table (the strategy supplies each unit's span and reusable seconds).
     """
 
-    solver: str = "psg"
-    capacity: int = 1
-    time_limit: float | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
-    allreduce_cost: float = 0.0
-    cost_model: Mapping[str, float] | None = None
-    plan_file: str | None = None
-    reuse_table: bool = False
+    key: ClassVar[str] = "sched.planner"
+
+    solver: str = "psg"  # a registered solver (dygsched plan --help lists them) or package.module:Class
+    capacity: int = 1  # groups per rank per iteration (L)
+    time_limit: float | None = None  # seconds for the ILP solvers (null: the solver's default)
+    options: Mapping[str, Any] = field(default_factory=dict)  # passed to the solver, e.g. {backend: highs} for the ILP
+    allreduce_cost: float = 0.0  # alpha before it is measured (profiling measures it)
+    cost_model: Mapping[str, float] | None = None  # {a1, a2, a3, reuse_ratio}: t = a1*nodes + a2*edges + a3; null = defaults
+    plan_file: str | None = None  # a plan from `dygsched plan --out` to train with instead of solving
+    reuse_table: bool = False  # plan with REAL's reuse table (eq. 17)
 
     def __post_init__(self) -> None:
         if isinstance(self.capacity, bool) or not isinstance(self.capacity, int) or self.capacity < 1:
@@ -50,6 +53,7 @@ class PlannerConfig:
         if not isinstance(self.allreduce_cost, (int, float)) or not math.isfinite(self.allreduce_cost) or self.allreduce_cost < 0:
             raise ScheduleError(f"sched.planner.allreduce_cost must be non-negative seconds, got {self.allreduce_cost!r}")
         object.__setattr__(self, "options", dict(self.options or {}))
+        super().__post_init__()
         CostModel.from_mapping(self.cost_model or {})  # unknown or negative coefficients: one line now
         get_solver(self.solver)  # an unknown solver: one line now
 

@@ -74,7 +74,7 @@ class PublishedTable:
 @dataclass(frozen=True)
 class TargetView:
     target: PaperTarget
-    status: str  # built | partial | missing | failed
+    status: str  # built | partial | missing | failed | unavailable (an optional dependency absent here)
     tables: tuple[RenderedTable, ...]
     figures: tuple[str, ...]  # paths relative to the report folder
     published: tuple[PublishedTable, ...]
@@ -262,6 +262,8 @@ def view_of(
             figures.append(f"figures/{copied}")
     if not missing:
         status = "built"  # a benchmark that wrote its tables, then exited 1 on an unmet target, is built
+    elif paper_target.absent_needs():
+        status = "unavailable"  # not built for want of an optional dependency, which the note names
     elif provenance is not None and not provenance.ok:
         status = "failed"
     else:

@@ -12,6 +12,7 @@ from torch_geometric.data import Data
 
 from dygsched.data import file_formats as formats
 from dygsched.data.catalog import SHIPPED_DIR
+from dygsched.data.dataset_config import DatasetConfig
 from dygsched.data.loading import load_data
 from dygsched.errors import DataError
 from tests.cli_process import run_dygsched
@@ -87,33 +88,35 @@ def test_what_cannot_be_read_is_not_named(tmp_path):
     assert formats.recognise(tmp_path) is None  # a folder without TGL's edges.csv
 
 
-def events(path: Path) -> dict:
-    return {"_target_": "dygsched.data.edgelist.EdgeListSource", "path": str(path), "kind": "events", "name": "events"}
+def source_config(**settings: str) -> DatasetConfig:
+    """A dataset block as the run's typed configuration holds it."""
+    return DatasetConfig.of(settings, "dataset")
 
 
-def edgelist(path: Path) -> dict:
-    return {"_target_": "dygsched.data.edgelist.EdgeListSource", "path": str(path), "name": "edgelist"}
+def events(path: Path) -> DatasetConfig:
+    return source_config(_target_="dygsched.data.edgelist.EdgeListSource", path=str(path), kind="events", name="events")
 
 
-def stream(path: Path, stream_format: str = "auto") -> dict:
-    return {
-        "_target_": "dygsched.data.stream_formats.StreamFileSource",
-        "path": str(path),
-        "format": stream_format,
-        "name": "stream",
-    }
+def edgelist(path: Path) -> DatasetConfig:
+    return source_config(_target_="dygsched.data.edgelist.EdgeListSource", path=str(path), name="edgelist")
 
 
-def snapshots(path: Path) -> dict:
-    return {"_target_": "dygsched.data.snapshot_formats.SnapshotFileSource", "path": str(path), "name": "snapshots"}
+def stream(path: Path, stream_format: str = "auto") -> DatasetConfig:
+    return source_config(
+        _target_="dygsched.data.stream_formats.StreamFileSource", path=str(path), format=stream_format, name="stream"
+    )
 
 
-def series(path: Path, layout: str) -> dict:
-    return {"_target_": "dygsched.data.pgt.LaggedSeriesSource", "path": str(path), "layout": layout, "name": layout}
+def snapshots(path: Path) -> DatasetConfig:
+    return source_config(_target_="dygsched.data.snapshot_formats.SnapshotFileSource", path=str(path), name="snapshots")
 
 
-def twitter_tennis(path: Path) -> dict:
-    return {"_target_": "dygsched.data.pgt.TwitterTennisSource", "path": str(path), "name": "twitter_tennis"}
+def series(path: Path, layout: str) -> DatasetConfig:
+    return source_config(_target_="dygsched.data.pgt.LaggedSeriesSource", path=str(path), layout=layout, name=layout)
+
+
+def twitter_tennis(path: Path) -> DatasetConfig:
+    return source_config(_target_="dygsched.data.pgt.TwitterTennisSource", path=str(path), name="twitter_tennis")
 
 
 @pytest.mark.parametrize(

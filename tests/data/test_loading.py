@@ -1,27 +1,28 @@
 """``load_data``: the kind a strategy trains on, from one config, and ``dataset.snapshot``'s refusals
 through the command line (one line, before any rank starts, nothing written)."""
 
+import dataclasses
 import os
 
 import pytest
-from omegaconf import OmegaConf
 
+from dygsched.data.dataset_config import DatasetConfig
 from dygsched.data.events import EventStream
 from dygsched.data.loading import load_data, load_graph
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.errors import ConfigError
-from dygsched.launch.compose import compose_config
+from dygsched.launch.compose import compose_run
 from tests.cli_process import run_dygsched
 from tests.conftest import ROOT
+from tests.typed_runs import default_run
 
 
-def dataset(*overrides: str) -> dict:
-    return OmegaConf.to_container(compose_config(list(overrides)).dataset, resolve=True)
+def dataset(*overrides: str) -> DatasetConfig:
+    return compose_run(list(overrides)).dataset
 
 
 def test_one_config_gives_a_snapshot_strategy_the_cut_and_an_event_strategy_its_pairs():
     from dygsched.data.loading import for_task
-    from dygsched.engine.strategy import RunSettings
 
     config = dataset("dataset=collegemsg", "dataset.snapshot=weekly")
     graph, stream = load_data(config), load_data(dataset("dataset=collegemsg"))
@@ -29,7 +30,7 @@ def test_one_config_gives_a_snapshot_strategy_the_cut_and_an_event_strategy_its_
     assert graph.num_snapshots == 28 and graph.num_nodes == stream.num_nodes == 1899 and graph.cut == "dataset.snapshot=weekly"
     before_last = stream.t < graph.snapshot_times[-1]  # the events the 28 snapshots hold
     assert sum(float(s.edge_weight.sum()) for s in graph.snapshots) == int(before_last.sum())
-    settings = RunSettings(window=4, train_fraction=0.7, val_fraction=0.15, seed=0, epochs=1)
+    settings = default_run(window=4, split={"train": 0.7, "val": 0.15}, seed=0, epochs=1)
     assert for_task(graph, TemporalGraph, settings) is graph  # node targets: the cut as it is
     pairs = for_task(graph, EventStream, settings)  # an event model: each week's distinct pairs, timed by the week
     assert isinstance(pairs, EventStream) and pairs.num_events == sum(int(s.links.shape[1]) for s in graph.snapshots)
@@ -40,11 +41,8 @@ def test_one_config_gives_a_snapshot_strategy_the_cut_and_an_event_strategy_its_
 
 
 def test_the_runs_table_names_the_cut():
-    from dygsched.engine.run_config import RunConfig
-    from dygsched.launch.compose import resolved
-
     def identity(*overrides: str) -> dict:
-        return RunConfig.of(resolved(compose_config(["dataset=collegemsg", *overrides]))).identity("run", 1)
+        return compose_run(["dataset=collegemsg", *overrides]).identity("run", 1)
 
     assert identity("dataset.snapshot=weekly")["snapshot"] == "weekly" and identity("dataset.snapshot=3600")["snapshot"] == "3600"
     assert identity()["snapshot"] is None
@@ -65,7 +63,9 @@ def test_every_kind_of_stream_source_can_be_cut(overrides, features):
 def test_a_source_of_snapshots_is_refused_and_a_stream_without_a_cut_too():
     with pytest.raises(ConfigError, match="gives snapshots already .an edge list: set dataset.kind=events"):
         load_data(dataset("dataset=edgelist", "dataset.snapshot=weekly"))
-    synthetic = {**dataset("dataset=synthetic", "dataset.num_nodes=20", "dataset.num_snapshots=4"), "snapshot": "weekly"}
+    synthetic = dataclasses.replace(
+        dataset("dataset=synthetic", "dataset.num_nodes=20", "dataset.num_snapshots=4"), snapshot="weekly"
+    )
     with pytest.raises(ConfigError, match="dataset 'synthetic' gives snapshots already"):
         load_data(synthetic)
     with pytest.raises(ConfigError, match="cut it with dataset.snapshot=daily"):

@@ -42,15 +42,15 @@ def test_the_test_phase_counts_validation_as_observed():
     # seen in validation is not inductive for test. Here validation holds t = 5, 6, so (0, 4), first
     # seen at 6, is in validation's inductive pool for a batch at [7, 8] but not in test's.
     from dygsched.data.events import EventSplit
-    from dygsched.engine.node_memory.strategy import negative_sampler
-    from dygsched.engine.strategy import RunSettings
+    from dygsched.engine.node_memory.negatives import negative_sampler
+    from tests.typed_runs import default_run
 
     edges = NegativeEdges(hand_made(), train_last_time=4.0, val_last_time=6.0)
     assert edges_of(edges.pool_of("inductive", 7.0, 8.0, "val")) == {(0, 4)}
     assert edges.pool_of("inductive", 7.0, 8.0, "test").size == 0
     assert edges_of(edges.pool_of("historical", 7.0, 8.0, "test")) == {(0, 3), (1, 4), (2, 5), (0, 4)}  # unchanged
     # the run's sampler passes the last validation event's time
-    settings = RunSettings(1, 0.5, 0.25, 0, 1, eval_samplers=("inductive",))
+    settings = default_run(window=1, split={"train": 0.5, "val": 0.25}, seed=0, epochs=1, eval={"negatives": "inductive"})
     run_edges = negative_sampler(hand_made(), EventSplit((0, 4), (4, 6), (6, 8)), settings, {}).edges
     assert run_edges is not None and run_edges.observed_until == {
         "train": 4.0,

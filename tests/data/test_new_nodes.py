@@ -90,12 +90,10 @@ def test_dyglibs_draw_hides_the_floor_share_drawn_by_pythons_random_and_on_colle
 def test_dyglibs_draw_on_collegemsg_keeps_the_training_events_dyglibs_loader_keeps():
     """DyGLib's loader on UCI (its `get_link_prediction_data`, commit 3aacc36) prints that 189 nodes are
     hidden and that training keeps 34,353 interactions; the same draw over CollegeMsg's ids does too."""
-    from omegaconf import OmegaConf
-
     from dygsched.data.loading import load_data
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
 
-    collegemsg = load_data(OmegaConf.to_container(compose_config(["dataset=collegemsg"]).dataset, resolve=True))
+    collegemsg = load_data(compose_run(["dataset=collegemsg"]).dataset)
     split = collegemsg.split(0.7, 0.15, "time")
     got = new_node_split(collegemsg, split, 0.1, draw="dyglib")
     assert got.hidden.numel() == 189 and got.train_events.numel() == 34_353

@@ -13,12 +13,13 @@ import torch
 from dygsched.data.events import EventStream
 from dygsched.data.tgb_negatives import negative_files, read_negatives, read_phase_negatives
 from dygsched.engine.gradient_sync import GradientSync
-from dygsched.engine.node_memory.config import NodeMemoryConfig
-from dygsched.engine.node_memory.single import SingleProcessStrategy
+from dygsched.engine.node_memory.config import SingleProcessConfig
+from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
 from dygsched.engine.strategy import Artifacts, Epoch, RunContext
 from dygsched.errors import ConfigError, DataError
 from dygsched.models.tgn import TGN
 from tests.engine.test_node_memory import NODES, SETTINGS, stream
+from tests.typed_runs import changed
 
 
 def write_tgb_file(path, events: EventStream, first: int, stop: int, count, ids=None, rng=None):
@@ -99,16 +100,15 @@ def test_files_that_do_not_fit_are_one_line(tmp_path, make, message):
 
 
 def test_a_run_scores_every_event_against_the_files_negatives(tmp_path):
-    import dataclasses
 
     data = stream()
-    split = data.split(SETTINGS.train_fraction, SETTINGS.val_fraction)
+    split = data.split(SETTINGS.split.train, SETTINGS.split.val)
     prefix = tmp_path / "tgbl-toy"
     files = negative_files(prefix)
     write_tgb_file(files["val"], data, *split.val, lambda k: 20)  # more than 10: hits@10 can miss
     write_tgb_file(files["test"], data, *split.test, lambda k: 6 if k % 2 else 2)  # uneven: loss not comparable
-    settings = dataclasses.replace(SETTINGS, tgb_negatives=str(prefix))
-    strategy = SingleProcessStrategy(NodeMemoryConfig(batch_size=60))
+    settings = changed(SETTINGS, tgb_negatives=str(prefix))
+    strategy = NodeMemoryStrategy(SingleProcessConfig(batch_size=60))
     strategy.check(data, settings, 1)
     strategy.setup(RunContext(data, settings, 0, 1, torch.device("cpu"), Artifacts(None, True)))
     module = strategy.objective(TGN(NODES, 1, memory_dim=8, time_dim=4, neighbours=3, heads=2, dropout=0.0))
@@ -146,11 +146,9 @@ def test_a_run_scores_every_event_against_the_files_negatives(tmp_path):
     negatives = strategy.negatives.destinations(batch, epoch=0).view(20, batch.events).t()
     assert torch.equal(negatives, strategy.negatives.fixed["val"].destinations[batch.start : batch.stop])
     with pytest.raises(ConfigError, match="not both"):
-        SingleProcessStrategy(NodeMemoryConfig(batch_size=60)).check(data, dataclasses.replace(settings, eval_negatives=3), 1)
+        NodeMemoryStrategy(SingleProcessConfig(batch_size=60)).check(data, changed(settings, eval_negatives=3), 1)
     with pytest.raises(ConfigError, match="tgb_negatives gives TGB's fixed negatives"):
-        SingleProcessStrategy(NodeMemoryConfig(batch_size=60)).check(
-            data, dataclasses.replace(settings, eval_samplers=("historical",)), 1
-        )
+        NodeMemoryStrategy(SingleProcessConfig(batch_size=60)).check(data, changed(settings, eval={"negatives": "historical"}), 1)
 
 
 def test_the_files_of_tgbs_later_releases_are_found_by_the_same_prefix(tmp_path):

@@ -42,7 +42,7 @@ def test_tgbl_wiki_is_the_same_stream_as_jodies_file(cache, tmp_path):
 
 
 def test_the_list_shows_tgbs_streams_and_which_are_fetched(cache, capsys):
-    from dygsched.launch.datasets_cli import main
+    from dygsched.commands.datasets import main
 
     put_wiki(cache)
     assert main([]) == 0

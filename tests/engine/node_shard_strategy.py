@@ -1,7 +1,8 @@
 """A toy strategy that exists only in the tests: every rank trains every group, on its own nodes.
 
-It shows what adding a strategy takes: this module, one config file
-(``tests/conf/sched/node_shard.yaml``) and the contract tests, nothing else. Its units are
+It shows what adding a strategy takes: this module (the strategy and its configuration class,
+``NodeShardConfig``, which names it), one config file (``tests/conf/sched/node_shard.yaml``) and the
+contract tests, nothing else. Its units are
 ``(group, shard)`` pairs, planned as one group per iteration with shard ``r`` on rank ``r``; rank
 ``r`` owns the nodes whose id is ``r`` modulo the number of ranks and scores only those, divided by
 every existing node, so the ranks' losses add up to the group's and the step is single-process
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
@@ -21,15 +23,25 @@ from torch import nn
 from dygsched.data.temporal_graph import TemporalGraph
 from dygsched.engine.objective import build_split, group_objective
 from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, Strategy
+from dygsched.engine.strategy_config import StrategyConfig
 from dygsched.planner.plan import Plan, SolverStatus
+
+
+@dataclass(frozen=True)
+class NodeShardConfig(StrategyConfig):
+    """The toy strategy has no settings of its own: its configuration names it."""
+
+    strategy: ClassVar[str] = "tests.engine.node_shard_strategy:NodeShardStrategy"
+
+    name: str = "node_shard"
 
 
 class NodeShardStrategy(Strategy):
     data_kind = TemporalGraph
     predicts_links = True
 
-    def __init__(self, name: str = "node_shard") -> None:
-        self.name = name
+    def __init__(self, config: NodeShardConfig) -> None:
+        super().__init__(config)
         self.done = -1
 
     def setup(self, run: RunContext) -> None:

@@ -21,7 +21,8 @@ from dygsched.engine.checkpoint import (
     resumed_rows,
     save_checkpoint,
 )
-from dygsched.engine.snapshot_groups.timeline import Timeline, TimelineConfig
+from dygsched.engine.snapshot_groups.config import TimelineConfig
+from dygsched.engine.snapshot_groups.timeline import Timeline
 from dygsched.engine.strategy import Artifacts
 from dygsched.errors import ConfigError
 from dygsched.metrics.recorder import MetricRecorder
@@ -95,28 +96,25 @@ def test_unreadable_checkpoints_are_one_line_errors(tmp_path):
 
 
 def config(**changes):
-    base = {
-        "dataset": {"name": "synthetic", "num_nodes": 120},
-        "model": {"name": "tgcn", "hidden_channels": 16},
-        "sched": {"name": "psg", "capacity": 1},
-        "launcher": {"name": "local"},
-        "world_size": 2,
-        "epochs": 2,
-        "seed": 0,
-        "results_dir": "results",
-        "run_id": None,
-        "resume": None,
-        "progress": True,
-        "dist_timeout_s": 300,
-        "checkpoint": True,
-    }
+    """A typed run (small synthetic TGCN) with ``changes``: a top-level setting, or ``block__setting``."""
+    import dataclasses
+
+    from tests.typed_runs import default_run
+
+    run = default_run(
+        dataset=default_run().dataset.with_settings(num_nodes=120),
+        model=default_run().model.with_settings(hidden_channels=16),
+        epochs=2,
+    )
     for key, value in changes.items():
-        node = base
-        *parents, leaf = key.split("__")
-        for parent in parents:
-            node = node[parent]
-        node[leaf] = value
-    return base
+        block, _, setting = key.partition("__")
+        if not setting:
+            run = dataclasses.replace(run, **{key: value})
+        elif setting == "name":
+            run = dataclasses.replace(run, **{block: dataclasses.replace(getattr(run, block), name=value)})
+        else:
+            run = dataclasses.replace(run, **{block: getattr(run, block).with_settings(**{setting: value})})
+    return run
 
 
 def test_only_runtime_settings_may_change_on_resume():
@@ -126,18 +124,20 @@ def test_only_runtime_settings_may_change_on_resume():
     assert changed == ["model.hidden_channels (16 -> 32)", "seed (0 -> 1)", "world_size (2 -> 4)"]
 
 
-def write_run(results, run_id, cfg, epoch=0):
+def write_run(results, run_id, run, epoch=0):
     from omegaconf import OmegaConf
 
     folder = RunFolder(results, run_id)
-    folder.create(OmegaConf.to_yaml(OmegaConf.create(cfg)))
+    folder.create(OmegaConf.to_yaml(OmegaConf.create(run.to_container())))
     save_checkpoint(folder.path, {"epoch": epoch})
     return folder.path
 
 
 def test_find_resume(tmp_path):
     results = tmp_path / "results"
-    assert find_resume(config(results_dir=str(results), resume=True)) is None  # nothing yet: a new run
+    with pytest.raises(ConfigError, match=r"resume=true: nothing to resume: .* holds no checkpointed run.*resume=auto starts"):
+        find_resume(config(results_dir=str(results), resume=True))
+    assert find_resume(config(results_dir=str(results), resume="auto")) is None  # nothing yet: a new run
     older = write_run(results, "a", config())
     time.sleep(0.01)
     newer = write_run(results, "b", config())
@@ -145,6 +145,9 @@ def test_find_resume(tmp_path):
     os.utime(older / CHECKPOINT_FILE, (time.time() + 60, time.time() + 60))
     assert find_resume(config(results_dir=str(results), resume=True)) == older  # the latest checkpoint
     assert find_resume(config(results_dir=str(results), resume=True, run_id="b")) == newer
+    assert find_resume(config(results_dir=str(results), resume="auto")) == older  # found: auto continues it too
+    with pytest.raises(ConfigError, match=r"c ran with other settings: seed \(5 -> 0\)"):
+        find_resume(config(results_dir=str(results), resume=True, run_id="c"))
     assert find_resume(config(results_dir=str(results), resume=str(newer), epochs=5)) == newer
     assert find_resume(config(results_dir=str(results), resume=str(newer / CHECKPOINT_FILE))) == newer
     assert find_resume(config(resume=False)) is None
@@ -246,3 +249,30 @@ def test_timeline_state_restores_the_plan_and_the_switch(tmp_path):
         timeline(tmp_path, profile_epochs=5).restore(after)
     with pytest.raises(ConfigError, match="for 2 ranks, this run has 3"):
         timeline(tmp_path, profile_epochs=2, world_size=3).restore(after)
+
+
+def test_a_run_folder_of_the_former_config_format_reads_back_as_the_same_typed_run():
+    """Before the strategies' blocks composed into their configuration classes, ``sched`` named the
+    strategy class and the planner's and timeline's classes; such a folder (resumed, or a finished run
+    a sweep or the paper stage reads) reads back as the run it was."""
+    from dygsched.engine.run_config import RunConfig
+    from dygsched.launch.compose import compose_run
+
+    for sched, former in (
+        (
+            "greedy",
+            {
+                "_target_": "dygsched.engine.snapshot_groups.SnapshotGroupStrategy",
+                "name": "greedy",
+                "planner": {**compose_run(["sched=greedy"]).sched.to_container()["planner"], "_target_": "x.PlannerConfig"},
+                "timeline": {"_target_": "x.TimelineConfig", "profile_epochs": 4, "profile_pairs": False, "lr_scaling": "none"},
+                "executor": compose_run(["sched=greedy"]).sched.to_container()["executor"],
+            },
+        ),
+        ("flare", {**compose_run(["sched=flare"]).sched.to_container(), "_target_": "dygsched.engine.flare.FlareStrategy"}),
+    ):
+        current = compose_run([f"sched={sched}"])
+        saved = {**current.to_container(), "sched": former}
+        for later in ("eval", "early_stop", "task", "link"):  # settings added since: their defaults
+            saved.pop(later)
+        assert RunConfig.from_saved(saved) == current

@@ -15,14 +15,13 @@ import pandas as pd
 import pytest
 import torch
 import torch.distributed as dist
-from omegaconf import OmegaConf
 
 from dygsched.data.partition import ONLINE_PARTITIONERS as PARTITIONERS
 from dygsched.engine.checkpoint import load_checkpoint
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.worker import _RunPlace, train_in_group
 from dygsched.errors import ConfigError
-from dygsched.launch.compose import compose_config
+from dygsched.launch.compose import compose_run
 from tests.harness import run_ranks
 
 SMALL = [
@@ -58,7 +57,7 @@ LINK = [
 
 
 def config(results, *extra, base=SMALL):
-    return OmegaConf.to_container(compose_config([*base, f"results_dir={results}", *extra]), resolve=True)
+    return compose_run([*base, f"results_dir={results}", *extra])
 
 
 def _rank(rank, world_size, results):
@@ -111,7 +110,9 @@ def test_every_partitioner_trains_the_same_losses_and_parameters(runs):
 
 def evaluation_rows(folder):
     metrics = pd.read_parquet(folder / "metrics.parquet")
-    rows = metrics[metrics.phase.isin(["val", "test"]) & (metrics["rank"] == 0)].sort_values(["epoch", "phase", "metric"])
+    # scores, not clocks
+    evaluated = metrics.phase.isin(["val", "test"]) & (metrics["rank"] == 0) & (metrics.metric != "eval_time_s")
+    rows = metrics[evaluated].sort_values(["epoch", "phase", "metric"])
     return rows[["epoch", "phase", "metric"]].values.tolist(), rows["value"].tolist()
 
 
@@ -120,7 +121,7 @@ def test_link_prediction_trains_the_same_losses_and_parameters_under_every_parti
     holder; every partitioner on 2 ranks trains one process's losses, parameters and evaluation."""
     from dygsched.data.loading import load_data
 
-    graph = load_data(config(runs, base=LINK)["dataset"])
+    graph = load_data(config(runs, base=LINK).dataset)
     assert not graph.snapshots[2].node_mask.all()  # targets absent from a window's snapshots are trained too
     reference = runs / "link-hash-1"
     expected_params = load_checkpoint(reference)["model"]
@@ -185,55 +186,54 @@ def test_the_online_loop_walks_the_stream_once_placing_each_snapshot_when_it_arr
 
 def test_a_model_or_capacity_distdy_cannot_train_is_one_line(tmp_path):
     from dygsched.data.loading import load_data
-    from dygsched.engine.build import build_model, build_strategy, run_settings
+    from dygsched.engine.build import build_model, build_strategy
 
     cfg = config(tmp_path, "model=tgcn")
-    strategy = build_strategy(cfg["sched"])
-    data = load_data(cfg["dataset"])
-    strategy.check(data, run_settings(cfg), 2)
+    strategy = build_strategy(cfg.sched)
+    data = load_data(cfg.dataset)
+    strategy.check(data, cfg, 2)
     with pytest.raises(ConfigError, match="use model=sage_temporal"):
-        strategy.check_model(build_model(cfg["model"], data))
+        strategy.check_model(build_model(cfg.model, data))
     cfg = config(tmp_path, "sched.capacity_factor=0.5")
     with pytest.raises(
         ConfigError, match=r"the smallest feasible capacity is sched.capacity_factor=(\S+) \((\d+) bytes"
     ) as refused:
-        build_strategy(cfg["sched"]).check(data, run_settings(cfg), 2)
+        build_strategy(cfg.sched).check(data, cfg, 2)
     smallest = float(refused.value.args[0].split("sched.capacity_factor=")[-1].split(" ")[0])
-    build_strategy(config(tmp_path, f"sched.capacity_factor={smallest}")["sched"]).check(data, run_settings(cfg), 2)  # feasible
+    build_strategy(config(tmp_path, f"sched.capacity_factor={smallest}").sched).check(data, cfg, 2)  # feasible
 
 
 def test_the_online_loop_under_task_link_walks_the_training_windows(tmp_path):
     """task=link trains the training groups' windows (split by time); the online loop says how many in one line."""
     from dygsched.data.loading import for_task, load_data
     from dygsched.data.temporal_graph import TemporalGraph
-    from dygsched.engine.build import build_strategy, run_settings
+    from dygsched.engine.build import build_strategy
 
     cfg = config(tmp_path, "sched.loop=online", "epochs=6", base=LINK)
-    settings = run_settings(cfg)
-    data = for_task(load_data(cfg["dataset"]), TemporalGraph, settings)
+    data = for_task(load_data(cfg.dataset), TemporalGraph, cfg)
     with pytest.raises(ConfigError, match=r"^sched.loop=online trains 1 epoch\(s\) on each of the 4 windows [^\n]*epochs=4"):
-        build_strategy(cfg["sched"]).check(data, settings, 2)
-    strategy = build_strategy(cfg["sched"])
-    strategy.check(data, run_settings(config(tmp_path, "sched.loop=online", "epochs=4", base=LINK)), 2)
+        build_strategy(cfg.sched).check(data, cfg, 2)
+    strategy = build_strategy(cfg.sched)
+    strategy.check(data, config(tmp_path, "sched.loop=online", "epochs=4", base=LINK), 2)
 
 
 def test_segments_follow_the_features_unless_given(tmp_path):
     """A timestamped edge list has two degree features per node: S = min(4, 2) unless S is given."""
     from dygsched.data.loading import load_data
-    from dygsched.engine.build import build_strategy, run_settings
+    from dygsched.engine.build import build_strategy
 
     small = [o for o in SMALL if not o.startswith("dataset")]
     edge_list = [*small, "dataset=edgelist", "dataset.num_snapshots=6", "sched.batch=32"]
     for overrides, columns, expected in ((SMALL, 16, 4), (edge_list, 2, 2)):
-        cfg = OmegaConf.to_container(compose_config([*overrides, f"results_dir={tmp_path}"]), resolve=True)
-        data = load_data(cfg["dataset"])
+        cfg = compose_run([*overrides, f"results_dir={tmp_path}"])
+        data = load_data(cfg.dataset)
         assert data.num_features == columns
-        strategy = build_strategy(cfg["sched"])
-        strategy.check(data, run_settings(cfg), 2)
+        strategy = build_strategy(cfg.sched)
+        strategy.check(data, cfg, 2)
         assert strategy._segments(columns) == expected
-    cfg = OmegaConf.to_container(compose_config([*edge_list, "sched.segments=3"]), resolve=True)
+    cfg = compose_run([*edge_list, "sched.segments=3"])
     with pytest.raises(ConfigError, match="sched.segments=3 is more than the 2 feature columns"):
-        build_strategy(cfg["sched"]).check(load_data(cfg["dataset"]), run_settings(cfg), 2)
+        build_strategy(cfg.sched).check(load_data(cfg.dataset), cfg, 2)
 
 
 def test_the_simulated_cluster_counts_what_two_ranks_measured(runs, tmp_path):
@@ -241,11 +241,13 @@ def test_the_simulated_cluster_counts_what_two_ranks_measured(runs, tmp_path):
     from dygsched.data.loading import load_data
     from dygsched.data.partition.snapshot_graph import SnapshotPartition
     from dygsched.engine.distdy.cluster import epoch_counts
+    from dygsched.engine.distdy.config import DistDyConfig
     from dygsched.engine.distdy.strategy import node_split
 
     cfg = config(tmp_path)
-    graph = load_data(cfg["dataset"])
-    train, _, _ = node_split(graph.num_nodes, cfg["split"]["train"], cfg["split"]["val"], cfg["seed"])
+    graph = load_data(cfg.dataset)
+    train, _, _ = node_split(graph.num_nodes, cfg.split.train, cfg.split.val, cfg.seed)
+    sched = cfg.strategy_settings(DistDyConfig)
     row_bytes = graph.num_features * 4
     for method in ("distdy", "hash"):
         folder = runs / f"{method}-2"
@@ -256,11 +258,11 @@ def test_the_simulated_cluster_counts_what_two_ranks_measured(runs, tmp_path):
             placements,
             2,
             train,
-            cfg["window"],
-            cfg["sched"]["batch"],
-            cfg["sched"]["batches_per_step"],
-            cfg["sched"]["fanouts"],
-            cfg["seed"],
+            cfg.window,
+            sched.batch,
+            sched.batches_per_step,
+            sched.fanouts,
+            cfg.seed,
         )
         remote = sum(step.remote_fetch_rows() for step in counts)
         metrics = pd.read_parquet(folder / "metrics.parquet")

@@ -5,12 +5,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.snapshot_groups.strategy import SnapshotGroupStrategy
 from dygsched.engine.worker import _RunPlace, train_in_group
-from dygsched.launch.compose import compose_config
+from dygsched.launch.compose import compose_run
 from dygsched.metrics.early_stop import EarlyStopping
 from tests.cli_process import run_dygsched
 from tests.conftest import TINY_SYNTHETIC
@@ -35,14 +34,11 @@ def scripted_evaluation(monkeypatch):
 
 
 def run_in_process(results: Path, *overrides: str) -> dict:
-    config = OmegaConf.to_container(
-        compose_config(
-            [*TINY_SYNTHETIC, "world_size=1", "device=cpu", "early_stop.metric=val.mse", "early_stop.patience=2",
-             f"results_dir={results}", *overrides]
-        ),
-        resolve=True,
+    run = compose_run(
+        [*TINY_SYNTHETIC, "world_size=1", "device=cpu", "early_stop.metric=val.mse", "early_stop.patience=2",
+         f"results_dir={results}", *overrides]
     )  # fmt: skip
-    summary = train_in_group(config, DistEnv(0, 1, 0), torch.device("cpu"), None, _RunPlace(None))  # type: ignore[arg-type]
+    summary = train_in_group(run, DistEnv(0, 1, 0), torch.device("cpu"), None, _RunPlace(None))
     assert summary is not None
     return summary
 

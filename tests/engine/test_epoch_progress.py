@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 from dygsched.engine import worker
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.worker import _RunPlace, train_in_group
-from dygsched.launch.compose import compose_config
+from dygsched.launch.compose import compose_run
 from dygsched.metrics.progress import StepBar
 from tests.conftest import TINY_SYNTHETIC
 
@@ -77,13 +76,10 @@ class RecordingBar(StepBar):
 
 
 def run_in_process(overrides: list[str], results: Path) -> None:
-    config = OmegaConf.to_container(
-        compose_config(
-            [*overrides, "epochs=2", "world_size=1", "device=cpu", "checkpoint=false", "progress=true", f"results_dir={results}"]
-        ),
-        resolve=True,
+    run = compose_run(
+        [*overrides, "epochs=2", "world_size=1", "device=cpu", "checkpoint=false", "progress=true", f"results_dir={results}"]
     )
-    train_in_group(config, DistEnv(0, 1, 0), torch.device("cpu"), None, _RunPlace(None))  # type: ignore[arg-type]
+    train_in_group(run, DistEnv(0, 1, 0), torch.device("cpu"), None, _RunPlace(None))
 
 
 @pytest.mark.parametrize("name", list(RUNS))
@@ -111,14 +107,9 @@ def test_a_strategy_that_does_not_say_shows_the_rate_only(tmp_path, monkeypatch)
 def test_progress_false_makes_no_bar(tmp_path, monkeypatch):
     RecordingBar.made = []
     monkeypatch.setattr(worker, "StepBar", RecordingBar)
-    config = OmegaConf.to_container(
-        compose_config(
-            [*TINY_SYNTHETIC, "epochs=1", "world_size=1", "device=cpu", "checkpoint=false", f"results_dir={tmp_path}"]
-        ),
-        resolve=True,
-    )
-    assert config["progress"] is False  # type: ignore[index]
-    train_in_group(config, DistEnv(0, 1, 0), torch.device("cpu"), None, _RunPlace(None))  # type: ignore[arg-type]
+    run = compose_run([*TINY_SYNTHETIC, "epochs=1", "world_size=1", "device=cpu", "checkpoint=false", f"results_dir={tmp_path}"])
+    assert run.progress is False
+    train_in_group(run, DistEnv(0, 1, 0), torch.device("cpu"), None, _RunPlace(None))
     assert RecordingBar.made == []
 
 

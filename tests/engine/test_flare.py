@@ -26,7 +26,7 @@ from dygsched.engine.flare import FlareConfig, FlareStrategy, decay_counts
 from dygsched.engine.node_partition import HaloAccounting, PartitionHooks, RankLayout
 from dygsched.engine.node_partition.overlap import OverlapSchedule
 from dygsched.engine.objective import GroupObjective
-from dygsched.engine.strategy import Artifacts, RunContext, RunSettings
+from dygsched.engine.strategy import Artifacts, RunContext
 from dygsched.errors import ConfigError
 from dygsched.models.evolvegcn_h import EvolveGCNH
 from dygsched.models.evolvegcn_o import EvolveGCNO
@@ -37,6 +37,7 @@ from dygsched.models.mpnn_lstm import MPNNLSTM
 from dygsched.models.tgcn import TGCN
 from dygsched.models.wdgcn import WDGCN
 from tests.harness import run_ranks
+from tests.typed_runs import default_run
 
 CPU = torch.device("cpu")
 MODELS = {
@@ -54,7 +55,7 @@ def graph():
 
 
 def strategy(world_size: int, rank: int, **options) -> FlareStrategy:
-    settings = RunSettings(window=WINDOW, train_fraction=0.7, val_fraction=0.15, seed=3, epochs=1)
+    settings = default_run(window=WINDOW, split={"train": 0.7, "val": 0.15}, seed=3, epochs=1)
     flare = FlareStrategy(FlareConfig(chunks=3, partition=options.pop("partition", "metis"), **options))
     flare.setup(RunContext(graph(), settings, rank, world_size, CPU, Artifacts(None, rank == 0)))
     return flare

@@ -117,8 +117,8 @@ def test_one_rank_moves_nothing_and_fills_unused_gradients_with_zeros():
 
 
 def test_the_default_bucket_is_the_runs():
-    """GradientSync's default (for use outside a run) is the run's grad_sync.bucket_mb default, which the schema holds."""
+    """GradientSync's default (for use outside a run) is the run's grad_sync.bucket_mb default, which the typed run holds."""
     from dygsched.engine.gradient_sync import DEFAULT_BUCKET_BYTES
-    from dygsched.launch.schema import GradSyncSchema
+    from dygsched.launch.compose import compose_run
 
-    assert DEFAULT_BUCKET_BYTES == GradSyncSchema().bucket_mb * 2**20
+    assert DEFAULT_BUCKET_BYTES == compose_run([]).grad_sync.bucket_mb * 2**20

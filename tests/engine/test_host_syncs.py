@@ -62,7 +62,7 @@ LEFT = {
 def train_counting(tmp_path, monkeypatch, overrides: list[str]) -> list[DeviceReads]:
     """Two epochs of a one-rank run in this process, counting; the counter of each epoch."""
     from dygsched.launch.app import run
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
     from dygsched.launch.local import free_port
 
     env = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
@@ -78,11 +78,11 @@ def train_counting(tmp_path, monkeypatch, overrides: list[str]) -> list[DeviceRe
     monkeypatch.setattr(DeviceReads, "__init__", keep)
     previous = signal.getsignal(signal.SIGTERM)  # a rank answers SIGTERM by stopping; pytest keeps its own
     try:
-        cfg = compose_config(
+        typed = compose_run(
             [*overrides, "world_size=1", "epochs=2", "checkpoint=false", "metrics.count_syncs=true"]
             + [f"results_dir={tmp_path / 'results'}", "run_id=counted"]
         )
-        summary = run(cfg)
+        summary = run(typed)
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert summary["status"] == "ok"

@@ -8,17 +8,18 @@ import pytest
 import torch
 
 from dygsched.engine.gradient_sync import GradientSync
-from dygsched.engine.node_memory.config import NodeMemoryConfig
-from dygsched.engine.node_memory.single import SingleProcessStrategy
+from dygsched.engine.node_memory.config import SingleProcessConfig
+from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
 from dygsched.engine.strategy import Artifacts, Epoch, RunContext
 from dygsched.errors import ConfigError
 from dygsched.models.tgn import TGN
 from tests.engine.test_node_memory import INDUCTIVE, NODES, stream
+from tests.typed_runs import changed
 
 
 def test_training_never_reads_or_writes_a_hidden_nodes_events():
     data = stream()
-    strategy = SingleProcessStrategy(NodeMemoryConfig(batch_size=60))
+    strategy = NodeMemoryStrategy(SingleProcessConfig(batch_size=60))
     strategy.check(data, INDUCTIVE, 1)
     strategy.setup(RunContext(data, INDUCTIVE, 0, 1, torch.device("cpu"), Artifacts(None, True)))
     module = strategy.objective(TGN(NODES, 1, memory_dim=8, time_dim=4, neighbours=3, heads=2, dropout=0.0))
@@ -42,25 +43,25 @@ def test_training_never_reads_or_writes_a_hidden_nodes_events():
 def test_the_protocol_settings_are_refused_where_they_mean_nothing():
     from dygsched.data.link_targets import link_prediction_graph
     from dygsched.data.synthetic import SyntheticSource
-    from dygsched.engine.build import build_strategy, run_settings
-    from dygsched.launch.compose import compose_config
+    from dygsched.engine.build import build_strategy
+    from dygsched.launch.compose import compose_run
 
-    cfg = compose_config(["sched=psg", "split.new_nodes=0.1"])
+    run = compose_run(["sched=psg", "split.new_nodes=0.1"])
     snapshots = SyntheticSource(num_nodes=10, num_snapshots=6, feature_dim=2).load()
     with pytest.raises(ConfigError, match=r"^split.new_nodes set link prediction's evaluation, and this run trains node targets"):
-        build_strategy(cfg.sched).check(snapshots, run_settings(cfg), 1)
-    cfg = compose_config(["sched=psg", "task=link", "split.new_nodes=0.1"])
+        build_strategy(run.sched).check(snapshots, run, 1)
+    run = compose_run(["sched=psg", "task=link", "split.new_nodes=0.1"])
     links = link_prediction_graph(snapshots, 4)
     with pytest.raises(ConfigError, match=r"^split.new_nodes split or score event streams; snapshot link prediction splits"):
-        build_strategy(cfg.sched).check(links, run_settings(cfg), 1)
-    cfg = compose_config(["sched=single", "eval_negatives=0"])
+        build_strategy(run.sched).check(links, run, 1)
+    run = compose_run(["sched=single", "eval_negatives=0"])
     with pytest.raises(ConfigError, match="eval_negatives must be at least 1"):
-        build_strategy(cfg.sched).check(stream(), run_settings(cfg), 1)
+        build_strategy(run.sched).check(stream(), run, 1)
 
 
 def trained(settings, batch_size=60):
     data = stream()
-    strategy = SingleProcessStrategy(NodeMemoryConfig(batch_size=batch_size))
+    strategy = NodeMemoryStrategy(SingleProcessConfig(batch_size=batch_size))
     strategy.check(data, settings, 1)
     strategy.setup(RunContext(data, settings, 0, 1, torch.device("cpu"), Artifacts(None, True)))
     module = strategy.objective(TGN(NODES, 1, memory_dim=8, time_dim=4, neighbours=3, heads=2, dropout=0.0))
@@ -72,11 +73,8 @@ def trained(settings, batch_size=60):
 
 
 def test_one_run_is_scored_under_every_sampler_and_each_metric_names_its_own():
-    import dataclasses
-
-    settings = dataclasses.replace(
-        INDUCTIVE, eval_samplers=("random", "historical", "inductive"), negative_pool="destinations", split_by="time"
-    )
+    samplers = {"negatives": ["random", "historical", "inductive"], "negative_pool": "destinations"}
+    settings = changed(INDUCTIVE, eval=samplers, split={"by": "time"})
     strategy = trained(settings)
     test = strategy.evaluate("test")
     for label in ("random-destinations", "historical", "inductive"):
@@ -109,27 +107,25 @@ def test_the_default_rule_keeps_its_metric_names_and_evaluation_replays_the_same
     ],
 )
 def test_bad_evaluation_settings_are_one_line_before_training(overrides, message):
-    from dygsched.engine.build import build_strategy, run_settings
-    from dygsched.launch.compose import compose_config
+    from dygsched.engine.build import build_strategy
+    from dygsched.launch.compose import compose_run
 
-    cfg = compose_config(["sched=single", *overrides])
     with pytest.raises(ConfigError, match=message):
-        build_strategy(cfg.sched).check(stream(), run_settings(cfg), 1)
+        run = compose_run(["sched=single", *overrides])
+        build_strategy(run.sched).check(stream(), run, 1)
 
 
 def test_new_node_events_are_scored_apart_from_the_state_before_the_phase_as_dyglib_does():
     """``eval.inductive=apart``: the phase's pass is untouched; the *_inductive figures come from a
     second pass over the new-node events alone, whose memory absorbs only them and whose negatives
     come from them alone; the state is then the end of the phase again."""
-    import dataclasses
-
-    settings = dataclasses.replace(
-        INDUCTIVE, eval_samplers=("random", "historical"), negative_pool="destinations", split_by="time"
+    settings = changed(
+        INDUCTIVE, eval={"negatives": ["random", "historical"], "negative_pool": "destinations"}, split={"by": "time"}
     )
     torch.manual_seed(0)
     in_phase = trained(settings, batch_size=15)
     torch.manual_seed(0)
-    apart = trained(dataclasses.replace(settings, inductive_events="apart"), batch_size=15)
+    apart = trained(changed(settings, eval={"inductive": "apart"}), batch_size=15)
     assert in_phase.evaluate("val")["ap[historical]"] == apart.evaluate("val")["ap[historical]"]
     before_test = apart.memory.table.snapshot()
     together, alone = in_phase.evaluate("test"), apart.evaluate("test")
@@ -164,12 +160,11 @@ def test_new_node_events_are_scored_apart_from_the_state_before_the_phase_as_dyg
     # replayed from the state before test, the pass writes only the new-node events' endpoints
     apart.memory.table.restore(before_test)
     apart._stream_through("test_new")
-    changed = (apart.memory.table.memory != before_test[0]).any(dim=1).nonzero().flatten()
-    assert changed.numel() and bool(torch.isin(changed, torch.cat([alone_src, alone_dst])).all())
+    rewritten = (apart.memory.table.memory != before_test[0]).any(dim=1).nonzero().flatten()
+    assert rewritten.numel() and bool(torch.isin(rewritten, torch.cat([alone_src, alone_dst])).all())
 
 
 def test_an_inductive_sampler_without_edges_new_after_training_and_a_flat_time_split_are_refused():
-    import dataclasses
 
     import numpy as np
 
@@ -177,9 +172,9 @@ def test_an_inductive_sampler_without_edges_new_after_training_and_a_flat_time_s
 
     # the same four edges over and over: none is first seen after training
     repeated = events_from_arrays("loop", np.tile([0, 1, 2, 3], 50), np.tile([1, 2, 3, 0], 50), np.arange(200.0))
-    settings = dataclasses.replace(INDUCTIVE, new_node_fraction=0.0, eval_samplers=("inductive",))
+    settings = changed(INDUCTIVE, split={"new_nodes": 0.0}, eval={"negatives": "inductive"})
     with pytest.raises(ConfigError, match="eval.negatives=inductive draws edges first seen after training"):
-        SingleProcessStrategy(NodeMemoryConfig(batch_size=20)).check(repeated, settings, 1)
+        NodeMemoryStrategy(SingleProcessConfig(batch_size=20)).check(repeated, settings, 1)
     flat = events_from_arrays("flat", np.arange(200) % 7, (np.arange(200) + 1) % 7, np.zeros(200))
     with pytest.raises(ConfigError, match="split.by=time leaves"):
-        SingleProcessStrategy(NodeMemoryConfig(batch_size=20)).check(flat, dataclasses.replace(INDUCTIVE, split_by="time"), 1)
+        NodeMemoryStrategy(SingleProcessConfig(batch_size=20)).check(flat, changed(INDUCTIVE, split={"by": "time"}), 1)

@@ -11,16 +11,16 @@ from dygsched.data.link_targets import link_prediction_graph
 from dygsched.data.synthetic import SyntheticSource
 from dygsched.engine.link_objective import LinkObjective, LinkProtocol
 from dygsched.engine.objective import build_split
-from dygsched.engine.strategy import RunSettings
 from dygsched.metrics.link_prediction import mean_reciprocal_rank
 from dygsched.models.tgcn import TGCN
 from tests.cli_process import run_dygsched
 from tests.conftest import TINY_SYNTHETIC
+from tests.typed_runs import default_run
 
 
 def setup(**settings):
     graph = link_prediction_graph(SyntheticSource(num_nodes=40, num_snapshots=8, feature_dim=3).load(), embedding_dim=6)
-    run = RunSettings(window=2, train_fraction=0.6, val_fraction=0.2, seed=3, epochs=2, **settings)
+    run = default_run(window=2, split={"train": 0.6, "val": 0.2}, seed=3, epochs=2, **settings)
     split = build_split(graph, run)
     torch.manual_seed(0)
     objective = LinkObjective(TGCN(3, 6, hidden_channels=8, num_layers=1), LinkProtocol.build(graph, split, run))
@@ -28,7 +28,7 @@ def setup(**settings):
 
 
 def test_the_loss_is_the_summed_cross_entropy_of_the_pairs_and_their_negatives_per_pair():
-    graph, split, objective = setup(train_negatives=3)
+    graph, split, objective = setup(link={"negatives": 3})
     group = split.train[1].snapshots(graph)
     last = group[-1]
     z = objective.model(group)
@@ -69,7 +69,7 @@ def test_training_negatives_are_drawn_anew_each_epoch_and_the_same_for_every_obj
 
 def test_evaluation_ranks_each_positive_against_its_own_negatives(tmp_path, monkeypatch):
     monkeypatch.setenv("DYGSCHED_CACHE", str(tmp_path))
-    graph, split, objective = setup(one_vs_many=7)
+    graph, split, objective = setup(eval={"one_vs_many": 7})
     evaluation = objective.phase_evaluation("test")
     expected_positive, expected_negative = [], []
     with torch.no_grad():
@@ -105,26 +105,23 @@ UTG = [*TINY_SYNTHETIC, "task=link", "link.embedding_dim=8", "link.procedure=utg
 
 
 def test_utgs_procedure_trains_each_window_from_the_state_the_one_before_left(tmp_path):
-    from omegaconf import OmegaConf
-
     from dygsched.data.loading import for_task, load_data
     from dygsched.data.temporal_graph import TemporalGraph
-    from dygsched.engine.build import build_model, run_settings
+    from dygsched.engine.build import build_model
     from dygsched.engine.checkpoint import load_checkpoint
     from dygsched.engine.objective import group_objective
     from dygsched.engine.worker import seed_everything
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
     from dygsched.models.inherited_states import InheritedStates
 
     overrides = [*UTG, "window=2", "epochs=2", f"results_dir={tmp_path}", "run_id=utg"]
     done = run_dygsched("run", *overrides, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    cfg = OmegaConf.to_container(compose_config(overrides), resolve=True)
-    settings = run_settings(cfg)
-    graph = for_task(load_data(cfg["dataset"]), TemporalGraph, settings)
-    split = build_split(graph, settings)
-    seed_everything(settings.seed)
-    objective = group_objective(build_model(cfg["model"], graph), graph, split, settings)
+    run = compose_run(overrides)
+    graph = for_task(load_data(run.dataset), TemporalGraph, run)
+    split = build_split(graph, run)
+    seed_everything(run.seed)
+    objective = group_objective(build_model(run.model, graph), graph, split, run)
     optimizer = torch.optim.SGD(objective.parameters(), lr=0.05)
     for epoch in range(2):
         objective.start_epoch(epoch)
@@ -141,16 +138,14 @@ def test_utgs_procedure_trains_each_window_from_the_state_the_one_before_left(tm
 
 def test_utgs_evaluation_streams_every_snapshot_from_the_first():
     """Streaming is the windows' evaluation with each group stretched back to the first snapshot."""
-    from dygsched.engine.snapshot_groups.executor import SequentialExecutor
-    from dygsched.engine.snapshot_groups.strategy import SnapshotGroupStrategy
+    from dygsched.engine.snapshot_groups.config import SnapshotGroupConfig
     from dygsched.engine.strategy import Artifacts, RunContext
-    from dygsched.planner.planning import PlannerConfig
 
     graph, split, _ = setup()
     scores = {}
     for procedure in ("utg", "windows"):
-        run = RunSettings(window=2, train_fraction=0.6, val_fraction=0.2, seed=3, epochs=1, link_procedure=procedure)
-        strategy = SnapshotGroupStrategy("psg", PlannerConfig(), SequentialExecutor())
+        run = default_run(window=2, split={"train": 0.6, "val": 0.2}, seed=3, epochs=1, link={"procedure": procedure})
+        strategy = SnapshotGroupConfig().build()
         strategy.setup(RunContext(graph, run, 0, 1, torch.device("cpu"), Artifacts(None, True)))
         torch.manual_seed(0)
         strategy.objective(TGCN(3, 6, hidden_channels=8, num_layers=1))
@@ -163,16 +158,14 @@ def test_utgs_evaluation_streams_every_snapshot_from_the_first():
 def test_utgs_test_after_validation_continues_from_the_state_validation_left():
     """The test streamed on from where validation stopped gives the numbers of a test streamed from
     the first snapshot; after a training step it streams from the first snapshot again."""
-    from dygsched.engine.snapshot_groups.executor import SequentialExecutor
-    from dygsched.engine.snapshot_groups.strategy import SnapshotGroupStrategy
+    from dygsched.engine.snapshot_groups.config import SnapshotGroupConfig
     from dygsched.engine.strategy import Artifacts, RunContext
-    from dygsched.planner.planning import PlannerConfig
 
     graph, _, _ = setup()
-    run = RunSettings(window=2, train_fraction=0.6, val_fraction=0.2, seed=3, epochs=1, link_procedure="utg")
+    run = default_run(window=2, split={"train": 0.6, "val": 0.2}, seed=3, epochs=1, link={"procedure": "utg"})
 
     def strategy():
-        built = SnapshotGroupStrategy("psg", PlannerConfig(), SequentialExecutor())
+        built = SnapshotGroupConfig().build()
         built.setup(RunContext(graph, run, 0, 1, torch.device("cpu"), Artifacts(None, True)))
         torch.manual_seed(0)
         built.objective(TGCN(3, 6, hidden_channels=8, num_layers=1))
@@ -195,24 +188,22 @@ def test_utgs_test_after_validation_continues_from_the_state_validation_left():
 
 
 def test_event_and_snapshot_models_on_a_cut_stream_score_the_same_pairs_against_the_same_negatives(tmp_path, monkeypatch):
-    from omegaconf import OmegaConf
-
     from dygsched.data.events import EventStream
     from dygsched.data.loading import for_task, load_data
     from dygsched.data.temporal_graph import TemporalGraph
     from dygsched.data.tgb_negatives import read_phase_negatives
-    from dygsched.engine.node_memory.strategy import fixed_negatives_prefix
-    from dygsched.launch.compose import compose_config
+    from dygsched.engine.node_memory.negatives import fixed_negatives_prefix
+    from dygsched.launch.compose import compose_run
 
     monkeypatch.setenv("DYGSCHED_CACHE", str(tmp_path))
-    dataset = OmegaConf.to_container(compose_config(["dataset=collegemsg", "dataset.snapshot=weekly"]).dataset, resolve=True)
-    run = RunSettings(window=2, train_fraction=0.7, val_fraction=0.15, seed=5, epochs=1, task="link", one_vs_many=30)
+    dataset = compose_run(["dataset=collegemsg", "dataset.snapshot=weekly"]).dataset
+    run = default_run(window=2, split={"train": 0.7, "val": 0.15}, seed=5, epochs=1, task="link", eval={"one_vs_many": 30})
     cut = load_data(dataset)
     graph = for_task(cut, TemporalGraph, run)
     split = build_split(graph, run)
     protocol = LinkProtocol.build(graph, split, run)
     stream = for_task(cut, EventStream, run)
-    events = stream.split(run.train_fraction, run.val_fraction)
+    events = stream.split(run.split.train, run.split.val)
     phases = {"val": events.val, "test": events.test}
     fixed = read_phase_negatives(fixed_negatives_prefix(stream, events, run), stream, phases)
     for phase in ("val", "test"):

@@ -22,24 +22,23 @@ from dygsched.data.event_batches import RecentNeighbours, negative_destinations,
 from dygsched.data.events import events_from_arrays
 from dygsched.engine import comm
 from dygsched.engine.gradient_sync import GradientSync
-from dygsched.engine.node_memory.config import NodeMemoryConfig, ShardedMemoryConfig, SvenConfig
-from dygsched.engine.node_memory.depcache import DepCacheStrategy
-from dygsched.engine.node_memory.depcomm import DepCommStrategy
-from dygsched.engine.node_memory.single import SingleProcessStrategy
-from dygsched.engine.node_memory.sven import SvenStrategy
+from dygsched.engine.node_memory.config import DepCacheConfig, DepCommConfig, SingleProcessConfig, SvenConfig
+from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
 from dygsched.engine.node_memory.volumes import RowSizes, count_traffic, epoch_reads
-from dygsched.engine.strategy import Artifacts, Epoch, Missing, RunContext, RunSettings
+from dygsched.engine.run_config import RunConfig
+from dygsched.engine.strategy import Artifacts, Epoch, Missing, RunContext
 from dygsched.errors import ConfigError
 from dygsched.models.apan import APAN
 from dygsched.models.jodie import JODIE
 from dygsched.models.tgn import TGN
 from tests.harness import run_ranks
+from tests.typed_runs import changed, default_run
 
 CPU = torch.device("cpu")
 NODES, EVENTS, GLOBAL_BATCH, EPOCHS = 40, 500, 60, 2
-SETTINGS = RunSettings(window=1, train_fraction=0.7, val_fraction=0.15, seed=3, epochs=EPOCHS)
+SETTINGS = default_run(window=1, split={"train": 0.7, "val": 0.15}, seed=3, epochs=EPOCHS)
 # DyGLib's inductive split (a share of later nodes hidden from training) and TGB's MRR over 4 negatives
-INDUCTIVE = dataclasses.replace(SETTINGS, new_node_fraction=0.2, eval_negatives=4)
+INDUCTIVE = changed(SETTINGS, split={"new_nodes": 0.2}, eval_negatives=4)
 PROTOCOLS = {"transductive": SETTINGS, "inductive": INDUCTIVE}
 MODELS = {
     "tgn": lambda: TGN(NODES, 1, memory_dim=12, time_dim=6, neighbours=3, heads=2, dropout=0.0),
@@ -47,12 +46,14 @@ MODELS = {
     "apan": lambda: APAN(NODES, 1, memory_dim=12, time_dim=6, mailbox_size=3, neighbours=3, heads=2, dropout=0.0),
 }
 STRATEGIES = {  # (strategy, variant): build it with b events per rank
-    ("depcache", "interval"): lambda b: DepCacheStrategy(NodeMemoryConfig(batch_size=b)),
-    ("depcomm", "interval"): lambda b: DepCommStrategy(ShardedMemoryConfig(batch_size=b, partition="interval")),
-    ("sven", "interval"): lambda b: SvenStrategy(SvenConfig(batch_size=b, partition="interval", prefetch=False)),
-    ("sven", "reflexbicut"): lambda b: SvenStrategy(SvenConfig(batch_size=b, partition="reflexbicut")),
+    ("depcache", "interval"): lambda b: NodeMemoryStrategy(DepCacheConfig(batch_size=b)),
+    ("depcomm", "interval"): lambda b: NodeMemoryStrategy(DepCommConfig(batch_size=b, partition="interval")),
+    ("sven", "interval"): lambda b: NodeMemoryStrategy(SvenConfig(batch_size=b, partition="interval", prefetch=False)),
+    ("sven", "reflexbicut"): lambda b: NodeMemoryStrategy(SvenConfig(batch_size=b, partition="reflexbicut")),
     # the pipeline: slices whose rows travel while the previous slice computes, batches prepared ahead
-    ("sven", "pipelined"): lambda b: SvenStrategy(SvenConfig(batch_size=b, partition="range", micro_batches=3, prefetch=True)),
+    ("sven", "pipelined"): lambda b: NodeMemoryStrategy(
+        SvenConfig(batch_size=b, partition="range", micro_batches=3, prefetch=True)
+    ),
 }
 
 
@@ -66,7 +67,7 @@ def stream():
     return events_from_arrays("toy", src, dst, times, weight=rng.random(EVENTS), num_nodes=NODES)
 
 
-def train(strategy, model_name: str, rank: int, world_size: int, settings: RunSettings = SETTINGS) -> dict:
+def train(strategy, model_name: str, rank: int, world_size: int, settings: RunConfig = SETTINGS) -> dict:
     """Train ``strategy`` for EPOCHS epochs with SGD, then evaluate; what the tests compare. In
     float64, so that summing in another order (over ranks, over micro-batches) stays far below the
     tolerances: the check is of the method, not of float32 rounding."""
@@ -78,7 +79,7 @@ def train(strategy, model_name: str, rank: int, world_size: int, settings: RunSe
         torch.set_default_dtype(default)
 
 
-def _train(strategy, model_name: str, rank: int, world_size: int, settings: RunSettings) -> dict:
+def _train(strategy, model_name: str, rank: int, world_size: int, settings: RunConfig) -> dict:
     data = stream()
     strategy.check(data, settings, world_size)
     strategy.setup(RunContext(data, settings, rank, world_size, CPU, Artifacts(None, rank == 0)))
@@ -138,7 +139,7 @@ def _ranks(rank: int, world_size: int, out: str) -> None:
 
 
 def reference(model_name: str, protocol: str = "transductive") -> dict:
-    return train(SingleProcessStrategy(NodeMemoryConfig(batch_size=GLOBAL_BATCH)), model_name, 0, 1, PROTOCOLS[protocol])
+    return train(NodeMemoryStrategy(SingleProcessConfig(batch_size=GLOBAL_BATCH)), model_name, 0, 1, PROTOCOLS[protocol])
 
 
 def full_table(per_rank: list[dict]) -> torch.Tensor:
@@ -207,7 +208,7 @@ def trains_what_one_process_trains(world_size: int, results: dict, references: d
 def test_embedding_each_distinct_root_once_changes_nothing(model_name, references):
     """Roots repeat (vertex, time) pairs on this stream (tied times); embedding one row per pair and
     expanding must train exactly what embedding every root trains."""
-    every_root = SingleProcessStrategy(NodeMemoryConfig(batch_size=GLOBAL_BATCH))
+    every_root = NodeMemoryStrategy(SingleProcessConfig(batch_size=GLOBAL_BATCH))
     every_root.embed_distinct_roots = False
     want, got = train(every_root, model_name, 0, 1), references[(model_name, "transductive")]
     # to the battery's tolerances: JODIE's tanh memory carries reordered float64 sums to 1e-9..1e-8 by the second
@@ -220,7 +221,7 @@ def test_embedding_each_distinct_root_once_changes_nothing(model_name, reference
     # and the pairs do repeat, so the comparison is not of two identical computations
     data = stream()
     roots = torch.cat([data.src[:GLOBAL_BATCH], data.dst[:GLOBAL_BATCH]])
-    probe = SingleProcessStrategy(NodeMemoryConfig(batch_size=GLOBAL_BATCH))
+    probe = NodeMemoryStrategy(SingleProcessConfig(batch_size=GLOBAL_BATCH))
     probe.device = CPU
     embedded, expand = probe._embedded_roots(roots, data.t[:GLOBAL_BATCH].repeat(2))
     assert embedded.numel() < roots.numel() and torch.equal(roots[embedded][expand], roots)
@@ -243,7 +244,7 @@ def series_per_batch(rank: int, world_size: int, k: int, epoch: int):
     """Each training batch's series on ``rank`` (roots, negatives, k recent neighbours) and its
     positive endpoints, rebuilt from the stream here rather than taken from the strategy."""
     data = stream()
-    split = data.split(SETTINGS.train_fraction, SETTINGS.val_fraction)
+    split = data.split(SETTINGS.split.train, SETTINGS.split.val)
     times = (data.t - data.t[0]).float()
     sampler = RecentNeighbours(data, times)
     start, stop = split.phase("train")
@@ -300,7 +301,7 @@ def test_the_one_process_count_is_what_the_ranks_moved(distributed):
     per kind, for every model (APAN's mail deliveries included) and partition."""
     world_size, results = distributed
     data = stream()
-    train_events = data.split(SETTINGS.train_fraction, SETTINGS.val_fraction).phase("train")
+    train_events = data.split(SETTINGS.split.train, SETTINGS.split.val).phase("train")
     for (sched, model_name, variant, protocol), per_rank in results.items():
         if (
             variant == "pipelined" or protocol != "transductive"
@@ -335,25 +336,25 @@ def test_the_one_process_count_is_what_the_ranks_moved(distributed):
 def test_batches_and_models_that_cannot_run_are_refused():
     data = stream()
     with pytest.raises(ConfigError, match="more than the"):
-        SvenStrategy(SvenConfig(batch_size=300)).check(data, SETTINGS, 2)
+        NodeMemoryStrategy(SvenConfig(batch_size=300)).check(data, SETTINGS, 2)
     with pytest.raises(ConfigError, match="world_size=1"):
-        SingleProcessStrategy(NodeMemoryConfig()).check(data, SETTINGS, 2)
+        NodeMemoryStrategy(SingleProcessConfig()).check(data, SETTINGS, 2)
     with pytest.raises(ConfigError, match="at least 1 event"):
-        DepCacheStrategy(NodeMemoryConfig(batch_size=0))
+        NodeMemoryStrategy(DepCacheConfig(batch_size=0))
     with pytest.raises(ConfigError, match="unknown sched.partition"):
-        SvenStrategy(SvenConfig(partition="metis"))
+        NodeMemoryStrategy(SvenConfig(partition="metis"))
     from dygsched.models.tgcn import TGCN
 
     with pytest.raises(ConfigError, match="model=tgn, jodie or apan"):
-        SvenStrategy(SvenConfig()).check_model(TGCN(2, 1, hidden_channels=4))
+        NodeMemoryStrategy(SvenConfig()).check_model(TGCN(2, 1, hidden_channels=4))
     from dygsched.data.synthetic import SyntheticSource
     from dygsched.engine.build import build_model
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
 
     with pytest.raises(ConfigError, match="model=tgcn trains on snapshots, but the dataset gives EventStream"):
-        build_model(compose_config(["model=tgcn"]).model, data)
+        build_model(compose_run(["model=tgcn"]).model, data)
     with pytest.raises(ConfigError, match="model=tgn trains on event streams"):
-        build_model(compose_config(["model=tgn"]).model, SyntheticSource(num_nodes=10, num_snapshots=3, feature_dim=2).load())
+        build_model(compose_run(["model=tgn"]).model, SyntheticSource(num_nodes=10, num_snapshots=3, feature_dim=2).load())
 
 
 def test_a_two_rank_sven_run_from_the_command_line_writes_honest_tables(tmp_path):
@@ -410,19 +411,19 @@ def test_edge_features_reach_the_models(model_name):
     """A stream's features (beside its weight) are part of every event's ``e``: the models are built
     that wide, read them in their messages, and other features train other losses."""
     from dygsched.engine.build import build_model
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
 
     base = stream()
     features = torch.from_numpy(np.random.default_rng(5).standard_normal((EVENTS, 3)).astype(np.float32))
 
     def first_losses(scale: float) -> list[float]:
         data = dataclasses.replace(base, edge_features=features * scale)
-        strategy = SingleProcessStrategy(NodeMemoryConfig(batch_size=GLOBAL_BATCH))
+        strategy = NodeMemoryStrategy(SingleProcessConfig(batch_size=GLOBAL_BATCH))
         strategy.check(data, SETTINGS, 1)
         strategy.setup(RunContext(data, SETTINGS, 0, 1, CPU, Artifacts(None, True)))
         assert strategy.edge.shape == (EVENTS, 4)  # the weight, then the three features
         torch.manual_seed(0)
-        model = build_model(compose_config([f"model={model_name}", "model.dropout=0.0"]).model, data)
+        model = build_model(compose_run([f"model={model_name}", "model.dropout=0.0"]).model, data)
         assert model.edge_dim == 4
         module = strategy.objective(model)
         optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
@@ -439,8 +440,8 @@ def test_more_ranks_than_vertices_are_refused_and_a_rank_without_events_is_logge
 
     data = stream()
     with pytest.raises(ConfigError, match=f"has only {NODES}"):
-        SvenStrategy(SvenConfig(batch_size=1)).check(data, SETTINGS, NODES + 1)
-    strategy = SvenStrategy(SvenConfig(batch_size=30, partition="reflexbicut", prefetch=False))
+        NodeMemoryStrategy(SvenConfig(batch_size=1)).check(data, SETTINGS, NODES + 1)
+    strategy = NodeMemoryStrategy(SvenConfig(batch_size=30, partition="reflexbicut", prefetch=False))
     strategy.setup(RunContext(data, SETTINGS, 0, 1, CPU, Artifacts(None, True)))
     strategy.memory.demand = lambda: np.zeros((1, NODES))  # a pre-sampling pass that saw no event for rank 0
     logger = logging.getLogger("dygsched")

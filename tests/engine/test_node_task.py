@@ -21,13 +21,10 @@ from dygsched.data.event_labels import churn_labels, for_node_task
 from dygsched.data.events import events_from_arrays
 from dygsched.data.trade import TradeStreamSource
 from dygsched.engine.gradient_sync import GradientSync
-from dygsched.engine.node_memory.config import NodeMemoryConfig, ShardedMemoryConfig, SvenConfig
-from dygsched.engine.node_memory.depcache import DepCacheStrategy
-from dygsched.engine.node_memory.depcomm import DepCommStrategy
-from dygsched.engine.node_memory.single import SingleProcessStrategy
-from dygsched.engine.node_memory.sven import SvenStrategy
-from dygsched.engine.run_config import NodeTask
-from dygsched.engine.strategy import Artifacts, Epoch, Missing, RunContext, RunSettings
+from dygsched.engine.node_memory.config import DepCacheConfig, DepCommConfig, SingleProcessConfig, SvenConfig
+from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
+from dygsched.engine.run_config import RunConfig
+from dygsched.engine.strategy import Artifacts, Epoch, Missing, RunContext
 from dygsched.errors import ConfigError
 from dygsched.metrics.node_prediction import ndcg_rows
 from dygsched.models.apan import APAN
@@ -35,14 +32,15 @@ from dygsched.models.jodie import JODIE
 from dygsched.models.persistent_forecast import PersistentForecast
 from dygsched.models.tgn import TGN
 from tests.harness import run_ranks
+from tests.typed_runs import changed, default_run
 
 CPU = torch.device("cpu")
 NODES, EVENTS, GLOBAL_BATCH, EPOCHS = 40, 400, 60, 2
-BASE = RunSettings(window=1, train_fraction=0.6, val_fraction=0.2, seed=3, epochs=EPOCHS)
+BASE = default_run(window=1, split={"train": 0.6, "val": 0.2}, seed=3, epochs=EPOCHS)
 
 
-def settings(backbone: str) -> RunSettings:
-    return dataclasses.replace(BASE, node_task=NodeTask(backbone=backbone, dropout=0.0))
+def settings(backbone: str) -> RunConfig:
+    return changed(BASE, node_task={"backbone": backbone, "dropout": 0.0})
 
 
 def labelled_stream():
@@ -69,11 +67,11 @@ MODELS = {
     "apan": lambda edge_dim: APAN(NODES, edge_dim, memory_dim=12, time_dim=6, mailbox_size=3, neighbours=3, heads=2, dropout=0.0),
 }
 STRATEGIES = {  # build it with b events per rank
-    "depcache": lambda b: DepCacheStrategy(NodeMemoryConfig(batch_size=b)),
-    "depcomm": lambda b: DepCommStrategy(ShardedMemoryConfig(batch_size=b, partition="interval")),
-    "sven": lambda b: SvenStrategy(SvenConfig(batch_size=b, partition="reflexbicut", prefetch=False)),
+    "depcache": lambda b: NodeMemoryStrategy(DepCacheConfig(batch_size=b)),
+    "depcomm": lambda b: NodeMemoryStrategy(DepCommConfig(batch_size=b, partition="interval")),
+    "sven": lambda b: NodeMemoryStrategy(SvenConfig(batch_size=b, partition="reflexbicut", prefetch=False)),
     # the pipeline: each rank's batch in slices (their label rows shared out too), prepared ahead
-    "sven-pipelined": lambda b: SvenStrategy(SvenConfig(batch_size=b, partition="range", micro_batches=3, prefetch=True)),
+    "sven-pipelined": lambda b: NodeMemoryStrategy(SvenConfig(batch_size=b, partition="range", micro_batches=3, prefetch=True)),
 }
 # (strategy, model, labels, backbone): each way a model sits under its classifier, on both tasks
 CASES = [
@@ -159,7 +157,7 @@ def distributed(request, tmp_path_factory):
 @pytest.fixture(scope="module")
 def references():
     wanted = {(model_name, labels, backbone) for _, model_name, labels, backbone in CASES}
-    return {key: train(SingleProcessStrategy(NodeMemoryConfig(batch_size=GLOBAL_BATCH)), *key, 0, 1) for key in sorted(wanted)}
+    return {key: train(NodeMemoryStrategy(SingleProcessConfig(batch_size=GLOBAL_BATCH)), *key, 0, 1) for key in sorted(wanted)}
 
 
 def full_table(per_rank: list[dict]) -> torch.Tensor:
@@ -223,7 +221,7 @@ def test_the_figures_are_measured_and_the_frozen_model_does_not_move(references)
 def test_frozen_affinity_steps_only_on_label_batches():
     """TGB steps only on the batches that answer a label time; the state still streams through the others."""
     data = affinity_stream()
-    strategy = SingleProcessStrategy(NodeMemoryConfig(batch_size=GLOBAL_BATCH))
+    strategy = NodeMemoryStrategy(SingleProcessConfig(batch_size=GLOBAL_BATCH))
     strategy.check(data, settings("frozen"), 1)
     strategy.setup(RunContext(data, settings("frozen"), 0, 1, CPU, Artifacts(None, True)))
     answering = {index for phase, index in strategy.node_task.rows_of if phase == "train"}
@@ -250,7 +248,7 @@ def test_the_persistent_forecast_scores_what_its_definition_gives_on_any_rank_co
         for mode in ("last", "moving_average"):
             found = results[("forecast", labels, mode)][0]
             data = STREAMS[labels]()
-            phases = data.split(BASE.train_fraction, BASE.val_fraction)
+            phases = data.split(BASE.split.train, BASE.split.val)
             if labels == "labels":
                 label, score = by_hand_states(data, phases, mode)
                 assert found["auc"] == pytest.approx(roc_auc_score(label, score), rel=1e-12), mode
@@ -306,14 +304,14 @@ def by_hand_affinity(data, phases, mode: str) -> float:
 def test_what_a_node_task_cannot_train_is_refused():
     data = labelled_stream()
     zero = for_node_task(dataclasses.replace(data, labels=torch.zeros(EVENTS, dtype=torch.uint8)))
-    strategy = SingleProcessStrategy(NodeMemoryConfig(batch_size=GLOBAL_BATCH))
+    strategy = NodeMemoryStrategy(SingleProcessConfig(batch_size=GLOBAL_BATCH))
     with pytest.raises(ConfigError, match="no training event of dataset 'toy' has label 1"):
         strategy.check(zero, BASE, 1)
     with pytest.raises(ConfigError, match="eval.inductive sets how link prediction is scored"):
-        strategy.check(data, dataclasses.replace(BASE, inductive_events="apart"), 1)
+        strategy.check(data, changed(BASE, eval={"inductive": "apart"}), 1)
     with pytest.raises(ConfigError, match="eval_negatives set link prediction's evaluation"):
-        strategy.check(data, dataclasses.replace(BASE, eval_negatives=5), 1)
-    strategy.check(data, dataclasses.replace(BASE, split_by="time"), 1)  # DyGLib splits node classification by time too
+        strategy.check(data, changed(BASE, eval_negatives=5), 1)
+    strategy.check(data, changed(BASE, split={"by": "time"}), 1)  # DyGLib splits node classification by time too
     from dygsched.models.edgebank import EdgeBank
 
     with pytest.raises(ConfigError, match="model=edgebank scores links"):

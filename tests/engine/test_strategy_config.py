@@ -17,12 +17,9 @@ from tests.conftest import ROOT
 SCHED = ROOT / "conf" / "sched"
 
 
-def flat_strategies() -> list[str]:
-    """The conf/sched files whose strategy takes its flat settings as a ``config_type``."""
-    from hydra.utils import get_class
-
-    targets = {p.stem: OmegaConf.load(p).get("_target_") for p in SCHED.glob("*.yaml")}
-    return sorted(name for name, target in targets.items() if target and get_class(target).config_type)
+def configured_strategies() -> list[str]:
+    """The conf/sched files that name their configuration class (the others start from one of them)."""
+    return sorted(p.stem for p in SCHED.glob("*.yaml") if OmegaConf.load(p).get("_target_"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +36,16 @@ def test_values_are_held_as_their_fields_type():
     example = Example(share=1, sizes=[4, 5], mode=[3, 1])
     assert example.share == 1.0 and isinstance(example.share, float)
     assert example.sizes == (4, 5) and example.mode == (3, 1)
-    assert Example.defaults() == {"count": 1, "share": 0.5, "flag": False, "limit": None, "sizes": [2, 3], "mode": "auto"}
+    assert Example.defaults() == {
+        "_target_": "tests.engine.test_strategy_config.Example",
+        "name": "",
+        "count": 1,
+        "share": 0.5,
+        "flag": False,
+        "limit": None,
+        "sizes": [2, 3],
+        "mode": "auto",
+    }
 
 
 @pytest.mark.parametrize(
@@ -52,7 +58,7 @@ def test_values_are_held_as_their_fields_type():
         ({"limit": 2.5}, "sched.limit must be an integer or null, got 2.5"),
         ({"sizes": [1, "x"]}, "sched.sizes must be a list of integers, got [1, 'x']"),
         ({"mode": 3}, "sched.mode must be a string or a list of integers, got 3"),
-        ({"cuont": 3}, "unknown key 'sched.cuont': Example has count, share, flag, limit, sizes, mode"),
+        ({"cuont": 3}, "unknown key 'sched.cuont': Example has name, count, share, flag, limit, sizes, mode"),
     ],
 )
 def test_a_wrong_type_or_an_unknown_key_is_one_line_naming_it(options, message):
@@ -88,18 +94,18 @@ def test_every_config_is_frozen():
         FlareConfig().chunks = 4  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("name", flat_strategies())
-def test_the_yaml_restates_no_default_and_composes_to_the_dataclass_defaults(name):
-    """conf/sched/<name>.yaml names its strategy; every setting and its default comes from the dataclass."""
-    from hydra.utils import get_class
-
+@pytest.mark.parametrize("name", configured_strategies())
+def test_the_yaml_restates_no_default_and_composes_into_its_configuration_class(name):
+    """conf/sched/<name>.yaml names its configuration class; every setting and its default comes from
+    the dataclass, and the composed block is that class, which builds the strategy."""
     from dygsched.engine.build import build_strategy
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
+    from dygsched.typed_config import load_class
 
     raw = OmegaConf.load(SCHED / f"{name}.yaml")
     assert set(raw) == {"defaults", "_target_", "name"}
-    config_type = get_class(raw["_target_"]).config_type
-    composed = OmegaConf.to_container(compose_config([f"sched={name}"]).sched)
-    assert {k: v for k, v in composed.items() if k not in ("_target_", "name")} == config_type.defaults()
+    config_type = load_class(raw["_target_"], "sched")
+    composed = compose_run([f"sched={name}"]).sched
+    assert composed == config_type(name=name) and type(composed) is config_type
     strategy = build_strategy(composed)
-    assert strategy.config == config_type() and strategy.name == name
+    assert strategy.config is composed and strategy.name == name

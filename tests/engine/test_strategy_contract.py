@@ -25,14 +25,16 @@ from omegaconf import OmegaConf
 
 from dygsched.data.loading import for_task, load_data
 from dygsched.data.temporal_graph import TemporalGraph
-from dygsched.engine.build import build_model, build_strategy, run_settings
+from dygsched.engine.build import build_model, build_strategy
 from dygsched.engine.checkpoint import load_checkpoint
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.objective import build_split, group_objective
+from dygsched.engine.run_config import RunConfig
+from dygsched.engine.snapshot_groups.config import SnapshotGroupConfig
 from dygsched.engine.worker import _RunPlace, seed_everything, train_in_group
-from dygsched.launch.compose import compose_config
+from dygsched.launch.compose import compose_run
 from tests.conftest import ROOT, TINY_SYNTHETIC
-from tests.engine.node_shard_strategy import NodeShardStrategy
+from tests.engine.node_shard_strategy import NodeShardConfig, NodeShardStrategy
 from tests.harness import run_ranks
 
 TEST_CONF = ROOT / "tests" / "conf"
@@ -59,7 +61,7 @@ SHRINK = {
 }
 
 
-def config(name: str, results: Path, *extra: str) -> dict:
+def config(name: str, results: Path, *extra: str) -> RunConfig:
     overrides = [
         *TINY_SYNTHETIC,
         f"hydra.searchpath=[file://{TEST_CONF}]",
@@ -71,7 +73,7 @@ def config(name: str, results: Path, *extra: str) -> dict:
         *SHRINK.get(name, []),
         *extra,
     ]
-    return OmegaConf.to_container(compose_config(overrides), resolve=True)  # type: ignore[return-value]
+    return compose_run(overrides)
 
 
 # The two-rank runs start their group with a backend per device type, as a CUDA run's
@@ -88,7 +90,7 @@ def _rank(rank: int, world_size: int, results: str, task: str) -> None:
     for name in STRATEGIES if task == "node" else LINK_STRATEGIES:
         root = Path(results) / name
         full = config(name, root, f"epochs={EPOCHS}", "run_id=full", *backend, *TASKS[task])
-        data = data or load_data(full["dataset"])
+        data = data or load_data(full.dataset)
         train_in_group(full, env, cpu, data, _RunPlace(None))
         first = config(name, root, "epochs=1", "run_id=resumed", *backend, *TASKS[task])
         train_in_group(first, env, cpu, data, _RunPlace(None))
@@ -131,12 +133,11 @@ def epoch_groups(folder: Path) -> list[list[list[int]]]:
 
 def reference_parameters(name: str, folder: Path, task: str = "node", extra: tuple[str, ...] = ()) -> dict[str, torch.Tensor]:
     """Single-process SGD on each iteration's mean group loss, from the worker's own initial model."""
-    cfg = config(name, folder.parent, *TASKS[task], *extra)
-    settings = run_settings(cfg)
-    graph = for_task(load_data(cfg["dataset"]), TemporalGraph, settings)
-    split = build_split(graph, settings)
-    seed_everything(int(cfg["seed"]))
-    objective = group_objective(build_model(cfg["model"], graph), graph, split, settings)
+    run = config(name, folder.parent, *TASKS[task], *extra)
+    graph = for_task(load_data(run.dataset), TemporalGraph, run)
+    split = build_split(graph, run)
+    seed_everything(run.seed)
+    objective = group_objective(build_model(run.model, graph), graph, split, run)
     optimizer = torch.optim.SGD(objective.parameters(), lr=LR)
     for index, epoch in enumerate(epoch_groups(folder)):
         objective.start_epoch(index)
@@ -212,7 +213,8 @@ def test_a_planned_epoch_trains_every_unit_and_the_plan_files_say_how(contract_r
     profiling = json.loads((folder / "plan_profiling.json").read_text())
     plan = json.loads((folder / "plan.json").read_text())
     assert profiling["solver"] == "psg" and profiling["capacity"] == 1
-    assert plan["solver"].startswith(config(name, results)["sched"]["planner"]["solver"]) and plan["capacity"] == 2
+    assert plan["solver"].startswith(config(name, results).strategy_settings(SnapshotGroupConfig).planner.solver)
+    assert plan["capacity"] == 2
     profile = json.loads((folder / "profile.json").read_text())
     assert len(profile["group_times"]) == summary["training_units"] and set(profile["cost_model"]) == {"a1", "a2", "a3"}
 
@@ -220,7 +222,7 @@ def test_a_planned_epoch_trains_every_unit_and_the_plan_files_say_how(contract_r
 @pytest.mark.parametrize("name", STRATEGIES)
 def test_parameters_equal_single_process_training(contract_runs, name):
     results, task = trained(contract_runs, name)
-    strategy = build_strategy(config(name, results)["sched"])
+    strategy = build_strategy(config(name, results).sched)
     if not strategy.exact:
         pytest.skip(f"sched={name} does not claim exactness")
     folder = results / name / "full"
@@ -298,10 +300,10 @@ def test_the_worker_knows_no_strategy():
 def test_a_strategy_that_cannot_train_on_the_data_is_one_line(tmp_path):
     from dygsched.errors import ConfigError
 
-    cfg = OmegaConf.to_container(compose_config(["sched=psg", "dataset=edgelist", "dataset.kind=events"]), resolve=True)
-    data = load_data(cfg["dataset"])
+    run = compose_run(["sched=psg", "dataset=edgelist", "dataset.kind=events"])
+    data = load_data(run.dataset)
     with pytest.raises(ConfigError, match="trains on TemporalGraph data, but the dataset gives EventStream"):
-        build_strategy(cfg["sched"]).check(data, run_settings(cfg), 1)
+        build_strategy(run.sched).check(data, run, 1)
 
 
 class NodeTargetsOnly(NodeShardStrategy):
@@ -316,15 +318,14 @@ def test_a_strategy_refuses_a_task_it_does_not_train():
     strategies, which train event streams, refuse snapshots cut for links in one line too."""
     from dygsched.errors import ConfigError
 
-    cfg = config("node_shard", Path("unused"), *TASKS["link"])
-    settings = run_settings(cfg)
-    data = for_task(load_data(cfg["dataset"]), TemporalGraph, settings)
-    build_strategy(cfg["sched"]).check(data, settings, 1)  # the toy strategy declares it
+    run = config("node_shard", Path("unused"), *TASKS["link"])
+    data = for_task(load_data(run.dataset), TemporalGraph, run)
+    build_strategy(run.sched).check(data, run, 1)  # the toy strategy declares it
     with pytest.raises(ConfigError, match=r"^sched=node_only does not train link prediction \(task=link\)[^\n]*$"):
-        NodeTargetsOnly("node_only").check(data, settings, 1)
+        NodeTargetsOnly(NodeShardConfig(name="node_only")).check(data, run, 1)
     for name in sorted(p.stem for p in (ROOT / "conf" / "sched").glob("*.yaml") if p.stem not in STRATEGIES):
         with pytest.raises(ConfigError, match=rf"^sched={name} trains on EventStream data, but the dataset gives TemporalGraph"):
-            build_strategy(config(name, Path("unused"), *TASKS["link"])["sched"]).check(data, settings, 1)
+            build_strategy(config(name, Path("unused"), *TASKS["link"]).sched).check(data, run, 1)
 
 
 # ---- GC-LSTM: a model whose layer 0 convolves its hidden state, not its input ---------------------------
@@ -352,7 +353,7 @@ GCLSTM_FAST = ("blad", "esdg", "greedy", "psg")
 GCLSTM_SLOW = tuple(sorted(set(GCLSTM_TRAINED) - set(GCLSTM_FAST)))
 
 
-def gclstm_config(name: str, results: Path, *extra: str) -> dict:
+def gclstm_config(name: str, results: Path, *extra: str) -> RunConfig:
     return config(name, results, *GCLSTM_MODEL, *GCLSTM_TRAINED.get(name, []), *extra)
 
 
@@ -360,25 +361,25 @@ def gclstm_config(name: str, results: Path, *extra: str) -> dict:
 def test_gclstm_is_trained_or_refused_in_one_line_before_any_rank(name, tmp_path):
     from dygsched.errors import ConfigError
 
-    cfg = config(name, tmp_path, *GCLSTM_MODEL)
-    data = load_data(cfg["dataset"])
-    strategy = build_strategy(cfg["sched"])
+    run = config(name, tmp_path, *GCLSTM_MODEL)
+    data = load_data(run.dataset)
+    strategy = build_strategy(run.sched)
     if name in GCLSTM_REFUSED:
         with pytest.raises(ConfigError, match=GCLSTM_REFUSED[name]) as refused:
-            strategy.check_model(build_model(cfg["model"], data))
+            strategy.check_model(build_model(run.model, data))
         assert "\n" not in str(refused.value)
     if name in GCLSTM_TRAINED:
-        cfg = gclstm_config(name, tmp_path)
-        build_strategy(cfg["sched"]).check_model(build_model(cfg["model"], data))
+        run = gclstm_config(name, tmp_path)
+        build_strategy(run.sched).check_model(build_model(run.model, data))
 
 
 def _gclstm_rank(rank: int, world_size: int, results: str, names: tuple[str, ...]) -> None:
     env = DistEnv(rank, world_size, 0)
     data = None
     for name in names:
-        cfg = gclstm_config(name, Path(results) / name, f"epochs={EPOCHS}", "run_id=full", f"dist_backend={DEVICE_KEYED}")
-        data = data or load_data(cfg["dataset"])
-        train_in_group(cfg, env, torch.device("cpu"), data, _RunPlace(None))
+        run = gclstm_config(name, Path(results) / name, f"epochs={EPOCHS}", "run_id=full", f"dist_backend={DEVICE_KEYED}")
+        data = data or load_data(run.dataset)
+        train_in_group(run, env, torch.device("cpu"), data, _RunPlace(None))
         dist.barrier()
 
 
@@ -404,7 +405,7 @@ def assert_gclstm_trained_exactly(results: Path, name: str) -> None:
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["status"] == "ok" and summary["epochs_completed"] == EPOCHS and summary["world_size"] == 2
     assert summary["conv_flops_per_epoch"] > 0
-    assert build_strategy(gclstm_config(name, results)["sched"]).exact
+    assert build_strategy(gclstm_config(name, results).sched).exact
     trained = load_checkpoint(folder)["model"]
     assert any(".conv.lins.1." in key for key in trained)  # the Chebyshev filter's propagated term was trained
     for key, value in reference_parameters(name, folder, extra=(*GCLSTM_MODEL, *GCLSTM_TRAINED[name])).items():

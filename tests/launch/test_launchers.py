@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from dygsched.errors import ConfigError
-from dygsched.launch.compose import compose_config
+from dygsched.errors import ConfigError, DygschedError
+from dygsched.launch.compose import compose_config, compose_run
 from dygsched.launch.run_command import main
 from dygsched.launch.slurm import SlurmLauncher
 from dygsched.launch.sweeps import sweep_points
@@ -62,8 +62,9 @@ def test_ranks_get_the_same_overrides_with_this_runs_folder(tmp_path):
     )
     assert args[:3] == ["model=wdgcn", "+experiment=x", "launcher=torchrun"]
     assert args[3:] == [f"results_dir='{tmp_path}/my results'", "run_id=run-1", "resume='/r/run 1'"]
-    assert compose_config(args[3:]).resume == "/r/run 1"  # the quoting survives Hydra's parser
-    assert quote_override("k", "it's") == "k='it\\'s'" and compose_config([quote_override("run_id", "it's")]).run_id == "it's"
+    assert compose_run(args[3:]).resume == "/r/run 1"  # the quoting survives Hydra's parser
+    assert quote_override("k", "it's") == "k='it\\'s'"
+    assert compose_config([quote_override("run_id", "it's")]).run_id == "it's"  # Hydra's parser alone (not a plain name)
 
 
 def test_root_cause_from_torchrun_report():
@@ -146,10 +147,11 @@ def test_sweep_points_expand_like_hydra():
 
 
 def run_main(tmp_path, capsys, *args):
-    """``dygsched run ARGS`` in this process: (exit code, stderr lines); a ConfigError raised up front counts as exit 1."""
+    """``dygsched run ARGS`` in this process: (exit code, stderr lines); an error raised up front counts as
+    exit 1, as ``dygsched`` reports it."""
     try:
         code = main([*args, f"results_dir={tmp_path / 'results'}"])
-    except ConfigError as exc:
+    except DygschedError as exc:
         print(f"dygsched: error: {exc}", file=sys.stderr)
         code = 1
     return code, capsys.readouterr().err.strip().splitlines()

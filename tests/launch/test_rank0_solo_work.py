@@ -84,11 +84,11 @@ def test_a_checkpoint_slower_than_the_collective_timeout_does_not_fail_the_other
     """Rank 0 takes 3 timeouts to write each checkpoint; rank 1's next epoch waits for it on the
     store (without that wait its first collective timed out: under NCCL the watchdog aborts it)."""
     from dygsched.launch.app import run
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
     from tests.conftest import TINY_SYNTHETIC
 
     slow = ["model._target_=tests.launch.pausing.SlowSavingTGCN", f"+model.save_s={SOLO_S}"]
-    cfg = compose_config(
+    cfg = compose_run(
         [*TINY_SYNTHETIC, *slow, "world_size=2", "epochs=2", "checkpoint=true", f"dist_timeout_s={TIMEOUT_S}"]
         + [f"results_dir={tmp_path / 'results'}", "run_id=slow-save"]
     )

@@ -16,11 +16,10 @@ import pandas as pd
 import pytest
 
 from dygsched.engine.distributed import DistEnv
-from dygsched.engine.run_config import RunConfig
 from dygsched.engine.worker import train_rank
 from dygsched.errors import ConfigError
 from dygsched.launch.app import RunFailed, run
-from dygsched.launch.compose import compose_config
+from dygsched.launch.compose import compose_run
 from dygsched.launch.local import death_reason, free_port
 from dygsched.launch.torchrun import failure_reason
 from dygsched.metrics.run_folder import PhaseRecord, RunFolder
@@ -99,7 +98,7 @@ def test_a_resumed_run_sets_earlier_stacks_aside(tmp_path):
 
 
 def test_ranks_get_nccls_asynchronous_error_handling_unless_set(monkeypatch):
-    cfg = RunConfig.of(compose_config(["device=tpu", "dist_timeout_s=5"]))  # refused by the rank before it joins any group
+    cfg = compose_run(["device=tpu", "dist_timeout_s=5"])  # refused by the rank before it joins any group
     monkeypatch.delenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", raising=False)
     with pytest.raises(ConfigError, match="unknown device 'tpu'"):
         train_rank(cfg, DistEnv(0, 1, 0))
@@ -117,7 +116,7 @@ def test_ranks_get_nccls_asynchronous_error_handling_unless_set(monkeypatch):
 def test_launcher_local_records_a_rank_aborted_in_its_phase(tmp_path, when, phase):
     results = tmp_path / "results"
     with pytest.raises(RunFailed) as info:
-        run(compose_config([*TINY_SYNTHETIC, *ABORTING, *when, "epochs=3", "run_id=abort", f"results_dir={results}"]))
+        run(compose_run([*TINY_SYNTHETIC, *ABORTING, *when, "epochs=3", "run_id=abort", f"results_dir={results}"]))
     line = f"rank 1 {ABORT_LINE.format(phase=phase)}"
     assert "\n" not in str(info.value) and line in str(info.value)
     summary = json.loads((results / "abort" / "summary.json").read_text())

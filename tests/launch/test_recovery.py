@@ -21,7 +21,7 @@ import pytest
 
 from dygsched.errors import ConfigError
 from dygsched.launch.app import RunFailed, run
-from dygsched.launch.compose import compose_config
+from dygsched.launch.compose import compose_run
 from dygsched.launch.local import free_port
 from tests.cli_process import run_dygsched
 from tests.conftest import ROOT, TINY_SYNTHETIC
@@ -31,7 +31,7 @@ RECOVERY = [*TINY_SYNTHETIC, "model=mpnn_lstm", "sched=greedy", "sched.timeline.
 
 
 def train(results: Path, *overrides: str) -> dict:
-    return run(compose_config([*RECOVERY, f"results_dir={results}", *overrides]))
+    return run(compose_run([*RECOVERY, f"results_dir={results}", *overrides]))
 
 
 def losses(run_dir: Path) -> list[tuple]:
@@ -59,18 +59,14 @@ def dygsched(cwd: Path, *args: str, **kwargs) -> subprocess.Popen:
 
 
 def resume_for_one_more_epoch(tmp_path: Path, folder: Path, summary: dict) -> None:
-    """The stopped run resumes from its last checkpoint and trains one epoch more."""
-    resumed = run_dygsched(
-        "run",
-        *TINY_SYNTHETIC,
-        f"epochs={summary['epochs_completed'] + 1}",
-        "results_dir=results",
-        f"resume={folder}",
-        "progress=false",
-        cwd=tmp_path,
-        timeout=240,
-    )
+    """The stopped run resumes from its last checkpoint and trains one epoch more: its folder holds
+    its settings, so the command names only the folder and the epochs."""
+    resumed = run_dygsched("run", f"resume={folder}", f"epochs={summary['epochs_completed'] + 1}", cwd=tmp_path, timeout=240)
     assert resumed.returncode == 0, resumed.stderr
+
+
+def files_of(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.rglob("*"))}
 
 
 def alive(pid: int) -> bool:
@@ -141,8 +137,10 @@ def test_a_killed_rank_stops_the_run_and_resume_finishes_it(tmp_path, reference)
     assert pd.read_parquet(results / "runs.parquet")["status"].tolist() == ["failed"]
     assert not list(folder.glob(".*.tmp"))
 
-    resumed = train(results, f"epochs={EPOCHS}", f"resume={folder}")
-    assert resumed["status"] == "ok" and losses(folder) == reference
+    resumed = run_dygsched("run", f"resume={folder}", cwd=tmp_path, timeout=240)  # the run folder alone
+    assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "ok" and summary["epochs_completed"] == EPOCHS and losses(folder) == reference
     assert pd.read_parquet(results / "runs.parquet")["status"].tolist() == ["ok"]
 
 
@@ -151,7 +149,7 @@ def test_a_worker_exception_marks_the_run_failed_with_its_reason(tmp_path):
     results = tmp_path / "results"
     failing = ["model=tgcn", "model._target_=tests.launch.failing_model.FailingTGCN", "+model.fail_after=3"]
     with pytest.raises(RunFailed) as info:
-        run(compose_config([*TINY_SYNTHETIC, *failing, "epochs=3", "run_id=oom", f"results_dir={results}"]))
+        run(compose_run([*TINY_SYNTHETIC, *failing, "epochs=3", "run_id=oom", f"results_dir={results}"]))
     message = str(info.value)
     assert "\n" not in message and "rank 1: OutOfMemoryError: CUDA out of memory" in message
     summary = json.loads((results / "oom" / "summary.json").read_text())
@@ -166,16 +164,16 @@ def test_resume_restores_the_timeline(tmp_path):
     switch, it keeps the solved plan and profiles no more."""
     results = tmp_path / "results"
     base = [*TINY_SYNTHETIC, f"results_dir={results}", "sched=greedy", "sched.timeline.profile_epochs=2", "run_id=timeline"]
-    run(compose_config([*base, "epochs=1"]))
+    run(compose_run([*base, "epochs=1"]))
     folder = results / "timeline"
     assert (folder / "plan_profiling.json").exists() and not (folder / "plan.json").exists()
 
-    summary = run(compose_config([*base, "epochs=3", "resume=true"]))  # the latest checkpoint with these settings
+    summary = run(compose_run([*base, "epochs=3", "resume=true"]))  # the latest checkpoint with these settings
     assert summary["run_id"] == "timeline" and summary["switch_epoch"] == 2
     plan, profile = (folder / "plan.json"), (folder / "profile.json")
     before = plan.read_bytes(), plan.stat().st_mtime_ns, profile.stat().st_mtime_ns
 
-    summary = run(compose_config([*base, "epochs=4", f"resume={folder}"]))
+    summary = run(compose_run([*base, "epochs=4", f"resume={folder}"]))
     assert summary["epochs_completed"] == 4 and summary["switch_epoch"] == 2
     assert (plan.read_bytes(), plan.stat().st_mtime_ns, profile.stat().st_mtime_ns) == before
     metrics = pd.read_parquet(folder / "metrics.parquet")
@@ -190,6 +188,36 @@ def test_resume_refuses_other_settings(tmp_path, reference_run):
     with pytest.raises(ConfigError, match=r"settings differ: optim.lr \(0.01 -> 0.1\)"):
         train(tmp_path, f"epochs={EPOCHS + 1}", "optim.lr=0.1", f"resume={reference_run}")
     assert json.loads((reference_run / "summary.json").read_text())["status"] == "ok"  # untouched
+
+
+def test_resume_with_a_differing_override_is_refused_with_the_diff(tmp_path, reference_run):
+    """Settings given beside resume=<folder> must be the run's own (a group by the file it chose,
+    a key by its value); those that are not are listed in one line, and nothing is written."""
+    before = files_of(reference_run.parent)
+    done = run_dygsched(
+        "run", f"resume={reference_run}", "model=tgcn", "optim.lr=0.1", "seed=7", f"epochs={EPOCHS + 1}", cwd=tmp_path
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "dygsched: error: cannot resume reference: its settings differ: model.name ('mpnn_lstm' -> 'tgcn'); "
+        f"optim.lr (0.01 -> 0.1) (resume={reference_run} alone continues it with its own settings)"
+    ]
+    assert files_of(reference_run.parent) == before and not list(tmp_path.iterdir())
+
+
+def test_resume_true_with_nothing_to_resume_stops_and_auto_starts_a_new_run(tmp_path):
+    new_run = [*TINY_SYNTHETIC, "model=tgcn", "epochs=1", "run_id=fresh"]
+    done = run_dygsched("run", *new_run, "resume=true", cwd=tmp_path)
+    assert done.returncode == 1 and not list(tmp_path.iterdir())  # refused before the results folder is made
+    assert done.stderr.strip().splitlines() == [
+        "dygsched: error: resume=true: nothing to resume: results/fresh holds no checkpointed run; "
+        "resume=auto starts a new run when there is none, resume=<run folder> names one"
+    ]
+    started = run_dygsched("run", *new_run, "resume=auto", "progress=true", cwd=tmp_path)  # progress: its log lines
+    assert started.returncode == 0, started.stderr
+    assert "resume=auto: nothing to resume for these settings; starting a new run" in started.stdout + started.stderr
+    summary = json.loads((tmp_path / "results" / "fresh" / "summary.json").read_text())
+    assert summary["status"] == "ok" and summary["epochs_completed"] == 1  # a new run
 
 
 @pytest.mark.slow  # about 40 s on 2 cores: `make test-slow`
@@ -360,7 +388,7 @@ def test_sigterm_to_the_dygsched_launcher_stops_torchrun_and_records_the_run(tmp
 
 
 def _slurm_task(overrides: list[str]) -> dict:
-    return run(compose_config(overrides))
+    return run(compose_run(overrides))
 
 
 @pytest.mark.slow
@@ -396,7 +424,12 @@ def start_and_signal_the_launcher(tmp_path: Path, sig: int) -> tuple[subprocess.
 
 
 @pytest.mark.parametrize(
-    "sig, code, reason", [(signal.SIGTERM, 143, "terminated by SIGTERM"), (signal.SIGINT, 130, "interrupted")]
+    "sig, code, reason",
+    [
+        (signal.SIGTERM, 143, "terminated by SIGTERM"),
+        # the same stop of the workers; what Ctrl-C alone does differently is test_ctrl_c_marks_the_run_interrupted's
+        pytest.param(signal.SIGINT, 130, "interrupted", marks=pytest.mark.slow),
+    ],
 )
 def test_a_signal_to_the_launcher_stops_the_workers_and_records_the_run(tmp_path, sig, code, reason):
     """What `timeout`, SLURM preemption and Kubernetes send (SIGTERM), or Ctrl-C to the launcher alone:
@@ -412,4 +445,31 @@ def test_a_signal_to_the_launcher_stops_the_workers_and_records_the_run(tmp_path
     assert summary["status"] == "failed" and summary["reason"] == reason and summary["epochs_completed"] >= 1
     assert (folder / "metrics.parquet").exists() and not list(folder.glob("*.tmp*"))
     assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]
-    resume_for_one_more_epoch(tmp_path, folder, summary)
+    # its last line says how to continue it: a command to paste, here with the epochs to train
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.endswith("; `dygsched run resume=results/victim` continues it"), last
+    command = shlex.split(last.split("`")[1])
+    resumed = run_dygsched(*command[1:], f"epochs={summary['epochs_completed'] + 1}", cwd=tmp_path, timeout=240)
+    assert resumed.returncode == 0, resumed.stderr
+
+
+def test_ctrl_c_marks_the_run_interrupted(tmp_path, monkeypatch, capsys):
+    """Ctrl-C while the ranks train (the launcher's wait raises KeyboardInterrupt, and it stops the
+    workers as on SIGTERM, which the test above drives with real processes): the run is marked failed,
+    "interrupted", with its runs-table row, and ``dygsched`` exits 130 with one line."""
+    from dygsched.cli import main
+    from dygsched.launch.local import LocalLauncher
+
+    def interrupted(self, config, data, folder, world_size, overrides):
+        folder.path.mkdir(parents=True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(LocalLauncher, "launch", interrupted)
+    assert main(["run", *TINY_SYNTHETIC, "world_size=1", "run_id=victim", f"results_dir={tmp_path / 'results'}"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"dygsched: interrupted: run victim: it completed no epoch with a checkpoint (in {tmp_path / 'results' / 'victim'}), "
+        "so there is nothing to resume"
+    ]
+    summary = json.loads((tmp_path / "results" / "victim" / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["reason"] == "interrupted" and summary["epochs_completed"] == 0
+    assert pd.read_parquet(tmp_path / "results" / "runs.parquet")["status"].tolist() == ["failed"]

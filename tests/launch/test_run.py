@@ -96,7 +96,7 @@ def test_twitter_tennis_two_ranks(tmp_path, shipped_data):
         ([*TINY_SYNTHETIC, "sched.planner.capacity=0"], "capacity"),
         ([*TINY_SYNTHETIC, "world_size=64"], "larger than the"),
         ([*TINY_SYNTHETIC, "model.num_layers=4"], "num_layers"),
-        ([*TINY_SYNTHETIC, "epochs=abc"], "could not be converted to Integer"),
+        ([*TINY_SYNTHETIC, "epochs=abc"], "epochs must be an integer, got 'abc'"),
         ([*TINY_SYNTHETIC, "sched=esdg", "world_size=5"], "ESDG needs at least as many snapshots per group"),
         ([*TINY_SYNTHETIC, "sched=blad", "sched.timeline.profile_epochs=1"], "does not profile"),
         ([*TINY_SYNTHETIC, "dataset.growth=linear"], "unknown growth trend"),
@@ -113,8 +113,8 @@ def test_twitter_tennis_two_ranks(tmp_path, shipped_data):
         ([*TINY_SYNTHETIC, "world_size=1.5"], "world_size must be a positive integer or 'auto', got 1.5"),
         ([*TINY_SYNTHETIC, "run_id=a/b"], "run_id must be a plain name"),
         ([*TINY_SYNTHETIC, "run_id=.."], "run_id must be a plain name"),
-        ([*TINY_SYNTHETIC, "model.hidden_channels=abc"], "model.hidden_channels must be a number, got 'abc'"),
-        ([*TINY_SYNTHETIC, "dataset.num_nodes=lots"], "dataset.num_nodes must be a number"),
+        ([*TINY_SYNTHETIC, "model.hidden_channels=abc"], "model.hidden_channels must be an integer, got 'abc'"),
+        ([*TINY_SYNTHETIC, "dataset.num_nodes=lots"], "dataset.num_nodes must be an integer"),
         ([*TINY_SYNTHETIC, "launcher.grace_period_s=soon"], "launcher.grace_period_s must be a number"),
         (["dataset=events", "model=tgn", "sched=sven", "sched.prefetch=yes"], "sched.prefetch must be true or false, got 'yes'"),
         (["dataset=events", "model=tgn", "sched=sven", "sched.staleness=2"], "sched.staleness must be 0 or 1, got 2"),
@@ -245,11 +245,52 @@ def test_a_mistyped_key_names_what_is_close_instead_of_adding_it(override, messa
     assert str(error.value).startswith(message) and "To append" not in str(error.value)
 
 
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            ["dataset=collegemsg", "dataset.foo=1"],
+            "unknown key 'dataset.foo': dataset has _target_, format, label_col, name, path, snapshot",
+        ),
+        (
+            ["dataset=stream", "dataset.foo=1"],
+            "unknown key 'dataset.foo': dataset has _target_, format, label_col, name, path, snapshot",
+        ),
+        (
+            ["dataset=edgelist", "dataset.task=x"],
+            "unknown key 'dataset.task': did you mean dataset.lags? dataset has _target_, bipartite, directed",
+        ),
+        (["model=tgn", "model.hiden=3"], "unknown key 'model.hiden': model has _target_, default_lr, dropout, heads, memory_dim"),
+        (["model=tgn", "model.memory_dm=3"], "unknown key 'model.memory_dm': did you mean model.memory_dim"),
+        (["sched=flare", "sched.chunk=3"], "unknown key 'sched.chunk': did you mean sched.chunks"),
+        (
+            ["sched=real", "sched.planner.capactiy=2"],
+            "unknown key 'sched.planner.capactiy': did you mean sched.planner.capacity?",
+        ),
+        (
+            ["sched=real", "sched.executor.reuse_pth=diff"],
+            "unknown key 'sched.executor.reuse_pth': did you mean sched.executor.reuse_path",
+        ),
+        (["optim=sgd", "optim.momentun=0.9"], "unknown key 'optim.momentun': did you mean optim.momentum?"),
+        (["launcher=torchrun", "launcher.nnode=2"], "unknown key 'launcher.nnode': did you mean launcher.nnodes"),
+        (["task=node", "node_task.dropuot=0.2"], "unknown key 'node_task.dropuot': did you mean node_task.dropout?"),
+    ],
+)
+def test_an_unknown_key_names_the_keys_of_the_chosen_config(overrides, message):
+    """A key the chosen group's file lacks is answered with that file's keys (not the default file's)."""
+    from dygsched.errors import ConfigError
+    from dygsched.launch.compose import compose_config
+
+    with pytest.raises(ConfigError) as error:
+        compose_config(overrides)
+    assert str(error.value).startswith(message), str(error.value)
+
+
 @settings(deadline=None)  # the first example imports the launcher (torch)
 @given(st.text(min_size=1, max_size=40))
 def test_no_run_id_names_a_folder_outside_results_dir(name):
+    from dygsched.engine.run_config import check_plain_name
     from dygsched.errors import ConfigError
-    from dygsched.launch.config_checks import check_plain_name
 
     results = Path("/results")
     try:
@@ -292,12 +333,12 @@ def _count_constructions(monkeypatch) -> list:
 def test_the_launching_process_builds_the_strategy_once(tmp_path, monkeypatch):
     """Checking the settings, checking it against the data: one strategy (the ranks build their own)."""
     from dygsched.launch.app import run
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
     from dygsched.launch.local import LocalLauncher
 
     monkeypatch.setattr(LocalLauncher, "launch", lambda *args: None)  # no ranks: only this process counts
     built = _count_constructions(monkeypatch)
-    run(compose_config([*TINY_SYNTHETIC, "world_size=1", f"results_dir={tmp_path / 'results'}"]))
+    run(compose_run([*TINY_SYNTHETIC, "world_size=1", f"results_dir={tmp_path / 'results'}"]))
     assert len(built) == 1
 
 
@@ -306,7 +347,7 @@ def test_a_rank_builds_the_strategy_once_and_trains_it(tmp_path, monkeypatch):
     import signal
 
     from dygsched.launch.app import run
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
     from dygsched.launch.local import free_port
 
     for name, value in {
@@ -321,7 +362,7 @@ def test_a_rank_builds_the_strategy_once_and_trains_it(tmp_path, monkeypatch):
     previous = signal.getsignal(signal.SIGTERM)  # a rank answers SIGTERM by stopping; pytest keeps its own
     try:
         summary = run(
-            compose_config([*TINY_SYNTHETIC, "world_size=1", "epochs=1", "device=cpu", f"results_dir={tmp_path / 'results'}"])
+            compose_run([*TINY_SYNTHETIC, "world_size=1", "epochs=1", "device=cpu", f"results_dir={tmp_path / 'results'}"])
         )
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -9,10 +9,11 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+from dygsched.engine.run_config import RunConfig
 from dygsched.errors import ConfigError
 from dygsched.launch.base import threads_per_rank
 from dygsched.launch.checks import check_point, check_run, resolve_world_size
-from dygsched.launch.compose import compose_config
+from dygsched.launch.compose import compose_run
 from dygsched.launch.local import LocalLauncher
 from dygsched.launch.resolvers import slurm_tasks_per_node
 from dygsched.launch.slurm import SlurmLauncher
@@ -53,9 +54,9 @@ def test_auto_under_torchrun_counts_every_machine(gpus):
     assert resolve_world_size("auto", TorchrunLauncher(nnodes=2, rdzv_endpoint="h:1")) == 4  # 2 CPU processes per machine
 
 
-def slurm_point(*overrides: str) -> tuple[list[str], dict]:
+def slurm_point(*overrides: str) -> tuple[list[str], RunConfig]:
     point = [*TINY_SYNTHETIC, "launcher=slurm", *overrides]
-    return point, OmegaConf.to_container(compose_config(point), resolve=True)  # type: ignore[return-value]
+    return point, compose_run(point)
 
 
 @pytest.mark.parametrize(
@@ -71,8 +72,8 @@ def slurm_point(*overrides: str) -> tuple[list[str], dict]:
 def test_auto_under_slurm_is_gpus_per_node_times_nodes(gpus, overrides, gpus_here, tasks, ranks):
     gpus(gpus_here)
     point, config = slurm_point(*overrides)
-    assert config["launcher"]["tasks_per_node"] == tasks and isinstance(config["launcher"]["tasks_per_node"], int)
-    checked, world_size = check_point(compose_config(point), point)
+    assert config.launcher.settings["tasks_per_node"] == tasks and isinstance(config.launcher.settings["tasks_per_node"], int)
+    checked, world_size = check_point(config)
     assert isinstance(checked.launcher, SlurmLauncher) and world_size == ranks
 
 
@@ -151,7 +152,7 @@ def test_overlapped_buckets_with_a_strategy_that_communicates_in_backward_are_re
 @pytest.mark.parametrize("sched", ["psg", "depcache", "sven"])
 def test_overlapped_buckets_stay_allowed_where_backward_is_local(sched):
     point = [*TINY_SYNTHETIC, f"sched={sched}", "grad_sync.overlap=true"]
-    assert check_run(compose_config(point), point).strategy.name == sched
+    assert check_run(compose_run(point)).strategy.name == sched
 
 
 def test_overlapped_buckets_with_stale_gradients_are_refused(tmp_path, capsys):

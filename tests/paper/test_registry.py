@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dygsched.launch.compose import compose_config
+from dygsched.launch.compose import compose_run
 from dygsched.paper.published import published_numbers
 from dygsched.paper.registry import SECTIONS, TARGETS, targets_named
 from tests.conftest import ROOT
@@ -71,7 +71,7 @@ def test_every_sweep_point_composes():
         longest = max(len(values) for values in choices)
         points |= {tuple(values[i % len(values)] for values in choices) for i in range(longest)}  # every value of every key once
     for point in sorted(points):
-        compose_config(list(point))
+        compose_run(list(point))
 
 
 def test_every_target_is_a_one_line_make_call_and_needs_no_script():

@@ -19,7 +19,7 @@ from dygsched.paper.runner import (
     wall_time,
 )
 from dygsched.paper.sweep import RECORD
-from dygsched.paper.target import PaperTarget, Regime, Settings, Sweep
+from dygsched.paper.target import Needed, PaperTarget, Regime, Settings, Sweep
 
 
 def writes_table(results: Path, rows: int) -> None:
@@ -76,6 +76,23 @@ def test_a_benchmark_that_writes_its_table_then_fails_is_built_with_a_note(tmp_p
     (record,) = run_missing((toy("bench-a", writes_then_fails),), tmp_path, smoke=False, in_process=True)
     assert record.exit_code == 1 and "after writing its outputs" in capsys.readouterr().err
     assert "a benchmark's target was not met" in (tmp_path / "provenance" / "bench-a.log").read_text()
+
+
+def test_a_target_whose_optional_dependency_is_absent_is_not_built_and_the_rest_is(tmp_path, capsys):
+    """``make paper`` on a fresh clone: a target that needs a library this environment lacks says which
+    and the one command that installs it, builds nothing, and fails nothing; the other targets build."""
+    absent = Needed("dygsched_no_such_module", "a library this machine lacks", "make bench-x")
+    needy = replace(toy("bench-x", writes_nothing), needs=(absent,))
+    assert not absent.present and needy.absent_needs() == (absent,)
+    ran = run_missing((needy, toy("bench-y", writes_table)), tmp_path, smoke=False, in_process=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == (
+        "target 1 of 2: bench-x: not built: it needs a library this machine lacks (dygsched_no_such_module), "
+        "which `make bench-x` installs"
+    )
+    assert [record.target for record in ran] == ["bench-y"] and ran[0].ok
+    assert lines[-1] == "targets: 1 run (1 built, 0 failed), 0 present, 1 not built for want of a dependency (bench-x)"
+    assert read_provenance(tmp_path, "bench-x") is None  # nothing ran, nothing recorded
 
 
 def test_wall_time_in_words():

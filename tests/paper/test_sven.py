@@ -331,10 +331,8 @@ def test_sweeps_run_what_the_make_recipes_ran():
 
 
 def test_every_sweep_point_composes_and_each_breakdown_run_is_its_step():
-    from omegaconf import OmegaConf
-
     from dygsched.launch.checks import precheck
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
     from dygsched.launch.sweeps import sweep_points
 
     steps = []
@@ -342,11 +340,11 @@ def test_every_sweep_point_composes_and_each_breakdown_run_is_its_step():
         for smoke in (False, True):
             for run in planned_runs(sweep, smoke):
                 for point in sweep_points([*run, "results_dir=unused", "progress=false"]):
-                    cfg = compose_config(point)
+                    typed = compose_run(point)
                     if smoke:  # what the smoke build runs passes the checks a run makes before it trains
-                        precheck(cfg, point)
+                        precheck(typed)
                     if sweep is sven.breakdown.BREAKDOWN_SWEEP and not smoke:
-                        steps.append(sven.breakdown.breakdown_step(OmegaConf.to_container(cfg.sched)))
+                        steps.append(sven.breakdown.breakdown_step(typed.sched))
     assert tuple(steps) == sven.breakdown.BREAKDOWN_ORDER
 
 
@@ -379,13 +377,13 @@ def test_docs_learning_rate_advice_is_the_codes(model):
     table-sven-accuracy trains at: both as the configs and the target have them (issue 57)."""
     import re
 
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
     from dygsched.paper.sven.common import SWEEP_ARGS
     from tests.conftest import ROOT
 
     page = (ROOT / "docs" / "sven.md").read_text()
     stated = float(re.search(r"train at TGL's learning rate, ([0-9.]+), unless `optim.lr` is set", page).group(1))
-    assert float(compose_config([f"model={model}", "dataset=events", "sched=single"]).optim.lr) == stated
+    assert compose_run([f"model={model}", "dataset=events", "sched=single"]).optim.learning_rate == stated
     accuracy_line = next(line for line in page.splitlines() if line.startswith("dygsched paper table-sven-accuracy"))
     swept = {key: value for key, _, value in (arg.partition("=") for arg in SWEEP_ARGS)}
     assert float(swept["optim.lr"]) == stated and "1e-4" in accuracy_line and f"epochs={swept['epochs']}" in accuracy_line

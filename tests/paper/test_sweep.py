@@ -1,6 +1,7 @@
 """A target's sweep runs through the compose API and run(cfg) into one folder, and is reused whole."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,10 +16,26 @@ SWEEP = Sweep(
 )
 
 
+def recorded(run, overrides=None):
+    """A stand-in for ``run``: what a finished run leaves for a sweep's bookkeeping (its folder's
+    ``config.yaml`` and its ok row), without training. The resume tests below read no more, and
+    test_the_sweep_runs_every_point_once_then_is_reused trains its points for real."""
+    from omegaconf import OmegaConf
+
+    from dygsched.metrics.runs_table import append_run, read_runs
+
+    results = Path(run.results_dir)
+    run_id = f"recorded-{len(read_runs(results)) if (results / 'runs.parquet').exists() else 0}-seed{run.seed}"
+    (results / run_id).mkdir(parents=True)
+    (results / run_id / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(run.replace(run_id=run_id).to_container())))
+    append_run(results, {**run.identity(run_id, 1), "status": "ok"})
+    return {"status": "ok", "run_id": run_id}
+
+
 def test_planned_runs_repeat_rounds_and_append_extra_overrides():
     assert planned_runs(SWEEP, smoke=False) == [SWEEP.runs[0], SWEEP.runs[1], SWEEP.runs[0], SWEEP.runs[1]]
     assert planned_runs(SWEEP, smoke=True, extra=("model=wdgcn",)) == [(*SWEEP.smoke[0], "model=wdgcn")]
-    (line,) = command_lines(SWEEP, __import__("pathlib").Path("out"), smoke=True)
+    (line,) = command_lines(SWEEP, Path("out"), smoke=True)
     assert line.startswith("dygsched run -m sched=psg world_size=1") and line.endswith("results_dir=out/tiny progress=false")
 
 
@@ -41,7 +58,10 @@ def test_the_sweep_runs_every_point_once_then_is_reused(tmp_path):
     assert len(pd.read_parquet(folder / "runs.parquet")) == 2
 
 
-def test_an_incomplete_sweep_is_moved_aside_and_run_anew(tmp_path):
+def test_an_incomplete_sweep_is_moved_aside_and_run_anew(tmp_path, monkeypatch):
+    import dygsched.launch.app as app
+
+    monkeypatch.setattr(app, "run", recorded)
     sweep = Sweep(folder="tiny", runs=(("sched=psg", *TINY),), smoke=(("sched=psg", *TINY),))
     (tmp_path / "tiny").mkdir()
     (tmp_path / "tiny" / "left-over").write_text("from a crashed sweep")
@@ -87,7 +107,7 @@ def test_an_interrupted_sweep_resumes_keeping_the_runs_it_finished(tmp_path, mon
     from dygsched.metrics.runs_table import append_run
 
     sweep = Sweep(folder="tiny", runs=(("sched=psg", *TINY, "seed=0,1,2"),), smoke=(("sched=psg", *TINY),))
-    real_run, calls = app.run, []
+    real_run, calls = recorded, []
 
     def cut_off_after_two(cfg, **kwargs):
         if len(calls) == 2:
@@ -128,7 +148,7 @@ def test_a_finished_sweep_whose_definition_grows_runs_only_the_new_points_and_ke
     sitting (from the finished record, as no sweep.parts.json is left) beside the new one."""
     import dygsched.launch.app as app
 
-    real_run, calls = app.run, []
+    real_run, calls = recorded, []
     monkeypatch.setattr(app, "run", lambda cfg, **kwargs: (calls.append(cfg.seed), real_run(cfg, **kwargs))[1])
     two = Sweep(folder="tiny", runs=(("sched=psg", *TINY, "seed=0,1"),), smoke=(("sched=psg", *TINY),))
     run_sweep(two, tmp_path, smoke=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from dygsched.engine.strategy_config import StrategyConfig
 from dygsched.errors import ConfigError
@@ -14,6 +15,9 @@ LOOPS = ("epochs", "online")
 class DistDyConfig(StrategyConfig):
     """The settings of ``DistDyStrategy``, their types and defaults (see ``dygsched.engine.strategy_config``)."""
 
+    strategy: ClassVar[str] = "dygsched.engine.distdy.strategy:DistDyStrategy"
+
+    name: str = "distdy"
     partition: str = "distdy"  # distdy (Algorithms 1-3) | metis | hash | greedy | metis_layer
     segments: int | None = None  # S: feature segments of additive storage; null: the paper's 4, or the feature columns if fewer
     # D^k per store: this many times the balanced window storage (tight: the tightest feasible is 1.3-1.7, docs/distdy.md)

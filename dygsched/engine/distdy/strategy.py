@@ -65,7 +65,8 @@ from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neig
 from dygsched.engine.link_objective import LinkObjective
 from dygsched.engine.node_partition.exchange import exchange_counts, exchange_rows
 from dygsched.engine.objective import build_split, check_task, group_objective
-from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy, broadcast_from_rank0
+from dygsched.engine.run_config import RunConfig
+from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, Strategy, broadcast_from_rank0
 from dygsched.engine.timing import HOST, Region, timed
 from dygsched.errors import ConfigError
 
@@ -88,13 +89,12 @@ class DistDyStrategy(Strategy):
 
     data_kind = TemporalGraph
     exact = False  # sampled mini-batches: not the group objective of the contract's reference
-
-    config_type = DistDyConfig
     predicts_links = True  # task=link: sampled pairs, each scored by its source's holder (distdy.links)
     communicates_in_backward = True  # halo/row all-to-alls inside backward: no overlapped gradient buckets
 
-    def __init__(self, config: DistDyConfig, name: str = "distdy") -> None:
-        self.name, self.config = name, config
+    def __init__(self, config: DistDyConfig) -> None:
+        super().__init__(config)
+        self.config: DistDyConfig = config
         self.placements: list[SnapshotPartition] = []
         self._store: GraphStore | None = None
         self._baseline: list[SnapshotPartition] | None = None
@@ -105,7 +105,7 @@ class DistDyStrategy(Strategy):
         self._evaluation_held: dict[int, tuple[np.ndarray, np.ndarray]] | None = None  # task=link: val/test windows
 
     # ---- before any rank starts -------------------------------------------------------------------
-    def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
+    def check(self, data: DynamicData, settings: RunConfig, world_size: int) -> None:
         super().check(data, settings, world_size)
         assert isinstance(data, TemporalGraph)
         if settings.window > data.num_snapshots:
@@ -129,16 +129,16 @@ class DistDyStrategy(Strategy):
     def _segments(self, num_features: int) -> int:
         return feature_segments(self.config.segments, num_features)
 
-    def steps(self, data: TemporalGraph, settings: RunSettings) -> list[int]:
+    def steps(self, data: TemporalGraph, settings: RunConfig) -> list[int]:
         """Every window's newest snapshot, in order: every window of the stream, or under ``task=link``
         the training groups' (the later groups are validation and test, split by time)."""
         if data.task is Task.LINK:
             return [group.stop - 1 for group in build_split(data, settings).train]
         return list(range(settings.window - 1, data.num_snapshots))
 
-    def _snapshot_graphs(self, graph: TemporalGraph, settings: RunSettings) -> list[SnapshotGraph]:
-        train = node_split(graph.num_nodes, settings.train_fraction, settings.val_fraction, settings.seed)[0]
-        targets, batch = sampled_targets(graph, train, self.config.batch, settings.train_negatives)
+    def _snapshot_graphs(self, graph: TemporalGraph, settings: RunConfig) -> list[SnapshotGraph]:
+        train = node_split(graph.num_nodes, settings.split.train, settings.split.val, settings.seed)[0]
+        targets, batch = sampled_targets(graph, train, self.config.batch, settings.link.negatives)
         return snapshot_graphs(graph, targets, batch, self.config.fanouts, self._segments(graph.num_features))
 
     def _capacity(self, snapshots: Sequence[SnapshotGraph], window: int, stores: int) -> np.ndarray:
@@ -154,7 +154,7 @@ class DistDyStrategy(Strategy):
             "fetch_weight": c.fetch_weight,
         }
 
-    def _check_capacity(self, data: TemporalGraph, settings: RunSettings, world_size: int) -> None:
+    def _check_capacity(self, data: TemporalGraph, settings: RunConfig, world_size: int) -> None:
         """Algorithms 1-3 over the whole stream (they are causal and do not depend on training): a capacity
         at which Algorithm 1 cannot place some snapshot is refused with the smallest one that works."""
         snapshots = self._snapshot_graphs(data, settings)
@@ -196,7 +196,7 @@ class DistDyStrategy(Strategy):
         self.settings, self.rank, self.world_size, self.device = run.settings, run.rank, run.world_size, run.device
         self.window = run.settings.window
         self.train_nodes, self.val_nodes, self.test_nodes = node_split(
-            graph.num_nodes, run.settings.train_fraction, run.settings.val_fraction, run.settings.seed
+            graph.num_nodes, run.settings.split.train, run.settings.split.val, run.settings.seed
         )
         self.num_segments = self._segments(graph.num_features)
         if self.config.segments is None and self.rank == 0:
@@ -223,9 +223,10 @@ class DistDyStrategy(Strategy):
         self.loss = cast(LinkObjective, group_objective(cast("DGNN", model), self.graph, self.split, self.settings))
         return self.loss
 
-    def _place(self, tau: int) -> tuple[SnapshotPartition, float]:
+    def place(self, tau: int) -> tuple[SnapshotPartition, float]:
         """Snapshot ``tau``'s placement: rank 0 partitions each snapshot as it arrives, in order, and every
-        rank receives it. Returns it and the seconds placing it took (0 when it was placed before)."""
+        rank receives it. Returns it and the seconds placing it took (0 when it was placed before); every
+        earlier one is in ``placements`` (set up as rank 0 of N ranks outside a process group: N stores')."""
         seconds = 0.0
         while len(self.placements) <= tau:
             t = len(self.placements)
@@ -266,7 +267,7 @@ class DistDyStrategy(Strategy):
         for tau in steps:
             while not store.snapshots or store.snapshots[-1] < tau:  # the snapshots that arrived up to tau
                 t = store.snapshots[-1] + 1 if store.snapshots else 0
-                placement, seconds = self._place(t)
+                placement, seconds = self.place(t)
                 clock["partition"] += seconds
                 cut.append(placement.cut_edges)
                 start = time.perf_counter()
@@ -492,7 +493,7 @@ class DistDyStrategy(Strategy):
         return out
 
     # ---- evaluation -----------------------------------------------------------------------------------
-    def evaluation_metrics(self, data: DynamicData, settings: RunSettings) -> frozenset[str]:
+    def evaluation_metrics(self, data: DynamicData, settings: RunConfig) -> frozenset[str]:
         if isinstance(data, TemporalGraph) and data.task is Task.LINK:
             return super().evaluation_metrics(data, settings)  # link prediction's, as every strategy's
         return frozenset({"loss", "mse"})  # node regression only
@@ -541,7 +542,7 @@ class DistDyStrategy(Strategy):
             wanted = {t for group in (*self.split.val, *self.split.test) for t in range(group.start, group.stop)}
             store, held = self._new_store(), {}
             for t in range(max(wanted) + 1):
-                self._add_snapshot(store, t, self._place(t)[0])
+                self._add_snapshot(store, t, self.place(t)[0])
                 if t in wanted:
                     held[t] = store.features(t)
             self._evaluation_held = held
@@ -550,7 +551,7 @@ class DistDyStrategy(Strategy):
     def _rebuild_window(self, tau: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         store = self._new_store()
         for t in range(tau + 1):  # from the first snapshot: a store's versions depend on where nodes were before
-            self._add_snapshot(store, t, self._place(t)[0])
+            self._add_snapshot(store, t, self.place(t)[0])
         return {t: store.features(t) for t in range(tau - self.window + 1, tau + 1)}
 
     def _new_store(self) -> GraphStore:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from dygsched.engine.flare.decay import SCHEDULES
 from dygsched.engine.strategy_config import StrategyConfig
@@ -15,6 +16,9 @@ LOSS_ON = ("last", "all")
 class FlareConfig(StrategyConfig):
     """The settings of ``FlareStrategy``, their types and defaults (see ``dygsched.engine.strategy_config``)."""
 
+    strategy: ClassVar[str] = "dygsched.engine.flare.strategy:FlareStrategy"
+
+    name: str = "flare"
     partition: str = "metis"  # metis | hash | range: which rank owns each node (chunked in two levels)
     chunks: int = 16  # C: chunks per rank (the unit of decay)
     full: int = 2  # K: the most recent snapshots of a window trained in full (K = window: Full-History)

@@ -47,16 +47,8 @@ from dygsched.engine.node_partition.layout import GCNNorm, PartitionedSnapshot, 
 from dygsched.engine.node_partition.overlap import OverlapSchedule
 from dygsched.engine.node_partition.pairs import PairRows, every_row
 from dygsched.engine.objective import GroupObjective, build_split, check_task, group_objective
-from dygsched.engine.strategy import (
-    Epoch,
-    IterationStats,
-    MetricValue,
-    Missing,
-    RunContext,
-    RunSettings,
-    Strategy,
-    broadcast_from_rank0,
-)
+from dygsched.engine.run_config import RunConfig
+from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, Missing, RunContext, Strategy, broadcast_from_rank0
 from dygsched.engine.timing import Region, Tally, timed
 from dygsched.errors import ConfigError
 from dygsched.models.dgnn import DGNN
@@ -102,18 +94,27 @@ def model_norm(model: nn.Module) -> GCNNorm:
     return GCNNorm(bool(add_self_loops), bool(improved))
 
 
+def chunk_survival(seed: int, epoch: int, rank: int, chunks: int) -> np.ndarray:
+    """``survival[c]``: chunk ``c``'s place in ``rank``'s survival order of ``epoch`` (a decayed block
+    keeping ``N`` chunks keeps those placed below ``N``), drawn from the run's seed."""
+    order = np.random.default_rng([seed, epoch, rank, 17]).permutation(chunks)
+    survival = np.empty(chunks, dtype=np.int64)
+    survival[order] = np.arange(chunks)
+    return survival
+
+
 class FlareStrategy(Strategy):
     """FlareDTDG's hybrid batching over node partitions (see the module docstring)."""
 
     data_kind = TemporalGraph
     exact = False  # decayed blocks depend on the partition; with full blocks only, P ranks equal one process (tests)
 
-    config_type = FlareConfig
     predicts_links = True  # task=link: a pair is scored where its source lives (node_partition.pairs)
     communicates_in_backward = True  # halo/row all-to-alls inside backward: no overlapped gradient buckets
 
-    def __init__(self, config: FlareConfig, name: str = "flare") -> None:
-        self.name, self.config = name, config
+    def __init__(self, config: FlareConfig) -> None:
+        super().__init__(config)
+        self.config: FlareConfig = config
         self.full, self.alpha = config.full, config.alpha  # where the decay starts; the auto-tuning moves them
         self.overlap_schedule = OverlapSchedule(config.overlap) if config.overlap != "none" else None
         self._state_bytes = 0
@@ -124,7 +125,7 @@ class FlareStrategy(Strategy):
         self._partition_reported = False
 
     # ---- before any rank starts -------------------------------------------------------------------
-    def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
+    def check(self, data: DynamicData, settings: RunConfig, world_size: int) -> None:
         super().check(data, settings, world_size)
         assert isinstance(data, TemporalGraph)
         if self.full > settings.window:
@@ -200,9 +201,7 @@ class FlareStrategy(Strategy):
     def chunk_order(self, epoch: int) -> tuple[np.ndarray, np.ndarray]:
         """This rank's node order for ``epoch`` (owned rows sorted by their chunk's survival rank,
         then by id) and ``ends[c]``: how many of its nodes lie in the first ``c`` chunks."""
-        survival = np.random.default_rng([self.settings.seed, epoch, self.rank, 17]).permutation(self.config.chunks)
-        rank_of_chunk = np.empty(self.config.chunks, dtype=np.int64)
-        rank_of_chunk[survival] = np.arange(self.config.chunks)
+        rank_of_chunk = chunk_survival(self.settings.seed, epoch, self.rank, self.config.chunks)
         owned_rank = rank_of_chunk[self.partition.chunk[self.layout.owned]]
         order = np.lexsort((np.arange(owned_rank.size), owned_rank))
         ends = np.concatenate([[0], np.cumsum(np.bincount(owned_rank, minlength=self.config.chunks))])

@@ -9,7 +9,11 @@ move state between ranks only through their ``Transport``, which counts and time
 A backend may also prepare a series ahead (``prepare``: Sven's redundancy-free organisation),
 prepare batches ahead (``ahead``: Sven's prefetch) and cut a rank's batch into ``micro_batches``.
 ``exact``: its parameters equal the one-process reference's step for step; ``gradient_staleness``:
-1 when each step applies the previous step's summed gradients.
+1 when each step applies the previous step's summed gradients; ``communicates_in_backward``: its
+exchanges run inside the backward pass (DepComm's answers' gradients).
+
+A backend is built from the strategy's configuration (``NodeMemoryConfig``), whose class names it
+(``memory``): a backend needs no strategy class of its own.
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ from dygsched.data.event_batches import RecentNeighbours
 from dygsched.data.events import EventStream
 from dygsched.data.kinds import DynamicData
 from dygsched.engine.node_memory.batches import DistinctPairs, Series
+from dygsched.engine.node_memory.config import NodeMemoryConfig
 from dygsched.engine.node_memory.state import NodeState, NodeStateTable, Ownership
 from dygsched.engine.node_memory.transport import Transport
 from dygsched.engine.node_memory.updates import StateUpdates
-from dygsched.engine.strategy import IterationStats, RunSettings
+from dygsched.engine.run_config import RunConfig
+from dygsched.engine.strategy import IterationStats
 from dygsched.models.memory_base import MemoryModel, gather_rows
 
 T = TypeVar("T")
@@ -40,7 +46,7 @@ class MemoryRun:
 
     name: str  # the strategy's, for messages
     stream: EventStream
-    settings: RunSettings
+    settings: RunConfig
     train_events: tuple[int, int]  # the training phase's events, [start, stop)
     batch_size: int  # events per rank per step
     rank: int
@@ -58,8 +64,12 @@ class NodeMemory(ABC):
     micro_batches: int = 1
     exact: bool = True
     gradient_staleness: int = 0
+    communicates_in_backward: bool = False
 
-    def check(self, name: str, data: DynamicData, settings: RunSettings, world_size: int) -> None:
+    def __init__(self, config: NodeMemoryConfig) -> None:
+        self.config = config
+
+    def check(self, name: str, data: DynamicData, settings: RunConfig, world_size: int) -> None:
         """Raise ``ConfigError`` if the backend cannot run (launching process, before any rank starts)."""
 
     def attach(self, run: MemoryRun) -> None:

@@ -1,12 +1,17 @@
 """The node-memory strategies' configurations: every field a ``sched.<name>`` setting.
 
-``NodeMemoryConfig``: ``sched=single`` and ``sched=depcache``; ``ShardedMemoryConfig``: ``sched=depcomm``
-(disjoint node state, one owner per vertex); ``SvenConfig``: ``sched=sven`` (its pipeline's switches).
+Every node-memory strategy is ``NodeMemoryStrategy`` driving a memory backend; a configuration
+class binds the backend (``memory``: ``package.module:Class``, built with the configuration) and
+types its settings, so a backend needs no strategy class of its own. ``SingleProcessConfig``
+(``sched=single``) and ``DepCacheConfig`` (``sched=depcache``) have the loop's settings alone
+(``NodeMemoryConfig``); ``DepCommConfig`` (``sched=depcomm``) adds disjoint ownership
+(``ShardedMemoryConfig``); ``SvenConfig`` (``sched=sven``) its pipeline's switches.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from dygsched.engine.strategy_config import StrategyConfig
 from dygsched.errors import ConfigError
@@ -16,12 +21,31 @@ from dygsched.errors import ConfigError
 class NodeMemoryConfig(StrategyConfig):
     """What every node-memory strategy has (see ``dygsched.engine.strategy_config``)."""
 
+    strategy: ClassVar[str] = "dygsched.engine.node_memory.strategy:NodeMemoryStrategy"
+    memory: ClassVar[str] = ""  # the backend (a NodeMemory class), package.module:Class
+
     batch_size: int = 600  # events per rank per step (the global batch is batch_size x world_size)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.batch_size < 1:
             raise ConfigError(f"sched.batch_size must be at least 1 event, got {self.batch_size}")
+
+
+@dataclass(frozen=True)
+class SingleProcessConfig(NodeMemoryConfig):
+    """``sched=single``: the one-process reference (``single.py``)."""
+
+    memory: ClassVar[str] = "dygsched.engine.node_memory.single:SingleProcessMemory"
+    name: str = "single"
+
+
+@dataclass(frozen=True)
+class DepCacheConfig(NodeMemoryConfig):
+    """``sched=depcache``: a full replica on every rank (``depcache.py``)."""
+
+    memory: ClassVar[str] = "dygsched.engine.node_memory.depcache:DepCacheMemory"
+    name: str = "depcache"
 
 
 @dataclass(frozen=True)
@@ -42,9 +66,19 @@ class ShardedMemoryConfig(NodeMemoryConfig):
 
 
 @dataclass(frozen=True)
-class SvenConfig(ShardedMemoryConfig):
-    """Sven: Re-FlexBiCut ownership and the hierarchical pipeline's switches."""
+class DepCommConfig(ShardedMemoryConfig):
+    """``sched=depcomm``: owners compute and send the memory per occurrence (``depcomm.py``)."""
 
+    memory: ClassVar[str] = "dygsched.engine.node_memory.depcomm:DepCommMemory"
+    name: str = "depcomm"
+
+
+@dataclass(frozen=True)
+class SvenConfig(ShardedMemoryConfig):
+    """Sven: Re-FlexBiCut ownership and the hierarchical pipeline's switches (``sven.py``)."""
+
+    memory: ClassVar[str] = "dygsched.engine.node_memory.sven:SvenMemory"
+    name: str = "sven"
     partition: str = "reflexbicut"
     micro_batches: int = 1  # slices per rank batch; the rows of slice k+1 travel while slice k computes
     prefetch: bool = True  # a helper thread samples, organises and routes the next batch ahead

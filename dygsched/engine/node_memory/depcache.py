@@ -8,9 +8,7 @@ replicas stay identical. Memory grows with the rank count; traffic with ``M - 1`
 
 from __future__ import annotations
 
-from dygsched.engine.node_memory.config import NodeMemoryConfig
 from dygsched.engine.node_memory.single import LocalMemory
-from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
 from dygsched.engine.node_memory.updates import StateUpdates
 from dygsched.engine.strategy import IterationStats
 
@@ -40,12 +38,3 @@ class DepCacheMemory(LocalMemory):
                 )
             )
         StateUpdates.cat(parts).apply(self.table, self.row_on_device)
-
-
-class DepCacheStrategy(NodeMemoryStrategy):
-    """``sched=depcache``: the node-memory loop over DepCache's replicas."""
-
-    config_type = NodeMemoryConfig
-
-    def __init__(self, config: NodeMemoryConfig, name: str = "depcache") -> None:
-        super().__init__(config, name, DepCacheMemory())

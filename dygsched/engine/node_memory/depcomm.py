@@ -13,14 +13,14 @@ from __future__ import annotations
 import torch
 
 from dygsched.engine.node_memory.batches import Series
-from dygsched.engine.node_memory.config import ShardedMemoryConfig
 from dygsched.engine.node_memory.sharded import ShardedMemory
-from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
 from dygsched.engine.strategy import IterationStats
 
 
 class DepCommMemory(ShardedMemory):
     """Owners compute the memory of their vertices' occurrences and send it back, differentiably."""
+
+    communicates_in_backward = True  # the answers' gradients go back to the owners inside backward
 
     def memory_of(
         self, series: Series, stats: IterationStats, upcoming: Series | None = None
@@ -39,13 +39,3 @@ class DepCommMemory(ShardedMemory):
             transport.traffic.record("dispatch_grad", send_counts, recv_counts, reply.shape[1] * reply.element_size(), stats)
         restored = answered[torch.argsort(order).to(answered.device)]
         return restored[:, :-1], restored[:, -1].detach()
-
-
-class DepCommStrategy(NodeMemoryStrategy):
-    """``sched=depcomm``: the node-memory loop over DepComm's owners."""
-
-    config_type = ShardedMemoryConfig
-    communicates_in_backward = True  # the answers' gradients go back to the owners inside backward
-
-    def __init__(self, config: ShardedMemoryConfig, name: str = "depcomm") -> None:
-        super().__init__(config, name, DepCommMemory(config))

@@ -16,17 +16,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dygsched.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dygsched.engine.run_config import RunConfig
 
 WEIGHTLESS_MODEL_KEYS = ("dropout", "default_lr")  # settings of the model block that no weight depends on
 
 
-def check_init_from(run: Any) -> Path | None:
-    """The run folder ``run.node_task.init_from`` names, checked against ``run`` (a ``RunConfig``);
-    ``None`` without one."""
-    from dygsched.engine.checkpoint import checkpoint_path, config_differences, saved_config
+def check_init_from(run: RunConfig) -> Path | None:
+    """The run folder ``run.node_task.init_from`` names, checked against ``run``; ``None`` without one."""
+    from dygsched.engine.checkpoint import checkpoint_path
+    from dygsched.engine.run_config import saved_run
+    from dygsched.typed_config import differences
 
     given = run.node_task.init_from
     if not given:
@@ -41,19 +45,19 @@ def check_init_from(run: Any) -> Path | None:
         raise ConfigError(f"{what}: {folder.name} is not a finished run (its status: {status}); name one that finished")
     if not checkpoint_path(folder).is_file():
         raise ConfigError(f"{what}: {folder.name} kept no checkpoint.pt (it ran with checkpoint=false): its weights are gone")
-    saved = saved_config(folder)
-    if saved.get("task") == "node":
+    try:
+        saved = saved_run(folder)
+    except ConfigError as exc:
+        raise ConfigError(f"{what}: {exc}") from None
+    if saved.task == "node":
         raise ConfigError(f"{what}: {folder.name} trained a node task itself; name the link-prediction run it started from")
-    current = run.to_container()
-    for block in ("model", "dataset"):
-        ignored = WEIGHTLESS_MODEL_KEYS if block == "model" else ()
-        theirs = {k: v for k, v in dict(saved.get(block) or {}).items() if k not in ignored}
-        ours = {k: v for k, v in dict(current.get(block) or {}).items() if k not in ignored}
-        if theirs.get("name") != ours.get("name"):
-            raise ConfigError(f"{what}: {folder.name} trained {block}={theirs.get('name')}, this run {block}={ours.get('name')}")
-        changed = config_differences(theirs, ours)  # a run folder's config.yaml is kept resolved
+    for block, theirs, ours in (("model", saved.model, run.model), ("dataset", saved.dataset, run.dataset)):
+        if theirs.name != ours.name:
+            raise ConfigError(f"{what}: {folder.name} trained {block}={theirs.name}, this run {block}={ours.name}")
+        ignored = tuple(f"{block}.{key}" for key in WEIGHTLESS_MODEL_KEYS) if block == "model" else ()
+        changed = differences(dict(theirs), dict(ours), block, skip=ignored)  # a run folder's config.yaml is kept resolved
         if changed:
-            raise ConfigError(f"{what}: {folder.name}'s {block} differs: {'; '.join(f'{block}.{c}' for c in changed[:4])}")
+            raise ConfigError(f"{what}: {folder.name}'s {block} differs: {'; '.join(changed[:4])}")
     return folder
 
 

@@ -5,7 +5,9 @@ Evaluation draws ``eval_negatives`` per event under each sampler of ``eval.negat
 (``dygsched/data/negative_edges.py``: random, historical, inductive), the same every epoch; TGB's
 fixed negatives, where ``tgb_negatives`` gives their files, replace the drawn ones of their phase.
 Draws are seeded per global batch and made from the global batch's events, so every rank count
-draws the same ones; a rank takes its slice.
+draws the same ones; a rank takes its slice. ``negative_sampler`` and ``new_node_sampler`` build a
+run's samplers from its settings; ``check_samplers`` and ``check_evaluation`` refuse impossible ones
+before any rank starts.
 """
 
 from __future__ import annotations
@@ -16,9 +18,15 @@ import torch
 
 from dygsched.data.event_batches import evaluated_phase, negative_destinations
 from dygsched.data.events import EventSplit, EventStream
-from dygsched.data.negative_edges import NegativeEdges
-from dygsched.data.tgb_negatives import FixedNegatives
+from dygsched.data.link_negatives import stored_in_cache
+from dygsched.data.negative_edges import NegativeEdges, sampler_names
+from dygsched.data.tgb_negatives import FixedNegatives, read_phase_negatives
 from dygsched.engine.node_memory.batches import RankBatch
+from dygsched.engine.run_config import RunConfig
+from dygsched.errors import ConfigError
+from dygsched.metrics.link_prediction import AVERAGES
+
+INDUCTIVE_EVENTS = ("in_phase", "apart")  # eval.inductive: the new-node events scored in the phase's pass, or apart
 
 
 @dataclass(frozen=True)
@@ -91,3 +99,91 @@ class NegativeSampler:
         )
         self._last = (key, drawn)
         return drawn
+
+
+def fixed_negatives_prefix(stream: EventStream, split: EventSplit, settings: RunConfig) -> str | None:
+    """The files of the fixed negatives the evaluated phases score against: TGB's (``tgb_negatives``),
+    or ``eval.one_vs_many``'s, generated into the cache where they are not there yet; None without either."""
+    if settings.tgb_negatives:
+        return settings.tgb_negatives
+    if not settings.eval.one_vs_many:
+        return None
+    phases = {"val": split.val, "test": split.test}
+    return str(stored_in_cache(stream, split.val[0], phases, settings.eval.one_vs_many, settings.seed))
+
+
+def negative_sampler(
+    stream: EventStream, split: EventSplit, settings: RunConfig, fixed: dict[str, FixedNegatives]
+) -> NegativeSampler:
+    """TGL's rule alone needs no edge history; any other sampler or pool reads the stream's."""
+    edges = None if settings.eval.default_negatives else negative_edges(stream, stream, split, settings)
+    return NegativeSampler(settings.seed, stream.num_nodes, int(settings.eval_negatives), fixed, edges, stream, split)
+
+
+def negative_edges(pool: EventStream, stream: EventStream, split: EventSplit, settings: RunConfig) -> NegativeEdges:
+    """DyGLib's samplers over ``pool``'s edges, observing up to the ends of ``stream``'s training and validation."""
+    return NegativeEdges(
+        pool,
+        float(stream.t[split.train[1] - 1]),
+        settings.eval.negative_pool,
+        settings.eval.random_share,
+        val_last_time=float(stream.t[split.val[1] - 1]),
+    )
+
+
+def new_node_sampler(stream: EventStream, split: EventSplit, settings: RunConfig, events: torch.Tensor) -> NegativeSampler:
+    """The negatives of a new-node pass over ``events`` (DyGLib's samplers built on those events
+    alone: random destinations among theirs, historical and inductive edges among theirs seen
+    earlier); TGL's rule draws from all nodes, as in the phase's pass, seeded apart."""
+    if settings.eval.default_negatives or not events.numel():
+        return negative_sampler(stream, split, settings, {})
+    alone = EventStream(
+        f"{stream.name} (new-node events)", stream.src[events], stream.dst[events], stream.t[events], stream.num_nodes
+    )
+    count = int(events.numel())
+    edges = negative_edges(alone, stream, split, settings)
+    whole = EventSplit((0, 0), (0, count), (0, count))  # positions in ``alone``
+    return NegativeSampler(settings.seed, stream.num_nodes, int(settings.eval_negatives), {}, edges, alone, whole)
+
+
+def check_samplers(stream: EventStream, split: EventSplit, settings: RunConfig) -> None:
+    """``eval.negatives``, ``eval.negative_pool``, ``eval.random_share`` and ``eval.hits_k``: one line each if wrong."""
+    if settings.eval.hits_k < 1:
+        raise ConfigError(f"eval.hits_k must be at least 1, got {settings.eval.hits_k}")
+    sampler_names(settings.eval.samplers)  # an unknown sampler
+    if settings.eval.default_negatives:
+        return
+    edges = NegativeEdges(stream, float(stream.t[split.train[1] - 1]), settings.eval.negative_pool, settings.eval.random_share)
+    if "inductive" in settings.eval.samplers and edges.edges_after_training() == 0:
+        raise ConfigError(
+            "eval.negatives=inductive draws edges first seen after training, but every edge of this split "
+            "occurs in training (or before its last time): use random or historical"
+        )
+
+
+def check_evaluation(stream: EventStream, split: EventSplit, settings: RunConfig) -> None:
+    """What link prediction's evaluation draws and how it scores, before any rank starts: the
+    samplers (``check_samplers``), ``eval.inductive`` and ``eval.average``, and TGB's or
+    ``eval.one_vs_many``'s fixed negatives (generated here, once, and read back against the split)."""
+    if settings.eval_negatives < 1:
+        raise ConfigError(f"eval_negatives must be at least 1 negative per event, got {settings.eval_negatives}")
+    check_samplers(stream, split, settings)
+    if settings.eval.inductive not in INDUCTIVE_EVENTS:
+        raise ConfigError(f"eval.inductive must be one of {', '.join(INDUCTIVE_EVENTS)}, got {settings.eval.inductive!r}")
+    if settings.eval.average not in AVERAGES:
+        raise ConfigError(f"eval.average must be one of {', '.join(AVERAGES)}, got {settings.eval.average!r}")
+    if settings.eval.inductive == "apart" and (settings.tgb_negatives or settings.eval.one_vs_many):
+        raise ConfigError(
+            "eval.inductive=apart draws its own negatives for the new-node pass: fixed ones "
+            "(tgb_negatives, eval.one_vs_many) have none for it"
+        )
+    if settings.tgb_negatives:
+        if settings.eval_negatives != 1:
+            raise ConfigError("give eval_negatives (uniform negatives) or tgb_negatives (TGB's fixed ones), not both")
+        if not settings.eval.default_negatives:
+            raise ConfigError(
+                "tgb_negatives gives TGB's fixed negatives: leave eval.negatives and eval.negative_pool at random, all"
+            )
+    prefix = fixed_negatives_prefix(stream, split, settings)  # eval.one_vs_many's are generated here, once
+    if prefix is not None:
+        read_phase_negatives(prefix, stream, {"val": split.val, "test": split.test})  # one line if it does not fit

@@ -49,7 +49,8 @@ from dygsched.data.events import EventSplit, EventStream
 from dygsched.data.temporal_graph import Task
 from dygsched.engine import comm
 from dygsched.engine.node_memory.batches import RankBatch
-from dygsched.engine.strategy import MetricValue, Missing, RunSettings
+from dygsched.engine.run_config import RunConfig
+from dygsched.engine.strategy import MetricValue, Missing
 from dygsched.engine.timing import Region
 from dygsched.errors import ConfigError
 from dygsched.metrics.node_prediction import (
@@ -81,7 +82,7 @@ class NodeTaskModel(nn.Module):
 
 
 def node_task_for(
-    stream: EventStream, split: EventSplit, settings: RunSettings, batch: int, world_size: int
+    stream: EventStream, split: EventSplit, settings: RunConfig, batch: int, world_size: int
 ) -> NodePropertyTask | None:
     """The node task ``stream`` asks for (``None`` when it predicts links)."""
     if stream.task is Task.CLASSIFICATION:
@@ -108,12 +109,13 @@ class NodePropertyTask(ABC):
 
     kind: Task
 
-    def __init__(self, stream: EventStream, split: EventSplit, settings: RunSettings, batch: int, world_size: int) -> None:
+    def __init__(self, stream: EventStream, split: EventSplit, settings: RunConfig, batch: int, world_size: int) -> None:
         self.stream, self.split, self.settings = stream, split, settings
         self.global_batch = batch * world_size
-        self.mode = settings.node_task.mode
-        self.init_from = settings.node_task.init_from
-        self.dropout = float(settings.node_task.dropout)
+        block = settings.resolved_node_task  # init_from as the run folder it names
+        self.mode = block.mode
+        self.init_from = block.init_from
+        self.dropout = block.dropout
         self.baseline: PersistentForecast | None = None
         self.head: nn.Module | None = None
         self.device = torch.device("cpu")
@@ -121,10 +123,10 @@ class NodePropertyTask(ABC):
         self._scored: list[Any] = []  # this pass's scores (evaluation)
 
     # ---- before any rank starts -------------------------------------------------------------------
-    def check(self, settings: RunSettings) -> None:
+    def check(self, settings: RunConfig) -> None:
         for name, given in (
-            ("eval.inductive", settings.inductive_events != "in_phase"),
-            ("eval.average", settings.score_average != "pooled"),
+            ("eval.inductive", settings.eval.inductive != "in_phase"),
+            ("eval.average", settings.eval.average != "pooled"),
         ):
             if given:
                 raise ConfigError(f"{name} sets how link prediction is scored; task=node scores the stream's labels")
@@ -251,12 +253,12 @@ class StateLabelTask(NodePropertyTask):
 
     kind = Task.CLASSIFICATION
 
-    def __init__(self, stream: EventStream, split: EventSplit, settings: RunSettings, batch: int, world_size: int) -> None:
+    def __init__(self, stream: EventStream, split: EventSplit, settings: RunConfig, batch: int, world_size: int) -> None:
         super().__init__(stream, split, settings, batch, world_size)
         assert stream.labels is not None
         self.labels = stream.labels
 
-    def check(self, settings: RunSettings) -> None:
+    def check(self, settings: RunConfig) -> None:
         super().check(settings)
         start, stop = self.split.train
         positives = int(self.labels[start:stop].sum())
@@ -323,7 +325,7 @@ class AffinityTask(NodePropertyTask):
 
     kind = Task.AFFINITY
 
-    def __init__(self, stream: EventStream, split: EventSplit, settings: RunSettings, batch: int, world_size: int) -> None:
+    def __init__(self, stream: EventStream, split: EventSplit, settings: RunConfig, batch: int, world_size: int) -> None:
         super().__init__(stream, split, settings, batch, world_size)
         assert stream.affinity is not None
         self.labels = labels = stream.affinity
@@ -347,7 +349,7 @@ class AffinityTask(NodePropertyTask):
             lo, _ = self.rows_of.get(key, (r0, r1))
             self.rows_of[key] = (lo, r1)
 
-    def check(self, settings: RunSettings) -> None:
+    def check(self, settings: RunConfig) -> None:
         super().check(settings)
         if not any(phase == "train" for phase, _ in self.rows_of):
             raise ConfigError(

@@ -25,7 +25,8 @@ from dygsched.engine.node_memory.config import ShardedMemoryConfig
 from dygsched.engine.node_memory.state import Ownership
 from dygsched.engine.node_memory.updates import StateUpdates
 from dygsched.engine.node_memory.volumes import demand_matrix, epoch_reads
-from dygsched.engine.strategy import IterationStats, RunSettings, broadcast_from_rank0
+from dygsched.engine.run_config import RunConfig
+from dygsched.engine.strategy import IterationStats, broadcast_from_rank0
 from dygsched.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -38,10 +39,11 @@ class ShardedMemory(NodeMemory):
     """Disjoint node state: each vertex's rows on its owner (DepComm's and Sven's reads differ)."""
 
     def __init__(self, config: ShardedMemoryConfig) -> None:
+        super().__init__(config)
         self.partition, self.capacity_slack = config.partition, config.capacity_slack
         self.partition_note: dict[str, Any] = {}
 
-    def check(self, name: str, data: DynamicData, settings: RunSettings, world_size: int) -> None:
+    def check(self, name: str, data: DynamicData, settings: RunConfig, world_size: int) -> None:
         if world_size > data.num_nodes:
             raise ConfigError(
                 f"sched={name} gives each of its {world_size} ranks a share of the vertices, "

@@ -12,11 +12,10 @@ import torch
 from dygsched.data.kinds import DynamicData
 from dygsched.engine.node_memory.backend import NodeMemory
 from dygsched.engine.node_memory.batches import Series, distinct_pairs
-from dygsched.engine.node_memory.config import NodeMemoryConfig
 from dygsched.engine.node_memory.state import Ownership
-from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
 from dygsched.engine.node_memory.updates import StateUpdates
-from dygsched.engine.strategy import IterationStats, RunSettings
+from dygsched.engine.run_config import RunConfig
+from dygsched.engine.strategy import IterationStats
 from dygsched.errors import ConfigError
 
 
@@ -39,15 +38,6 @@ class LocalMemory(NodeMemory):
 class SingleProcessMemory(LocalMemory):
     """The only rank's full table."""
 
-    def check(self, name: str, data: DynamicData, settings: RunSettings, world_size: int) -> None:
+    def check(self, name: str, data: DynamicData, settings: RunConfig, world_size: int) -> None:
         if world_size != 1:
             raise ConfigError(f"sched={name} is the one-process reference: set world_size=1 (got {world_size})")
-
-
-class SingleProcessStrategy(NodeMemoryStrategy):
-    """``sched=single``: the node-memory loop over one process's table."""
-
-    config_type = NodeMemoryConfig
-
-    def __init__(self, config: NodeMemoryConfig, name: str = "single") -> None:
-        super().__init__(config, name, SingleProcessMemory())

@@ -3,8 +3,8 @@
 ``NodeMemoryStrategy`` is the one-process reference, DepCache, DepComm and Sven: one loop, driving
 a memory backend (``NodeMemory``, ``backend.py``) that owns where the node state lives, how a step
 reads it and how its writes reach it, as ``SnapshotGroupStrategy`` drives a ``GroupExecutor``. Each
-``conf/sched`` file names a binding of the two (``SingleProcessStrategy`` in ``single.py``,
-``DepCacheStrategy``, ``DepCommStrategy``, ``SvenStrategy`` beside their backends).
+``conf/sched`` file names a configuration class (``config.py``) that binds a backend and types its
+settings: the strategy is this class, the backend whichever the configuration names.
 
 One optimizer step is one global batch of ``batch_size x world_size`` consecutive training events;
 rank ``r`` takes its contiguous slice (``rank_slice``), so a run on ``M`` ranks takes exactly the
@@ -51,6 +51,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dygsched.components import load_target
 from dygsched.data.event_batches import (
     NEW_NODE_PASSES,
     RecentNeighbours,
@@ -61,29 +62,33 @@ from dygsched.data.event_batches import (
 )
 from dygsched.data.events import EventSplit, EventStream
 from dygsched.data.kinds import DynamicData
-from dygsched.data.link_negatives import stored_in_cache
-from dygsched.data.negative_edges import NegativeEdges, sampler_names
 from dygsched.data.new_nodes import NewNodeSplit, new_node_split
 from dygsched.data.temporal_graph import Task
-from dygsched.data.tgb_negatives import FixedNegatives, read_phase_negatives
+from dygsched.data.tgb_negatives import read_phase_negatives
 from dygsched.engine import comm
 from dygsched.engine.node_memory.backend import MemoryRun, NodeMemory
 from dygsched.engine.node_memory.batches import BatchInputs, RankBatch, Series
 from dygsched.engine.node_memory.config import NodeMemoryConfig
-from dygsched.engine.node_memory.negatives import NegativeSampler
+from dygsched.engine.node_memory.negatives import (
+    NegativeSampler,
+    check_evaluation,
+    fixed_negatives_prefix,
+    negative_sampler,
+    new_node_sampler,
+)
 from dygsched.engine.node_memory.node_task import NodePropertyTask, check_node_model, node_task_for
 from dygsched.engine.node_memory.transport import Transport
 from dygsched.engine.node_memory.updates import StateUpdates
-from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, Missing, RunContext, RunSettings, Strategy
+from dygsched.engine.run_config import RunConfig
+from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, Missing, RunContext, Strategy
 from dygsched.engine.timing import timed
 from dygsched.errors import ConfigError
-from dygsched.metrics.link_prediction import AVERAGES, EvaluationScores, link_prediction_metrics, sampler_label
+from dygsched.metrics.link_prediction import EvaluationScores, link_prediction_metrics, sampler_label
 from dygsched.models.edgebank import EdgeBank
 from dygsched.models.memory_base import MemoryModel, gather_rows
 from dygsched.models.persistent_forecast import PersistentForecast
 
 PHASES = ("train", "val", "test")
-INDUCTIVE_EVENTS = ("in_phase", "apart")  # eval.inductive
 
 
 class NodeMemoryStrategy(Strategy):
@@ -93,45 +98,31 @@ class NodeMemoryStrategy(Strategy):
     predicts_links = True
     embed_distinct_roots = True  # one embedding per distinct (root, time) pair (``_embedded_roots``)
 
-    def __init__(self, config: NodeMemoryConfig, name: str, memory: NodeMemory) -> None:
-        self.name, self.config, self.memory = name, config, memory
-        self.batch_size, self.micro_batches = config.batch_size, memory.micro_batches
-        self.exact, self.gradient_staleness = memory.exact, memory.gradient_staleness
+    def __init__(self, config: NodeMemoryConfig) -> None:
+        super().__init__(config)
+        backend: Any = load_target(config.memory) if config.memory else None
+        if not (isinstance(backend, type) and issubclass(backend, NodeMemory)):
+            raise ConfigError(f"sched={config.name}: {type(config).__name__} names no memory backend (a NodeMemory class)")
+        self.config: NodeMemoryConfig = config
+        self.memory: NodeMemory = backend(config)
+        self.batch_size, self.micro_batches = config.batch_size, self.memory.micro_batches
+        self.exact, self.gradient_staleness = self.memory.exact, self.memory.gradient_staleness
+        self.communicates_in_backward = self.memory.communicates_in_backward
         self._position: str | None = None  # the last phase whose events the state has absorbed
         self._epoch = 0
         self._task = Task.LINK  # the data's (task=node: its labels), known from check() or setup()
         self.node_task: NodePropertyTask | None = None  # task=node (node_task.py)
+        self._series_vertices = self._series_unique = 0  # an epoch's counts (a pass outside an epoch counts too)
 
     # ---- before any rank starts -------------------------------------------------------------------
-    def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
+    def check(self, data: DynamicData, settings: RunConfig, world_size: int) -> None:
         super().check(data, settings, world_size)
         self.memory.check(self.name, data, settings, world_size)
         assert isinstance(data, EventStream)
-        if settings.eval_negatives < 1:
-            raise ConfigError(f"eval_negatives must be at least 1 negative per event, got {settings.eval_negatives}")
-        split = data.split(settings.train_fraction, settings.val_fraction, settings.split_by)
-        check_samplers(data, split, settings)
-        if settings.inductive_events not in INDUCTIVE_EVENTS:
-            raise ConfigError(f"eval.inductive must be one of {', '.join(INDUCTIVE_EVENTS)}, got {settings.inductive_events!r}")
-        if settings.score_average not in AVERAGES:
-            raise ConfigError(f"eval.average must be one of {', '.join(AVERAGES)}, got {settings.score_average!r}")
-        if settings.inductive_events == "apart" and (settings.tgb_negatives or settings.one_vs_many):
-            raise ConfigError(
-                "eval.inductive=apart draws its own negatives for the new-node pass: fixed ones "
-                "(tgb_negatives, eval.one_vs_many) have none for it"
-            )
-        if settings.tgb_negatives:
-            if settings.eval_negatives != 1:
-                raise ConfigError("give eval_negatives (uniform negatives) or tgb_negatives (TGB's fixed ones), not both")
-            if not settings.default_negatives:
-                raise ConfigError(
-                    "tgb_negatives gives TGB's fixed negatives: leave eval.negatives and eval.negative_pool at random, all"
-                )
-        prefix = fixed_negatives_prefix(data, split, settings)  # eval.one_vs_many's are generated here, once
-        if prefix is not None:
-            read_phase_negatives(prefix, data, {"val": split.val, "test": split.test})  # one line if it does not fit
+        split = data.split(settings.split.train, settings.split.val, settings.split.by)
+        check_evaluation(data, split, settings)
         training_events = int(
-            new_node_split(data, split, settings.new_node_fraction, settings.new_node_draw).train_events.numel()
+            new_node_split(data, split, settings.split.new_nodes, settings.split.new_nodes_draw).train_events.numel()
         )  # refuses an impossible share
         if self.batch_size * world_size > training_events:
             raise ConfigError(
@@ -157,9 +148,9 @@ class NodeMemoryStrategy(Strategy):
         self.artifacts = run.artifacts
         self.transport = Transport(self.rank, self.world_size, self.device)
         self.times = relative_times(stream)
-        self.split: EventSplit = stream.split(run.settings.train_fraction, run.settings.val_fraction, run.settings.split_by)
+        self.split: EventSplit = stream.split(run.settings.split.train, run.settings.split.val, run.settings.split.by)
         self.new_nodes: NewNodeSplit = new_node_split(
-            stream, self.split, run.settings.new_node_fraction, run.settings.new_node_draw
+            stream, self.split, run.settings.split.new_nodes, run.settings.split.new_nodes_draw
         )
         self.neighbours = RecentNeighbours(stream, self.times)
         # training samples neighbours among the events it trains on (all of them unless nodes are hidden)
@@ -172,7 +163,7 @@ class NodeMemoryStrategy(Strategy):
         # eval.inductive=apart: each evaluated phase's events with a new endpoint, and their own negatives
         self.new_node_events: dict[str, torch.Tensor] = {}
         self.new_node_negatives: dict[str, NegativeSampler] = {}
-        if run.settings.inductive_events == "apart":
+        if run.settings.eval.inductive == "apart":
             for phase, new_node_pass in NEW_NODE_PASSES.items():
                 start, stop = self.split.phase(phase)
                 new = self.new_nodes.inductive(stream.src[start:stop], stream.dst[start:stop])
@@ -532,7 +523,7 @@ class NodeMemoryStrategy(Strategy):
     def _stream_through(self, phase: str) -> dict[str, EvaluationScores]:
         """Every batch of ``phase`` without training: its scores under each sampler of
         ``eval.negatives`` (training's phase: TGL's rule), and its state writes, once."""
-        samplers = self.settings.eval_samplers if evaluated_phase(phase) in ("val", "test") else ("random",)
+        samplers = self.settings.eval.samplers if evaluated_phase(phase) in ("val", "test") else ("random",)
         if self.node_task is not None:
             self.node_task.start_pass(phase)
         self.model.eval()
@@ -570,13 +561,13 @@ class NodeMemoryStrategy(Strategy):
             for name in samplers
         }
 
-    def evaluation_metrics(self, data: DynamicData, settings: RunSettings) -> frozenset[str]:
+    def evaluation_metrics(self, data: DynamicData, settings: RunConfig) -> frozenset[str]:
         assert isinstance(data, EventStream)
-        split = data.split(settings.train_fraction, settings.val_fraction, settings.split_by)
+        split = data.split(settings.split.train, settings.split.val, settings.split.by)
         node_task = node_task_for(data, split, settings, self.batch_size, 1)
         if node_task is not None:  # task=node (node_task.py)
             return node_task.metric_names()
-        fixed = bool(settings.tgb_negatives) or settings.one_vs_many > 1
+        fixed = bool(settings.tgb_negatives) or settings.eval.one_vs_many > 1
         return settings.link_metric_names(ranking=settings.eval_negatives > 1 or fixed)
 
     def _metrics(self, mine: dict[str, EvaluationScores]) -> dict[str, MetricValue]:
@@ -587,13 +578,15 @@ class NodeMemoryStrategy(Strategy):
             found = link_prediction_metrics(
                 scores,
                 with_mrr=scores.negative.shape[1] > 1,
-                hits_k=self.settings.hits_k,
-                average=self.settings.score_average,
+                hits_k=self.settings.eval.hits_k,
+                average=self.settings.eval.average,
             )
             fixed = self.negatives.fixed.get(self._position or "")
             if fixed is not None and fixed.uneven:
                 found["loss"] = Missing("TGB's file gives some events fewer negatives: their loss would count stand-ins")
-            suffix = "" if self.settings.default_negatives else f"[{sampler_label(sampler, self.settings.negative_pool)}]"
+            suffix = (
+                "" if self.settings.eval.default_negatives else f"[{sampler_label(sampler, self.settings.eval.negative_pool)}]"
+            )
             metrics.update({f"{name}{suffix}": value for name, value in found.items()})
         return metrics
 
@@ -605,63 +598,3 @@ class NodeMemoryStrategy(Strategy):
             **self.memory.describe(),
             **(self.node_task.describe() if self.node_task is not None else {}),
         }
-
-
-def fixed_negatives_prefix(stream: EventStream, split: EventSplit, settings: RunSettings) -> str | None:
-    """The files of the fixed negatives the evaluated phases score against: TGB's (``tgb_negatives``),
-    or ``eval.one_vs_many``'s, generated into the cache where they are not there yet; None without either."""
-    if settings.tgb_negatives:
-        return settings.tgb_negatives
-    if not settings.one_vs_many:
-        return None
-    phases = {"val": split.val, "test": split.test}
-    return str(stored_in_cache(stream, split.val[0], phases, settings.one_vs_many, settings.seed))
-
-
-def negative_sampler(
-    stream: EventStream, split: EventSplit, settings: RunSettings, fixed: dict[str, FixedNegatives]
-) -> NegativeSampler:
-    """TGL's rule alone needs no edge history; any other sampler or pool reads the stream's."""
-    edges = None if settings.default_negatives else negative_edges(stream, stream, split, settings)
-    return NegativeSampler(settings.seed, stream.num_nodes, int(settings.eval_negatives), fixed, edges, stream, split)
-
-
-def negative_edges(pool: EventStream, stream: EventStream, split: EventSplit, settings: RunSettings) -> NegativeEdges:
-    """DyGLib's samplers over ``pool``'s edges, observing up to the ends of ``stream``'s training and validation."""
-    return NegativeEdges(
-        pool,
-        float(stream.t[split.train[1] - 1]),
-        settings.negative_pool,
-        settings.random_share,
-        val_last_time=float(stream.t[split.val[1] - 1]),
-    )
-
-
-def new_node_sampler(stream: EventStream, split: EventSplit, settings: RunSettings, events: torch.Tensor) -> NegativeSampler:
-    """The negatives of a new-node pass over ``events`` (DyGLib's samplers built on those events
-    alone: random destinations among theirs, historical and inductive edges among theirs seen
-    earlier); TGL's rule draws from all nodes, as in the phase's pass, seeded apart."""
-    if settings.default_negatives or not events.numel():
-        return negative_sampler(stream, split, settings, {})
-    alone = EventStream(
-        f"{stream.name} (new-node events)", stream.src[events], stream.dst[events], stream.t[events], stream.num_nodes
-    )
-    count = int(events.numel())
-    edges = negative_edges(alone, stream, split, settings)
-    whole = EventSplit((0, 0), (0, count), (0, count))  # positions in ``alone``
-    return NegativeSampler(settings.seed, stream.num_nodes, int(settings.eval_negatives), {}, edges, alone, whole)
-
-
-def check_samplers(stream: EventStream, split: EventSplit, settings: RunSettings) -> None:
-    """``eval.negatives``, ``eval.negative_pool``, ``eval.random_share`` and ``eval.hits_k``: one line each if wrong."""
-    if settings.hits_k < 1:
-        raise ConfigError(f"eval.hits_k must be at least 1, got {settings.hits_k}")
-    sampler_names(settings.eval_samplers)  # an unknown sampler
-    if settings.default_negatives:
-        return
-    edges = NegativeEdges(stream, float(stream.t[split.train[1] - 1]), settings.negative_pool, settings.random_share)
-    if "inductive" in settings.eval_samplers and edges.edges_after_training() == 0:
-        raise ConfigError(
-            "eval.negatives=inductive draws edges first seen after training, but every edge of this split "
-            "occurs in training (or before its last time): use random or historical"
-        )

@@ -37,7 +37,6 @@ from dygsched.engine.node_memory.batches import DistinctPairs, Series, distinct_
 from dygsched.engine.node_memory.config import SvenConfig
 from dygsched.engine.node_memory.organise import organise
 from dygsched.engine.node_memory.sharded import ShardedMemory
-from dygsched.engine.node_memory.strategy import NodeMemoryStrategy
 from dygsched.engine.strategy import IterationStats
 
 
@@ -142,12 +141,3 @@ class SvenMemory(ShardedMemory):
             return unique_rows
 
         return arrived
-
-
-class SvenStrategy(NodeMemoryStrategy):
-    """``sched=sven``: the node-memory loop over Sven's owners, with its pipeline."""
-
-    config_type = SvenConfig
-
-    def __init__(self, config: SvenConfig, name: str = "sven") -> None:
-        super().__init__(config, name, SvenMemory(config))

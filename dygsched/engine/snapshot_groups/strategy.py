@@ -29,10 +29,12 @@ from dygsched.data.groups import SnapshotGroup
 from dygsched.data.kinds import DynamicData
 from dygsched.data.temporal_graph import Task, TemporalGraph
 from dygsched.engine.objective import PhaseEvaluation, build_split, check_task, group_objective
+from dygsched.engine.run_config import RunConfig
+from dygsched.engine.snapshot_groups.config import SnapshotGroupConfig, TimelineConfig
 from dygsched.engine.snapshot_groups.executor import EpochRun, GroupExecutor, SequentialExecutor, fetch
 from dygsched.engine.snapshot_groups.streams import pinned_graph
-from dygsched.engine.snapshot_groups.timeline import Timeline, TimelineConfig
-from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, RunSettings, Strategy
+from dygsched.engine.snapshot_groups.timeline import Timeline
+from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext, Strategy
 from dygsched.engine.timing import timed
 from dygsched.errors import ConfigError, ScheduleError
 from dygsched.models.dgnn import DGNN, State
@@ -48,27 +50,26 @@ class SnapshotGroupStrategy(Strategy):
     predicts_links = True  # under task=link (dygsched.engine.link_objective)
     link_procedures = ("windows", "utg")  # utg: one window after another, each from the state the one before left
 
-    def __init__(
-        self, name: str, planner: PlannerConfig, executor: GroupExecutor, timeline: TimelineConfig | None = None
-    ) -> None:
-        if not isinstance(planner, PlannerConfig) or not isinstance(executor, GroupExecutor):
-            raise ConfigError(f"sched={name}: planner must be a PlannerConfig and executor a GroupExecutor")
-        self.name = name
-        self.planner = planner
-        self.executor = executor
-        self.timeline_config = timeline or TimelineConfig()
+    def __init__(self, config: SnapshotGroupConfig) -> None:
+        super().__init__(config)
+        self.planner: PlannerConfig = config.planner
+        self.timeline_config: TimelineConfig = config.timeline
+        executor = config.executor.build()
+        if not isinstance(executor, GroupExecutor):
+            raise ConfigError(f"sched={config.name}: sched.executor '{config.executor.target}' is not a GroupExecutor")
+        self.executor: GroupExecutor = executor
         self.exact = executor.exact
         self.plan: Plan[int] | None = None
         self._last_epoch = -1
         # UTG's evaluation: where the last phase streamed to, the state it left there, and the parameters' versions
         self._streamed: tuple[int, list[State | None], tuple[int, ...]] | None = None
 
-    def check(self, data: DynamicData, settings: RunSettings, world_size: int) -> None:
+    def check(self, data: DynamicData, settings: RunConfig, world_size: int) -> None:
         super().check(data, settings, world_size)
         assert isinstance(data, TemporalGraph)
         split = build_split(data, settings)
         check_task(data, split, settings)
-        if settings.link_procedure == "utg" and data.task is Task.LINK and not self.trains_in_time_order(world_size):
+        if settings.link.procedure == "utg" and data.task is Task.LINK and not self.trains_in_time_order(world_size):
             raise ConfigError(
                 f"link.procedure=utg carries each window's state into the next (UTG's training), so the windows train one "
                 f"after another in time order: sched=psg at world_size=1 does, sched={self.name} at {world_size} rank(s) does not"
@@ -98,7 +99,7 @@ class SnapshotGroupStrategy(Strategy):
     @property
     def carries_states(self) -> bool:
         """UTG's procedure (``link.procedure=utg``) on a link graph."""
-        return self.settings.link_procedure == "utg" and self.graph.task is Task.LINK
+        return self.settings.link.procedure == "utg" and self.graph.task is Task.LINK
 
     def check_model(self, model: nn.Module) -> None:
         if isinstance(model, DGNN):

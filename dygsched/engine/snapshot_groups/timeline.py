@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, cast
 
 from dygsched.engine import comm
+from dygsched.engine.snapshot_groups.config import TimelineConfig
 from dygsched.engine.snapshot_groups.profiler import Profiler
 from dygsched.engine.strategy import Artifacts, broadcast_from_rank0
 from dygsched.errors import ConfigError
@@ -25,30 +26,6 @@ from dygsched.planner.plan import Plan
 from dygsched.planner.planning import PlannerConfig, load_plan_file, plan_units, unit_times_from_sizes
 from dygsched.planner.profile import build_profile, merge
 from dygsched.planner.reuse_table import Span, capped_reuse_pairs, pair_profiling_plan, reusable_from_pairs
-
-LR_SCALINGS = ("none", "linear", "sqrt")
-
-
-@dataclass(frozen=True)
-class TimelineConfig:
-    """``profile_epochs``: PSG epochs that time every group before the plan is solved (0: solve at
-    once from the cost model). ``profile_pairs``: with a reuse engine that merges groups and the
-    reuse table on, every other profiling epoch times merged neighbour pairs (at least two
-    profiling epochs). ``lr_scaling``: ``none``, ``linear`` or ``sqrt`` in the planned capacity,
-    applied from the plan switch on (more groups per step make a larger batch)."""
-
-    profile_epochs: int = 0
-    profile_pairs: bool = False
-    lr_scaling: str = "none"
-
-    def __post_init__(self) -> None:
-        if isinstance(self.profile_epochs, bool) or not isinstance(self.profile_epochs, int) or self.profile_epochs < 0:
-            raise ConfigError(f"sched.timeline.profile_epochs must be 0 or more, got {self.profile_epochs!r}")
-        if self.lr_scaling not in LR_SCALINGS:
-            raise ConfigError(f"unknown sched.timeline.lr_scaling '{self.lr_scaling}' (choose from {', '.join(LR_SCALINGS)})")
-
-    def lr_factor(self, capacity: int) -> float:
-        return {"none": 1.0, "linear": float(capacity), "sqrt": float(capacity) ** 0.5}[self.lr_scaling]
 
 
 class Timeline:

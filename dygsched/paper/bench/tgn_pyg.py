@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from dygsched.engine.run_config import plain_config
 from dygsched.errors import ConfigError
 from dygsched.paper.bench.common import SECTION, rounded, training_curve
 from dygsched.paper.common import table_named, times, write_table
@@ -27,13 +26,13 @@ def _event_stream(dataset: str) -> tuple[EventStream, tuple[int, int]]:
     """The dataset's event stream and its training events' range, as ``dygsched run`` splits it."""
     from dygsched.data.events import EventStream
     from dygsched.data.loading import load_data
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
 
-    cfg = plain_config(compose_config([f"dataset={dataset}"]), resolve=True)
-    stream = load_data(cfg["dataset"])
+    run = compose_run([f"dataset={dataset}"])
+    stream = load_data(run.dataset)
     if not isinstance(stream, EventStream):
         raise ConfigError(f"dataset '{dataset}' gives snapshots, not an event stream: TGN trains on events")
-    return stream, stream.split(cfg["split"]["train"], cfg["split"]["val"]).train
+    return stream, stream.split(run.split.train, run.split.val).train
 
 
 def build_tgn_pyg(

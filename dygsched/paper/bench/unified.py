@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -33,6 +33,9 @@ from dygsched.metrics.recorder import EVAL_TIME
 from dygsched.paper.bench.common import ACCURACY_SECTION, EPOCH_LEVEL
 from dygsched.paper.common import completed_runs, published_value, table_named, write_table
 from dygsched.paper.target import Headline, PaperShape, PaperTarget, Regime, Sweep, Tables
+
+if TYPE_CHECKING:
+    from dygsched.engine.run_config import RunConfig
 
 UNIFIED_NAME = "table-unified"
 UNIFIED_DIR = "unified"
@@ -99,18 +102,16 @@ UNIFIED_SWEEP = Sweep(
 
 
 # ---- reading the runs ---------------------------------------------------------------------------------
-def _config(folder: Path, run_id: str) -> dict[str, Any]:
-    from omegaconf import OmegaConf
+def _config(folder: Path, run_id: str) -> RunConfig:
+    from dygsched.engine.run_config import saved_run
 
-    from dygsched.engine.run_config import plain_config
-
-    return plain_config(OmegaConf.load(folder / run_id / "config.yaml"))
+    return saved_run(folder / run_id)
 
 
 _TEST_PAIRS: dict[str, tuple[int, ...]] = {}  # per cut and split: its test snapshots' pair counts
 
 
-def test_pairs(config: dict[str, Any]) -> tuple[int, ...]:
+def test_pairs(config: RunConfig) -> tuple[int, ...]:
     """Each test snapshot's pair count of the cut a run read (the same for its snapshot and event
     models: the positives its test scores, snapshot by snapshot)."""
     import json
@@ -118,13 +119,12 @@ def test_pairs(config: dict[str, Any]) -> tuple[int, ...]:
     from dygsched.data.link_targets import links_of
     from dygsched.data.loading import for_task, load_data
     from dygsched.data.temporal_graph import TemporalGraph
-    from dygsched.engine.build import run_settings
     from dygsched.engine.objective import build_split
 
-    key = json.dumps([config["dataset"], config["window"], config["split"]], sort_keys=True, default=str)
+    key = json.dumps([dict(config.dataset), config.window, config.split.to_container()], sort_keys=True, default=str)
     if key not in _TEST_PAIRS:
-        settings = run_settings({**config, "task": "link"})
-        graph = for_task(load_data(config["dataset"]), TemporalGraph, settings)
+        settings = config.replace(task="link")
+        graph = for_task(load_data(config.dataset), TemporalGraph, settings)
         assert isinstance(graph, TemporalGraph)  # a cut stream
         split = build_split(graph, settings)
         _TEST_PAIRS[key] = tuple(int(links_of(graph.snapshots[group.stop - 1]).shape[1]) for group in split.test)
@@ -148,6 +148,8 @@ def selected(folder: Path, run: Any) -> dict[str, Any]:
     """One run's numbers: the test MRR at its best validation MRR (the first such epoch), the test
     evaluation's wall time (the median over the epochs: each epoch's test is the same work) per
     test snapshot and per test pair, and what it trained."""
+    from dygsched.engine.node_memory.config import NodeMemoryConfig
+
     metrics = pd.read_parquet(folder / run.run_id / "metrics.parquet")
     config = _config(folder, run.run_id)
     epochs = metrics[metrics["iteration"] == EPOCH_LEVEL]
@@ -169,7 +171,7 @@ def selected(folder: Path, run: Any) -> dict[str, Any]:
         "cut": run.snapshot,
         "model": run.model,
         "kind": "snapshot" if snapshot_model else "event",
-        "procedure": config["link"]["procedure"] if snapshot_model else "events",
+        "procedure": config.link.procedure if snapshot_model else "events",
         "seed": int(run.seed),
         "best_epoch": best,
         "epochs_trained": int(epochs["epoch"].max()) + 1,
@@ -182,7 +184,9 @@ def selected(folder: Path, run: Any) -> dict[str, Any]:
         "test_ms_per_snapshot": 1000 * test_time / len(pairs),
         "test_ms_per_pair": 1000 * test_time / sum(pairs),
         "epoch_time_s": at("train", "epoch_time_s", None),
-        "same_snapshot_share": float("nan") if snapshot_model else same_snapshot_share(pairs, int(config["sched"]["batch_size"])),
+        "same_snapshot_share": float("nan")
+        if snapshot_model
+        else same_snapshot_share(pairs, config.strategy_settings(NodeMemoryConfig).batch_size),
     }
 
 
@@ -218,9 +222,10 @@ def beside_utg(table: pd.DataFrame) -> pd.DataFrame:
     table["utg_label"] = labels
 
     def figure(row: pd.Series, column: str) -> float:
-        if row["utg_label"] is None or row["procedure"] == "windows":
+        utg_dataset = OURS_AS_UTGS.get(row["dataset"])  # a label column of strings holds a missing label as NaN
+        if utg_dataset is None or pd.isna(row["utg_label"]) or row["procedure"] == "windows":
             return float("nan")
-        chosen = published[published.dataset == OURS_AS_UTGS[row["dataset"]]]
+        chosen = published[published.dataset == utg_dataset]
         try:
             return published_value(chosen, row["utg_label"], column)
         except KeyError:

@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from dygsched.engine.run_config import plain_config
 from dygsched.errors import ConfigError
 from dygsched.paper.bench.common import SECTION, rounded, training_curve
 from dygsched.paper.common import table_named, times, write_table
 from dygsched.paper.runner import run_or_fail
-from dygsched.paper.target import PaperTarget, Regime, Settings, Tables
+from dygsched.paper.target import Needed, PaperTarget, Regime, Settings, Tables
 
 if TYPE_CHECKING:
     from dygsched.data.groups import SnapshotGroup
@@ -35,12 +34,12 @@ def _snapshot_graph(dataset: str, window: int) -> tuple[TemporalGraph, tuple[Sna
     and the configured learning rate, as ``dygsched run`` would make them."""
     from dygsched.data.groups import sliding_groups, split_by_time
     from dygsched.data.loading import load_graph
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
 
-    cfg = plain_config(compose_config([*VS_PYGT_DATASETS[dataset], f"window={window}"]), resolve=True)
-    graph = load_graph(cfg["dataset"])
-    split = split_by_time(sliding_groups(graph.num_snapshots, window), cfg["split"]["train"], cfg["split"]["val"])
-    return graph, split.train, float(cfg["optim"]["lr"])
+    run = compose_run([*VS_PYGT_DATASETS[dataset], f"window={window}"])
+    graph = load_graph(run.dataset)
+    split = split_by_time(sliding_groups(graph.num_snapshots, window), run.split.train, run.split.val)
+    return graph, split.train, run.optim.learning_rate
 
 
 def model_width(model_name: str, in_channels: int, hidden: int) -> int:
@@ -157,6 +156,7 @@ VS_PYGT = PaperTarget(
     outputs=(VS_PYGT_CSV,),
     repeats="median over 3 epochs of each loop",
     minutes=2,
+    needs=(Needed("torch_geometric_temporal", "PyTorch Geometric Temporal", "make bench-vs-pygt"),),
     build=build_vs_pygt,
     reading=read_vs_pygt,
     regime=Regime(

@@ -23,12 +23,12 @@ def build_capacity(
     baseline that would exceed ``D^k`` at some snapshot is out of memory there."""
     from dygsched.data.partition.online import over_capacity, smallest_feasible_factor
 
-    cfg = config(*overrides)
-    stream = Stream(cfg)
+    run = config(*overrides)
+    stream = Stream(run)
     simulator = Simulator(stream, device_profile)
     rows = []
     for count in stores:
-        tightest = smallest_feasible_factor(stream.snapshot_graphs, cfg["window"], count, **stream.options())
+        tightest = smallest_feasible_factor(stream.snapshot_graphs, run.window, count, **stream.options())
         baselines = {}
         for method in baseline_partitioners():
             parts, _, _ = stream.place(count, method)
@@ -46,7 +46,7 @@ def build_capacity(
                 **stream.balance(parts, count),
             }
             for method, (theirs, their_epoch) in baselines.items():
-                oom = bool(over_capacity(theirs, bound, cfg["window"]))
+                oom = bool(over_capacity(theirs, bound, run.window))
                 row[f"speedup_vs_{method}"] = np.nan if oom else their_epoch / epoch  # out of memory: no epoch to compare
                 row[f"{method}_out_of_memory"] = oom
             rows.append(row)

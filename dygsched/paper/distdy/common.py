@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from dygsched.engine.run_config import plain_config
 from dygsched.paper.common import completed_runs
 from dygsched.paper.target import Section
+
+if TYPE_CHECKING:
+    from dygsched.engine.run_config import RunConfig
 
 SECTION = Section(
     "distdy", "DistDy", "Online partitioning of a growing graph, additive storage, sampled training over graph stores."
@@ -40,23 +42,18 @@ def variants() -> tuple[tuple[str, dict[str, float]], ...]:
     )
 
 
-def config(*overrides: str, experiment: bool = True) -> dict[str, Any]:
-    """The experiment's configuration (composed as ``dygsched run`` would) with ``overrides``, resolved."""
-    from dygsched.launch.compose import compose_config
+def config(*overrides: str, experiment: bool = True) -> RunConfig:
+    """The experiment's run (composed and typed as ``dygsched run`` would) with ``overrides``."""
+    from dygsched.launch.compose import compose_run
 
-    return plain_config(compose_config([*([EXPERIMENT] if experiment else []), *overrides]), resolve=True)
+    return compose_run([*([EXPERIMENT] if experiment else []), *overrides])
 
 
-def sweep_runs(folder: Path) -> list[tuple[pd.Series, dict[str, Any]]]:
-    """Every finished run of a sweep folder: its row of ``runs.parquet`` and its config (unresolved)."""
-    from omegaconf import OmegaConf
+def sweep_runs(folder: Path) -> list[tuple[pd.Series, RunConfig]]:
+    """Every finished run of a sweep folder: its row of ``runs.parquet`` and its typed configuration."""
+    from dygsched.engine.run_config import saved_run
 
-    runs = completed_runs(folder)
-    found = []
-    for _, row in runs.iterrows():
-        cfg = plain_config(OmegaConf.load(folder / row["run_id"] / "config.yaml"), resolve=False)
-        found.append((row, cfg))
-    return found
+    return [(row, saved_run(folder / row["run_id"])) for _, row in completed_runs(folder).iterrows()]
 
 
 def ratio_to(table: pd.DataFrame, keys: list[str], value: str, column: str, baseline: str) -> pd.Series:

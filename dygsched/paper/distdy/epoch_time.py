@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from dygsched.engine.distdy.config import DistDyConfig
 from dygsched.paper.common import published_value, span, table_named, times, write_table
 from dygsched.paper.distdy.common import (
     ALL_PARTITIONERS,
@@ -49,11 +50,11 @@ def build_time(
     """Epoch time per window and partitioner, measured on the sweep's 2 ranks; then simulated for K
     stores at each bandwidth with each device profile's compute costs."""
     rows = []
-    for run, cfg in sweep_runs(results / TIME_SWEEP.folder):
+    for run, ran in sweep_runs(results / TIME_SWEEP.folder):
         rows.append(
             {
-                "window": cfg["window"],
-                "partitioner": cfg["sched"]["partition"],
+                "window": ran.window,
+                "partitioner": ran.strategy_settings(DistDyConfig).partition,
                 "epoch_time_s": run.get("epoch_time_s"),
                 "test": run.get("eval.value"),
             }

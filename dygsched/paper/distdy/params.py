@@ -29,12 +29,11 @@ def build_params(
     overrides: tuple[str, ...],
 ) -> None:
     """DistDy's simulated speedup over METIS as the refinement budget M and eta vary (one at a time)."""
-    cfg = config(*overrides)
-    stream = Stream(cfg)
+    stream = Stream(config(*overrides))
     simulator = Simulator(stream, device_profile)
     parts, _, _ = stream.place(stores, "metis")
     metis = simulator.epoch(stream.counts(parts, stores), gbps)["epoch_s"]
-    grid = [("budget", m, m, cfg["sched"]["eta"]) for m in budgets] + [("eta", e, cfg["sched"]["budget"], e) for e in etas]
+    grid = [("budget", m, m, stream.sched.eta) for m in budgets] + [("eta", e, stream.sched.budget, e) for e in etas]
     rows = []
     for swept, value, budget, eta in grid:
         parts, seconds, _ = stream.place(stores, "distdy", budget=budget, eta=eta)

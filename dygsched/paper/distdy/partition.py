@@ -32,26 +32,26 @@ def build_partition(
 
     rows = []
     for data, hot in HOT_FRACTIONS.items():
-        cfg = config(
+        run = config(
             f"dataset.num_nodes={nodes}",
             f"dataset.num_snapshots={snapshots}",
             f"dataset.hot_fraction={hot}",
             f"window={window}",
             *overrides,
         )
-        stream = Stream(cfg)
+        stream = Stream(run)
         for count in stores:
             for name, changes in variants():
                 method = name.split("+")[0]
                 parts, seconds, capacity = stream.place(count, method, **changes)
-                late = over_capacity(parts, capacity, cfg["window"])
+                late = over_capacity(parts, capacity, run.window)
                 rows.append(
                     {
                         "data": data,
                         "stores": count,
                         "partitioner": name,
                         "partition_s": seconds,
-                        "store_s": _store_all(stream.graph, parts, count, cfg["window"], stream.segments),
+                        "store_s": _store_all(stream.graph, parts, count, run.window, stream.segments),
                         "cut_edges": float(np.mean([p.cut_edges for p in parts])),
                         "cut_weight_share": float(
                             np.mean([1 - p.utility / max(g.weights.sum(), 1e-12) for p, g in zip(parts, stream.snapshot_graphs)])
@@ -64,7 +64,7 @@ def build_partition(
                     }
                 )
             print(
-                f"{data}: {stream.graph.num_nodes} nodes, {stream.graph.num_snapshots} snapshots, K={count}, w={cfg['window']}",
+                f"{data}: {stream.graph.num_nodes} nodes, {stream.graph.num_snapshots} snapshots, K={count}, w={run.window}",
                 file=sys.stderr,
             )
     table = pd.DataFrame(rows)

@@ -14,22 +14,26 @@ from dygsched.errors import ConfigError
 if TYPE_CHECKING:
     from dygsched.data.partition.online import SnapshotPartition
     from dygsched.engine.distdy.cluster import StepCounts
+    from dygsched.engine.run_config import RunConfig
 
 
 class Stream:
-    """One experiment's graph and what every partitioner and count needs of it, computed once."""
+    """One experiment's graph and what every partitioner and count needs of it, computed once: the
+    run's typed configuration, DistDy's settings read from its own class (``DistDyConfig``)."""
 
-    def __init__(self, cfg: dict[str, Any]) -> None:
+    def __init__(self, run: RunConfig) -> None:
         from dygsched.data.loading import load_graph
+        from dygsched.engine.distdy.config import DistDyConfig
         from dygsched.engine.distdy.placement import feature_segments, snapshot_graphs
         from dygsched.engine.distdy.sampler import InNeighbours
         from dygsched.engine.distdy.strategy import node_split
 
-        sched = cfg["sched"]
-        self.cfg, self.graph = cfg, load_graph(cfg["dataset"])  # DistDy partitions snapshots
-        self.train, _, _ = node_split(self.graph.num_nodes, cfg["split"]["train"], cfg["split"]["val"], cfg["seed"])
-        self.segments = feature_segments(sched["segments"], self.graph.num_features)
-        self.snapshot_graphs = snapshot_graphs(self.graph, self.train, sched["batch"], sched["fanouts"], self.segments)
+        self.run, self.sched = run, run.strategy_settings(DistDyConfig)
+        self.graph = load_graph(run.dataset)  # DistDy partitions snapshots
+        self.train, _, _ = node_split(self.graph.num_nodes, run.split.train, run.split.val, run.seed)
+        sched = self.sched
+        self.segments = feature_segments(sched.segments, self.graph.num_features)
+        self.snapshot_graphs = snapshot_graphs(self.graph, self.train, sched.batch, sched.fanouts, self.segments)
         self.neighbours = [InNeighbours.of(s.edge_index.numpy(), self.graph.num_nodes) for s in self.graph.snapshots]
 
     @property
@@ -38,18 +42,24 @@ class Stream:
 
     def options(self, **changes: float) -> dict[str, Any]:
         """``OnlinePartitioner``'s options as configured, with ``changes``."""
-        sched = self.cfg["sched"]
-        keys = ("eta", "budget", "clip_rewards", "message_weight", "fetch_weight")
-        return {key: changes.get(key, sched[key]) for key in keys}
+        sched = self.sched
+        configured = {
+            "eta": sched.eta,
+            "budget": sched.budget,
+            "clip_rewards": sched.clip_rewards,
+            "message_weight": sched.message_weight,
+            "fetch_weight": sched.fetch_weight,
+        }
+        return {key: changes.get(key, value) for key, value in configured.items()}
 
     def capacity(self, stores: int, factor: float | None = None) -> np.ndarray:
         """``D^k`` as configured (or at ``factor`` times the balanced window storage)."""
         from dygsched.data.partition.online import store_capacity
 
-        sched, window = self.cfg["sched"], self.cfg["window"]
+        sched, window = self.sched, self.run.window
         if factor is not None:
             return store_capacity(self.snapshot_graphs, window, stores, factor)
-        return store_capacity(self.snapshot_graphs, window, stores, sched["capacity_factor"], sched["capacity_bytes"])
+        return store_capacity(self.snapshot_graphs, window, stores, sched.capacity_factor, sched.capacity_bytes)
 
     def place(
         self, stores: int, method: str, factor: float | None = None, **changes: float
@@ -57,19 +67,19 @@ class Stream:
         """Every snapshot's placement on ``stores`` stores, the seconds partitioning took, the capacities."""
         from dygsched.data.partition.online import partition_stream
 
-        capacity, window = self.capacity(stores, factor), self.cfg["window"]
+        capacity, window = self.capacity(stores, factor), self.run.window
         options = self.options(**changes) if method == "distdy" else {}
         if method == "distdy":  # compiles the refinement (once per machine: numba caches it on disk), not timed
             partition_stream(method, self.snapshot_graphs[:1], stores, capacity, window, **options)
         start = time.perf_counter()
-        parts = partition_stream(method, self.snapshot_graphs, stores, capacity, window, self.cfg["seed"], **options)
+        parts = partition_stream(method, self.snapshot_graphs, stores, capacity, window, self.run.seed, **options)
         return parts, time.perf_counter() - start, capacity
 
     def balance(self, parts: Sequence[SnapshotPartition], stores: int) -> dict[str, float]:
         """Largest store over the mean, the worst step: the window's stored bytes, the newest snapshot's
         nodes and training targets (the targets whose temporal model a store's rank runs), and the
         expected sampled messages its encoders compute over the window."""
-        window, worst = self.cfg["window"], dict.fromkeys(("bytes", "nodes", "targets", "messages"), 0.0)
+        window, worst = self.run.window, dict.fromkeys(("bytes", "nodes", "targets", "messages"), 0.0)
         training = np.zeros(self.graph.num_nodes, dtype=bool)
         training[self.train] = True
         for tau in range(window - 1, len(parts)):
@@ -91,17 +101,17 @@ class Stream:
         """The counts of one epoch's mini-batches on ``stores`` stores."""
         from dygsched.engine.distdy.cluster import epoch_counts
 
-        cfg, sched = self.cfg, self.cfg["sched"]
+        run, sched = self.run, self.sched
         return epoch_counts(
             self.graph,
             placements,
             stores,
             self.train,
-            cfg["window"],
-            sched["batch"],
-            sched["batches_per_step"],
-            sched["fanouts"],
-            cfg["seed"],
+            run.window,
+            sched.batch,
+            sched.batches_per_step,
+            sched.fanouts,
+            run.seed,
             neighbours=self.neighbours,
         )
 
@@ -117,18 +127,16 @@ class Simulator:
         from dygsched.engine.distdy.cluster import compute_cost
         from dygsched.models.sage_temporal import SAGETemporal
 
-        cfg, graph = stream.cfg, stream.graph
-        torch.manual_seed(cfg["seed"])
-        model = build_model(cfg["model"], graph)
+        run, graph = stream.run, stream.graph
+        torch.manual_seed(run.seed)
+        model = build_model(run.model, graph)
         if not isinstance(model, SAGETemporal):
             raise ConfigError(
                 f"DistDy's simulator prices a sampled GraphSAGE encoder with a temporal model, not {type(model).__name__}: "
                 "use model=sage_temporal"
             )
         self.profile = profile
-        self.cost = compute_cost(
-            profile, model, stream.neighbours[:1], graph.snapshots[0].x, cfg["sched"]["fanouts"], cfg["window"]
-        )
+        self.cost = compute_cost(profile, model, stream.neighbours[:1], graph.snapshots[0].x, stream.sched.fanouts, run.window)
         self.row_bytes = stream.row_bytes
         self.embedding_bytes = model.hidden_channels * 4
         self.parameter_bytes = sum(p.numel() * p.element_size() for p in model.parameters())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -11,6 +11,9 @@ import pandas as pd
 from dygsched.paper.common import percent, published_value, span, table_named, write_table
 from dygsched.paper.distdy.common import SECTION, config
 from dygsched.paper.target import Headline, PaperTarget, Regime, Settings, Tables
+
+if TYPE_CHECKING:
+    from dygsched.engine.run_config import RunConfig
 
 STORAGE_CSV = "distdy/storage.csv"
 DEFAULT_CHANGE = "change 0.3/0.3"  # the uniform graph's default feature and edge change between snapshots
@@ -57,11 +60,11 @@ def build_storage(results: Path, *, nodes: int, snapshots: int, segments: int) -
     )
 
 
-def _storage_row(label: str, cfg: dict[str, Any], segments: int) -> dict[str, Any]:
+def _storage_row(label: str, run: RunConfig, segments: int) -> dict[str, Any]:
     from dygsched.data.additive_store import history_storage
     from dygsched.data.loading import load_graph
 
-    graph = load_graph(cfg["dataset"])  # additive storage is of snapshots
+    graph = load_graph(run.dataset)  # additive storage is of snapshots
     segments = min(segments, graph.num_features)
     history = history_storage(
         [(s.x.numpy(), s.edge_index.numpy(), np.flatnonzero(s.node_mask.numpy())) for s in graph.snapshots], segments

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dygsched.engine.distdy.config import DistDyConfig
 from dygsched.paper.common import span, table_named, times, write_table
 from dygsched.paper.distdy.common import (
     ALL_PARTITIONERS,
@@ -37,7 +38,7 @@ def build_traffic(results: Path, *, stores: tuple[int, ...], overrides: tuple[st
 
     folder = results / TRAFFIC_SWEEP.folder
     rows = []
-    for run, cfg in sweep_runs(folder):
+    for run, ran in sweep_runs(folder):
         metrics = pd.read_parquet(folder / run["run_id"] / "metrics.parquet")
         epochs = metrics[(metrics.iteration == -1) & (metrics.phase == "train")]
         for metric, way in (("feature_fetch_in_bytes", "in"), ("feature_fetch_out_bytes", "out")):
@@ -47,7 +48,7 @@ def build_traffic(results: Path, *, stores: tuple[int, ...], overrides: tuple[st
                     {
                         "stores": int(run["world_size"]),
                         "source": "measured",
-                        "partitioner": cfg["sched"]["partition"],
+                        "partitioner": ran.strategy_settings(DistDyConfig).partition,
                         "rank": int(rank),
                         "way": way,
                         "mb": value / 2**20,

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from dygsched.engine.node_memory.config import NodeMemoryConfig, SvenConfig
 from dygsched.metrics.early_stop import best_epoch
 from dygsched.metrics.seeds import over_seeds
 from dygsched.paper.common import finished_runs, geometric_mean, published_value, table_named, write_table
@@ -80,22 +81,22 @@ def build_accuracy(results: Path) -> None:
     """Test AP and AUC per model at each run's best validation epoch (as the paper's Table 4 and TGL
     select): one process against Sven on 2 ranks, the mean over seeds."""
     rows = []
-    for summary, metrics, cfg in finished_runs(results / ACCURACY_SWEEP.folder):
-        sched = cfg["sched"]
+    for summary, metrics, ran in finished_runs(results / ACCURACY_SWEEP.folder):
+        sched = ran.strategy_settings(NodeMemoryConfig)
         selected = best_epoch(metrics, "ap")
         rows.append(
             {
-                "model": cfg["model"]["name"],
-                "sched": sched["name"],
+                "model": ran.model.name,
+                "sched": sched.name,
                 "ranks": summary["world_size"],
-                "global_batch": sched["batch_size"] * summary["world_size"],
-                "staleness": sched.get("staleness", 0),
+                "global_batch": sched.batch_size * summary["world_size"],
+                "staleness": sched.staleness if isinstance(sched, SvenConfig) else 0,
                 "test_ap": at_epoch(metrics, "test", "ap", selected),
                 "test_auc": at_epoch(metrics, "test", "auc", selected),
                 "val_ap": at_epoch(metrics, "val", "ap", selected),
-                "epochs": cfg["epochs"],
+                "epochs": ran.epochs,
                 "selected_epoch": selected,
-                "seed": cfg["seed"],
+                "seed": ran.seed,
             }
         )
     runs = pd.DataFrame(rows)

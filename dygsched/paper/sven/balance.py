@@ -40,8 +40,8 @@ def build_balance(
 
     rows, per_step = [], []
     for dataset in datasets:
-        cfg, stream, built = stream_and_model(dataset, model)
-        train = stream.split(cfg["split"]["train"], cfg["split"]["val"]).train
+        run, stream, built = stream_and_model(dataset, model)
+        train = stream.split(run.split.train, run.split.val).train
         sampler = RecentNeighbours(stream, relative_times(stream))
         k = built.embedding_neighbours
         for batch in batches:
@@ -56,7 +56,7 @@ def build_balance(
                 reads = [
                     [
                         dataclasses.replace(read, series=torch.unique(read.series))
-                        for read in epoch_reads(stream, train, batch, count, cfg["seed"], epoch, k, sampler=sampler)
+                        for read in epoch_reads(stream, train, batch, count, run.seed, epoch, k, sampler=sampler)
                     ]
                     for epoch in range(epochs)
                 ]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
+from dygsched.engine.node_memory.config import ShardedMemoryConfig, SvenConfig
+from dygsched.engine.strategy_config import StrategyConfig
 from dygsched.paper.common import finished_runs, geometric_mean, published_value, table_named, times, write_table
 from dygsched.paper.sven.common import (
     MODEL_LABELS,
@@ -47,27 +48,28 @@ BREAKDOWN_CSV = f"{BREAKDOWN_SWEEP.folder}/sven_breakdown.csv"
 BREAKDOWN_ORDER = ("depcache", "depcomm", "+redundancy-free", "+re-flexbicut", "+micro-batch", "+async all-reduce")
 
 
-def breakdown_step(sched: dict[str, Any]) -> str:
-    """Which of figure 15's steps a run's scheduler settings are."""
-    if sched["name"] in ("depcomm", "depcache"):
-        return sched["name"]
-    if sched.get("staleness", 0):
+def breakdown_step(sched: StrategyConfig) -> str:
+    """Which of figure 15's steps a run's strategy settings (its typed configuration) are."""
+    if sched.name in ("depcomm", "depcache"):
+        return sched.name
+    if isinstance(sched, SvenConfig) and sched.staleness:
         return "+async all-reduce"
-    if sched.get("micro_batches", 1) > 1 or sched.get("prefetch", False):
+    if isinstance(sched, SvenConfig) and (sched.micro_batches > 1 or sched.prefetch):
         return "+micro-batch"
-    return "+re-flexbicut" if sched.get("partition") == "reflexbicut" else "+redundancy-free"
+    partition = sched.partition if isinstance(sched, ShardedMemoryConfig) else None
+    return "+re-flexbicut" if partition == "reflexbicut" else "+redundancy-free"
 
 
 def build_breakdown(results: Path) -> None:
     """Epoch time per step and its parts (compute, node-state exchange, gradient all-reduce, wait),
     with each step's speedup over the one before it and over DepComm."""
     rows = []
-    for summary, metrics, cfg in finished_runs(results / BREAKDOWN_SWEEP.folder):
+    for summary, metrics, ran in finished_runs(results / BREAKDOWN_SWEEP.folder):
         comm, exchange = epoch_share(metrics, "comm_s"), epoch_share(metrics, "exchange_s")
         rows.append(
             {
-                "model": cfg["model"]["name"],
-                "step": breakdown_step(cfg["sched"]),
+                "model": ran.model.name,
+                "step": breakdown_step(ran.sched),
                 "ranks": summary["world_size"],
                 "epoch_time_s": epoch_time(metrics),
                 "compute_s": epoch_share(metrics, "busy_s"),

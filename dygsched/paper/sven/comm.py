@@ -25,9 +25,9 @@ def build_comm(results: Path, datasets: tuple[str, ...], model: str, batches: tu
 
     rows = []
     for dataset in datasets:
-        cfg, stream, built = stream_and_model(dataset, model)
+        run, stream, built = stream_and_model(dataset, model)
         sizes = RowSizes.of(built)
-        train = stream.split(cfg["split"]["train"], cfg["split"]["val"]).train
+        train = stream.split(run.split.train, run.split.val).train
         sampler = RecentNeighbours(stream, relative_times(stream))
         d_state = built.memory_dim + built.mail_dim  # the paper's unit: d_mem + d_msg values
         for batch in batches:
@@ -36,7 +36,7 @@ def build_comm(results: Path, datasets: tuple[str, ...], model: str, batches: tu
                     continue
                 reads = list(
                     epoch_reads(
-                        stream, train, batch, count, cfg["seed"], 0, built.embedding_neighbours, built.mail_neighbours, sampler
+                        stream, train, batch, count, run.seed, 0, built.embedding_neighbours, built.mail_neighbours, sampler
                     )
                 )
                 counted = count_traffic(iter(reads), interval_partition(stream.num_nodes, count), count, sizes)

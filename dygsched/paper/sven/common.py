@@ -3,16 +3,16 @@ and reading a training run's epoch rows."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from dygsched.engine.run_config import plain_config
 from dygsched.errors import ConfigError
 from dygsched.paper.target import Section
 
 if TYPE_CHECKING:
     from dygsched.data.events import EventStream
+    from dygsched.engine.run_config import RunConfig
     from dygsched.models.memory_base import MemoryModel
 
 SECTION = Section("sven", "Sven", "Memory-based continuous-time models (TGN, JODIE, APAN) with distributed node memory.")
@@ -31,23 +31,23 @@ MODEL_LABELS = {"apan": "APAN", "jodie": "JODIE", "tgn": "TGN"}
 STRATEGY_LABELS = {"depcomm": "DepComm", "depcache": "DepCache"}
 
 
-def stream_and_model(dataset: str, model_name: str) -> tuple[dict[str, Any], EventStream, MemoryModel]:
+def stream_and_model(dataset: str, model_name: str) -> tuple[RunConfig, EventStream, MemoryModel]:
     """The event stream and the memory model (its widths decide the row sizes) a config composes;
     snapshots or a model without node memory are one clear error."""
     from dygsched.data.events import EventStream
     from dygsched.data.loading import load_data
     from dygsched.engine.build import build_model
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
     from dygsched.models.memory_base import MemoryModel
 
-    cfg = plain_config(compose_config([f"dataset={dataset}", f"model={model_name}"]), resolve=True)
-    stream = load_data(cfg["dataset"])
+    run = compose_run([f"dataset={dataset}", f"model={model_name}"])
+    stream = load_data(run.dataset)
     if not isinstance(stream, EventStream):
         raise ConfigError(f"dataset '{dataset}' gives snapshots, not an event stream: Sven's targets count events")
-    model = build_model(cfg["model"], stream)
+    model = build_model(run.model, stream)
     if not isinstance(model, MemoryModel):
         raise ConfigError(f"model '{model_name}' keeps no node memory: Sven's targets need a memory model (tgn, jodie, apan)")
-    return cfg, stream, model
+    return run, stream, model
 
 
 def at_epoch(metrics: pd.DataFrame, phase: str, metric: str, epoch: int | None) -> float:

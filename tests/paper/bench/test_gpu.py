@@ -24,6 +24,30 @@ def rehearse(tmp_path, *extra: str) -> tuple[int, list[dict[str, str]], str]:
     return code, rows, (folder / "bench_gpu.md").read_text()
 
 
+def test_the_pair_alternates_its_sides_over_the_rounds_and_tables_their_ratio(tmp_path, monkeypatch, capsys):
+    """The program's own logic, each side's figures given (the rehearsal below runs both for real, in
+    ``make test-slow``): A B A B, one row with the ratio A / B and its spread over the rounds."""
+    ran = []
+
+    def side(label, epoch_s):
+        def figures(*args, **kwargs):
+            ran.append(label)
+            return {"epoch_s": epoch_s, "epochs_s": [epoch_s], "syncs_per_step": 0.0, "final_loss": 0.5, "peaks_mb": [1.0]}
+
+        return figures
+
+    monkeypatch.setattr(pairs, "engine_side", side("engine", 2.0))
+    monkeypatch.setattr(pairs, "plain_side", side("plain", 4.0))
+    code, rows, table = rehearse(tmp_path, "--pairs", "tgcn", "--rounds", "2")
+    assert code == 0 and ran == ["engine", "plain", "engine", "plain"]
+    (row,) = rows
+    assert row["status"] == "ok" and row["rounds"] == "2" and float(row["ratio"]) == 0.5 and row["spread_over"] == "rounds"
+    out = capsys.readouterr().out
+    assert "engine-psg, round 1" in out and "plain-loop, round 2" in out  # A B A B
+    assert "tgcn: epoch time engine-psg / plain-loop = " in out and "| tgcn |" in table
+
+
+@pytest.mark.slow  # both sides trained for real, twice: the test above covers the alternation and the table
 def test_the_rehearsal_times_the_engine_against_the_plain_loop_alternated(tmp_path, capsys):
     code, rows, table = rehearse(tmp_path, "--pairs", "tgcn", "--rounds", "2")
     assert code == 0 and [row["pair"] for row in rows] == ["tgcn"], rows

@@ -25,14 +25,10 @@ def test_an_event_models_pairs_after_an_earlier_batch_of_their_own_snapshot_are_
 def test_collegemsg_weekly_in_windows_of_one_tests_utgs_pairs():
     """Our split of CollegeMsg cut weekly, one snapshot per unit, is UTG's: its test snapshots score
     the 508 pairs of UTG's test file, in the same four snapshots."""
-    from omegaconf import OmegaConf
+    from dygsched.launch.compose import compose_run
 
-    from dygsched.launch.compose import compose_config
-
-    config = OmegaConf.to_container(
-        compose_config(["dataset=collegemsg", "dataset.snapshot=weekly", "window=1", "task=link"]), resolve=True
-    )
-    assert unified.test_pairs(config) == UTG_TEST_PAIRS  # type: ignore[arg-type]
+    config = compose_run(["dataset=collegemsg", "dataset.snapshot=weekly", "window=1", "task=link"])
+    assert unified.test_pairs(config) == UTG_TEST_PAIRS
 
 
 RUNS = {  # run -> (model, sched, seed, validation MRR per epoch, test MRR per epoch, test seconds per epoch)
@@ -42,13 +38,20 @@ RUNS = {  # run -> (model, sched, seed, validation MRR per epoch, test MRR per e
     "t0": ("tgn", "single", 0, [0.10, 0.12, 0.11], [0.07, 0.09, 0.10], [1.00, 1.20, 1.10]),
     "t1": ("tgn", "single", 1, [0.10, 0.12, 0.11], [0.07, 0.08, 0.10], [1.00, 1.00, 1.00]),
     "b0": ("edgebank", "single", 0, [0.16], [0.15], [0.40]),
+    "x0": ("tgn", "single", 0, [0.30], [0.20], [0.50]),  # on our Enron, which is not UTG's: nothing beside it
 }
+NOT_UTGS = {"x0": ("events", "monthly")}
 
 
 def write_runs(root) -> None:
+    from dygsched.launch.compose import compose_run
     from dygsched.metrics.runs_table import append_run
 
     folder = root / unified.UNIFIED_DIR
+    configs = {  # each strategy's run as its config.yaml keeps it (the test pairs are given: the data is not read)
+        "psg": compose_run(["task=link", "link.procedure=utg"]).to_container(),
+        "single": compose_run(["dataset=events", "model=tgn", "sched=single", "sched.batch_size=200"]).to_container(),
+    }
     for run_id, (model, sched, seed, val, test, seconds) in RUNS.items():
         (folder / run_id).mkdir(parents=True)
         rows = []
@@ -56,9 +59,9 @@ def write_runs(root) -> None:
             rows += [(epoch, -1, 0, "val", "mrr", v), (epoch, -1, 0, "test", "mrr", t), (epoch, -1, 0, "test", "eval_time_s", s)]
             rows += [(epoch, -1, 0, "test", "hits@10", 2 * t), (epoch, -1, 0, "train", "epoch_time_s", 3.0)]
         metric_rows(run_id, rows).to_parquet(folder / run_id / "metrics.parquet")
-        config = {"link": {"procedure": "utg"}, "sched": {"name": sched, **({"batch_size": 200} if sched == "single" else {})}}
-        (folder / run_id / "config.yaml").write_text(yaml.safe_dump(config))
-        summary = {"run_id": run_id, "status": "ok", "dataset": "collegemsg", "snapshot": "weekly", "model": model}
+        (folder / run_id / "config.yaml").write_text(yaml.safe_dump(configs[sched]))
+        dataset, cut = NOT_UTGS.get(run_id, ("collegemsg", "weekly"))
+        summary = {"run_id": run_id, "status": "ok", "dataset": dataset, "snapshot": cut, "model": model}
         append_run(folder, {**summary, "sched": sched, "seed": seed})
 
 
@@ -66,7 +69,8 @@ def test_each_run_is_read_at_its_best_validation_mrr_and_sits_beside_utgs_figure
     monkeypatch.setattr(unified, "test_pairs", lambda config: UTG_TEST_PAIRS)
     write_runs(tmp_path)
     unified.build_unified(tmp_path)
-    per_run = pd.read_csv(tmp_path / unified.UNIFIED_RUNS_CSV).set_index(["model", "seed"])
+    per_run = pd.read_csv(tmp_path / unified.UNIFIED_RUNS_CSV)
+    per_run = per_run[per_run.dataset == "collegemsg"].set_index(["model", "seed"])
     assert per_run.loc[("gclstm", 0), "test_mrr"] == pytest.approx(0.11) and per_run.loc[("gclstm", 1), "test_mrr"] == 0.09
     assert per_run.loc[("gclstm", 0), "test_time_s"] == pytest.approx(0.25)  # the median over the epochs
     assert per_run.loc[("gclstm", 0), "test_ms_per_snapshot"] == pytest.approx(250 / 4)
@@ -74,7 +78,10 @@ def test_each_run_is_read_at_its_best_validation_mrr_and_sits_beside_utgs_figure
     # batches of 200: pairs 200-297 (snapshot 26's, begun in the first batch) and 400-414 (27's, begun in the second)
     assert per_run.loc[("tgn", 0), "same_snapshot_share"] == pytest.approx((98 + 15) / 508)
     assert pd.isna(per_run.loc[("gclstm", 0), "same_snapshot_share"])  # a snapshot model feeds whole snapshots
-    table = pd.read_csv(tmp_path / unified.UNIFIED_CSV).set_index("model")
+    full_table = pd.read_csv(tmp_path / unified.UNIFIED_CSV)
+    enron = full_table[full_table.dataset == "events"]
+    assert len(enron) == 1 and enron.utg_test_mrr.isna().all() and enron.utg_label.isna().all()
+    table = full_table[full_table.dataset == "collegemsg"].set_index("model")
     assert table.loc["gclstm", "test_mrr_mean"] == pytest.approx(0.10) and table.loc["gclstm", "seeds"] == 2
     assert table.loc["gclstm", "utg_test_mrr"] == 0.093 and table.loc["tgn", "utg_test_time_s"] == 1.07
     assert table.loc["edgebank", "utg_label"] == "EdgeBank" and table.loc["evolvegcn_o", "utg_label"] == "EGCN"

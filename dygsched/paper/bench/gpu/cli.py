@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dygsched.commands.gpu_check.cli import describe_machine
+from dygsched.commands.gpu_check.table import Clock
 from dygsched.errors import Terminated
-from dygsched.launch.gpu_check.cli import describe_machine
-from dygsched.launch.gpu_check.table import Clock
 from dygsched.paper.bench.gpu.pairs import PAIRS, SIZES, Setting, run_pair
 
 DEFAULT_RESULTS = Path("results") / "bench-gpu"

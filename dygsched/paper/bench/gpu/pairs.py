@@ -28,9 +28,9 @@ from typing import Any
 
 import pandas as pd
 
+from dygsched.commands.gpu_check.runs import deadline
+from dygsched.commands.gpu_check.table import Clock, one_line
 from dygsched.errors import DygschedError
-from dygsched.launch.gpu_check.runs import deadline
-from dygsched.launch.gpu_check.table import Clock, one_line
 
 PAIRS = ("tgcn", "real", "flare", "sven", "tgn")  # the order they run in: a budget cut short loses the last rounds
 COMMON = ("seed=0", "checkpoint=false", "progress=false", "overwrite=true", "metrics.count_flops=false")
@@ -218,16 +218,15 @@ def tgcn_plain(setting: Setting, work: Workload) -> Callable[[], tuple[list[floa
 
         from dygsched.data.groups import sliding_groups, split_by_time
         from dygsched.data.loading import load_graph
-        from dygsched.engine.run_config import plain_config
-        from dygsched.launch.compose import compose_config
+        from dygsched.launch.compose import compose_run
         from dygsched.paper.bench.gpu.plain import plain_tgcn_epochs
 
-        cfg = plain_config(compose_config(list(work.shared)), resolve=True)
-        graph = load_graph(cfg["dataset"])
-        split = split_by_time(sliding_groups(graph.num_snapshots, int(cfg["window"])), cfg["split"]["train"], cfg["split"]["val"])
-        layers = int(cfg["model"]["num_layers"])
+        run = compose_run(list(work.shared))
+        graph = load_graph(run.dataset)
+        split = split_by_time(sliding_groups(graph.num_snapshots, run.window), run.split.train, run.split.val)
+        layers = int(run.model.settings["num_layers"])  # TGCN's own setting (the model class types it)
         seconds, losses = plain_tgcn_epochs(
-            graph, split.train, float(cfg["optim"]["lr"]), work.epochs, work.width, layers, 0, torch.device(setting.device)
+            graph, split.train, run.optim.learning_rate, work.epochs, work.width, layers, 0, torch.device(setting.device)
         )
         return seconds, losses, len(split.train)
 
@@ -240,15 +239,14 @@ def tgn_plain(setting: Setting, work: Workload) -> Callable[[], tuple[list[float
     def run_plain() -> tuple[list[float], list[float], int]:
         from dygsched.data.events import EventStream
         from dygsched.data.loading import load_data
-        from dygsched.engine.run_config import plain_config
-        from dygsched.launch.compose import compose_config
+        from dygsched.launch.compose import compose_run
         from dygsched.paper.bench.tgn_pyg_baseline import pyg_tgn_epochs
 
-        cfg = plain_config(compose_config(list(work.shared)), resolve=True)
-        stream = load_data(cfg["dataset"])
+        run = compose_run(list(work.shared))
+        stream = load_data(run.dataset)
         if not isinstance(stream, EventStream):
             raise BenchFailed("the tgn pair's dataset gives snapshots, not events")
-        train = stream.split(cfg["split"]["train"], cfg["split"]["val"]).train
+        train = stream.split(run.split.train, run.split.val).train
         steps: list[int] = []
         seconds, losses = pyg_tgn_epochs(
             stream, train, work.epochs, work.batch, work.width, work.neighbours, 2, 0.0001, 0, setting.device, steps

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dygsched.launch.gpu_check.probe_cases import DESCRIBING, expect, probe_cases
-from dygsched.launch.gpu_check.table import Clock, Row, one_line, tally
+from dygsched.commands.gpu_check.probe_cases import DESCRIBING, expect, probe_cases
+from dygsched.commands.gpu_check.table import Clock, Row, one_line, tally
 
 MIXED_BACKEND = "cpu:gloo,cuda:nccl"
 SHARED_GPU_BACKEND = "gloo"  # what two ranks on one GPU use (NCCL refuses two ranks on one device)
@@ -153,7 +153,7 @@ def probe(
     out = folder / f"{stem}.jsonl"
     out.unlink(missing_ok=True)
     port = free_port()
-    command = [sys.executable, "-m", "dygsched.launch.gpu_check", "--probe-rank"]
+    command = [sys.executable, "-m", "dygsched.commands.gpu_check", "--probe-rank"]
     logs = [folder / f"{stem}-rank{rank}.log" for rank in range(world_size)]
     children = []
     for rank in range(world_size):

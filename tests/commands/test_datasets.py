@@ -90,9 +90,9 @@ def test_a_series_dataset_trains_from_a_users_copy(tmp_path):
 
 
 def test_without_tgbs_package_its_streams_say_how_to_get_them(tmp_path, monkeypatch, capsys):
+    from dygsched.commands.datasets import main
     from dygsched.data.tgb_streams import TGBStreamSource
     from dygsched.errors import DataError
-    from dygsched.launch.datasets_cli import main
 
     for module in ("tgb", "tgb.utils", "tgb.utils.info", "tgb.linkproppred", "tgb.linkproppred.dataset"):
         monkeypatch.setitem(sys.modules, module, None)  # any import of it now fails, as when it is not installed

@@ -1,4 +1,4 @@
-"""``python -m dygsched.launch.gpu_check [RESULTS]``: every strategy, every collective, on this node's GPUs, in minutes.
+"""``python -m dygsched.commands.gpu_check [RESULTS]``: every strategy, every collective, on this node's GPUs, in minutes.
 
 What a first hour on a machine with a GPU should answer, as one table (``check_gpu.csv`` and
 ``check_gpu.md`` in ``RESULTS``, default ``results/check-gpu``, rewritten after every row so a run
@@ -46,11 +46,11 @@ files), ``probe_cases`` and ``probing`` (part 1), ``groups`` (the ranks that tra
 the parts in order; ``__main__`` runs it).
 """
 
-from dygsched.launch.gpu_check.cli import DEFAULT_RESULTS, main
-from dygsched.launch.gpu_check.probing import probe, probe_rows
-from dygsched.launch.gpu_check.runs import RunTimedOut, deadline, one_run, run_overrides
-from dygsched.launch.gpu_check.table import COLUMNS, Clock, Row, loss_check, markdown, write_table
-from dygsched.launch.gpu_check.variants import VARIANTS, Variant
+from dygsched.commands.gpu_check.cli import DEFAULT_RESULTS, main
+from dygsched.commands.gpu_check.probing import probe, probe_rows
+from dygsched.commands.gpu_check.runs import RunTimedOut, deadline, one_run, run_overrides
+from dygsched.commands.gpu_check.table import COLUMNS, Clock, Row, loss_check, markdown, write_table
+from dygsched.commands.gpu_check.variants import VARIANTS, Variant
 
 __all__ = [
     "COLUMNS",

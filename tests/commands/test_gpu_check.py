@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from dygsched.launch import gpu_check
-from dygsched.launch.gpu_check import COLUMNS, VARIANTS, Clock, Row, cli, loss_check, markdown, write_table
-from dygsched.launch.gpu_check.groups import GroupEnd, GroupFailed, GroupKey, Job, Joined, RankGroups
-from dygsched.launch.gpu_check.probing import _json_line, probe_rank, probe_settings
-from dygsched.launch.gpu_check.table import failure
-from dygsched.launch.gpu_check.variants import TINY_SNAPSHOTS, Variant
+from dygsched.commands import gpu_check
+from dygsched.commands.gpu_check import COLUMNS, VARIANTS, Clock, Row, cli, loss_check, markdown, write_table
+from dygsched.commands.gpu_check.groups import GroupEnd, GroupFailed, GroupKey, Job, Joined, RankGroups
+from dygsched.commands.gpu_check.probing import _json_line, probe_rank, probe_settings
+from dygsched.commands.gpu_check.table import failure
+from dygsched.commands.gpu_check.variants import TINY_SNAPSHOTS, Variant
 
 
 def test_the_table_is_written_as_csv_and_markdown_with_missing_figures_empty(tmp_path):
@@ -165,11 +165,11 @@ def test_bad_arguments_are_one_line_and_exit_2(argv, words, capsys):
 
 def test_every_variant_composes_and_passes_the_checks_without_data(tmp_path):
     from dygsched.launch.checks import check_point
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
 
     for variant in VARIANTS:  # at its largest world size (the smaller ones differ in world_size alone)
         overrides = gpu_check.run_overrides(variant, max(variant.world_sizes), "cpu", tmp_path, 30.0)
-        check_point(compose_config(overrides), overrides)
+        check_point(compose_run(overrides))
     sched = {o.split("=", 1)[1] for v in VARIANTS for o in v.overrides if o.startswith("sched=")}
     from tests.conftest import ROOT
 
@@ -338,7 +338,7 @@ def test_the_check_trains_each_run_and_its_twin_on_the_ranks_of_their_size_and_d
     run prepared here (its data in its folder while its ranks have it), device runs on the CUDA
     groups and twins on the CPU ones, a group per world size and device started once, the GPU's
     name from its ranks, and CUDA never initialised in this process (NVML's count alone)."""
-    from dygsched.launch.gpu_check import groups as groups_module
+    from dygsched.commands.gpu_check import groups as groups_module
 
     def no_cuda_here(*args, **kwargs):
         raise AssertionError("the check's own process initialised CUDA")
@@ -370,7 +370,7 @@ def test_the_check_trains_each_run_and_its_twin_on_the_ranks_of_their_size_and_d
 
 
 def test_a_run_its_ranks_failed_is_one_row_and_is_marked_failed_in_its_folder(tmp_path, monkeypatch):
-    from dygsched.launch.gpu_check import groups as groups_module
+    from dygsched.commands.gpu_check import groups as groups_module
 
     seen, made = [], []
     monkeypatch.setattr(groups_module, "RankGroup", fake_groups(iter(["failed", "ok", "ok"]), seen, made))
@@ -447,8 +447,8 @@ def test_sigterm_stops_the_check_and_its_ranks_and_keeps_the_table(tmp_path):
     folder = tmp_path / "check"
     program = (
         "import sys\n"
-        "from dygsched.launch.gpu_check import cli\n"
-        "from dygsched.launch.gpu_check.variants import TINY_SNAPSHOTS, Variant\n"
+        "from dygsched.commands.gpu_check import cli\n"
+        "from dygsched.commands.gpu_check.variants import TINY_SNAPSHOTS, Variant\n"
         "cli.VARIANTS = (\n"
         "    Variant('psg', (*TINY_SNAPSHOTS, 'sched=psg'), world_sizes=(1,)),\n"
         f"    Variant('hangs', {pauses(pause)!r}, world_sizes=(1,)),\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dygsched.errors import ScheduleError
 from dygsched.planner import SOLVERS, ScheduleProblem, solve
-from dygsched.planner.cost_model import CostModel
+from dygsched.planner.cost_model import CostModel, group_times_from_sizes
 from dygsched.planner.solvers.ilp import BACKENDS
 
 
@@ -80,13 +80,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def dataset_group_times(overrides: list[str], cost_model: CostModel) -> list[float]:
+    """``--dataset``: the run the overrides compose (``dataset=...``, ``window=...``), its training
+    groups priced by ``cost_model``."""
+    from dygsched.data.loading import load_graph
+    from dygsched.engine.objective import build_split
+    from dygsched.launch.compose import compose_run
+
+    run = compose_run(overrides)
+    graph = load_graph(run.dataset)
+    sizes = [group.work(graph) for group in build_split(graph, run).train]
+    return group_times_from_sizes([n for n, _ in sizes], [e for _, e in sizes], cost_model)
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if (args.times is None) == (args.dataset is None):
         raise ScheduleError("give either a group-times file or --dataset OVERRIDES")
     if args.dataset is not None:
-        from dygsched.launch.dataset_times import dataset_group_times
-
         times, reuse = dataset_group_times(args.dataset, CostModel.from_json(args.profile) if args.profile else CostModel()), None
     else:
         if args.profile:

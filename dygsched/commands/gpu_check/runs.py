@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dygsched.commands.gpu_check.groups import GroupKey, Job, RankGroups
+from dygsched.commands.gpu_check.table import Clock, Row, cell, loss_check, one_line
+from dygsched.commands.gpu_check.variants import COMMON, Variant
 from dygsched.errors import DygschedError, Terminated
-from dygsched.launch.gpu_check.groups import GroupKey, Job, RankGroups
-from dygsched.launch.gpu_check.table import Clock, Row, cell, loss_check, one_line
-from dygsched.launch.gpu_check.variants import COMMON, Variant
 
 
 def gpu_count(device: str) -> int:
@@ -110,13 +110,13 @@ def one_run(overrides: list[str], groups: RankGroups, timeout_s: float) -> Outco
     from dygsched.engine.checkpoint import mark_failed
     from dygsched.launch.app import claim_run
     from dygsched.launch.checks import check_point
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
     from dygsched.launch.local import DATA_FILE
     from dygsched.metrics.atomic import write_with
 
     start = time.monotonic()
     try:
-        checked, world_size = check_point(compose_config(overrides), overrides)
+        checked, world_size = check_point(compose_run(overrides))
         claimed = claim_run(checked, world_size)
     except Terminated:  # the check itself is stopped: no further run
         raise

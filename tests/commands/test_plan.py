@@ -2,8 +2,8 @@ import json
 
 import pytest
 
+from dygsched.commands.plan import main
 from dygsched.errors import ScheduleError
-from dygsched.launch.plan_cli import main
 from tests.cli_process import run_dygsched
 
 
@@ -30,18 +30,16 @@ def test_plan_needs_exactly_one_source():
 
 def test_dataset_files_resolve_from_the_package_in_any_directory(tmp_path, monkeypatch, shipped_data):
     """``${dygsched_data:NAME}`` finds the package's copy (or the user's in DYGSCHED_DATA), not the working directory's."""
-    from omegaconf import OmegaConf
-
-    from dygsched.launch.compose import compose_config
+    from dygsched.launch.compose import compose_run
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DYGSCHED_DATA", raising=False)
-    path = OmegaConf.to_container(compose_config(["dataset=twitter_tennis"]), resolve=True)["dataset"]["path"]
+    path = compose_run(["dataset=twitter_tennis"]).dataset.path
     assert path == str((shipped_data / "twitter_tennis_rg17.json").resolve())
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "enron_edges.csv").write_text("src,dst,t\n0,1,5\n")
     monkeypatch.setenv("DYGSCHED_DATA", str(tmp_path / "mine"))
-    path = OmegaConf.to_container(compose_config(["dataset=edgelist"]), resolve=True)["dataset"]["path"]
+    path = compose_run(["dataset=edgelist"]).dataset.path
     assert path == str(tmp_path / "mine" / "enron_edges.csv")
 
 

@@ -34,7 +34,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from dygsched.launch.gpu_check.table import one_line
+from dygsched.commands.gpu_check.table import one_line
 
 if TYPE_CHECKING:
     from dygsched.engine.run_config import RunConfig

@@ -2,8 +2,9 @@ import json
 
 import pytest
 
+from dygsched.commands import plan as plan_cli
+from dygsched.commands import simulate as simulate_cli
 from dygsched.errors import ScheduleError
-from dygsched.launch import plan_cli, simulate_cli
 from dygsched.planner import ScheduleProblem, solve
 from dygsched.planner.cost_model import CostModel, group_times_from_sizes
 from dygsched.planner.plan import Plan

@@ -10,19 +10,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dygsched.commands.gpu_check.groups import Joined, RankGroups
+from dygsched.commands.gpu_check.probing import probe, probe_rank, probe_settings
+from dygsched.commands.gpu_check.runs import gpu_count, variant_row
+from dygsched.commands.gpu_check.table import TABLE, Clock, Row, failure, markdown, tally, write_table
+from dygsched.commands.gpu_check.variants import VARIANTS
 from dygsched.errors import Terminated
-from dygsched.launch.gpu_check.groups import Joined, RankGroups
-from dygsched.launch.gpu_check.probing import probe, probe_rank, probe_settings
-from dygsched.launch.gpu_check.runs import gpu_count, variant_row
-from dygsched.launch.gpu_check.table import TABLE, Clock, Row, failure, markdown, tally, write_table
-from dygsched.launch.gpu_check.variants import VARIANTS
 
 DEFAULT_RESULTS = Path("results") / "check-gpu"
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m dygsched.launch.gpu_check",
+        prog="python -m dygsched.commands.gpu_check",
         description="Check the communication module and every strategy on one GPU (a few minutes).",
     )
     parser.add_argument(

@@ -1,8 +1,0 @@
-"""``python -m dygsched.launch.gpu_check``: the check (``cli.main``); a probe rank is the same with ``--probe-rank``."""
-
-import sys
-
-from dygsched.launch.gpu_check.cli import main
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
