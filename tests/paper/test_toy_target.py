@@ -77,7 +77,7 @@ def toy_registered(tmp_path, monkeypatch):
     return tmp_path / "results"
 
 
-def test_the_toy_target_builds_records_and_renders_with_a_verdict(toy_registered, capsys):
+def test_the_toy_target_builds_records_and_renders_its_checks_at_smoke_size_without_a_verdict_word(toy_registered, capsys):
     results = toy_registered
     assert paper_main(["table-toy", "--results", str(results), "--smoke", "--in-process"]) == 0
     root = results / "smoke"
@@ -86,11 +86,12 @@ def test_the_toy_target_builds_records_and_renders_with_a_verdict(toy_registered
     assert record["command"] == f"dygsched paper table-toy --results {results} --smoke" and record["exit_code"] == 0
     assert record["recipe"] == [f"tests.paper.test_toy_target.build_toy({str(root)!r}, epochs=1)"]
     readme = (root / "report" / "README.md").read_text()
-    assert "| [table-toy](#table-toy) |" in readme and "| reproduced |" in readme and '<a id="table-toy"></a>' in readme
+    assert "| [table-toy](#table-toy) |" in readme and '<a id="table-toy"></a>' in readme
+    assert "| smoke: no verdict |" in readme and "| reproduced |" not in readme  # smoke size: its checks, no word
     assert "PSG over Greedy, epoch time: paper 2, ours 1.82, ours / paper 0.91" in readme
     assert "greedy 1.82x faster than PSG" in readme
     index = (root / "report" / "index.html").read_text()
-    assert 'id="table-toy"' in index and "Laid out as the paper's Table 1 (Toy)" in index
+    assert 'id="table-toy"' in index and "Laid out as the paper's Table 1 (the paper's: Toy; these numbers: smoke-size" in index
 
 
 def test_a_built_target_is_not_rebuilt_and_rerun_builds_it_again(toy_registered, capsys):
