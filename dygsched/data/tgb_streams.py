@@ -24,9 +24,10 @@ import contextlib
 import io
 import os
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -88,14 +89,34 @@ def _checked(name: str, stamp: bool) -> None:
         ensure_cached(entry, path)
 
 
+Dataset = TypeVar("Dataset")
+
+
 def _dataset(name: str, download: bool) -> LinkPropPredDataset:
     try:
         from tgb.linkproppred.dataset import LinkPropPredDataset
-        from tgb.utils.info import PROJ_DIR
     except ImportError:
         raise DataError(INSTALL_HINT) from None
     if name not in tgb_link_datasets():
         raise DataError(f"unknown TGB stream '{name}' (known: {', '.join(tgb_link_datasets())})")
+    return _opened(LinkPropPredDataset, name, download)
+
+
+def _node_dataset(name: str, download: bool) -> NodePropPredDataset:
+    try:
+        from tgb.nodeproppred.dataset import NodePropPredDataset
+    except ImportError:
+        raise DataError(INSTALL_HINT) from None
+    if name not in tgb_node_datasets():
+        raise DataError(f"unknown TGB node stream '{name}' (known: {', '.join(tgb_node_datasets())})")
+    return _opened(NodePropPredDataset, name, download)
+
+
+def _opened(dataset_class: Callable[..., Dataset], name: str, download: bool) -> Dataset:
+    """TGB's ``dataset_class`` (link or node property prediction) for stream ``name``, downloaded
+    first with ``download``, else read from the cache where it was fetched and stamped; one line on failure."""
+    from tgb.utils.info import PROJ_DIR
+
     if not download and not is_downloaded(name):
         raise DataError(
             f"TGB stream '{name}' is not downloaded: run `dygsched datasets fetch {name}` "
@@ -107,9 +128,12 @@ def _dataset(name: str, download: bool) -> LinkPropPredDataset:
     root = os.path.relpath(cache_dir() / "tgb", PROJ_DIR)
     chatter = io.StringIO()
     try:
-        with contextlib.redirect_stdout(chatter):  # TGB prints its progress; a run's output stays ours
-            return LinkPropPredDataset(name=name, root=root, preprocess=True, download=download)
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:  # requests' errors are OSErrors
+        with (
+            contextlib.redirect_stdout(chatter),
+            contextlib.redirect_stderr(chatter),
+        ):  # TGB's progress: a run's output stays ours
+            return dataset_class(name=name, root=root, preprocess=True, download=download)
+    except (OSError, ValueError, KeyError, IndexError, zipfile.BadZipFile) as exc:  # requests' errors are OSErrors
         if download:  # TGB writes its zip where it unpacks it: a cut-off one must not stay
             (tgb_folder(name) / f"{name}.zip").unlink(missing_ok=True)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -126,36 +150,6 @@ def fetch_tgb(name: str) -> Path:
         _dataset(name, download=True)
     _checked(name, stamp=True)
     return tgb_folder(name)
-
-
-def _node_dataset(name: str, download: bool) -> NodePropPredDataset:
-    try:
-        from tgb.nodeproppred.dataset import NodePropPredDataset
-        from tgb.utils.info import PROJ_DIR
-    except ImportError:
-        raise DataError(INSTALL_HINT) from None
-    if name not in tgb_node_datasets():
-        raise DataError(f"unknown TGB node stream '{name}' (known: {', '.join(tgb_node_datasets())})")
-    if not download and not is_downloaded(name):
-        raise DataError(
-            f"TGB stream '{name}' is not downloaded: run `dygsched datasets fetch {name}` "
-            f"(TGB's package downloads it into {tgb_folder(name).parent})"
-        )
-    if not download:
-        _checked(name, stamp=False)  # a file that changed since it was fetched: one line, never read
-    (cache_dir() / "tgb").mkdir(parents=True, exist_ok=True)
-    root = os.path.relpath(cache_dir() / "tgb", PROJ_DIR)
-    chatter = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(chatter), contextlib.redirect_stderr(chatter):  # its progress bars too
-            return NodePropPredDataset(name=name, root=root, preprocess=True, download=download)
-    except (OSError, ValueError, KeyError, IndexError, zipfile.BadZipFile) as exc:
-        if download:
-            (tgb_folder(name) / f"{name}.zip").unlink(missing_ok=True)
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise DataError(
-            f"TGB stream '{name}': {'could not download it' if download else 'could not read it'} ({reason})"
-        ) from None
 
 
 @dataclass(frozen=True)

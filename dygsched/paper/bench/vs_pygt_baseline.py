@@ -15,31 +15,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GATConv, GCNConv
-from torch_geometric_temporal.nn.recurrent import GCLSTM, MPNNLSTM, TGCN, EvolveGCNH, EvolveGCNO
+from torch_geometric_temporal.nn.recurrent import GCLSTM, MPNNLSTM, EvolveGCNH, EvolveGCNO
+
+from dygsched.paper.bench.gpu.plain import PlainTGCN  # PyTorch Geometric Temporal's TGCN cells, stacked: it is installed here
 
 if TYPE_CHECKING:
     from dygsched.data.groups import SnapshotGroup
     from dygsched.data.temporal_graph import TemporalGraph
 
 GCLSTM_K = 2  # conf/model/gclstm.yaml's filter size, which the dygsched side runs with
-
-
-class PlainTGCN(nn.Module):
-    """tgt's ``TGCN`` cells stacked ``layers`` deep and a linear head."""
-
-    def __init__(self, in_channels: int, hidden: int, layers: int) -> None:
-        super().__init__()
-        widths = [in_channels] + [hidden] * layers
-        self.cells = nn.ModuleList(TGCN(a, b) for a, b in zip(widths, widths[1:]))
-        self.head = nn.Linear(hidden, 1)
-
-    def forward(self, snapshots: list[Any]) -> torch.Tensor:
-        states: list[Any] = [None] * len(self.cells)
-        for snapshot in snapshots:
-            h = snapshot.x
-            for i, cell in enumerate(self.cells):
-                h = states[i] = cell(h, snapshot.edge_index, snapshot.edge_weight, states[i])
-        return self.head(h).squeeze(-1)
 
 
 class PlainGCLSTM(nn.Module):
