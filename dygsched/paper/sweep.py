@@ -118,7 +118,8 @@ def run_sweep(sweep: Sweep, results: Path, smoke: bool, extra: Overrides = ()) -
         )
         begin = time.perf_counter()
         run(typed, overrides=point)  # each point composed, typed and checked once (checked_points)
-        parts[-1]["wall_s"] = round(float(parts[-1]["wall_s"]) + time.perf_counter() - begin, 1)
+        # to the millisecond: runs of a few milliseconds each must still add up
+        parts[-1]["wall_s"] = round(float(parts[-1]["wall_s"]) + time.perf_counter() - begin, 3)
         parts[-1]["runs"] = int(parts[-1]["runs"]) + 1
         (folder / PARTS).write_text(json.dumps(parts, indent=2))
     made = {
@@ -222,4 +223,4 @@ def _seconds(parts: list[dict[str, Any]]) -> float | None:
     """The seconds the sittings ``parts`` ran; ``None`` where one of them kept no record."""
     if any(part.get("commit") is None for part in parts):
         return None
-    return round(sum(float(part.get("wall_s") or 0.0) for part in parts), 1)
+    return round(sum(float(part.get("wall_s") or 0.0) for part in parts), 3)

@@ -25,7 +25,7 @@ EXPECTED = {
 
 def test_there_is_one_config_per_model() -> None:
     assert sorted(path.stem for path in CONF.glob("*.yaml")) == sorted(
-        [*EXPECTED, "sage_temporal", "tgn", "jodie", "apan", "edgebank"]
+        [*EXPECTED, "sage_temporal", "tgn", "jodie", "apan", "edgebank", "persistent", "moving_average"]
     )
 
 
