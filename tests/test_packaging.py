@@ -68,6 +68,7 @@ def package_files() -> set[str]:
     return {f"dygsched/{name}" if name.startswith("conf/") else name for name in shipped}
 
 
+@pytest.mark.slow  # installs the wheel into a fresh environment; the wheel's contents are checked in the default selection
 def test_the_installed_wheel_trains_on_a_shipped_dataset_from_any_folder(wheel, tmp_path):
     """The wheel installed into its own folder (its dependencies from this environment), run from
     an empty folder with no checkout and no data folder around it."""

@@ -96,6 +96,7 @@ def train_losses(folder):
     )
 
 
+@pytest.mark.slow  # every partitioner at 1 and 2 ranks: the contract battery runs DistDy in the default selection
 def test_every_partitioner_trains_the_same_losses_and_parameters(runs):
     reference = runs / "hash-1"
     expected_params = load_checkpoint(reference)["model"]
@@ -116,6 +117,7 @@ def evaluation_rows(folder):
     return rows[["epoch", "phase", "metric"]].values.tolist(), rows["value"].tolist()
 
 
+@pytest.mark.slow  # every partitioner at 1 and 2 ranks: the contract battery runs DistDy in the default selection
 def test_link_prediction_trains_the_same_losses_and_parameters_under_every_partitioner(runs):
     """task=link: each pair scored by its source's holder, the destination's row fetched from its own
     holder; every partitioner on 2 ranks trains one process's losses, parameters and evaluation."""
@@ -138,6 +140,7 @@ def test_link_prediction_trains_the_same_losses_and_parameters_under_every_parti
         assert got_names == names and got_values == pytest.approx(values, abs=1e-5, nan_ok=True), method
 
 
+@pytest.mark.slow  # every partitioner at 1 and 2 ranks: the contract battery runs DistDy in the default selection
 def test_link_prediction_scores_every_drawn_pair_once_and_moves_rows_across_ranks(runs):
     """The ranks score disjoint shares of each mini-batch's pairs, together all of them (one process's
     count), and a pair whose destination another rank computed moves its row (``link_pair_rows``)."""
@@ -157,6 +160,7 @@ def test_link_prediction_scores_every_drawn_pair_once_and_moves_rows_across_rank
     assert json.loads((runs / "link-hash-1" / "summary.json").read_text())["comm_bytes_per_epoch"]["link_pair_rows"] == 0
 
 
+@pytest.mark.slow  # every partitioner at 1 and 2 ranks: the contract battery runs DistDy in the default selection
 def test_bytes_sent_equal_bytes_received_and_distdy_fetches_least(runs):
     fetched = {}
     for method in PARTITIONERS:
@@ -172,6 +176,7 @@ def test_bytes_sent_equal_bytes_received_and_distdy_fetches_least(runs):
     assert fetched["hash"] > 0 and fetched["distdy"] < fetched["hash"]
 
 
+@pytest.mark.slow  # every partitioner at 1 and 2 ranks: the contract battery runs DistDy in the default selection
 def test_the_online_loop_walks_the_stream_once_placing_each_snapshot_when_it_arrives(runs):
     """Epoch e trains the window ending at snapshot 2 + e; snapshot 3 + e is placed only after it."""
     frames = {n: pd.read_parquet(runs / f"online-{n}" / "metrics.parquet") for n in (1, 2)}
@@ -236,6 +241,7 @@ def test_segments_follow_the_features_unless_given(tmp_path):
         build_strategy(cfg.sched).check(load_data(cfg.dataset), cfg, 2)
 
 
+@pytest.mark.slow  # every partitioner at 1 and 2 ranks: the contract battery runs DistDy in the default selection
 def test_the_simulated_cluster_counts_what_two_ranks_measured(runs, tmp_path):
     """``step_counts`` for K = 2, from the run's own placements, equals the bytes each rank fetched."""
     from dygsched.data.loading import load_data

@@ -240,7 +240,8 @@ class Shuffled(OverlapSchedule):
         return [ids[i] for i in torch.randperm(len(ids), generator=torch.Generator().manual_seed(len(ids))).tolist()]
 
 
-@pytest.fixture(scope="module", params=[2, 3], ids=["2ranks", "3ranks"])
+# three ranks in `make test-slow`: two already cut the blocks across ranks
+@pytest.fixture(scope="module", params=[2, pytest.param(3, marks=pytest.mark.slow)], ids=["2ranks", "3ranks"])
 def partitioned(request, tmp_path_factory):
     out = tmp_path_factory.mktemp(f"flare{request.param}") / "results.pt"
     run_ranks(_ranks, (request.param, str(out)), nprocs=request.param)

@@ -67,6 +67,7 @@ def test_the_collective_timeout_would_trip_without_the_wait(tmp_path):
     assert found[1][0].startswith("error"), found  # the check below is not vacuous
 
 
+@pytest.mark.slow  # waits out a collective timeout
 def test_solo_work_longer_than_the_collective_timeout_completes(tmp_path):
     found = run_two(tmp_path, "comm")
     assert found[0][0] == found[1][0] == "{'plan': [[0, 1]]}", found
@@ -80,6 +81,7 @@ def test_a_rank_0_that_dies_during_its_solo_work_fails_the_others_at_once(tmp_pa
     assert found[1][1] < 30, found
 
 
+@pytest.mark.slow  # waits out a collective timeout
 def test_a_checkpoint_slower_than_the_collective_timeout_does_not_fail_the_other_ranks(tmp_path):
     """Rank 0 takes 3 timeouts to write each checkpoint; rank 1's next epoch waits for it on the
     store (without that wait its first collective timed out: under NCCL the watchdog aborts it)."""

@@ -59,6 +59,7 @@ def test_every_published_row_belongs_to_a_target_and_is_a_number():
     assert row[(row.row == "ESDG") & (row.column == "TGCN")].value.item() == pytest.approx(9.70)  # against the paper's text
 
 
+@pytest.mark.slow  # every point of every target; each target's own test composes its first and last
 def test_every_sweep_point_composes():
     """A typo in a target's overrides fails here, not an hour into `make paper`: every value of every
     key of every run composes (the product of a sweep's values is composed when the sweep runs)."""

@@ -166,6 +166,7 @@ def test_expensive_bounds_leave_negligible_loads_to_lower_bound(bound, times):
     assert bound(problem, time_limit=5) == lower_bound(problem)
 
 
+@pytest.mark.slow  # runs each bound to its ceiling
 @pytest.mark.parametrize("bound", [iteration_bound, configuration_bound])
 def test_expensive_bounds_stop_at_a_ceiling(bound):
     # certifying a target: asked for 2% above lower_bound (both reach about 5-7% when let run),
