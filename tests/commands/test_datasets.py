@@ -63,6 +63,7 @@ def test_a_run_refuses_a_cached_file_whose_bytes_changed(tmp_path):
     assert list((tmp_path / "cache").iterdir())[0].name.startswith("pedalme_london.json.mismatch-")
 
 
+@pytest.mark.slow  # a full run of a fetched series
 def test_a_series_dataset_trains_from_a_users_copy(tmp_path):
     """The PedalMe config on a file of the same layout the user points at (no download involved)."""
     steps, nodes = 14, 6

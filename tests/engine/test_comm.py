@@ -305,7 +305,9 @@ def _join(rank: int, world_size: int, port: int, requested: str, out: str) -> No
         close_process_group()
 
 
-@pytest.mark.parametrize(("requested", "backend"), [("auto", "gloo"), ("cpu:gloo", "cpu:gloo")])
+@pytest.mark.parametrize(
+    ("requested", "backend"), [pytest.param("auto", "gloo", marks=pytest.mark.slow), ("cpu:gloo", "cpu:gloo")]
+)
 def test_two_ranks_start_with_the_chosen_backend_share_the_cores_and_run_every_collective(tmp_path, requested, backend):
     """``init_process_group`` as a run calls it (``dist_backend`` auto, or a device-keyed string), then
     every helper of ``comm`` on the group it made."""

@@ -87,12 +87,11 @@ def rows(folder: Path) -> list[tuple]:
     return list(kept[["epoch", "iteration", "rank", "phase", "metric", "value"]].itertuples(index=False, name=None))
 
 
-# Two ranks on node affinities run in `make test-slow`: in the default selection, DepComm and Sven train
-# what one process trains on affinities at two ranks (test_node_task.py), resuming is exact on affinities
-# at one rank and on state labels at two ranks
+# Two ranks run in `make test-slow`: in the default selection, DepComm and Sven train what one process
+# trains at two ranks (test_node_task.py), and resuming is exact on labels and affinities at one rank
 @pytest.mark.parametrize(
     "world_size, labels",
-    [(1, "labels"), (1, "affinity"), (2, "labels"), pytest.param(2, "affinity", marks=pytest.mark.slow)],
+    [(1, "labels"), (1, "affinity"), *(pytest.param(2, labels, marks=pytest.mark.slow) for labels in ("labels", "affinity"))],
     ids=["1rank-labels", "1rank-affinity", "2ranks-labels", "2ranks-affinity"],
 )
 def test_every_strategy_finishes_honestly_and_resumes_exactly(tmp_path_factory, world_size, labels):

@@ -352,7 +352,7 @@ GCLSTM_TRAINED = {
 }
 # One strategy per executor in the fast suite (group by group, ESDG, BLAD, REAL's with reuse off: 6 s on
 # 2 idle cores); the others only plan differently and run in `make test-slow`.
-GCLSTM_FAST = ("blad", "esdg", "greedy", "psg")
+GCLSTM_FAST = ("esdg", "greedy", "psg")
 GCLSTM_SLOW = tuple(sorted(set(GCLSTM_TRAINED) - set(GCLSTM_FAST)))
 
 

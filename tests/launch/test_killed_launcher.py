@@ -129,6 +129,7 @@ def has_checkpoint(folder: Path, _processes: list[Process]) -> bool:
     return checkpoint_path(folder).exists()
 
 
+@pytest.mark.slow  # the spawned-ranks case stays in the default selection
 def test_killed_mid_epoch_the_launcher_takes_its_fork_server_tracker_and_ranks_with_it(tmp_path):
     """The case the issue measured: after the first checkpoint, while the ranks train on."""
     killed = kill_the_launcher_when(tmp_path, [], has_checkpoint)

@@ -98,6 +98,7 @@ def test_resume_continues_exactly(tmp_path, reference):
     assert runs["run_id"].tolist() == ["part"] and runs["epochs_completed"].tolist() == [EPOCHS]  # one row, updated
 
 
+@pytest.mark.slow  # a killed rank; resume=<folder> alone continuing exactly stays in test_resume_continues_exactly
 def test_a_killed_rank_stops_the_run_and_resume_finishes_it(tmp_path, reference):
     """SIGKILL rank 1 mid-run: the run stops at once (exit 1, one line, no orphans), is marked failed
     with its completed epochs kept, and ``resume=<folder>`` ends with the uninterrupted losses."""

@@ -68,6 +68,7 @@ def test_synthetic_two_ranks(tmp_path):
     assert summary["comm_bytes_per_epoch"]["hidden_state"] == 0  # PSG never ships hidden states
 
 
+@pytest.mark.slow  # a shipped dataset at two ranks; test_synthetic_two_ranks keeps the path
 def test_twitter_tennis_two_ranks(tmp_path, shipped_data):
     result = dygsched(
         tmp_path,
@@ -194,6 +195,7 @@ def test_a_plan_for_another_world_size_fails_before_workers_start(tmp_path):
     assert not (tmp_path / "results").exists() or not [p for p in (tmp_path / "results").iterdir() if p.is_dir()]
 
 
+@pytest.mark.slow  # three runs of one id
 def test_an_existing_run_id_is_refused_unless_resumed_or_moved_aside(tmp_path):
     first = dygsched(tmp_path, "run", *TINY_SYNTHETIC, "epochs=1", "world_size=1", "run_id=mine", "progress=false")
     assert first.returncode == 0, first.stderr

@@ -40,6 +40,7 @@ def test_concurrent_sweeps_share_the_runs_table(tmp_path):
     assert not list(results.glob(".*.tmp"))
 
 
+@pytest.mark.slow  # a three-run sweep
 def test_each_run_of_a_sweep_says_which_of_how_many_it_is(tmp_path):
     """One line per run as it starts, with what the sweep varies; none for a run with progress=false,
     and no bar characters when the output is not a terminal (one line per epoch)."""

@@ -14,7 +14,7 @@ from tests.conftest import ROOT, TINY_SYNTHETIC
 TEST_CONF = ROOT / "tests" / "conf"
 
 
-@pytest.mark.parametrize("sched", ["psg", "esdg"])
+@pytest.mark.parametrize("sched", ["psg", pytest.param("esdg", marks=pytest.mark.slow)])
 def test_a_model_added_by_the_recipe_trains_with_the_strategies(tmp_path, sched):
     done = run_dygsched(
         "run",

@@ -102,6 +102,7 @@ def test_unavailable_backend_is_a_clear_error(monkeypatch):
         solve(PROBLEMS["uniform"], "ilp", backend="highs")
 
 
+@pytest.mark.slow  # every suite problem solved twice
 def test_greedy_never_worse_than_published_baselines():
     rng = random.Random(11)
     for trial in range(15):
