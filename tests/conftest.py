@@ -30,6 +30,24 @@ TINY_SYNTHETIC = [
 ]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def temporary_files_in_the_session_folder(tmp_path_factory):
+    """What runs keep beside the system's temporary files (each rank's stacks file, kept when a test
+    kills the rank) goes under the session's folder, which pytest prunes, rather than piling up in /tmp;
+    the ranks a test starts inherit it through ``TMPDIR``."""
+    import tempfile
+
+    folder = tmp_path_factory.mktemp("tmpdir")
+    before = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"] = tempfile.tempdir = str(folder)
+    yield
+    if before[0] is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = before[0]
+    tempfile.tempdir = before[1]
+
+
 @pytest.fixture
 def compose(tmp_path):
     """Compose the real Hydra configs with overrides into the typed run, writing results under tmp_path."""

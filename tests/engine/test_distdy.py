@@ -19,7 +19,7 @@ import torch.distributed as dist
 from dygsched.data.partition import ONLINE_PARTITIONERS as PARTITIONERS
 from dygsched.engine.checkpoint import load_checkpoint
 from dygsched.engine.distributed import DistEnv
-from dygsched.engine.worker import _RunPlace, train_in_group
+from dygsched.engine.worker import train_in_joined_group
 from dygsched.errors import ConfigError
 from dygsched.launch.compose import compose_run
 from tests.harness import run_ranks
@@ -63,19 +63,15 @@ def config(results, *extra, base=SMALL):
 def _rank(rank, world_size, results):
     env = DistEnv(rank, world_size, 0)
     for method in PARTITIONERS:
-        train_in_group(
-            config(results, f"sched.partition={method}", f"run_id={method}-{world_size}"),
-            env,
-            torch.device("cpu"),
-            None,
-            _RunPlace(None),
+        train_in_joined_group(
+            config(results, f"sched.partition={method}", f"run_id={method}-{world_size}"), env, torch.device("cpu"), None
         )
         dist.barrier()
     online = config(results, "sched.loop=online", "epochs=4", f"run_id=online-{world_size}")  # 6 snapshots, windows of 3
-    train_in_group(online, env, torch.device("cpu"), None, _RunPlace(None))
+    train_in_joined_group(online, env, torch.device("cpu"), None)
     for method in PARTITIONERS if world_size == 2 else ["hash"]:  # every partitioner on 2 ranks, against one process
         link = config(results, f"sched.partition={method}", f"run_id=link-{method}-{world_size}", base=LINK)
-        train_in_group(link, env, torch.device("cpu"), None, _RunPlace(None))
+        train_in_joined_group(link, env, torch.device("cpu"), None)
         dist.barrier()
 
 

@@ -8,7 +8,7 @@ import torch
 
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.snapshot_groups.strategy import SnapshotGroupStrategy
-from dygsched.engine.worker import _RunPlace, train_in_group
+from dygsched.engine.worker import train_in_joined_group
 from dygsched.launch.compose import compose_run
 from dygsched.metrics.early_stop import EarlyStopping
 from tests.cli_process import run_dygsched
@@ -38,7 +38,7 @@ def run_in_process(results: Path, *overrides: str) -> dict:
         [*TINY_SYNTHETIC, "world_size=1", "device=cpu", "early_stop.metric=val.mse", "early_stop.patience=2",
          f"results_dir={results}", *overrides]
     )  # fmt: skip
-    summary = train_in_group(run, DistEnv(0, 1, 0), torch.device("cpu"), None, _RunPlace(None))
+    summary = train_in_joined_group(run, DistEnv(0, 1, 0), torch.device("cpu"), None)
     assert summary is not None
     return summary
 

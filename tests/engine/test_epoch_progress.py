@@ -12,7 +12,7 @@ import torch
 
 from dygsched.engine import worker
 from dygsched.engine.distributed import DistEnv
-from dygsched.engine.worker import _RunPlace, train_in_group
+from dygsched.engine.worker import train_in_joined_group
 from dygsched.launch.compose import compose_run
 from dygsched.metrics.progress import StepBar
 from tests.conftest import TINY_SYNTHETIC
@@ -79,7 +79,7 @@ def run_in_process(overrides: list[str], results: Path) -> None:
     run = compose_run(
         [*overrides, "epochs=2", "world_size=1", "device=cpu", "checkpoint=false", "progress=true", f"results_dir={results}"]
     )
-    train_in_group(run, DistEnv(0, 1, 0), torch.device("cpu"), None, _RunPlace(None))
+    train_in_joined_group(run, DistEnv(0, 1, 0), torch.device("cpu"), None)
 
 
 @pytest.mark.parametrize("name", list(RUNS))
@@ -109,7 +109,7 @@ def test_progress_false_makes_no_bar(tmp_path, monkeypatch):
     monkeypatch.setattr(worker, "StepBar", RecordingBar)
     run = compose_run([*TINY_SYNTHETIC, "epochs=1", "world_size=1", "device=cpu", "checkpoint=false", f"results_dir={tmp_path}"])
     assert run.progress is False
-    train_in_group(run, DistEnv(0, 1, 0), torch.device("cpu"), None, _RunPlace(None))
+    train_in_joined_group(run, DistEnv(0, 1, 0), torch.device("cpu"), None)
     assert RecordingBar.made == []
 
 

@@ -17,7 +17,7 @@ from dygsched.data.loading import load_data
 from dygsched.engine.checkpoint import load_checkpoint
 from dygsched.engine.distributed import DistEnv
 from dygsched.engine.run_config import RunConfig
-from dygsched.engine.worker import _RunPlace, train_in_group
+from dygsched.engine.worker import train_in_joined_group
 from dygsched.launch.compose import compose_run
 from tests.harness import run_ranks
 
@@ -61,10 +61,10 @@ def _rank(rank: int, world_size: int, results: str, labels: str) -> None:
         root = Path(results) / labels / sched
         full = config(root, labels, sched, f"epochs={EPOCHS}", "run_id=full", *backend)
         data = load_data(full.dataset)
-        train_in_group(full, env, cpu, data, _RunPlace(None))
-        train_in_group(config(root, labels, sched, "epochs=1", "run_id=resumed", *backend), env, cpu, data, _RunPlace(None))
+        train_in_joined_group(full, env, cpu, data)
+        train_in_joined_group(config(root, labels, sched, "epochs=1", "run_id=resumed", *backend), env, cpu, data)
         resumed = config(root, labels, sched, f"epochs={EPOCHS}", "run_id=resumed", f"resume={root / 'resumed'}", *backend)
-        train_in_group(resumed, env, cpu, data, _RunPlace(None))
+        train_in_joined_group(resumed, env, cpu, data)
         if world_size > 1:
             dist.barrier()
 
@@ -115,9 +115,9 @@ def test_a_frozen_model_from_a_link_run_keeps_its_weights_and_the_classifier_lea
     overrides = [*DATASETS["labels"], *MODEL, "sched=single", "sched.batch_size=40", "device=cpu", "progress=false"]
     link_cfg = compose_run([*overrides, "epochs=1", "run_id=link", f"results_dir={tmp_path}"])
     data = load_data(link_cfg.dataset)
-    train_in_group(link_cfg, env, cpu, data, _RunPlace(None))
+    train_in_joined_group(link_cfg, env, cpu, data)
     node_cfg = config(tmp_path, "labels", "single", "epochs=2", "run_id=node", "node_task.init_from=link")
-    train_in_group(node_cfg, env, cpu, data, _RunPlace(None))
+    train_in_joined_group(node_cfg, env, cpu, data)
     linked, node = load_checkpoint(tmp_path / "link")["model"], load_checkpoint(tmp_path / "node")["model"]
     for key, value in linked.items():
         assert torch.equal(node[f"backbone.{key}"], value), key

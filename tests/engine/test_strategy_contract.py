@@ -31,7 +31,7 @@ from dygsched.engine.distributed import DistEnv
 from dygsched.engine.objective import build_split, group_objective
 from dygsched.engine.run_config import RunConfig
 from dygsched.engine.snapshot_groups.config import SnapshotGroupConfig
-from dygsched.engine.worker import _RunPlace, seed_everything, train_in_group
+from dygsched.engine.worker import seed_everything, train_in_joined_group
 from dygsched.launch.compose import compose_run
 from tests.conftest import ROOT, TINY_SYNTHETIC
 from tests.engine.node_shard_strategy import NodeShardConfig, NodeShardStrategy
@@ -91,11 +91,11 @@ def _rank(rank: int, world_size: int, results: str, task: str) -> None:
         root = Path(results) / name
         full = config(name, root, f"epochs={EPOCHS}", "run_id=full", *backend, *TASKS[task])
         data = data or load_data(full.dataset)
-        train_in_group(full, env, cpu, data, _RunPlace(None))
+        train_in_joined_group(full, env, cpu, data)
         first = config(name, root, "epochs=1", "run_id=resumed", *backend, *TASKS[task])
-        train_in_group(first, env, cpu, data, _RunPlace(None))
+        train_in_joined_group(first, env, cpu, data)
         resumed = config(name, root, f"epochs={EPOCHS}", "run_id=resumed", f"resume={root / 'resumed'}", *backend, *TASKS[task])
-        train_in_group(resumed, env, cpu, data, _RunPlace(None))
+        train_in_joined_group(resumed, env, cpu, data)
         dist.barrier()
 
 
@@ -382,7 +382,7 @@ def _gclstm_rank(rank: int, world_size: int, results: str, names: tuple[str, ...
     for name in names:
         run = gclstm_config(name, Path(results) / name, f"epochs={EPOCHS}", "run_id=full", f"dist_backend={DEVICE_KEYED}")
         data = data or load_data(run.dataset)
-        train_in_group(run, env, torch.device("cpu"), data, _RunPlace(None))
+        train_in_joined_group(run, env, torch.device("cpu"), data)
         dist.barrier()
 
 
