@@ -2,7 +2,8 @@
 
 ``predict RUN [--phase test] [--pairs FILE] [--out FILE]`` writes the model's predictions on a phase
 (node targets, or link scores of the phase's pairs and the negatives its evaluation drew), or the
-link scores of the pairs a CSV or Parquet file gives (``src,dst[,time]``); ``embed RUN [--at ...]``
+link scores of the pairs a CSV or Parquet file gives (``src,dst[,time]``; a memory model scores
+each at its time); ``embed RUN [--at ...]``
 writes every node's embedding after chosen snapshots (snapshot models) or its memory at chosen
 times (memory models). Node ids are the user's file's. What each table holds and how to load it:
 docs/results.md. The run is rebuilt from its folder alone (``finished_run``), checked first; every
