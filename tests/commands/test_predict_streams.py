@@ -33,6 +33,7 @@ LABELS = ["dataset.label_rate=0.15"]
 MODELS = {
     "tgn": ["model=tgn", "model.memory_dim=8", "model.time_dim=4", "model.neighbours=2", "model.dropout=0.0"],
     "jodie": ["model=jodie", "model.memory_dim=8", "model.time_dim=4", "model.dropout=0.0"],
+    "edgebank": ["model=edgebank"],
     "apan": ["model=apan", "model.memory_dim=8", "model.time_dim=4", "model.neighbours=2", "model.mailbox_size=2"],
 }
 BATCH = 40  # events per step, all ranks together
@@ -159,6 +160,29 @@ def test_node_task_probabilities_give_the_run_s_auc(tmp_path: Path):
     assert roc_auc_score(frame["label"], frame["probability"]) == pytest.approx(_recorded(folder, "test", "auc"), rel=1e-12)
     embedded = run_dygsched("embed", str(folder), "--out", str(tmp_path / "emb.parquet"))
     assert embedded.returncode == 0, embedded.stderr
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("src,dst,time\n0,1,1\n")
+    _one_error_line(run_dygsched("predict", str(folder), "--pairs", str(pairs)), "--pairs scores links; a task=node run's")
+
+
+@pytest.mark.slow  # two training runs of their own
+def test_runs_predict_does_not_read_yet_are_one_line(tmp_path: Path):
+    """Node affinities (TGB's tgbn-*) and EdgeBank's pairs: refused in one line, nothing written."""
+    affinity = compose_run(
+        [
+            "dataset=trade_like", "dataset.num_nodes=16", "dataset.num_periods=8", "dataset.partners=3", *MODELS["tgn"],
+            "sched=single", "sched.batch_size=40", "world_size=1", "task=node", "epochs=1", "device=cpu", "progress=false",
+            f"results_dir={tmp_path}", "run_id=affinity",
+        ]
+    )  # fmt: skip
+    train_in_group(affinity, DistEnv(0, 1, 0), torch.device("cpu"), load_data(affinity.dataset), _RunPlace(None))
+    _one_error_line(run_dygsched("predict", str(tmp_path / "affinity")), "node affinities (tgbn-*) are not read yet")
+    bank = _config(tmp_path, "bank", "single", "edgebank", 1)
+    train_in_group(bank, DistEnv(0, 1, 0), torch.device("cpu"), load_data(bank.dataset), _RunPlace(None))
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("src,dst,time\n0,1,1\n")
+    _one_error_line(run_dygsched("predict", str(tmp_path / "bank"), "--pairs", str(pairs)), "model=edgebank keeps no node")
+    assert not list(tmp_path.glob("*/predictions-*"))
 
 
 def _one_error_line(result, expected: str) -> None:
