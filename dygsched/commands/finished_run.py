@@ -8,11 +8,11 @@ the checkpoint's weights loaded into it.
 
 Every strategy saves the same checkpoint: rank 0 writes the trained module's state, which the
 gradient all-reduce keeps identical on every rank (``dygsched/engine/checkpoint.py``), so there is
-no partitioned or sharded parameter to gather. What some strategies keep per rank is not in it
-because it follows from the weights: the node-memory strategies' state table (DepCache's replicas,
-DepComm's and Sven's owned rows) is rebuilt here by replaying the stream in one process, and
-FlareDTDG's chunk orders, REAL's reuse tables and the snapshot strategies' plans do not change a
-prediction.
+no partitioned or sharded parameter to gather. The node-memory strategies' state table (DepCache's
+replicas, DepComm's and Sven's owned rows) is gathered by the run itself into one table on rank 0,
+the one its validation started from, which the checkpoint keeps (``stream_outputs`` starts from
+it); FlareDTDG's chunk orders, REAL's reuse tables and the snapshot strategies' plans do not change
+a prediction.
 """
 
 from __future__ import annotations

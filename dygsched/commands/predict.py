@@ -2,7 +2,8 @@
 
 ``predict RUN [--phase test] [--pairs FILE] [--out FILE]`` writes the model's predictions on a phase
 (node targets, or link scores of the phase's pairs and the negatives its evaluation drew), or the
-link scores of the pairs a CSV or Parquet file gives (``src,dst[,time]``); ``embed RUN [--at ...]``
+link scores of the pairs a CSV or Parquet file gives (``src,dst[,time]``; a memory model scores
+each at its time); ``embed RUN [--at ...]``
 writes every node's embedding after chosen snapshots (snapshot models) or its memory at chosen
 times (memory models). Node ids are the user's file's. What each table holds and how to load it:
 docs/results.md. The run is rebuilt from its folder alone (``finished_run``), checked first; every
@@ -101,16 +102,14 @@ def predictions(loaded: object, phase: str) -> pd.DataFrame:
 
 
 def score_pairs(loaded: object, pairs: pd.DataFrame) -> pd.DataFrame:
-    """The logits of the pairs of a user's file, ids as in the file."""
+    """The logits of the pairs of a user's file, ids as in the file: a snapshot link model's after
+    the snapshot at each time, a memory model's from its memory at each time."""
     from dygsched.commands.finished_run import LoadedRun
 
     assert isinstance(loaded, LoadedRun)
-    if isinstance(loaded.data, _event_stream()):
-        raise ConfigError(
-            "--pairs scores pairs with snapshot link models (task=link); a memory model's scores: leave --pairs out"
-        )
-    from dygsched.commands.snapshot_outputs import score_snapshot_pairs
-
+    stream = isinstance(loaded.data, _event_stream())
+    if stream and "time" not in pairs.columns:
+        raise ConfigError("--pairs: a memory model scores a pair at a time: give the file a column 'time' (the stream's units)")
     ids = loaded.node_ids.numpy()
     rows = {int(node): row for row, node in enumerate(ids)}
     unknown = sorted({int(v) for v in np.concatenate([pairs["src"].to_numpy(), pairs["dst"].to_numpy()])} - set(rows))
@@ -121,7 +120,15 @@ def score_pairs(loaded: object, pairs: pd.DataFrame) -> pd.DataFrame:
     dst = np.array([rows[int(v)] for v in pairs["dst"]], dtype=np.int64)
     times = pairs["time"].to_numpy(float) if "time" in pairs.columns else None
     out = pairs.copy()
-    out["score"] = score_snapshot_pairs(loaded, src, dst, times)
+    if stream:
+        from dygsched.commands.stream_outputs import stream_pair_scores
+
+        assert times is not None
+        out["score"] = stream_pair_scores(loaded, src, dst, times)
+    else:
+        from dygsched.commands.snapshot_outputs import score_snapshot_pairs
+
+        out["score"] = score_snapshot_pairs(loaded, src, dst, times)
     return out
 
 
@@ -133,6 +140,8 @@ def read_pairs(path: Path) -> pd.DataFrame:
         frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
     except Exception as exc:  # not CSV, not Parquet, unreadable
         raise DataError(f"--pairs: cannot read {path} ({str(exc).strip().splitlines()[0]})") from None
+    if frame.empty:
+        raise DataError(f"--pairs: {path} holds no pairs")
     missing = [column for column in ("src", "dst") if column not in frame.columns]
     if missing:
         raise DataError(f"--pairs: {path} has no column(s) {', '.join(missing)} (it has: {', '.join(map(str, frame.columns))})")

@@ -4,7 +4,9 @@ At the end of every epoch rank 0 writes ``checkpoint.pt`` into the run folder, a
 temporary name, then a rename): the model and optimizer states (identical on every rank after
 the gradient all-reduce, so rank 0's copy serves all), the last completed epoch, the strategy's
 state (``Strategy.state_dict``: for snapshot groups, the plan being trained and whether it already
-replaced the profiling plan), the metrics not measured and why, and every rank's random
+replaced the profiling plan; for the node-memory strategies, the node state their validation started
+from, gathered to rank 0 by ``Strategy.collect_for_checkpoint`` on every rank, which resuming does
+not read), the metrics not measured and why, and every rank's random
 number generator states (torch, numpy, random and, on GPU, CUDA; gathered to rank 0). Only plain
 containers and tensors are stored, so it loads with ``weights_only=True``. The metric rows are not
 in it: each epoch's rows are written beside it (``RunFolder.save_epoch_rows``) before it, and its

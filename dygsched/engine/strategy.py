@@ -362,6 +362,10 @@ class Strategy(ABC):
         """Run-level facts for the summary (units, plan size, predicted epoch time)."""
         return {}
 
+    def collect_for_checkpoint(self) -> None:
+        """Every rank, at an epoch's end before rank 0 writes the checkpoint: bring to rank 0 what
+        ``state_dict`` keeps of per-rank state (a collective; nothing by default)."""
+
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint after the last finished epoch keeps (plain containers and tensors)."""
         return {}

@@ -512,6 +512,8 @@ class _RankRun:
         time out their next collective (under NCCL its watchdog would abort healthy ranks)."""
         self.where.enter(f"saving the metrics and checkpoint, epoch {epoch + 1} of {self.run.epochs}")
         save_start = time.perf_counter()
+        if self.checkpointing:
+            self.strategy.collect_for_checkpoint()  # every rank: a strategy's per-rank state to rank 0
         new_rows, rngs = self._collect(self.checkpointing)
         try:
             if self.is_main:

@@ -95,12 +95,14 @@ def _train(strategy, model_name: str, rank: int, world_size: int, settings: RunC
         )
         losses.append([float(s.loss_sum) for s in seen])
     val, test = strategy.evaluate("val"), strategy.evaluate("test")
+    strategy.collect_for_checkpoint()  # every rank: the state validation started from, gathered on rank 0
     owned = (strategy.memory.ownership.owner == rank).nonzero().flatten()
     rows = strategy.memory.table.pack(strategy.memory.ownership.row[owned])
     return {
         "losses": losses,
         "params": {k: v.detach().clone() for k, v in module.state_dict().items()},
         "state": (owned, rows),
+        "evaluation_start": strategy.state_dict().get("evaluation_start"),
         "val": val,
         "test": test,
         "metrics": metrics,
@@ -202,6 +204,10 @@ def trains_what_one_process_trains(world_size: int, results: dict, references: d
                             f"{where}: {phase} {metric}"
                         )
         torch.testing.assert_close(full_table(per_rank), full_table([want]), rtol=1e-6, atol=1e-7, msg=where)
+        # the checkpoint's table (rank 0's alone): the one process's, every vertex's rows gathered from their owners
+        assert all(result["evaluation_start"] is None for result in per_rank[1:]), where
+        for name, value in want["evaluation_start"].items():
+            torch.testing.assert_close(per_rank[0]["evaluation_start"][name], value, rtol=1e-6, atol=1e-7, msg=f"{where}: {name}")
 
 
 @pytest.mark.parametrize("model_name", list(MODELS))

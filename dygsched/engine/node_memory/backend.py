@@ -28,6 +28,7 @@ import torch
 from dygsched.data.event_batches import RecentNeighbours
 from dygsched.data.events import EventStream
 from dygsched.data.kinds import DynamicData
+from dygsched.engine import comm
 from dygsched.engine.node_memory.batches import DistinctPairs, Series
 from dygsched.engine.node_memory.config import NodeMemoryConfig
 from dygsched.engine.node_memory.state import NodeState, NodeStateTable, Ownership
@@ -108,6 +109,20 @@ class NodeMemory(ABC):
     def describe(self) -> dict[str, Any]:
         """Run-level facts for the summary."""
         return {}
+
+    def full_state(self, rows: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...] | None:
+        """Every vertex's state, in vertex order, on rank 0 (``None`` on the others), from each rank's
+        copy of its table (``NodeStateTable.snapshot``): the owners' rows gathered (a collective)."""
+        parts = comm.gather_object(tuple(tensor.cpu() for tensor in rows))
+        if parts is None:
+            return None
+        owner, row = self.ownership.owner, self.ownership.row
+        full = tuple(tensor.new_zeros((owner.numel(), *tensor.shape[1:])) for tensor in parts[0])
+        for rank, part in enumerate(parts):
+            mine = (owner == rank).nonzero().flatten()
+            for into, tensor in zip(full, part, strict=True):
+                into[mine] = tensor[row[mine]]
+        return full
 
     # ---- for the backends -------------------------------------------------------------------------
     def memory_at(self, pairs: DistinctPairs, read: Callable[[torch.Tensor], NodeState]) -> tuple[torch.Tensor, torch.Tensor]:

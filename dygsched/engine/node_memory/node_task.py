@@ -224,6 +224,10 @@ class NodePropertyTask(ABC):
         """A pass over ``phase``'s events without training begins: what it scores is that phase's."""
         self._scored = []
 
+    def scored(self) -> list[Any]:
+        """What the pass has scored so far, one entry per batch in stream order (``dygsched predict`` reads it)."""
+        return list(self._scored)
+
     @abstractmethod
     def metrics(self) -> dict[str, MetricValue]:
         """The last pass's metrics over every rank's rows (a collective)."""

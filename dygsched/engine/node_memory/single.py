@@ -34,6 +34,10 @@ class LocalMemory(NodeMemory):
     def aggregate(self, updates: StateUpdates, stats: IterationStats) -> None:
         updates.apply(self.table, self.row_on_device)
 
+    def full_state(self, rows: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...] | None:
+        """Every rank holds every vertex's row in vertex order (DepCache's replicas are identical): rank 0's, no exchange."""
+        return tuple(tensor.cpu() for tensor in rows) if self.rank == 0 else None
+
 
 class SingleProcessMemory(LocalMemory):
     """The only rank's full table."""

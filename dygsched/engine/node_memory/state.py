@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
+STATE_FIELDS = ("memory", "memory_time", "mail", "mail_time", "next_slot")  # a table's tensors, as ``snapshot`` orders them
+
 
 @dataclass(frozen=True)
 class Ownership:

@@ -26,7 +26,8 @@ the state as it was before the batch, back-propagates its share, and the writes 
 aggregated once at the end, so the step is the same whatever the count.
 
 Memory is reset at the start of each epoch; validation continues from the end of training, test
-from the end of validation (TGL's protocol). Timestamps are shifted so the stream starts at 0.
+from the end of validation (TGL's protocol; ``evaluation.py``, which also keeps the state validation
+started from for the checkpoint). Timestamps are shifted so the stream starts at 0.
 Evaluation reports the link-prediction metrics of ``dygsched.metrics.link_prediction`` over every
 positive and negative pair: transductive, inductive (``split.new_nodes`` hides DyGLib's share of
 nodes from training, ``dygsched/data/new_nodes.py``) and, with ``eval_negatives = m > 1`` or TGB's
@@ -55,6 +56,7 @@ from dygsched.components import load_target
 from dygsched.data.event_batches import (
     NEW_NODE_PASSES,
     RecentNeighbours,
+    SampledNeighbours,
     batch_series,
     evaluated_phase,
     rank_slice,
@@ -65,10 +67,10 @@ from dygsched.data.kinds import DynamicData
 from dygsched.data.new_nodes import NewNodeSplit, new_node_split
 from dygsched.data.temporal_graph import Task
 from dygsched.data.tgb_negatives import read_phase_negatives
-from dygsched.engine import comm
 from dygsched.engine.node_memory.backend import MemoryRun, NodeMemory
 from dygsched.engine.node_memory.batches import BatchInputs, RankBatch, Series
 from dygsched.engine.node_memory.config import NodeMemoryConfig
+from dygsched.engine.node_memory.evaluation import NodeMemoryEvaluation
 from dygsched.engine.node_memory.negatives import (
     NegativeSampler,
     check_evaluation,
@@ -80,18 +82,15 @@ from dygsched.engine.node_memory.node_task import NodePropertyTask, check_node_m
 from dygsched.engine.node_memory.transport import Transport
 from dygsched.engine.node_memory.updates import StateUpdates
 from dygsched.engine.run_config import RunConfig
-from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, Missing, RunContext, Strategy
+from dygsched.engine.strategy import Epoch, IterationStats, MetricValue, RunContext
 from dygsched.engine.timing import timed
 from dygsched.errors import ConfigError
-from dygsched.metrics.link_prediction import EvaluationScores, link_prediction_metrics, sampler_label
 from dygsched.models.edgebank import EdgeBank
 from dygsched.models.memory_base import MemoryModel, gather_rows
 from dygsched.models.persistent_forecast import PersistentForecast
 
-PHASES = ("train", "val", "test")
 
-
-class NodeMemoryStrategy(Strategy):
+class NodeMemoryStrategy(NodeMemoryEvaluation):
     """The node-memory loop over a memory backend (see the module docstring)."""
 
     data_kind = EventStream
@@ -284,31 +283,11 @@ class NodeMemoryStrategy(Strategy):
             inputs.neighbours,
             inputs.series,
         )
-        k, mask = sampled.mask.shape[1], sampled.mask
         self._series_vertices += int(series.vertices.numel())
         unique = series.organised.unique if series.organised is not None else torch.unique(series.vertices)
         self._series_unique += int(unique.numel())
         memory, tau = self.memory.memory_of(series, stats, upcoming)
-        dev = self.device
-        root_count, width = roots.numel(), memory.shape[1]
-        slots = mask.reshape(-1).nonzero().flatten().to(dev, non_blocking=True)  # on the host, where the mask is
-        neighbour_memory = memory.new_zeros(root_count * k, width).index_copy(0, slots, memory[root_count:])
-        neighbour_memory = neighbour_memory.view(root_count, k, width)
-        embedded, expand = self._embedded_roots(roots, root_times)
-        # each distinct neighbour event's features once (neighbours repeat across roots); padding reads event 0, weighted 0
-        events, event_index = torch.unique(sampled.events[embedded].clamp(min=0), return_inverse=True)
-        at = embedded.to(dev, non_blocking=True)
-        z = model.embed(
-            gather_rows(memory[:root_count], at),
-            tau[:root_count][at],
-            root_times[embedded].to(dev, non_blocking=True),
-            gather_rows(neighbour_memory, at),
-            sampled.times[embedded].to(dev, self.times.dtype, non_blocking=True),
-            self.edge[events].to(dev, non_blocking=True),
-            mask[embedded].to(dev, non_blocking=True),
-            neighbour_edge_index=event_index.to(dev, non_blocking=True),
-        )
-        z = gather_rows(z, expand)
+        z = self.embed_roots(roots, root_times, sampled, memory, tau)
         z, z_extra = z[: z.shape[0] - inputs.extra_roots], z[z.shape[0] - inputs.extra_roots :]  # task=node's rows
         per_event = (roots.numel() - inputs.extra_roots - 2 * n) // max(n, 1) // (2 if inputs.negative_sources else 1)
         positive = model.score(z[:n], z[n : 2 * n])
@@ -324,6 +303,37 @@ class NodeMemoryStrategy(Strategy):
         if self.node_task is not None:  # task=node: its loss (with the link loss under backbone=link), node_task.py
             loss_sum = self.node_task.step_loss(batch, self.events_of(batch), z[:n], z_extra, loss_sum)
         return loss_sum, positive.detach(), negative, self._updates(batch, memory[: 2 * n].detach(), src, dst, t)
+
+    def embed_roots(
+        self,
+        roots: torch.Tensor,
+        root_times: torch.Tensor,
+        sampled: SampledNeighbours,
+        memory: torch.Tensor,
+        tau: torch.Tensor,
+    ) -> torch.Tensor:
+        """The model's embedding of each root at its time, from its series' recomputed memory and
+        ``tau`` (``memory_of``: the roots' rows, then their sampled neighbours' in mask order)."""
+        k, mask, dev = sampled.mask.shape[1], sampled.mask, self.device
+        root_count, width = roots.numel(), memory.shape[1]
+        slots = mask.reshape(-1).nonzero().flatten().to(dev, non_blocking=True)  # on the host, where the mask is
+        neighbour_memory = memory.new_zeros(root_count * k, width).index_copy(0, slots, memory[root_count:])
+        neighbour_memory = neighbour_memory.view(root_count, k, width)
+        embedded, expand = self._embedded_roots(roots, root_times)
+        # each distinct neighbour event's features once (neighbours repeat across roots); padding reads event 0, weighted 0
+        events, event_index = torch.unique(sampled.events[embedded].clamp(min=0), return_inverse=True)
+        at = embedded.to(dev, non_blocking=True)
+        z = self.model.embed(
+            gather_rows(memory[:root_count], at),
+            tau[:root_count][at],
+            root_times[embedded].to(dev, non_blocking=True),
+            gather_rows(neighbour_memory, at),
+            sampled.times[embedded].to(dev, self.times.dtype, non_blocking=True),
+            self.edge[events].to(dev, non_blocking=True),
+            mask[embedded].to(dev, non_blocking=True),
+            neighbour_edge_index=event_index.to(dev, non_blocking=True),
+        )
+        return gather_rows(z, expand)
 
     def _edgebank_step(
         self, batch: RankBatch, inputs: BatchInputs
@@ -486,109 +496,6 @@ class NodeMemoryStrategy(Strategy):
     def _count_writes(self, updates: StateUpdates) -> None:
         self._endpoints += updates.endpoint_count
         self._endpoints_unique += int(torch.unique(updates.vertices).numel())
-
-    # ---- evaluation -------------------------------------------------------------------------------
-    def evaluate(self, phase: str) -> dict[str, MetricValue]:
-        if phase not in ("val", "test"):
-            raise ValueError(phase)
-        previous = PHASES[PHASES.index(phase) - 1]
-        if self._position != previous:  # bring the state to the end of the phase before
-            self._reset_state()
-            self._position = None
-            for earlier in PHASES[: PHASES.index(phase)]:
-                self._stream_through(earlier)
-        new_node_pass = NEW_NODE_PASSES[phase]
-        before = self.memory.table.snapshot() if new_node_pass in self.new_node_events else None
-        scores = self._stream_through(phase)  # task=node: the same pass scores its rows (node_task.py)
-        metrics = self.node_task.metrics() if self.node_task is not None else self._metrics(scores)
-        if before is not None:
-            metrics.update(self._new_node_pass(phase, before))
-        return metrics
-
-    def _new_node_pass(self, phase: str, before: tuple[torch.Tensor, ...]) -> dict[str, MetricValue]:
-        """``eval.inductive=apart``, DyGLib's new-node evaluation: the phase's events with a new
-        endpoint streamed alone, in their own batches, from the state before the phase (its memory
-        absorbing only them), against negatives drawn from those events alone; its ``*_inductive``
-        metrics replace the phase pass's. The state is then put back to the end of the phase."""
-        new_node_pass = NEW_NODE_PASSES[phase]
-        if not self.new_node_events[new_node_pass].numel():
-            return {}  # the phase pass already says no event has a new endpoint
-        after = self.memory.table.snapshot()
-        self.memory.table.restore(before)
-        found = self._metrics(self._stream_through(new_node_pass))
-        self.memory.table.restore(after)
-        self._position = phase
-        return {name: value for name, value in found.items() if name.split("[")[0].endswith("_inductive")}
-
-    def _stream_through(self, phase: str) -> dict[str, EvaluationScores]:
-        """Every batch of ``phase`` without training: its scores under each sampler of
-        ``eval.negatives`` (training's phase: TGL's rule), and its state writes, once."""
-        samplers = self.settings.eval.samplers if evaluated_phase(phase) in ("val", "test") else ("random",)
-        if self.node_task is not None:
-            self.node_task.start_pass(phase)
-        self.model.eval()
-        self.transport.counting = False
-        losses = dict.fromkeys(samplers, 0.0)
-        positives: dict[str, list[torch.Tensor]] = {name: [] for name in samplers}
-        negatives: dict[str, list[torch.Tensor]] = {name: [] for name in samplers}
-        inductive: list[torch.Tensor] = []
-        batch_of: list[torch.Tensor] = []  # each event's global batch (eval.average=per_batch)
-        with torch.no_grad():
-            for batch in self.batches(phase):
-                stats = IterationStats(batch.index)
-                for sampler in samplers:  # negatives never change the state: each sampler scores the same state
-                    self.transport.new_step()  # evaluation's exchanges are not reported
-                    inputs = self.inputs(batch, sampler)
-                    loss_sum, positive, negative, updates = self._step(batch, inputs, stats)
-                    losses[sampler] += float(loss_sum)
-                    positives[sampler].append(positive.cpu())
-                    if phase in self.negatives.fixed:  # places an event has no negative for: left out of every metric
-                        negative = negative.masked_fill(
-                            ~self.negatives.fixed[phase].present[batch.start : batch.stop].to(negative.device), float("nan")
-                        )
-                    negatives[sampler].append(negative.cpu())
-                self.memory.aggregate(updates, stats)
-                inductive.append(self.new_nodes.inductive(inputs.src, inputs.dst))
-                batch_of.append(torch.full((batch.events,), batch.index, dtype=torch.int64))
-        self._position = phase
-        self.transport.counting = True
-        self.model.train()
-        new, batches = torch.cat(inductive).numpy(), torch.cat(batch_of).numpy()
-        return {
-            name: EvaluationScores(
-                losses[name], torch.cat(positives[name]).numpy(), torch.cat(negatives[name]).numpy(), new, batches
-            )
-            for name in samplers
-        }
-
-    def evaluation_metrics(self, data: DynamicData, settings: RunConfig) -> frozenset[str]:
-        assert isinstance(data, EventStream)
-        split = data.split(settings.split.train, settings.split.val, settings.split.by)
-        node_task = node_task_for(data, split, settings, self.batch_size, 1)
-        if node_task is not None:  # task=node (node_task.py)
-            return node_task.metric_names()
-        fixed = bool(settings.tgb_negatives) or settings.eval.one_vs_many > 1
-        return settings.link_metric_names(ranking=settings.eval_negatives > 1 or fixed)
-
-    def _metrics(self, mine: dict[str, EvaluationScores]) -> dict[str, MetricValue]:
-        """Each sampler's metrics; with any rule but TGL's alone, every name says its sampler: ``ap[historical]``."""
-        metrics: dict[str, MetricValue] = {}
-        for sampler, scores_mine in mine.items():
-            scores = EvaluationScores.cat(comm.all_gather_object(scores_mine))
-            found = link_prediction_metrics(
-                scores,
-                with_mrr=scores.negative.shape[1] > 1,
-                hits_k=self.settings.eval.hits_k,
-                average=self.settings.eval.average,
-            )
-            fixed = self.negatives.fixed.get(self._position or "")
-            if fixed is not None and fixed.uneven:
-                found["loss"] = Missing("TGB's file gives some events fewer negatives: their loss would count stand-ins")
-            suffix = (
-                "" if self.settings.eval.default_negatives else f"[{sampler_label(sampler, self.settings.eval.negative_pool)}]"
-            )
-            metrics.update({f"{name}{suffix}": value for name, value in found.items()})
-        return metrics
 
     def describe(self) -> dict[str, Any]:
         return {
