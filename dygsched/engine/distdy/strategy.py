@@ -467,7 +467,8 @@ class DistDyStrategy(Strategy):
                 stats = IterationStats(iteration=-1)
                 traffic = self._no_traffic()
                 loss = self.batch_loss(-1, tau, start, held, traffic, stats, targets=chunk)
-                sums += torch.tensor([float(loss) * len(chunk), float(len(chunk))], dtype=torch.float64)
+                counted = float(len(chunk)) if self.rank == 0 else 0.0  # every rank has the chunk: one counts it
+                sums += torch.tensor([float(loss) * len(chunk), counted], dtype=torch.float64)
         comm.all_reduce(sums)  # host float64 sums: gloo under a device-keyed backend
         mse = float(sums[0] / sums[1].clamp(min=1))
         return {"loss": mse, "mse": mse}
