@@ -487,24 +487,26 @@ class DistDyStrategy(Strategy):
         return evaluate_pairs(self.loss, phase, self.graph, taus, represent, self.config.batch, self.rank, self.device)
 
     def _evaluation_windows(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """This rank's stored rows of every snapshot a validation or test window reads, rebuilt once
-        from the first snapshot (placements, once made, never change)."""
+        """This rank's stored rows of every snapshot a validation or test window reads, rebuilt once."""
         if self._evaluation_held is None:
             assert self.split is not None
             wanted = {t for group in (*self.split.val, *self.split.test) for t in range(group.start, group.stop)}
-            store, held = self._new_store(), {}
-            for t in range(max(wanted) + 1):
-                self._add_snapshot(store, t, self.place(t)[0])
-                if t in wanted:
-                    held[t] = store.features(t)
-            self._evaluation_held = held
+            self._evaluation_held = self.stored_windows(wanted)
         return self._evaluation_held
 
     def _rebuild_window(self, tau: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        store = self._new_store()
-        for t in range(tau + 1):  # from the first snapshot: a store's versions depend on where nodes were before
+        return self.stored_windows(set(range(tau - self.window + 1, tau + 1)))
+
+    def stored_windows(self, wanted: set[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """This rank's stored rows (nodes, features) of each snapshot of ``wanted``, its store rebuilt
+        from the first snapshot (a store's versions depend on where nodes were before; placements,
+        once made, never change)."""
+        store, held = self._new_store(), {}
+        for t in range(max(wanted) + 1):
             self._add_snapshot(store, t, self.place(t)[0])
-        return {t: store.features(t) for t in range(tau - self.window + 1, tau + 1)}
+            if t in wanted:
+                held[t] = store.features(t)
+        return held
 
     def _new_store(self) -> GraphStore:
         return GraphStore(self.graph.num_features, self.window, self.num_segments, self.graph.snapshots[0].x.element_size())
