@@ -12,7 +12,7 @@ no partitioned or sharded parameter to gather. The node-memory strategies' state
 replicas, DepComm's and Sven's owned rows) is gathered by the run itself into one table on rank 0,
 the one its validation started from, which the checkpoint keeps (``stream_outputs`` starts from
 it); FlareDTDG's chunk orders, REAL's reuse tables and the snapshot strategies' plans do not change
-a prediction.
+a prediction, nor do DistDy's placements (``distdy_outputs`` rebuilds its evaluation on one store).
 """
 
 from __future__ import annotations
@@ -35,10 +35,6 @@ from dygsched.engine.node_memory.config import NodeMemoryConfig, SingleProcessCo
 from dygsched.engine.run_config import CONFIG_FILE, RunConfig, saved_run
 from dygsched.engine.strategy import Strategy
 from dygsched.errors import ConfigError
-
-# Strategies whose trained module is not the shared objective's: DistDy trains a sampled model
-# whose node-task evaluation reads its own node split (dygsched/engine/distdy/strategy.py).
-UNSUPPORTED = {"distdy": "its sampled model evaluates on its own node split, which predict does not rebuild yet"}
 
 
 @dataclass(frozen=True)
@@ -95,9 +91,6 @@ def load_run(files: RunFiles) -> LoadedRun:
     from dygsched.engine.strategy import Artifacts, RunContext
 
     run = files.run
-    name = run.sched.name or "?"
-    if name in UNSUPPORTED:
-        raise ConfigError(f"predict does not read sched={name} runs: {UNSUPPORTED[name]}")
     strategy = build_strategy(run.sched)
     data = for_task(load_data(run.dataset), strategy.data_kind, run)
     if isinstance(data, EventStream):

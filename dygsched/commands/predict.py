@@ -78,11 +78,13 @@ def embed_main(argv: list[str]) -> int:
 
         frame = stream_memory(loaded, at)
     else:
+        from dygsched.commands.distdy_outputs import distdy_embeddings
         from dygsched.commands.snapshot_outputs import snapshot_embeddings
 
         if at is not None and any(value != int(value) for value in at):
             raise ConfigError(f"--at names snapshots of a snapshot model: whole numbers, got {args.at}")
-        frame = snapshot_embeddings(loaded, None if at is None else [int(value) for value in at])
+        embeddings = distdy_embeddings if _distdy(loaded) else snapshot_embeddings
+        frame = embeddings(loaded, None if at is None else [int(value) for value in at])
     out = Path(args.out) if args.out else files.path / "embeddings.parquet"
     return _write(frame, out, f"epoch {files.epoch} (counted from 0)")
 
@@ -96,9 +98,10 @@ def predictions(loaded: object, phase: str) -> pd.DataFrame:
         from dygsched.commands.stream_outputs import stream_predictions
 
         return stream_predictions(loaded, phase)
+    from dygsched.commands.distdy_outputs import distdy_predictions
     from dygsched.commands.snapshot_outputs import snapshot_predictions
 
-    return snapshot_predictions(loaded, phase)
+    return (distdy_predictions if _distdy(loaded) else snapshot_predictions)(loaded, phase)
 
 
 def score_pairs(loaded: object, pairs: pd.DataFrame) -> pd.DataFrame:
@@ -126,9 +129,10 @@ def score_pairs(loaded: object, pairs: pd.DataFrame) -> pd.DataFrame:
         assert times is not None
         out["score"] = stream_pair_scores(loaded, src, dst, times)
     else:
+        from dygsched.commands.distdy_outputs import score_distdy_pairs
         from dygsched.commands.snapshot_outputs import score_snapshot_pairs
 
-        out["score"] = score_snapshot_pairs(loaded, src, dst, times)
+        out["score"] = (score_distdy_pairs if _distdy(loaded) else score_snapshot_pairs)(loaded, src, dst, times)
     return out
 
 
@@ -162,6 +166,14 @@ def _numbers(text: str | None) -> list[float] | None:
         return [float(item) for item in text.split(",") if item.strip()]
     except ValueError:
         raise ConfigError(f"--at takes comma-separated numbers, got {text!r}") from None
+
+
+def _distdy(loaded: object) -> bool:
+    """Whether ``loaded`` is a DistDy run (its sampled model's outputs: ``distdy_outputs``)."""
+    from dygsched.commands.finished_run import LoadedRun
+    from dygsched.engine.distdy import DistDyStrategy
+
+    return isinstance(loaded, LoadedRun) and isinstance(loaded.strategy, DistDyStrategy)
 
 
 def _event_stream() -> type:

@@ -59,6 +59,7 @@ from dygsched.data.partition.snapshot_graph import SnapshotGraph, SnapshotPartit
 from dygsched.data.temporal_graph import Task, TemporalGraph
 from dygsched.engine import comm
 from dygsched.engine.distdy.config import DistDyConfig
+from dygsched.engine.distdy.features import fetch_features
 from dygsched.engine.distdy.links import PairBatch, evaluate_pairs, home_ranks, pair_share
 from dygsched.engine.distdy.placement import PAPER_SEGMENTS, feature_segments, sampled_targets, snapshot_graphs
 from dygsched.engine.distdy.sampler import InNeighbours, sample_key, sample_neighbourhood, step_targets
@@ -397,7 +398,9 @@ class DistDyStrategy(Strategy):
             )
             for slot, t in enumerate(window)
         }
-        x_rows = self._fetch_features(window, hoods, held, traffic, stats)
+        x_rows = fetch_features(
+            window, hoods, held, self.placements, self.rank, self.world_size, self.graph.num_features, traffic, stats
+        )
         # 2. structural embeddings of this rank's targets in each snapshot (in batch order: a hood's targets come first)
         embeddings = []
         for t in window:
@@ -440,58 +443,6 @@ class DistDyStrategy(Strategy):
         # backward runs the exchange's reverse all-to-all and the collectives pair up
         return self.model.predict(grid), home, received.sum() * 0.0
 
-    def _fetch_features(
-        self,
-        window: list[int],
-        hoods: Mapping[int, Any],
-        held: Mapping[int, tuple[np.ndarray, np.ndarray]],
-        traffic: dict[str, Any],
-        stats: IterationStats,
-    ) -> dict[int, torch.Tensor]:
-        """The features of every node of this rank's neighbourhoods: its own from its store, the others
-        from their stores (one exchange of requests, one of rows), ordered by (owner, slot, node)."""
-        width = self.graph.num_features
-        slot_of = np.concatenate([np.full(hoods[t].nodes.size, slot) for slot, t in enumerate(window)])
-        nodes = np.concatenate([hoods[t].nodes for t in window])
-        owner = np.concatenate([self.placements[t].store[hoods[t].nodes] for t in window])
-        remote = np.flatnonzero(owner != self.rank)
-        remote = remote[np.argsort(owner[remote], kind="stable")]
-        send_counts = np.bincount(owner[remote], minlength=self.world_size).tolist()
-        fetching = Region(HOST)  # host requests and rows through gloo, and the host's lookups: the host clock
-        recv_counts = exchange_counts(send_counts)
-        asked = torch.from_numpy(np.stack([slot_of[remote], nodes[remote]], axis=1).astype(np.int64))
-        incoming = exchange_rows(asked, send_counts, recv_counts).numpy() if self.world_size > 1 else asked.numpy()[:0]
-        answers = np.zeros((len(incoming), width), dtype=np.float32)  # the requests this rank received, from its store
-        for slot, t in enumerate(window):
-            ask = np.flatnonzero(incoming[:, 0] == slot)
-            if ask.size:
-                held_nodes, held_rows = held[t]
-                answers[ask] = held_rows[np.searchsorted(held_nodes, incoming[ask, 1])]
-        replies = (
-            exchange_rows(torch.from_numpy(answers), recv_counts, send_counts)
-            if self.world_size > 1
-            else torch.from_numpy(answers)
-        )
-        stats.add_time("comm_s", fetching.stop())
-        row_bytes = width * answers.itemsize
-        for q in range(self.world_size):
-            if q != self.rank:
-                traffic["fetch_out"][q] += recv_counts[q] * row_bytes
-                traffic["fetch_in"][q] += send_counts[q] * row_bytes
-        stats.add_bytes("feature_fetch", sum(recv_counts[q] for q in range(self.world_size) if q != self.rank) * row_bytes)
-        rows = np.zeros((nodes.size, width), dtype=np.float32)
-        rows[remote] = replies.numpy()
-        out, offset = {}, 0
-        for t in window:
-            count = hoods[t].nodes.size
-            local = offset + np.flatnonzero(owner[offset : offset + count] == self.rank)
-            if local.size:
-                held_nodes, held_rows = held[t]
-                rows[local] = held_rows[np.searchsorted(held_nodes, nodes[local])]
-            out[t] = torch.from_numpy(rows[offset : offset + count])
-            offset += count
-        return out
-
     # ---- evaluation -----------------------------------------------------------------------------------
     def evaluation_metrics(self, data: DynamicData, settings: RunConfig) -> frozenset[str]:
         if isinstance(data, TemporalGraph) and data.task is Task.LINK:
@@ -516,7 +467,8 @@ class DistDyStrategy(Strategy):
                 stats = IterationStats(iteration=-1)
                 traffic = self._no_traffic()
                 loss = self.batch_loss(-1, tau, start, held, traffic, stats, targets=chunk)
-                sums += torch.tensor([float(loss) * len(chunk), float(len(chunk))], dtype=torch.float64)
+                counted = float(len(chunk)) if self.rank == 0 else 0.0  # every rank has the chunk: one counts it
+                sums += torch.tensor([float(loss) * len(chunk), counted], dtype=torch.float64)
         comm.all_reduce(sums)  # host float64 sums: gloo under a device-keyed backend
         mse = float(sums[0] / sums[1].clamp(min=1))
         return {"loss": mse, "mse": mse}
@@ -535,24 +487,26 @@ class DistDyStrategy(Strategy):
         return evaluate_pairs(self.loss, phase, self.graph, taus, represent, self.config.batch, self.rank, self.device)
 
     def _evaluation_windows(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """This rank's stored rows of every snapshot a validation or test window reads, rebuilt once
-        from the first snapshot (placements, once made, never change)."""
+        """This rank's stored rows of every snapshot a validation or test window reads, rebuilt once."""
         if self._evaluation_held is None:
             assert self.split is not None
             wanted = {t for group in (*self.split.val, *self.split.test) for t in range(group.start, group.stop)}
-            store, held = self._new_store(), {}
-            for t in range(max(wanted) + 1):
-                self._add_snapshot(store, t, self.place(t)[0])
-                if t in wanted:
-                    held[t] = store.features(t)
-            self._evaluation_held = held
+            self._evaluation_held = self.stored_windows(wanted)
         return self._evaluation_held
 
     def _rebuild_window(self, tau: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        store = self._new_store()
-        for t in range(tau + 1):  # from the first snapshot: a store's versions depend on where nodes were before
+        return self.stored_windows(set(range(tau - self.window + 1, tau + 1)))
+
+    def stored_windows(self, wanted: set[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """This rank's stored rows (nodes, features) of each snapshot of ``wanted``, its store rebuilt
+        from the first snapshot (a store's versions depend on where nodes were before; placements,
+        once made, never change)."""
+        store, held = self._new_store(), {}
+        for t in range(max(wanted) + 1):
             self._add_snapshot(store, t, self.place(t)[0])
-        return {t: store.features(t) for t in range(tau - self.window + 1, tau + 1)}
+            if t in wanted:
+                held[t] = store.features(t)
+        return held
 
     def _new_store(self) -> GraphStore:
         return GraphStore(self.graph.num_features, self.window, self.num_segments, self.graph.snapshots[0].x.element_size())
