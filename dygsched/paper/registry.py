@@ -23,7 +23,10 @@ def _load() -> tuple[tuple[Section, ...], tuple[PaperTarget, ...]]:
         module = import_module(f"dygsched.paper.{name}")
         sections.extend(getattr(module, "SECTIONS", (module.SECTION,)))  # a module may file its targets under several
         targets.extend(module.TARGETS)
-    return tuple(sections), tuple(targets)
+    # in the report's order: a target filed under another module's section (the advisor's comparison
+    # with each paper, a benchmark's module) sits with that section's own, after them
+    order = {section.key: index for index, section in enumerate(sections)}
+    return tuple(sections), tuple(sorted(targets, key=lambda t: order[t.paper]))
 
 
 SECTIONS, TARGETS = _load()

@@ -124,7 +124,6 @@ class PaperShape:
     paper_frame: pd.DataFrame | None = None  # the paper's figures laid out as ``frame``, where they are derived
     # from several of its cells (ratios of its ratios) rather than read from one published table
 
-
     def __post_init__(self) -> None:
         if self.rank_within not in ("rows", "columns"):
             raise ValueError(f"rank_within is 'rows' or 'columns', not {self.rank_within!r}")
