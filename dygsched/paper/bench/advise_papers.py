@@ -34,6 +34,7 @@ from dygsched.paper.bench.advise_paper_settings import (
     EPOCH,
     MEMORY,
     METRIC_WORDS,
+    MINUTES,
     OUR_SIZES,
     PAPER_SIZES,
     PAPERS,
@@ -291,7 +292,7 @@ def advise_target(paper: str) -> PaperTarget:
         reproduces=REPRODUCES[paper],
         outputs=(setting.predictions_csv, setting.ratios_csv),
         repeats="one profile on this CPU (each family's steps: the fastest of two per group), one prediction per strategy",
-        minutes=3,
+        minutes=MINUTES[paper],
         build=build_advise_paper,
         reading=reading_of(setting),
         regime=Regime(
