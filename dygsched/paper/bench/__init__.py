@@ -13,7 +13,6 @@ plain sweeps are the targets' ``Sweep``. Nothing here imports torch until a buil
 """
 
 from dygsched.paper.bench.advise import ADVISE_BENCH
-from dygsched.paper.bench.advise_papers import ADVISE_PAPERS
 from dygsched.paper.bench.common import ACCURACY_SECTION, SECTION
 from dygsched.paper.bench.flop_counting import FLOP_COUNTING
 from dygsched.paper.bench.node_tasks import NODE_TASKS
@@ -33,7 +32,6 @@ TARGETS: tuple[PaperTarget, ...] = (
     STREAM_SCALING,
     SCALING,
     ADVISE_BENCH,
-    *ADVISE_PAPERS,
     STREAM_ACCURACY,
     UNIFIED,
     NODE_TASKS,

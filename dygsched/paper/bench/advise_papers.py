@@ -45,7 +45,7 @@ from dygsched.paper.bench.advise_paper_settings import (
     PaperSetting,
 )
 from dygsched.paper.common import table_named, write_table
-from dygsched.paper.target import Headline, PaperShape, PaperTarget, Regime, Settings, Tables
+from dygsched.paper.target import Headline, PaperShape, PaperTarget, Regime, Section, Settings, Tables
 
 
 # ---- asking the advisor ------------------------------------------------------------------------------
@@ -314,3 +314,6 @@ def advise_target(paper: str) -> PaperTarget:
 
 
 ADVISE_PAPERS: tuple[PaperTarget, ...] = tuple(advise_target(paper) for paper in PAPERS)
+# for the registry: no section of its own (each target sits in its paper's), and its targets
+SECTIONS: tuple[Section, ...] = ()
+TARGETS = ADVISE_PAPERS
