@@ -13,7 +13,8 @@ from importlib import import_module
 from dygsched.errors import ConfigError, closest
 from dygsched.paper.target import PaperTarget, Section
 
-MODULES = ("dygnex", "real", "flare", "distdy", "sven", "planner", "bench")  # the report's order of sections
+# the report's order of sections; bench.advise_papers files each of its targets under its paper's section
+MODULES = ("dygnex", "real", "flare", "distdy", "sven", "planner", "bench", "bench.advise_papers")
 
 
 def _load() -> tuple[tuple[Section, ...], tuple[PaperTarget, ...]]:
@@ -21,9 +22,13 @@ def _load() -> tuple[tuple[Section, ...], tuple[PaperTarget, ...]]:
     targets: list[PaperTarget] = []
     for name in MODULES:
         module = import_module(f"dygsched.paper.{name}")
-        sections.extend(getattr(module, "SECTIONS", (module.SECTION,)))  # a module may file its targets under several
+        # a module may file its targets under several sections, or only under other modules' (SECTIONS = ())
+        sections.extend(module.SECTIONS if hasattr(module, "SECTIONS") else (module.SECTION,))
         targets.extend(module.TARGETS)
-    return tuple(sections), tuple(targets)
+    # in the report's order: a target filed under another module's section (the advisor's comparison
+    # with each paper, a benchmark's module) sits with that section's own, after them
+    order = {section.key: index for index, section in enumerate(sections)}
+    return tuple(sections), tuple(sorted(targets, key=lambda t: order[t.paper]))
 
 
 SECTIONS, TARGETS = _load()

@@ -113,13 +113,16 @@ class PaperShape:
     its index and its column labels as columns, in the paper's units (ratios against the paper's
     baseline where it prints ratios). ``paper_ref`` and ``paper_dataset`` pick the published table it
     is compared with; ``rank_within`` says along which axis the paper's order is read ("rows": each
-    row ranks its columns; "columns": each column ranks its rows); ``unit`` labels the laid-out table."""
+    row ranks its columns; "columns": each column ranks its rows); ``unit`` labels the laid-out table.
+    ``paper_frame``, where given, is the paper's side itself (then ``paper_ref`` only names it)."""
 
     frame: pd.DataFrame
     paper_ref: str
     paper_dataset: str = ""
     rank_within: str = "columns"
     unit: str = ""
+    paper_frame: pd.DataFrame | None = None  # the paper's figures laid out as ``frame``, where they are derived
+    # from several of its cells (ratios of its ratios) rather than read from one published table
 
     def __post_init__(self) -> None:
         if self.rank_within not in ("rows", "columns"):
@@ -203,6 +206,7 @@ class PaperTarget:
     claims: tuple[Claim, ...] = ()  # the text's claims on a figure that prints no number
     departures: str = ""  # where ours departs from the paper's shape, the measured reason and where the docs show it
     needs: tuple[Needed, ...] = ()  # optional dependencies its builder imports: absent, it is not built (Needed)
+    published_from: tuple[str, ...] = ()  # other targets whose published rows it is judged against (none of its own)
 
     def __post_init__(self) -> None:
         if not self.outputs:
@@ -218,6 +222,12 @@ class PaperTarget:
         if self.sweep is not None and self.sweep.smoke != self.sweep.runs:
             return True
         return bool(self.settings.smoke) and self.settings.at(True) != self.settings.at(False)
+
+    @property
+    def published_targets(self) -> tuple[str, ...]:
+        """The targets whose rows of ``published/<paper>.csv`` this one sits beside: its own, and those it
+        reads without reproducing them (``published_from``: each published number is written once)."""
+        return (self.name, *self.published_from)
 
     @property
     def reproduces_paper(self) -> bool:

@@ -157,9 +157,12 @@ def judge(
     rows), its ``headlines`` and the checks of its text's ``claims``."""
     order, cells, short = (None, 0, 0)
     if shape is not None:
-        order, cells, short = _rank_correlation(
-            shape.frame, published_frame(published, shape.paper_ref, shape.paper_dataset), shape.rank_within
+        paper = (
+            shape.paper_frame
+            if shape.paper_frame is not None
+            else published_frame(published, shape.paper_ref, shape.paper_dataset)
         )
+        order, cells, short = _rank_correlation(shape.frame, paper, shape.rank_within)
     checks = tuple(check_headline(h) for h in headlines)
     measured = [c for c in checks if c.agrees is not None]
     held = [claim.holds for claim in claims if claim.holds is not None]

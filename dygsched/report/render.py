@@ -225,7 +225,7 @@ def _compared(
         return None, "", None, "a project benchmark: no paper table to reproduce"
     if not frames:
         return None, "", None, "not built"
-    rows = published[published.target == paper_target.name]
+    rows = published[published.target.isin(paper_target.published_targets)]
     if rows.empty and not paper_target.claims:
         return None, "", None, "the paper prints no number for it and its text claims nothing measurable"
     try:

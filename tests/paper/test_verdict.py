@@ -121,3 +121,12 @@ def test_a_figure_without_numbers_is_judged_by_its_texts_claims():
     assert judge(None, PUBLISHED, (), (unmeasured,)).word == "not measured"
     assert judge(None, PUBLISHED, (Headline("a", 1.5, 1.4),), (fails,)).word == "partly"
     assert judge(None, PUBLISHED, (), (holds, unmeasured)).summary == "1 of 1 claims of the paper's text hold"
+
+
+def test_a_paper_frame_given_with_the_shape_is_the_papers_side():
+    """Ratios derived from several of the paper's cells are laid out beside ours, not read from one table."""
+    paper = ours({"x": [3.0, 2.0, 1.0]})
+    same = PaperShape(ours({"x": [30.0, 20.0, 10.0]}), paper_ref="derived", paper_frame=paper)
+    reversed_ = PaperShape(ours({"x": [10.0, 20.0, 30.0]}), paper_ref="derived", paper_frame=paper)
+    assert judge(same, PUBLISHED.iloc[:0], ()).order == pytest.approx(1.0)
+    assert judge(reversed_, PUBLISHED.iloc[:0], ()).word == "not"
