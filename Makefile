@@ -12,6 +12,9 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 PGT_STAMP := $(VENV)/.installed-pgt
 RUN_ARGS ?=
+# `make test` runs its tests in one pytest worker per core (pytest-xdist), each test module on one
+# worker (its module fixtures built once); TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= auto
 # Where every paper target writes (make paper SMOKE=1 uses results/smoke).
 RESULTS ?= results
 
@@ -44,8 +47,8 @@ install: $(STAMP) ## create .venv and install dygsched with everything a run nee
 run: $(STAMP) ## the main job: TGCN with PSG on the embedded synthetic graph, 2 CPU ranks
 	$(BIN)/dygsched run $(RUN_ARGS)
 
-test: $(TEST_STAMP) ## the fast test suite (no slow or GPU tests)
-	$(BIN)/python -m pytest -q
+test: $(TEST_STAMP) ## the fast test suite (no slow or GPU tests), one worker per core
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 lint: $(TEST_STAMP) ## ruff check, ruff format --check and mypy (pyproject.toml; CI runs them before the tests)
 	$(BIN)/ruff check dygsched tests scripts

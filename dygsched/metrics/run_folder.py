@@ -282,7 +282,10 @@ class PhaseRecord:
         """Stop recording and remove the files (the rank did not die of a signal)."""
         faulthandler.disable()
         if self._was_enabled:
-            faulthandler.enable()
+            try:
+                faulthandler.enable()
+            except (OSError, ValueError):  # sys.stderr replaced by one without a file (a notebook's, a test's)
+                pass
         self._stacks.close()
         self.stacks_path.unlink(missing_ok=True)
         self.path.unlink(missing_ok=True)

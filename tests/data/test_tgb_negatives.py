@@ -116,7 +116,7 @@ def test_a_run_scores_every_event_against_the_files_negatives(tmp_path):
     strategy.run_epoch(
         Epoch(0, module, optimizer, GradientSync(module, 1), torch.device("cpu"), 0, 1, lambda s: None, lambda *r: None)
     )
-    import dygsched.engine.node_memory.strategy as node_memory
+    import dygsched.engine.node_memory.evaluation as node_memory
 
     seen = []
     scored = node_memory.link_prediction_metrics
