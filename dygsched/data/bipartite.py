@@ -89,15 +89,17 @@ class BipartiteStreamSource:
     name: str = "bipartite"
 
     def resolved(self) -> BipartiteStreamSource:
-        """This source with its preset's values in place (the preset wins over the fields it sets)."""
+        """This source with its preset's values in place of the generator's defaults: a field given
+        beside the preset (``dataset=wikipedia_like dataset.num_events=3000``) keeps its value."""
         if self.preset is None:
             return self
         if self.preset not in PRESETS:
             raise DataError(f"dataset '{self.name}': unknown preset '{self.preset}' (choose from {', '.join(PRESETS)})")
+        defaults = {field.name: field.default for field in dataclasses.fields(BipartiteStreamSource)}
         values: dict[str, Any] = {
             key: float(value) if key == "label_rate" else type(getattr(self, key))(value)
             for key, value in PRESETS[self.preset].items()
-            if key != "label_rate" or self.label_rate is None  # a rate given beside the preset is kept
+            if getattr(self, key) == defaults[key]
         }
         return dataclasses.replace(self, preset=None, **values)
 

@@ -64,6 +64,15 @@ def test_the_wikipedia_preset_has_the_published_shape():
     assert stats["repeat_ratio"] == pytest.approx(PUBLISHED_REPEAT_RATIO["wikipedia"], abs=0.03)
 
 
+def test_a_size_given_beside_a_preset_is_kept(compose):
+    """``dataset=wikipedia_like dataset.num_events=...`` gets those events (a replay of issue 57's story:
+    the preset used to overwrite them silently); the preset's other sizes stay."""
+    source = compose("dataset=wikipedia_like", "dataset.num_events=200000").dataset.build("dataset").resolved()
+    assert (source.num_events, source.num_users, source.edge_dim) == (200_000, 8_227, 172)
+    with pytest.raises(DataError, match=r"num_events \(3000\) must be at least num_users \(8227\)"):
+        BipartiteStreamSource(preset="wikipedia", num_events=3_000).load()
+
+
 @pytest.mark.parametrize(
     "options, message",
     [
