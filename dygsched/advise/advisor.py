@@ -149,9 +149,8 @@ def profile_cases(
                 raise DygschedError(f"profiling {family} ({case.name}) timed no step: the data gives it too few units")
             samples += measured
             facts.update(found)
-            if counted:
-                units = statistics_median([s.units for s in measured])
-                kernels.setdefault(family, counted / max(units, 1))
+            if counted:  # per unit of work, from the units the counted step itself trained
+                kernels.setdefault(family, counted)
     link = None
     if request.link_name(info.kind).lower() == LOCAL and max(request.gpus) > 1:
         say("measuring the link between two ranks of this machine")
@@ -173,11 +172,6 @@ def profile_cases(
         kernel_counts=kernels,
         seconds=time.perf_counter() - started,
     )
-
-
-def statistics_median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2] if ordered else 0.0
 
 
 class _threads:

@@ -48,6 +48,7 @@ from dygsched.typed_config import Part
 
 WARMUP_STEPS = 1
 MIN_TIMED_STEPS = 4  # the budget ends a family only after these many timed steps past the warm-up
+COUNTED_STEP = 2  # the step run under the kernel counter (its time is not a step's): after two timed steps
 
 
 class _Enough(Exception):
@@ -253,6 +254,14 @@ class _Steps:
     seconds: list[float]
     memory: list[int | None]
     kernels: int | None = None
+    counted_index: int | None = None  # which step ``kernels`` counted
+
+    def kernels_per_unit(self, plans: Sequence[StepPlan]) -> float | None:
+        """The kernels one unit of work launched: the counted step's count over the units its plan trained."""
+        if self.kernels is None or self.counted_index is None:
+            return None
+        units = len(plans[self.counted_index].units) if self.counted_index < len(plans) else 1
+        return self.kernels / max(units, 1)
 
 
 def fresh_strategy(case: StrategyCase, **changes: Any) -> Strategy:
@@ -279,7 +288,7 @@ def run_steps(
     budget_s: float,
     plan: Sequence[tuple[int, ...]] | None = None,
     epoch_index: int = 0,
-    count_kernels_at: int = 2,
+    count_kernels_at: int = COUNTED_STEP,
     before_epoch: Callable[[Strategy], None] | None = None,
 ) -> tuple[Strategy, _Steps]:
     """Up to ``steps`` steps (and ``budget_s`` seconds) of ``strategy`` on one rank, each step's wall
@@ -317,6 +326,7 @@ def run_steps(
         if counter is not None:  # this step ran under the counter: its count, not its time
             counter.__exit__(None, None, None)
             record.kernels, counter = counter.count, None
+            record.counted_index = len(record.seconds)
             record.seconds.append(math.nan)  # it keeps its place: the next step's time is the next plan's
             record.memory.append(None)
         else:
@@ -394,7 +404,8 @@ def spread(order: Sequence[int], count: int) -> list[int]:
 
 def snapshot_plans(graph: TemporalGraph, case: StrategyCase, family: str, count: int) -> list[StepPlan]:
     """Groups across the size range (by nodes plus edges), the median one first as the warm-up;
-    REAL's reuse adds merged neighbour pairs, BLAD's pipeline trains consecutive pairs only."""
+    REAL's reuse adds merged neighbour pairs, BLAD's pipeline trains consecutive pairs (and one
+    group alone, the step whose kernels are counted)."""
     from dygsched.advise.snapshot_groups import groups_of
 
     _, sizes = groups_of(graph, case)
@@ -413,7 +424,11 @@ def snapshot_plans(graph: TemporalGraph, case: StrategyCase, family: str, count:
     if len(sizes) < 2 and family in (REUSE, BLAD):
         timed = list(map(single, picked))
     elif family == BLAD:
-        return [pair(warm), *map(pair, picked), *map(pair, picked)]
+        # the counted step is one group: with two, the second group's load and first-layer aggregation
+        # run on the pipeline's own thread, where a dispatch mode (thread-local) does not see its kernels
+        plans = [pair(warm), *map(pair, picked), *map(pair, picked)]
+        plans.insert(COUNTED_STEP, single(warm))
+        return plans
     else:
         timed = list(map(single, picked))
         if family == REUSE:
@@ -430,8 +445,8 @@ def profile_family(
     threads: int,
     steps: int,
     budget_s: float,
-) -> tuple[list[StepSample], int | None, dict[str, float]]:
-    """``family``'s samples at ``threads`` threads, the kernels one step launched, and facts measured on the way."""
+) -> tuple[list[StepSample], float | None, dict[str, float]]:
+    """``family``'s samples at ``threads`` threads, the kernels one unit of a step launched, and facts measured on the way."""
     facts: dict[str, float] = {}
     with _threads(threads):
         if family in (SEQUENTIAL, REUSE, BLAD):
@@ -441,7 +456,7 @@ def profile_family(
             _, record = run_steps(
                 fresh_strategy(case), case, data, device, len(plans), budget_s, [p.units for p in plans], epoch_index
             )
-            return samples_of(family, threads, record, plans), record.kernels, facts
+            return samples_of(family, threads, record, plans), record.kernels_per_unit(plans), facts
         if family == FLARE:
             return _profile_flare(case, cast(TemporalGraph, data), device, threads, steps, budget_s)
         if family == DISTDY:
@@ -453,7 +468,7 @@ def profile_family(
 
 def _profile_flare(
     case: StrategyCase, graph: TemporalGraph, device: torch.device, threads: int, steps: int, budget_s: float
-) -> tuple[list[StepSample], int | None, dict[str, float]]:
+) -> tuple[list[StepSample], float | None, dict[str, float]]:
     from dygsched.advise.flare import Counter, window_features
     from dygsched.engine.flare import FlareStrategy
 
@@ -465,12 +480,12 @@ def _profile_flare(
     start = time.perf_counter()
     flare.start_epoch(1)  # the epoch's shuffle and renumbering, warm
     facts = {"flare_epoch_start_s": time.perf_counter() - start}
-    return samples_of(FLARE, threads, record, plans), record.kernels, facts
+    return samples_of(FLARE, threads, record, plans), record.kernels_per_unit(plans), facts
 
 
 def _profile_distdy(
     case: StrategyCase, graph: TemporalGraph, device: torch.device, threads: int, steps: int, budget_s: float
-) -> tuple[list[StepSample], int | None, dict[str, float]]:
+) -> tuple[list[StepSample], float | None, dict[str, float]]:
     from dygsched.advise.distdy import counts_for, step_features
     from dygsched.engine.distdy import DistDyStrategy
 
@@ -478,12 +493,12 @@ def _profile_distdy(
     counts = counts_for(strategy, graph, case.run, 1)
     plans = [StepPlan((i,), step_features(c), str(i)) for i, c in enumerate(counts)]
     _, record = run_steps(strategy, case, graph, device, steps, budget_s)
-    return samples_of(DISTDY, threads, record, plans), record.kernels, {}
+    return samples_of(DISTDY, threads, record, plans), record.kernels_per_unit(plans), {}
 
 
 def _profile_node_memory(
     case: StrategyCase, data: DynamicData, device: torch.device, threads: int, steps: int, budget_s: float
-) -> tuple[list[StepSample], int | None, dict[str, float]]:
+) -> tuple[list[StepSample], float | None, dict[str, float]]:
     """The node-memory loop on one rank at its batch size and at half of it (its curve's two points)."""
     from dygsched.data.events import EventStream
 
@@ -501,7 +516,7 @@ def _profile_node_memory(
         ]
         strategy, record = run_steps(fresh_strategy(case, batch_size=size), case, data, device, max(3, steps // 2), budget_s / 2)
         samples += samples_of(NODE_MEMORY, threads, record, plans)
-        kernels = kernels or record.kernels
+        kernels = kernels or record.kernels_per_unit(plans)
         table = getattr(getattr(strategy, "memory", None), "table", None)
         facts.setdefault("node_state_bytes", float(getattr(table, "nbytes", 0.0)))
     return samples, kernels, facts
