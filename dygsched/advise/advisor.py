@@ -21,9 +21,9 @@ from dygsched.advise import distdy as distdy_pricing
 from dygsched.advise import flare, node_memory, snapshot_groups
 from dygsched.advise.cases import BLAD, DISTDY, FLARE, NODE_MEMORY, REUSE, SEQUENTIAL, StrategyCase
 from dygsched.advise.hardware import LOCAL, GPUProfile, compute_scale, gpu_named, link_named
+from dygsched.advise.local_link import measure_local_link
 from dygsched.advise.measure import (
     describe_device,
-    measure_local_link,
     memory_now,
     model_facts,
     optimizer_step_s,
