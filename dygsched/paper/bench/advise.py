@@ -38,8 +38,10 @@ SNAPSHOT_SCHEDS = "psg,esdg,blad,greedy,flare"
 STREAM_SCHEDS = "single,depcache,depcomm,sven"
 # name -> (dataset overrides, models, strategies)
 GROUPS: dict[str, tuple[tuple[str, ...], str, str]] = {
-    "twitter_tennis": (("dataset=twitter_tennis",), "tgcn,gclstm", SNAPSHOT_SCHEDS),
-    "england_covid": (("dataset=england_covid",), "tgcn,gclstm", SNAPSHOT_SCHEDS),
+    # TGCN alone on the snapshots: GC-LSTM's convolution reads the hidden state, so REAL's reuse engine
+    # (sched=greedy) refuses it, and the advisor refuses a list naming a strategy that cannot train the model
+    "twitter_tennis": (("dataset=twitter_tennis",), "tgcn", SNAPSHOT_SCHEDS),
+    "england_covid": (("dataset=england_covid",), "tgcn", SNAPSHOT_SCHEDS),
     "events": (("dataset=events",), "tgn,jodie", STREAM_SCHEDS),
     "synthetic": (("dataset=synthetic", "dataset.num_nodes=120", "dataset.num_snapshots=12"), "tgcn", "psg,greedy,flare"),
 }
@@ -192,12 +194,12 @@ ADVISE_BENCH = PaperTarget(
     reproduces="(no paper table)",
     outputs=(ADVISE_CSV, ADVISE_SUMMARY_CSV),
     repeats="3 rounds, the strategies alternated within each; each run the median of its steady epochs; medians over rounds",
-    minutes=75,
+    minutes=50,
     build=build_advise_bench,
     reading=read_advise_bench,
     regime=Regime(
         paper="",
-        ours="TGCN and GC-LSTM on Twitter-Tennis and England-COVID (PSG, ESDG, BLAD, greedy, FlareDTDG), TGN and JODIE "
+        ours="TGCN on Twitter-Tennis and England-COVID (PSG, ESDG, BLAD, greedy, FlareDTDG), TGN and JODIE "
         "on the shipped event stream (single, DepCache, DepComm, Sven), 1 and 2 ranks of this machine, 3 epochs, 3 rounds",
     ),
     settings=Settings(
