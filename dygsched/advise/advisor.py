@@ -111,8 +111,11 @@ def profile_cases(
     steps: int = 8,
     budget_s: float = 8.0,
     progress: Progress | None = None,
+    rank_start: str = "spawn",
 ) -> Profile:
-    """Measure every family the ``cases`` need, at the thread counts the request's targets run with."""
+    """Measure every family the ``cases`` need, at the thread counts the request's targets run with;
+    ``rank_start``: how the run's launcher starts a CPU rank (``spawn`` or ``forkserver``), which the
+    rank's resident set before training is measured in."""
     started = time.perf_counter()
     say = progress or (lambda _: None)
     info = describe_device(device)
@@ -121,7 +124,7 @@ def profile_cases(
         baseline = 0  # the GPU allocator's peak counts tensors alone: each family's own
     else:
         say("measuring a rank's resident set before training")
-        baseline = rank_baseline_bytes(first.run.dataset, first.run.model)
+        baseline = rank_baseline_bytes(first.run.dataset, first.run.model, start_method=rank_start)
     samples: list[StepSample] = []
     family_memory: dict[str, int] = {}
     kernels: dict[str, float] = {}

@@ -227,8 +227,20 @@ def advise(composed: Composed, request: Any, profile_in: Any, out: Path, args: a
         check_profile(profile_in, cases[0], families_needed(cases), [])
         profile = profile_in
     else:
+        from dygsched.launch.fork_server import serves, start_fork_server
+
+        # a CPU rank is a fork of the launcher's fork server (its untouched library pages are not in its
+        # resident set): where it starts is measured in a rank started the same way
+        rank_start = start_fork_server() if device.type == "cpu" and serves("cpu") else "spawn"
         profile = profile_cases(
-            cases, lambda case: composed.data[case.name], device, request, args.steps, args.budget, progress=say
+            cases,
+            lambda case: composed.data[case.name],
+            device,
+            request,
+            args.steps,
+            args.budget,
+            progress=say,
+            rank_start=rank_start,
         )
         if args.profile_only:
             path = out / PROFILE_JSON
