@@ -19,7 +19,7 @@ import torch
 
 from dygsched.advise import distdy as distdy_pricing
 from dygsched.advise import flare, node_memory, snapshot_groups
-from dygsched.advise.cases import BLAD, DISTDY, FLARE, NODE_MEMORY, REUSE, SEQUENTIAL, StrategyCase
+from dygsched.advise.cases import BLAD, DISTDY, FLARE, NODE_MEMORY, NODE_MEMORY_FAMILIES, REUSE, SEQUENTIAL, StrategyCase
 from dygsched.advise.hardware import LOCAL, GPUProfile, compute_scale, gpu_named, link_named
 from dygsched.advise.local_link import measure_local_link
 from dygsched.advise.measure import (
@@ -257,7 +257,7 @@ def price(case: StrategyCase, data: DynamicData, profile: Profile, target: Targe
     if case.family == DISTDY:
         strategy = cast(DistDyStrategy, case.strategy)
         return distdy_pricing.price(case.name, strategy, cast(TemporalGraph, data), settings, profile, target)
-    if case.family == NODE_MEMORY:
+    if case.family in NODE_MEMORY_FAMILIES:
         return node_memory.price(
             case.name, cast(NodeMemoryStrategy, case.strategy), cast(EventStream, data), settings, profile, target
         )

@@ -30,7 +30,7 @@ from typing import Any, cast
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from dygsched.advise.cases import BLAD, DISTDY, FLARE, NODE_MEMORY, REUSE, SEQUENTIAL, StrategyCase
+from dygsched.advise.cases import BLAD, DISTDY, FLARE, NODE_MEMORY_FAMILIES, REUSE, SEQUENTIAL, StrategyCase
 from dygsched.advise.profile import DeviceInfo, StepSample
 from dygsched.data.dataset_config import DatasetConfig
 from dygsched.data.kinds import DynamicData
@@ -399,7 +399,7 @@ def profile_family(
             return _profile_flare(case, cast(TemporalGraph, data), device, threads, steps, budget_s)
         if family == DISTDY:
             return _profile_distdy(case, cast(TemporalGraph, data), device, threads, steps, budget_s)
-        if family == NODE_MEMORY:
+        if family in NODE_MEMORY_FAMILIES:
             return _profile_node_memory(case, data, device, threads, steps, budget_s)
     raise ValueError(f"unknown family {family!r}")
 
@@ -453,7 +453,7 @@ def _profile_node_memory(
             for i in range(math.ceil((events[1] - events[0]) / size))
         ]
         strategy, record = run_steps(fresh_strategy(case, batch_size=size), case, data, device, max(3, steps // 2), budget_s / 2)
-        samples += samples_of(NODE_MEMORY, threads, record, plans)
+        samples += samples_of(case.family, threads, record, plans)
         kernels = kernels or record.kernels_per_unit(plans)
         table = getattr(getattr(strategy, "memory", None), "table", None)
         facts.setdefault("node_state_bytes", float(getattr(table, "nbytes", 0.0)))

@@ -1,7 +1,7 @@
 """The price of the node-memory strategies (the one-process reference, DepCache, DepComm, Sven).
 
 An optimizer step is one global batch of ``batch_size x W`` events, each rank computing its slice of
-``batch_size`` (``rank_slice``): its compute is the profiled node-memory step on one rank at that
+``batch_size`` (``rank_slice``): its compute is its backend's profiled step on one rank at that
 batch size (the loop's own seconds, its memory update, embedding, loss and backward), scaled to the
 target. What the ranks move is counted exactly by the strategies' own accounting
 (``dygsched.engine.node_memory.volumes``: the same reads, negatives and writes every step makes, for
@@ -79,17 +79,18 @@ def price(
     case_name: str, strategy: NodeMemoryStrategy, stream: EventStream, settings: RunConfig, profile: Profile, target: Target
 ) -> Prediction:
     """``strategy`` on ``target`` (see the module docstring)."""
-    from dygsched.advise.cases import NODE_MEMORY
+    from dygsched.advise.cases import family_of
 
+    family = family_of(strategy)  # the reference's and DepCache's steps, DepComm's or Sven's
     ranks = target.gpus
     batch = strategy.config.batch_size
     events = stream.split(settings.split.train, settings.split.val, settings.split.by).train
     count = events[1] - events[0]
     steps = math.ceil(count / (batch * ranks))
     threads = target.threads
-    samples = profile.of(NODE_MEMORY, threads)
+    samples = profile.of(family, threads)
     curve = time_curve(samples, profile.step_s(threads))
-    kernels = profile.kernels(NODE_MEMORY)
+    kernels = profile.kernels(family)
     compute = 0.0
     for index in range(steps):  # every rank's slice of the global batch; the last batch may be short
         global_batch = min(batch * ranks, count - index * batch * ranks)
@@ -128,7 +129,7 @@ def price(
     if strategy.gradient_staleness:  # launched at one step's end, waited for at the next's
         allreduce = exposed(allreduce, compute)
     traffic_all = {**traffic, **({"allreduce": steps * ranks * step.allreduce_bytes} if ranks > 1 else {})}
-    memory = memory_curve(samples, profile.family_memory_bytes.get(NODE_MEMORY, 0))
+    memory = memory_curve(samples, profile.family_memory_bytes.get(family, 0))
     peak = None
     if memory is not None:
         added = max(0.0, memory(batch)) - (1.0 - table_share) * profile.fact("node_state_bytes", 0.0)
@@ -136,7 +137,7 @@ def price(
     training = STALE if strategy.gradient_staleness else GLOBAL_BATCH.format(batch=batch)
     return Prediction(
         strategy=case_name,
-        family=NODE_MEMORY,
+        family=family,
         gpus=ranks,
         epoch_time_s=compute + exchange + allreduce + steps * (step.optimizer_s + step.ready_s),
         compute_s=compute,

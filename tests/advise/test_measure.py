@@ -49,3 +49,16 @@ def test_the_command_measures_where_a_cpu_rank_starts_in_a_fork_of_the_launchers
             ]
         )
     assert seen["rank_start"] == "forkserver"
+
+
+@pytest.mark.parametrize(
+    "sched, family", [("single", "node_memory"), ("depcache", "node_memory"), ("depcomm", "depcomm"), ("sven", "sven")]
+)
+def test_the_node_memory_backends_that_compute_unlike_the_reference_are_profiled_apart(compose, sched, family):
+    """DepComm's step took 3.5x the reference's epoch on one rank in bench-advise (nothing to move there),
+    Sven's 1.4x: one profile for the four priced them alike."""
+    from dygsched.advise.cases import family_of
+    from dygsched.engine.build import build_strategy
+
+    run = compose("dataset=events", "model=tgn", f"sched={sched}")
+    assert family_of(build_strategy(run.sched)) == family
