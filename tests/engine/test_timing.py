@@ -26,6 +26,7 @@ class FakeWork:
 
     def _run(self, delay_s: float) -> None:
         time.sleep(delay_s)
+        self.finished_at = time.perf_counter()
         self.finished.set()
 
     def is_completed(self) -> bool:
@@ -190,10 +191,13 @@ def test_posted_halo_wait_covers_the_exchange(no_device_synchronize):
     from dygsched.engine.node_partition.exchange import HaloAccounting, PendingHalo
 
     accounting = HaloAccounting()
-    pending = PendingHalo(torch.zeros(3, 2), torch.ones(1, 2), FakeWork(), accounting)
+    work = FakeWork()  # its delay runs from here, a little before the exchange's timer starts
+    pending = PendingHalo(torch.zeros(3, 2), torch.ones(1, 2), work, accounting)
+    posted = time.perf_counter()
     rows = pending.wait()
     assert rows.shape == (4, 2)
-    assert accounting.seconds >= DELAY_S and accounting.backward_seconds == 0.0
+    assert accounting.seconds >= work.finished_at - posted > DELAY_S / 2  # not only the posting
+    assert accounting.backward_seconds == 0.0
 
 
 def test_overlap_log_reads_regions_when_gathered(fake_cuda):
