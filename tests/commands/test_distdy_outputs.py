@@ -18,10 +18,8 @@ import pandas as pd
 import pytest
 import torch
 
-from dygsched.commands.tables import link_scores
-from dygsched.metrics.link_prediction import link_prediction_metrics
 from tests.cli_process import run_dygsched
-from tests.commands.test_predict import _recorded, _train
+from tests.commands.test_predict import _recorded, _train, link_checks
 
 TINY = [
     "sched=distdy", "model=sage_temporal", "model.hidden_channels=8", "window=2", "sched.batch=256",
@@ -40,18 +38,6 @@ def _node_checks(folder: Path) -> pd.DataFrame:
         assert list(frame.columns) == ["snapshot", "node", "prediction", "target"] and len(frame) > 0
         mse = float(((frame["prediction"].astype(float) - frame["target"].astype(float)) ** 2).mean())
         assert mse == pytest.approx(_recorded(folder, phase, "mse"), rel=1e-6), phase
-    return frame
-
-
-def _link_checks(folder: Path) -> pd.DataFrame:
-    """The val and test AP, AUC and MRR of `predict`'s rows equal the run's; returns the test rows."""
-    for phase in ("val", "test"):
-        result = run_dygsched("predict", str(folder), "--phase", phase)
-        assert result.returncode == 0, result.stderr
-        frame = pd.read_parquet(folder / f"predictions-{phase}.parquet")
-        found = link_prediction_metrics(link_scores(frame), with_mrr=True)
-        for metric in ("ap", "auc", "mrr"):
-            assert found[metric] == pytest.approx(_recorded(folder, phase, metric), rel=1e-6), (phase, metric)
     return frame
 
 
@@ -91,7 +77,7 @@ def test_an_embedding_before_the_first_window_is_one_line(node_run: Path):
 
 def test_link_scores_give_the_run_s_figures_and_pairs_score_as_the_phase_does(tmp_path: Path):
     folder = _train(tmp_path / "results", "link", *LINK, "world_size=1")
-    frame = _link_checks(folder)
+    frame = link_checks(folder)
     last = frame[(frame["snapshot"] == frame["snapshot"].max()) & (frame["label"] == 1)].head(3)
     pairs = tmp_path / "pairs.csv"
     last[["src", "dst"]].to_csv(pairs, index=False)
@@ -104,4 +90,4 @@ def test_link_scores_give_the_run_s_figures_and_pairs_score_as_the_phase_does(tm
 @pytest.mark.slow  # two more trainings
 def test_a_one_rank_node_run_and_a_two_rank_link_run_give_their_recorded_figures(tmp_path: Path):
     _node_checks(_train(tmp_path / "results", "node1", *NODE, "world_size=1"))
-    _link_checks(_train(tmp_path / "results", "link2", *LINK, "world_size=2"))
+    link_checks(_train(tmp_path / "results", "link2", *LINK, "world_size=2"))

@@ -38,6 +38,18 @@ def _recorded(folder: Path, phase: str, metric: str) -> float:
     return float(rows.loc[rows["epoch"].idxmax(), "value"])  # the last epoch: the one the checkpoint holds
 
 
+def link_checks(folder: Path, rel: float = 1e-6) -> pd.DataFrame:
+    """The val and test AP, AUC and MRR of `predict`'s rows equal the run's; returns the test rows."""
+    for phase in ("val", "test"):
+        result = run_dygsched("predict", str(folder), "--phase", phase)
+        assert result.returncode == 0, result.stderr
+        frame = pd.read_parquet(folder / f"predictions-{phase}.parquet")
+        found = link_prediction_metrics(link_scores(frame), with_mrr=True)
+        for metric in ("ap", "auc", "mrr"):
+            assert found[metric] == pytest.approx(_recorded(folder, phase, metric), rel=rel), (phase, metric)
+    return frame
+
+
 @pytest.fixture(scope="module")
 def psg_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     results = tmp_path_factory.mktemp("predict") / "results"
