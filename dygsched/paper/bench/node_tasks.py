@@ -40,7 +40,7 @@ NODE_TASKS_CSV = f"{NODE_TASKS_DIR}/node_tasks.csv"
 NODE_TASKS_COST_CSV = f"{NODE_TASKS_DIR}/node_tasks_cost.csv"
 MODELS = "tgn,jodie,apan"
 FLOORS = "persistent,moving_average"
-LINK_RUN = "link-${model.name}-${seed}"  # each model and seed's link-prediction run, named so its node run finds it
+LINK_RUN = "link-${dataset.name}-${model.name}-${seed}"  # each dataset, model and seed's link run, named so its node run finds it
 # DyGLib's protocol: one process, a batch of 200, split by time 70/15/15
 DYGLIB = ("sched=single", "world_size=1", "sched.batch_size=200", "split.by=time", "split.train=0.7", "split.val=0.15")
 METRIC = {"classification": "auc", "affinity": "ndcg@10"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -49,3 +51,17 @@ def test_the_cost_table_sets_the_classifier_beside_both_epochs():
         row["link_epoch_s_per_1k"] == 5.0 and row["node_epoch_s_per_1k"] == 2.0 and row["classifier_share"] == pytest.approx(0.01)
     )
     assert np.isnan(cost.loc[("trade_like", "tgn"), "link_epoch_s_per_1k"])  # trained end to end: no link run
+
+
+@pytest.mark.parametrize("smoke", [False, True])
+def test_every_link_run_of_the_sweep_has_its_own_id_and_its_node_run_names_it(smoke):
+    """The full sweep trains link runs on two datasets into one folder: an id without the dataset
+    would name the second dataset's run after the first's, and the sweep would stop there."""
+    from dygsched.paper.bench.node_tasks import NODE_TASKS_SWEEP
+    from dygsched.paper.sweep import _points, planned_runs
+
+    points = [typed for run in planned_runs(NODE_TASKS_SWEEP, smoke) for _, typed in _points(run, Path("unused"))]
+    link_ids = [str(typed.run_id) for typed in points if str(typed.run_id).startswith("link-")]
+    assert link_ids and len(link_ids) == len(set(link_ids))
+    named = {str(typed.node_task.init_from) for typed in points if typed.node_task.init_from}
+    assert named and named <= set(link_ids)
