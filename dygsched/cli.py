@@ -127,6 +127,8 @@ def _dispatch(argv: list[str]) -> int:
         return 2
     try:
         return command(argv[1:])
+    except SystemExit as exc:  # a command's --help (0) or its usage error (2), its one line already said
+        return exc.code if isinstance(exc.code, int) else 1
     except DygschedError as exc:
         print(f"dygsched: error: {exc}", file=sys.stderr)
         return 1

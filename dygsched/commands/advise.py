@@ -21,6 +21,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from dygsched.arguments import CommandParser
 from dygsched.errors import ConfigError, DygschedError
 
 # The report's order of the strategies; any other conf/sched file follows.
@@ -64,7 +65,7 @@ def gpu_counts(text: str) -> tuple[int, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="dygsched advise",
         description="Profile a model on this device, then predict every strategy's epoch time, memory and traffic "
         "on the GPUs to rent.",

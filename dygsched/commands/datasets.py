@@ -7,13 +7,12 @@ bytes against the catalogue. Nothing else in the project downloads.
 
 from __future__ import annotations
 
-import argparse
-
+from dygsched.arguments import CommandParser
 from dygsched.data.catalog import CATALOG, CatalogEntry, cache_dir, entry, locate, user_dir
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="dygsched datasets",
         description="List the real datasets (dataset=NAME in a run) and where each is read from, or download one into the cache.",
     )

@@ -7,6 +7,7 @@ import csv
 import json
 from pathlib import Path
 
+from dygsched.arguments import CommandParser
 from dygsched.errors import ScheduleError
 from dygsched.planner import SOLVERS, ScheduleProblem, solve
 from dygsched.planner.cost_model import CostModel, group_times_from_sizes
@@ -50,7 +51,7 @@ def read_problem_file(path: str | Path) -> tuple[list[float], list[list[float]] 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="dygsched plan", description="Plan snapshot groups onto GPUs and report the predicted epoch time."
     )
     parser.add_argument(

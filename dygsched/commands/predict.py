@@ -18,13 +18,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dygsched.arguments import CommandParser
 from dygsched.errors import ConfigError, DataError
 
 PHASES = ("train", "val", "test")
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog=f"dygsched {command}",
         description="A finished run's predictions on a phase, as Parquet (docs/results.md)."
         if command == "predict"

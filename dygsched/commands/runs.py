@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from dygsched.arguments import CommandParser
 from dygsched.errors import ConfigError, DataError
 from dygsched.metrics.runs_table import RUNS_TABLE, read_runs, runs_from_folders
 
@@ -40,7 +41,7 @@ HEADLINE = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dygsched runs", description="List and compare the runs in a results folder.")
+    parser = CommandParser(prog="dygsched runs", description="List and compare the runs in a results folder.")
     parser.add_argument(
         "filters", nargs="*", metavar="KEY=VALUE", help="keep runs whose column KEY equals VALUE (e.g. sched=greedy)"
     )

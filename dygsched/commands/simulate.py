@@ -6,6 +6,7 @@ import argparse
 import csv
 from pathlib import Path
 
+from dygsched.arguments import CommandParser
 from dygsched.errors import ScheduleError
 from dygsched.planner import SOLVERS
 from dygsched.planner.cost_model import CostModel
@@ -15,7 +16,7 @@ DEFAULT_GPUS = "4,8,16,32,64,128,256,512,1024"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="dygsched simulate", description="Simulate planning for 4..1,024 GPUs and report parallel efficiency."
     )
     parser.add_argument("--snapshots", type=int, default=10_000, help="snapshots to generate (default 10000)")

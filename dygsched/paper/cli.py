@@ -21,12 +21,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from dygsched.arguments import CommandParser
 from dygsched.errors import ConfigError
 from dygsched.paper.target import PaperTarget
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="dygsched paper", description="List the paper targets, or build the missing ones and render the report."
     )
     parser.add_argument("targets", nargs="*", help="targets to build (`all`: every one); none: list them")

@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from dygsched.arguments import CommandParser
 from dygsched.errors import ConfigError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="dygsched report",
         description="Render every paper target under a results root into one static report "
         "(dygsched paper builds what is missing).",

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dygsched.arguments import CommandParser
 from dygsched.commands.gpu_check.groups import Joined, RankGroups
 from dygsched.commands.gpu_check.probing import probe, probe_rank, probe_settings
 from dygsched.commands.gpu_check.runs import gpu_count, variant_row
@@ -21,7 +22,7 @@ DEFAULT_RESULTS = Path("results") / "check-gpu"
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="python -m dygsched.commands.gpu_check",
         description="Check the communication module and every strategy on one GPU (a few minutes).",
     )

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dygsched.arguments import CommandParser
 from dygsched.commands.gpu_check.cli import describe_machine
 from dygsched.commands.gpu_check.table import Clock
 from dygsched.errors import Terminated
@@ -41,7 +42,7 @@ COLUMNS = [
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="python -m dygsched.paper.bench.gpu",
         description="Five comparisons on one GPU, A and B alternated: each ratio with its spread and the syncs per step.",
     )
