@@ -124,7 +124,8 @@ def profile_cases(
         baseline = 0  # the GPU allocator's peak counts tensors alone: each family's own
     else:
         say("measuring a rank's resident set before training")
-        baseline = rank_baseline_bytes(first.run.dataset, first.run.model, start_method=rank_start)
+        ranks_pairs = isinstance(data_of(first), EventStream) or first.run.task == "link"  # evaluated by AP and AUC
+        baseline = rank_baseline_bytes(first.run.dataset, first.run.model, ranks_pairs, start_method=rank_start)
     samples: list[StepSample] = []
     family_memory: dict[str, int] = {}
     kernels: dict[str, float] = {}

@@ -130,8 +130,9 @@ def release_freed_memory() -> None:
         pass
 
 
-def _baseline_rank(index: int, dataset: DatasetConfig, model: Part, out: str) -> None:  # pragma: no cover (a child)
-    """A fresh process as a rank is before it trains: the worker's modules, the data, the model."""
+def _baseline_rank(index: int, dataset: DatasetConfig, model: Part, out: str, ranks_pairs: bool) -> None:  # pragma: no cover
+    """A fresh process as a rank is from its second epoch on: the worker's modules, the data, the
+    model, and the library code its first epoch's end touched (``touch_epoch_end``)."""
     del index
     import dygsched.engine.worker  # noqa: F401 (what a rank imports)
     from dygsched.data.loading import load_data
@@ -139,22 +140,51 @@ def _baseline_rank(index: int, dataset: DatasetConfig, model: Part, out: str) ->
     torch.set_num_threads(1)
     data = load_data(dataset)
     built = build_model(model, data)
+    touch_epoch_end(built, ranks_pairs, Path(out).parent)
     del built
     Path(out).write_text(json.dumps({"rss": memory_now(torch.device("cpu"))}))
 
 
-def rank_baseline_bytes(dataset: DatasetConfig, model: Part, timeout_s: float = 120.0, start_method: str = "spawn") -> int:
-    """The resident set of a process that imported what a rank imports, loaded the data and built the
-    model: where a CPU rank's peak starts (this process holds every strategy's configuration besides).
-    ``start_method`` as the launcher starts its ranks: a rank forked from the local launcher's fork
-    server (``forkserver``) holds only the library pages it touched, a fresh interpreter (``spawn``)
-    every page its imports touched (for TGCN on Twitter-Tennis, 470 MB against a forked rank's 378 MB
-    peak over a whole epoch)."""
+def touch_epoch_end(model: torch.nn.Module, ranks_pairs: bool, folder: Path) -> None:
+    """What a rank's first epoch's end brings into its resident set, and every later epoch's peak
+    keeps: the evaluation's ranking metrics (scikit-learn's, with SciPy: about 68 MB in a rank forked
+    from the launcher's fork server, measured) where it scores pairs or labels, the epoch's rows
+    written as Parquet (pyarrow's writer), the checkpoint's serialisation. Each on a tiny input:
+    what stays is the code and the modules, not the data."""
+    import io
+
+    import numpy as np
+
+    from dygsched.metrics.atomic import write_parquet
+    from dygsched.metrics.recorder import MetricRecorder
+
+    if ranks_pairs:
+        from dygsched.metrics.link_prediction import ranking_metrics
+
+        ranking_metrics(np.array([1.0, 0.2]), np.array([0.5, 0.1]))
+    recorder = MetricRecorder("baseline", 0)
+    recorder.add(1, "train", "loss", 0.5)
+    write_parquet(folder / "rows.parquet", MetricRecorder.frame(recorder.take()))
+    torch.save(model.state_dict(), io.BytesIO())
+
+
+def rank_baseline_bytes(
+    dataset: DatasetConfig, model: Part, ranks_pairs: bool, timeout_s: float = 120.0, start_method: str = "spawn"
+) -> int:
+    """The resident set of a process that imported what a rank imports, loaded the data, built the
+    model and touched what its first epoch's end touches (``ranks_pairs``: its evaluation scores
+    pairs or labels by AP and AUC): where a CPU rank's peak starts in its second and later epochs
+    (this process holds every strategy's configuration besides). ``start_method`` as the launcher
+    starts its ranks: a rank forked from the local launcher's fork server (``forkserver``) holds only
+    the library pages it touched, a fresh interpreter (``spawn``) every page its imports touched (for
+    TGCN on Twitter-Tennis, 470 MB against a forked rank's 378 MB peak over a whole epoch)."""
     import torch.multiprocessing as mp
 
     with tempfile.TemporaryDirectory() as folder:
         out = str(Path(folder) / "rss.json")
-        context = mp.start_processes(_baseline_rank, args=(dataset, model, out), nprocs=1, start_method=start_method, join=False)
+        context = mp.start_processes(
+            _baseline_rank, args=(dataset, model, out, ranks_pairs), nprocs=1, start_method=start_method, join=False
+        )
         deadline = time.monotonic() + timeout_s
         while not context.join(timeout=0.5):
             if time.monotonic() > deadline:
