@@ -75,16 +75,16 @@ class SnapshotGroupStrategy(Strategy):
                 f"after another in time order: sched=psg at world_size=1 does, sched={self.name} at {world_size} rank(s) does not"
             )
         self.executor.check(settings.window, world_size, self.timeline_config.profile_epochs)
+        if world_size > len(split.train):
+            raise ConfigError(
+                f"world_size={world_size} is larger than the {len(split.train)} training groups: some ranks would never train"
+            )
         try:
             if self.planner.plan_file:
                 load_plan_file(self.planner.plan_file, list(range(len(split.train))), world_size, self.planner.capacity)
             self.planner.check(world_size)
         except ScheduleError as exc:
             raise ConfigError(f"sched={self.name}: {exc}") from None
-        if world_size > len(split.train):
-            raise ConfigError(
-                f"world_size={world_size} is larger than the {len(split.train)} training groups: some ranks would never train"
-            )
 
     def trains_in_time_order(self, world_size: int) -> bool:
         """Whether every iteration trains one group, in time order, one after another (PSG on one rank)."""

@@ -139,7 +139,8 @@ def verdict(summary: pd.DataFrame) -> list[str]:
         ("median memory error", memory_error, memory_error <= GOALS["memory_error"], f"<= {GOALS['memory_error']:.0%}"),
     ]
     lines = [f"{name}: {value:.3g} (goal {goal}): {'met' if ok else 'NOT met'}" for name, value, ok, goal in checks]
-    lines.insert(2, f"top-1 right strictly: {top1:.3g} (the fastest measured is the one priced fastest, near ties the runs cannot separate counted against it)")
+    strictly = "the fastest measured is the one priced fastest, near ties the runs cannot separate counted against it"
+    lines.insert(2, f"top-1 right strictly: {top1:.3g} ({strictly})")
     return lines
 
 
