@@ -185,7 +185,24 @@ def run_rows(folder: Path) -> pd.DataFrame:
         )
     if not rows:
         raise DygschedError(f"no finished runs under {folder}: run the target's sweep first")
-    return pd.DataFrame(rows)
+    return in_order(pd.DataFrame(rows))
+
+
+ORDER = {
+    "task": ("link", "classification", "affinity"),
+    "dataset": ("wikipedia_like", "reddit_like", "trade_like", *PUBLISHED_DATASETS),
+    "model": (*MODELS.split(","), *FLOORS.split(",")),
+}
+
+
+def in_order(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs in the table's order (task, dataset, the learned models then the floors, seed),
+    whatever order the sweep's runs finished in (a sweep built in parts, merged, keeps none)."""
+    keys = {column: runs[column].map({name: rank for rank, name in enumerate(names)}).fillna(len(names))
+            for column, names in ORDER.items()}  # fmt: skip
+    ranked = runs.assign(**{f"_{column}": rank for column, rank in keys.items()})
+    ordered = ranked.sort_values([*(f"_{column}" for column in ORDER), "dataset", "model", "seed"], kind="stable")
+    return ordered.drop(columns=[f"_{column}" for column in ORDER]).reset_index(drop=True)
 
 
 def _train_events(folder: Path) -> int:

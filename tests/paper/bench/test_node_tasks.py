@@ -65,3 +65,17 @@ def test_every_link_run_of_the_sweep_has_its_own_id_and_its_node_run_names_it(sm
     assert link_ids and len(link_ids) == len(set(link_ids))
     named = {str(typed.node_task.init_from) for typed in points if typed.node_task.init_from}
     assert named and named <= set(link_ids)
+
+
+def test_the_tables_keep_their_order_whatever_order_the_runs_finished_in():
+    """A sweep built in parts and merged lists its runs in no useful order; the tables read task by
+    task, stream by stream, the learned models before the floors."""
+    from dygsched.paper.bench.node_tasks import in_order
+
+    shuffled = runs().sample(frac=1.0, random_state=3).reset_index(drop=True)
+    table = accuracy_table(in_order(shuffled))
+    assert list(table["task"].drop_duplicates()) == ["classification", "affinity"]
+    assert list(table["dataset"].drop_duplicates()) == ["wikipedia_like", "wikipedia", "trade_like"]  # by task first
+    first = table[table["dataset"] == "wikipedia_like"]["model"].tolist()
+    assert first == ["tgn", "jodie", "persistent", "moving_average"]
+    assert in_order(shuffled).equals(in_order(runs()))
