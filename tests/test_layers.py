@@ -1,6 +1,6 @@
 """No import runs back up: a module imports only from its own stage or the stages before it.
 
-The stages in order (docs/architecture.md): the shared bottom (``errors``, ``components``,
+The stages in order (docs/architecture.md): the shared bottom (``errors``, ``arguments``, ``components``,
 ``jit``, ``typed_config``), then data < models < planner < metrics < engine < advise < launch < commands <
 paper < report, and the ``dygsched`` program (``cli``, ``__main__``) on top. ``certify`` sits on the planner (it bounds its
 plans) and only the planner's benchmarks use it. Every ``import`` is read with ``ast``, those inside
@@ -15,7 +15,7 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "dygsched"
-BOTTOM = ("errors", "components", "jit", "typed_config")
+BOTTOM = ("errors", "arguments", "components", "jit", "typed_config")
 STAGES = (
     "data",
     "models",
