@@ -128,7 +128,10 @@ def _dispatch(argv: list[str]) -> int:
     try:
         return command(argv[1:])
     except SystemExit as exc:  # a command's --help (0) or its usage error (2), its one line already said
-        return exc.code if isinstance(exc.code, int) else 1
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)  # sys.exit("why"): Python would have printed it
+        return 1
     except DygschedError as exc:
         print(f"dygsched: error: {exc}", file=sys.stderr)
         return 1

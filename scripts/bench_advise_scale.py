@@ -30,13 +30,15 @@ WINDOW = 4
 
 def timed(command: list[str]) -> tuple[float, float]:
     """Wall seconds and peak resident set (MB) of ``command`` run to its end; exit 1 if it failed."""
-    begin = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - begin
-    if os.waitstatus_to_exitcode(status) != 0:
-        error = process.stderr.read().decode().strip().splitlines()[-1:] if process.stderr else []
-        sys.exit(f"bench_advise_scale: {' '.join(command[:4])} ... failed: {error[0] if error else status}")
+    with tempfile.TemporaryFile() as stderr:  # a file, not a pipe: a child that writes much cannot block on it
+        begin = time.perf_counter()
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - begin
+        if os.waitstatus_to_exitcode(status) != 0:
+            stderr.seek(0)
+            error = stderr.read().decode(errors="replace").strip().splitlines()[-1:]
+            sys.exit(f"bench_advise_scale: {' '.join(command[:4])} ... failed: {error[0] if error else status}")
     return seconds, usage.ru_maxrss / 1024  # Linux reports kilobytes
 
 
